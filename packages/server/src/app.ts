@@ -1,0 +1,65 @@
+import { randomUUID } from 'node:crypto';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Config } from './config.ts';
+import { installAuthentication } from './http/plugins/authentication.ts';
+import { installErrorHandling } from './http/plugins/errors.ts';
+import { installOpenApi } from './http/plugins/openapi.ts';
+import { installValidation } from './http/plugins/validation.ts';
+import { accountRoutes } from './http/routes/account.ts';
+import { healthRoutes, type ReadinessCheck } from './http/routes/health.ts';
+import './http/fastify-types.ts';
+import type { RateLimiter } from './ratelimit/rate-limiter.ts';
+import type { AccountService } from './services/account-service.ts';
+import { GATE402_VERSION } from './version.ts';
+
+export interface AppDeps {
+  readonly config: Pick<Config, 'bodyLimitBytes' | 'planAccess' | 'trustProxy'>;
+  readonly accounts: AccountService;
+  readonly rateLimiter: RateLimiter;
+  /** What /readyz asks: storage always, then Redis and chains when configured. */
+  readonly readiness: readonly ReadinessCheck[];
+  /** A pino logger; tests leave it out for silence. */
+  readonly logger?: FastifyBaseLogger;
+}
+
+/** Request ids we accept from a caller's X-Request-Id: short and printable, so logs stay clean. */
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/**
+ * Builds the HTTP application from its dependencies. It starts nothing and listens nowhere: server.ts
+ * does that, and tests call this with the parts they choose and use `app.inject()`.
+ */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(deps.logger === undefined ? { logger: false } : { loggerInstance: deps.logger }),
+    bodyLimit: deps.config.bodyLimitBytes,
+    trustProxy: deps.config.trustProxy,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : `req_${randomUUID()}`;
+    },
+    requestIdLogLabel: 'requestId',
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  installValidation(app);
+  installErrorHandling(app);
+  await installOpenApi(app, GATE402_VERSION);
+  installAuthentication(app, {
+    accounts: deps.accounts,
+    rateLimiter: deps.rateLimiter,
+    planAccess: deps.config.planAccess,
+  });
+
+  await app.register(healthRoutes, { checks: deps.readiness });
+  await app.register(accountRoutes);
+
+  return app;
+}

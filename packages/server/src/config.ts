@@ -1,0 +1,184 @@
+import { resolve } from 'node:path';
+import { isPlan, PLANS } from './domain/plan.ts';
+import { DEFAULT_PLAN_ACCESS, type Feature, isFeature, type PlanAccess } from './domain/plan-access.ts';
+
+/**
+ * The gateway's configuration: the only reader of process.env.
+ * One table below declares every setting (name, default, parser, description); the Config type is
+ * derived from it, and `gate402 config` / the README list the same table.
+ */
+type Parser<T> = (raw: string) => T;
+
+interface Setting<T> {
+  readonly env: string;
+  readonly description: string;
+  /** Used when the variable is unset or empty; `undefined` means "not configured". */
+  readonly fallback: (env: Env) => T;
+  readonly parse: Parser<T>;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export const SETTINGS = {
+  port: setting({
+    env: 'PORT',
+    description: 'TCP port of the HTTP API.',
+    fallback: () => 8402,
+    parse: integerIn(0, 65_535),
+  }),
+  host: setting({
+    env: 'HOST',
+    description: 'Address to listen on; 0.0.0.0 to accept connections from other machines.',
+    fallback: () => '127.0.0.1',
+    parse: (raw) => raw,
+  }),
+  dataDir: setting({
+    env: 'DATA_DIR',
+    description: 'Directory for the SQLite file and local state of the embedded default.',
+    fallback: () => resolve('data'),
+    parse: (raw) => resolve(raw),
+  }),
+  databaseUrl: setting<string | undefined>({
+    env: 'DATABASE_URL',
+    description: 'PostgreSQL connection URL. Unset: a SQLite file in DATA_DIR.',
+    fallback: () => undefined,
+    parse: urlWithProtocol(['postgres:', 'postgresql:']),
+  }),
+  redisUrl: setting<string | undefined>({
+    env: 'REDIS_URL',
+    description: 'Redis URL for rate limits shared by every instance. Unset: counted in-process.',
+    fallback: () => undefined,
+    parse: urlWithProtocol(['redis:', 'rediss:']),
+  }),
+  logLevel: setting({
+    env: 'LOG_LEVEL',
+    description: `One of ${LOG_LEVELS.join(', ')}.`,
+    fallback: () => 'info' as (typeof LOG_LEVELS)[number],
+    parse: oneOf(LOG_LEVELS),
+  }),
+  bodyLimitBytes: setting({
+    env: 'BODY_LIMIT_BYTES',
+    description: 'Largest request body accepted, in bytes; larger bodies get 413.',
+    fallback: () => 64 * 1024,
+    parse: integerIn(1024, 16 * 1024 * 1024),
+  }),
+  planAccess: setting<PlanAccess>({
+    env: 'PLAN_ACCESS',
+    description:
+      'JSON object: plan → list of features it may call, replacing the default table (see README, "Plans").',
+    fallback: () => DEFAULT_PLAN_ACCESS,
+    parse: parsePlanAccess,
+  }),
+  demoAccount: setting({
+    env: 'GATE402_DEMO',
+    description:
+      'Create a demo account and print its key when storage has no account yet. Default: true on SQLite, false on PostgreSQL.',
+    fallback: (env) => !env.DATABASE_URL,
+    parse: boolean,
+  }),
+  trustProxy: setting({
+    env: 'TRUST_PROXY',
+    description: 'Trust X-Forwarded-* headers (set when behind a reverse proxy).',
+    fallback: () => false,
+    parse: boolean,
+  }),
+} as const;
+
+export type Config = { -readonly [K in keyof typeof SETTINGS]: ReturnType<(typeof SETTINGS)[K]['parse']> };
+
+/** A bad setting; `problems` lists every bad variable with what is wrong, so all can be fixed at once. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  }
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const config: Record<string, unknown> = {};
+  for (const [key, s] of Object.entries(SETTINGS) as [keyof Config, Setting<unknown>][]) {
+    const raw = env[s.env];
+    if (raw === undefined || raw.trim() === '') {
+      config[key] = s.fallback(env);
+      continue;
+    }
+    try {
+      config[key] = s.parse(raw.trim());
+    } catch (error) {
+      problems.push(`${s.env}: ${(error as Error).message}`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config as Config;
+}
+
+function setting<T>(s: Setting<T>): Setting<T> {
+  return s;
+}
+
+function integerIn(min: number, max: number): Parser<number> {
+  return (raw) => {
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw) || value < min || value > max) {
+      throw new Error(`must be a whole number from ${min} to ${max}, got "${raw}"`);
+    }
+    return value;
+  };
+}
+
+function oneOf<const T extends string>(values: readonly T[]): Parser<T> {
+  return (raw) => {
+    if (!(values as readonly string[]).includes(raw)) {
+      throw new Error(`must be one of ${values.join(', ')}, got "${raw}"`);
+    }
+    return raw as T;
+  };
+}
+
+function boolean(raw: string): boolean {
+  if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
+  throw new Error(`must be true or false, got "${raw}"`);
+}
+
+/** Never echoes the URL: it may hold a password. */
+function urlWithProtocol(protocols: readonly string[]): Parser<string> {
+  return (raw) => {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw new Error(`must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`);
+    }
+    if (!protocols.includes(url.protocol)) {
+      throw new Error(`must start with ${protocols.map((p) => `${p}//`).join(' or ')}`);
+    }
+    return raw;
+  };
+}
+
+function parsePlanAccess(raw: string): PlanAccess {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error('must be a JSON object such as {"standard":["payments","status"],...}');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new Error('must be a JSON object of plan → list of features');
+  }
+  const table: Record<string, ReadonlySet<Feature>> = {};
+  for (const plan of PLANS) {
+    const features = (parsed as Record<string, unknown>)[plan];
+    if (!Array.isArray(features)) throw new Error(`must list the features of plan "${plan}"`);
+    const unknown = features.filter((f) => typeof f !== 'string' || !isFeature(f));
+    if (unknown.length > 0) throw new Error(`plan "${plan}" names unknown features: ${unknown.join(', ')}`);
+    table[plan] = new Set(features as Feature[]);
+  }
+  const extra = Object.keys(parsed).filter((k) => !isPlan(k));
+  if (extra.length > 0) throw new Error(`names unknown plans: ${extra.join(', ')}`);
+  return table as PlanAccess;
+}

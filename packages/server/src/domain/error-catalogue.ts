@@ -1,0 +1,36 @@
+/**
+ * The one catalogue of error codes gate402 answers with (spec §7), their HTTP status and default message.
+ *
+ * Codes are stable: never renamed, never reused for another meaning. New codes use the small vocabulary
+ * `INVALID_`, `_NOT_FOUND`, `_MISMATCH`, `_EXPIRED`, `_UNAVAILABLE`.
+ * Where the spec leaves a status "not shown", the choice made here is documented in the README.
+ */
+export const ERROR_CATALOGUE = {
+  INVALID_PARAMETERS: { status: 400, message: 'Request parameters are invalid.' },
+  UNAUTHORIZED: { status: 401, message: 'API key missing or invalid.' },
+  FORBIDDEN: { status: 403, message: 'This API key is not allowed to do that.' },
+  NOT_FOUND: { status: 404, message: 'Not found.' },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'Request body is too large.' },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    message: 'Request body must be JSON (Content-Type: application/json).',
+  },
+  RATE_LIMIT_EXCEEDED: { status: 429, message: 'Rate limit exceeded.' },
+  /**
+   * Listed by the spec beside RATE_LIMIT_EXCEEDED. gate402 always answers RATE_LIMIT_EXCEEDED;
+   * this code is kept so clients matching on either keep working, and is never emitted.
+   */
+  RATE_LIMIT: { status: 429, message: 'Too many requests.' },
+  INSUFFICIENT_BALANCE: { status: 422, message: 'Not enough funds for the payment plus fees.' },
+  INVALID_PAYMENT_PROOF: { status: 422, message: 'The payment proof is invalid or expired.' },
+  PAYMENT_VERIFICATION_FAILED: { status: 422, message: 'The facilitator could not verify the payment.' },
+  INVALID_RECIPIENT: { status: 400, message: 'The recipient address is invalid or does not exist.' },
+  INTERNAL_ERROR: { status: 500, message: 'Internal error.' },
+  SERVICE_UNAVAILABLE: { status: 503, message: 'The service is not ready.' },
+} as const satisfies Record<string, { readonly status: number; readonly message: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+export function isErrorCode(value: string): value is ErrorCode {
+  return Object.hasOwn(ERROR_CATALOGUE, value);
+}

@@ -1,0 +1,25 @@
+import type { Feature } from '../domain/plan-access.ts';
+import type { RateLimitDecision } from '../ratelimit/rate-limiter.ts';
+import type { AccountView } from '../services/account-service.ts';
+import type { ApiKeyRecord } from '../store/store.ts';
+
+/** Who is calling, set by the authentication plugin on every authenticated request. */
+export interface Caller {
+  readonly account: AccountView;
+  readonly key: ApiKeyRecord;
+  readonly rate: RateLimitDecision;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The plan feature this route belongs to. A route with a feature requires an API key whose plan
+     * grants it; a route without one is public (health, OpenAPI, docs).
+     */
+    feature?: Feature;
+  }
+  interface FastifyRequest {
+    /** Set on authenticated routes; absent on public ones. */
+    caller?: Caller;
+  }
+}

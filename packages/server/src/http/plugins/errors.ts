@@ -1,0 +1,69 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { GatewayError, invalidParameters, toErrorBody } from '../../domain/gateway-error.ts';
+import { validationDetails } from './validation.ts';
+
+/**
+ * The one place where failures become HTTP answers (spec §7). Every error body has the shape
+ * `{success:false, error:{code, message, details?, retryAfter?, requestId}}`. Internals are logged
+ * with the request id and never sent: a 500 says only that something failed and which request it was.
+ */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | GatewayError, request, reply) => {
+    const gatewayError = toGatewayError(error);
+    if (gatewayError.status >= 500) {
+      request.log.error({ err: error }, 'request failed');
+    } else {
+      request.log.info({ code: gatewayError.code }, 'request refused');
+    }
+    return sendError(reply, request, gatewayError);
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendError(
+      reply,
+      request,
+      new GatewayError('NOT_FOUND', { message: `No route ${request.method} ${routePath(request)}.` }),
+    ),
+  );
+}
+
+export function sendError(reply: FastifyReply, request: FastifyRequest, error: GatewayError): FastifyReply {
+  if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter));
+  return reply.code(error.status).type('application/json').send(toErrorBody(error, request.id));
+}
+
+function toGatewayError(error: FastifyError | GatewayError): GatewayError {
+  if (error instanceof GatewayError) return error;
+  if (error.validation !== undefined) {
+    const details = validationDetails(error.validation);
+    const part =
+      error.validationContext === 'body' || error.validationContext === undefined
+        ? ''
+        : ` ${error.validationContext}`;
+    return invalidParameters(
+      details,
+      `Invalid request${part} parameters: ${Object.keys(details).join(', ')}.`,
+    );
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return invalidParameters({ body: 'must be valid JSON' }, 'Request body is not valid JSON.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return invalidParameters({ body: 'is required' }, 'Request body is empty but Content-Type is JSON.');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new GatewayError('PAYLOAD_TOO_LARGE');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new GatewayError('UNSUPPORTED_MEDIA_TYPE');
+  }
+  // Other client errors found by Fastify itself (bad Content-Length, bad content encoding, …).
+  if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
+    return invalidParameters({ request: 'is malformed' }, 'The request is malformed.');
+  }
+  return new GatewayError('INTERNAL_ERROR', { cause: error });
+}
+
+/** The path without the query string, which may carry things that do not belong in an error message. */
+function routePath(request: FastifyRequest): string {
+  const path = request.url.split('?', 1)[0] ?? '/';
+  return path.length > 200 ? `${path.slice(0, 200)}…` : path;
+}

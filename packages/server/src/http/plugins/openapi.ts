@@ -1,0 +1,89 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance, RouteOptions } from 'fastify';
+import { Type } from 'typebox';
+import { ERROR_CATALOGUE } from '../../domain/error-catalogue.ts';
+
+export const ErrorBodySchema = Type.Object(
+  {
+    success: Type.Literal(false),
+    error: Type.Object({
+      code: Type.String({ enum: Object.keys(ERROR_CATALOGUE), description: 'Machine code (spec §7).' }),
+      message: Type.String({ description: 'Human-readable text.' }),
+      details: Type.Optional(
+        Type.Record(Type.String(), Type.String(), { description: 'Field name → the rule it breaks.' }),
+      ),
+      retryAfter: Type.Optional(Type.Integer({ description: 'Seconds to wait (rate limits).' })),
+      requestId: Type.Optional(Type.String({ description: 'Quote it when reporting a problem.' })),
+    }),
+  },
+  { $id: 'ErrorBody', title: 'Error' },
+);
+
+const ERROR_RESPONSES: Record<number, string> = {
+  400: 'INVALID_PARAMETERS: a parameter breaks its rule; `details` names each field.',
+  401: 'UNAUTHORIZED: API key missing or invalid.',
+  403: 'FORBIDDEN: the plan does not include this endpoint.',
+  413: 'PAYLOAD_TOO_LARGE: body over the configured limit.',
+  415: 'UNSUPPORTED_MEDIA_TYPE: body is not JSON.',
+  429: 'RATE_LIMIT_EXCEEDED: see `retryAfter` and the Retry-After header.',
+  500: 'INTERNAL_ERROR: quote `requestId` when reporting it.',
+};
+
+/**
+ * OpenAPI 3.1 generated from the route schemas at GET /openapi.json, and the Swagger UI, served from
+ * this process with no outside scripts, at GET /docs. Authenticated routes get the security scheme and
+ * the common error responses added as they are registered, so a new route is documented by construction.
+ */
+export async function installOpenApi(app: FastifyInstance, version: string): Promise<void> {
+  app.addSchema(ErrorBodySchema);
+  app.addHook('onRoute', documentRoute);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'gate402',
+        version,
+        description:
+          'Self-hostable payment gateway for the x402 protocol. Every error answers `{success:false, error:{code, message, details?, retryAfter?}}`.',
+      },
+      components: {
+        securitySchemes: {
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An API key: `Authorization: Bearer g402_sk_…`',
+          },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    uiConfig: { validatorUrl: null, deepLinking: true },
+    staticCSP: true,
+  });
+  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+}
+
+function documentRoute(route: RouteOptions): void {
+  const feature = route.config?.feature;
+  if (feature === undefined) return;
+  route.schema ??= {};
+  const schema = route.schema as Record<string, unknown>;
+  schema.security = [{ bearerAuth: [] }];
+  const tags = (schema.tags as string[] | undefined) ?? [feature];
+  schema.tags = tags;
+  schema.response ??= {};
+  const responses = schema.response as Record<string, unknown>;
+  for (const [status, description] of Object.entries(ERROR_RESPONSES)) {
+    if (status === '413' || status === '415') {
+      if (route.method === 'GET' || (Array.isArray(route.method) && route.method.includes('GET'))) continue;
+    }
+    responses[status] ??= {
+      description,
+      content: { 'application/json': { schema: { $ref: 'ErrorBody#' } } },
+    };
+  }
+}

@@ -1,0 +1,3 @@
+export { type AppDeps, buildApp } from './app.ts';
+export { type Config, ConfigError, loadConfig } from './config.ts';
+export { type RunningServer, startServer } from './server.ts';

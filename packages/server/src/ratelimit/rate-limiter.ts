@@ -1,0 +1,28 @@
+/**
+ * Counts requests per account in fixed one-minute windows (aligned to the Unix minute), so every
+ * instance that shares the counter store agrees on the window and on the count.
+ */
+export interface RateLimiter {
+  /** Counts one request of `subject` and says whether it is within `limit` for the current window. */
+  hit(subject: string, limit: number, now?: number): Promise<RateLimitDecision>;
+  /** The current window's state without counting a request. */
+  peek(subject: string, limit: number, now?: number): Promise<RateLimitDecision>;
+  close(): Promise<void>;
+}
+
+export interface RateLimitDecision {
+  readonly allowed: boolean;
+  readonly limit: number;
+  /** Requests left in the window after this one (never negative). */
+  readonly remaining: number;
+  /** Unix ms when the window ends and the count starts again. */
+  readonly resetAt: number;
+}
+
+export function windowStart(now: number, windowMs: number): number {
+  return now - (now % windowMs);
+}
+
+export function decide(count: number, limit: number, resetAt: number): RateLimitDecision {
+  return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetAt };
+}

@@ -1,0 +1,106 @@
+import type { FastifyInstance } from 'fastify';
+import { type Logger, pino } from 'pino';
+import { buildApp } from './app.ts';
+import type { Config } from './config.ts';
+import type { ReadinessCheck } from './http/routes/health.ts';
+import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.ts';
+import type { RateLimiter } from './ratelimit/rate-limiter.ts';
+import { RedisRateLimiter } from './ratelimit/redis-rate-limiter.ts';
+import { AccountService, type CreatedApiKey } from './services/account-service.ts';
+import { openStore, storageLocation } from './store/open-store.ts';
+import type { Store } from './store/store.ts';
+
+export interface RunningServer {
+  readonly app: FastifyInstance;
+  /** The base URL the API listens on, e.g. http://127.0.0.1:8402. */
+  readonly url: string;
+  readonly demo: DemoAccount | undefined;
+  /** Stops accepting requests, lets the ones in flight finish, then closes storage and Redis. */
+  close(): Promise<void>;
+}
+
+export interface DemoAccount {
+  readonly accountId: string;
+  readonly key: string;
+}
+
+/** Paths and headers that may carry secrets; pino replaces their values before anything is written. */
+export const REDACTED_LOG_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["x-payment"]',
+  'req.headers["payment-signature"]',
+  'res.headers["set-cookie"]',
+  '*.apiKey',
+  '*.key',
+  '*.secret',
+  '*.password',
+  '*.privateKey',
+  '*.masterKey',
+  '*.databaseUrl',
+  '*.redisUrl',
+];
+
+export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
+  return pino({ level: config.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } });
+}
+
+/**
+ * The composition root: configuration → storage → rate limiter → services → app → listen.
+ * Everything it opens, it closes again in `close()`, in reverse order.
+ */
+export async function startServer(
+  config: Config,
+  logger: Logger = createLogger(config),
+): Promise<RunningServer> {
+  const location = storageLocation(config);
+  const { store, migrated } = await openStore(location);
+  logger.info(
+    { storage: location.kind === 'sqlite' ? location.file : 'postgresql', migrated },
+    migrated.length > 0 ? 'storage migrated' : 'storage ready',
+  );
+  const closers: (() => Promise<void>)[] = [() => store.close()];
+  try {
+    const readiness: ReadinessCheck[] = [{ name: 'storage', check: () => store.ping() }];
+    const rateLimiter = await createRateLimiter(config, readiness);
+    closers.unshift(() => rateLimiter.close());
+
+    const accounts = new AccountService(store);
+    const demo = config.demoAccount ? await ensureDemoAccount(store, accounts) : undefined;
+
+    const app = await buildApp({ config, accounts, rateLimiter, readiness, logger });
+    closers.unshift(() => app.close());
+    await app.listen({ port: config.port, host: config.host });
+    const address = app.server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : config.port;
+    const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+
+    return {
+      app,
+      url,
+      demo,
+      close: async () => {
+        for (const close of closers) await close();
+      },
+    };
+  } catch (error) {
+    for (const close of closers) await close().catch(() => {});
+    throw error;
+  }
+}
+
+async function createRateLimiter(config: Config, readiness: ReadinessCheck[]): Promise<RateLimiter> {
+  if (config.redisUrl === undefined) return new MemoryRateLimiter();
+  const redis = new RedisRateLimiter(config.redisUrl);
+  await redis.connect();
+  readiness.push({ name: 'redis', check: () => redis.ping() });
+  return redis;
+}
+
+/** On storage with no account at all, a Standard demo account and key, so the README's curl line works. */
+async function ensureDemoAccount(store: Store, accounts: AccountService): Promise<DemoAccount | undefined> {
+  if ((await store.accounts.count()) > 0) return undefined;
+  const account = await accounts.createAccount({ name: 'demo', plan: 'standard' });
+  const created: CreatedApiKey = await accounts.createKey(account.id, 'demo');
+  return { accountId: account.id, key: created.key };
+}

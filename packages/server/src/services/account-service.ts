@@ -1,0 +1,155 @@
+import { generateApiKey, hashApiKey, isApiKeyShape } from '../domain/api-key.ts';
+import { GatewayError, invalidParameters } from '../domain/gateway-error.ts';
+import { newId } from '../domain/ids.ts';
+import { isPlan, MAX_RATE_LIMIT_PER_MINUTE, PLANS, type Plan, rateLimitOf } from '../domain/plan.ts';
+import type { AccountRecord, ApiKeyRecord, KeyWithAccount, Store } from '../store/store.ts';
+
+const MAX_NAME_LENGTH = 100;
+/** last_used_at is written at most this often per key, so authentication is not a write per request. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+export interface CreatedApiKey {
+  readonly record: ApiKeyRecord;
+  /** The secret. Returned here once; only its hash is stored. */
+  readonly key: string;
+}
+
+export interface AccountView extends AccountRecord {
+  /** Requests per minute this account may make. */
+  readonly rateLimit: number;
+}
+
+/** Accounts, their plans and their API keys. */
+export class AccountService {
+  constructor(
+    private readonly store: Store,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async createAccount(input: { name: string; plan: string; rateLimit?: number }): Promise<AccountView> {
+    const name = validName(input.name);
+    const { plan, customRateLimit } = validPlan(input.plan, input.rateLimit);
+    const at = this.now();
+    const account: AccountRecord = {
+      id: newId('acct', at),
+      name,
+      plan,
+      customRateLimit,
+      createdAt: at,
+      updatedAt: at,
+    };
+    await this.store.accounts.insert(account);
+    return view(account);
+  }
+
+  async getAccount(id: string): Promise<AccountView> {
+    const account = await this.store.accounts.get(id);
+    if (account === undefined) throw new GatewayError('NOT_FOUND', { message: `No account ${id}.` });
+    return view(account);
+  }
+
+  async listAccounts(): Promise<AccountView[]> {
+    return (await this.store.accounts.list()).map(view);
+  }
+
+  async setPlan(accountId: string, input: { plan: string; rateLimit?: number }): Promise<AccountView> {
+    const { plan, customRateLimit } = validPlan(input.plan, input.rateLimit);
+    const updated = await this.store.accounts.updatePlan(accountId, {
+      plan,
+      customRateLimit,
+      updatedAt: this.now(),
+    });
+    if (updated === undefined) throw new GatewayError('NOT_FOUND', { message: `No account ${accountId}.` });
+    return view(updated);
+  }
+
+  async createKey(accountId: string, name = 'default'): Promise<CreatedApiKey> {
+    const keyName = validName(name);
+    await this.getAccount(accountId);
+    const generated = generateApiKey();
+    const at = this.now();
+    const record: ApiKeyRecord = {
+      id: newId('key', at),
+      accountId,
+      name: keyName,
+      displayPrefix: generated.displayPrefix,
+      hash: generated.hash.toString('hex'),
+      createdAt: at,
+      lastUsedAt: null,
+      revokedAt: null,
+    };
+    await this.store.apiKeys.insert(record);
+    return { record, key: generated.key };
+  }
+
+  async listKeys(accountId: string): Promise<ApiKeyRecord[]> {
+    await this.getAccount(accountId);
+    return this.store.apiKeys.listByAccount(accountId);
+  }
+
+  /**
+   * Revokes a key; from then on it authenticates nothing. With `accountId`, a key of another account
+   * is answered as not found, so one account cannot learn about another's keys.
+   */
+  async revokeKey(keyId: string, accountId?: string): Promise<ApiKeyRecord> {
+    const key = await this.store.apiKeys.get(keyId);
+    if (key === undefined || (accountId !== undefined && key.accountId !== accountId)) {
+      throw new GatewayError('NOT_FOUND', { message: `No API key ${keyId}.` });
+    }
+    const revoked = await this.store.apiKeys.revoke(keyId, this.now());
+    if (revoked === undefined) throw new GatewayError('NOT_FOUND', { message: `No API key ${keyId}.` });
+    return revoked;
+  }
+
+  /**
+   * The key and account behind a presented secret, or undefined for anything that is not an active key.
+   * The stored hash is found through a unique index on SHA-256(key): an attacker learns nothing from
+   * timing, since finding a hash says nothing about the keys whose hashes are near it.
+   */
+  async authenticate(presented: string): Promise<KeyWithAccount | undefined> {
+    if (!isApiKeyShape(presented)) return undefined;
+    const found = await this.store.apiKeys.findActiveByHash(hashApiKey(presented).toString('hex'));
+    if (found === undefined) return undefined;
+    const at = this.now();
+    if (found.key.lastUsedAt === null || at - found.key.lastUsedAt >= LAST_USED_RESOLUTION_MS) {
+      await this.store.apiKeys.touch(found.key.id, at);
+    }
+    return found;
+  }
+}
+
+export function view(account: AccountRecord): AccountView {
+  return { ...account, rateLimit: rateLimitOf(account.plan, account.customRateLimit) };
+}
+
+function validName(name: string): string {
+  const trimmed = name.trim();
+  if (trimmed.length === 0 || trimmed.length > MAX_NAME_LENGTH) {
+    throw invalidParameters({ name: `must be 1 to ${MAX_NAME_LENGTH} characters` });
+  }
+  return trimmed;
+}
+
+function validPlan(
+  plan: string,
+  rateLimit: number | undefined,
+): { plan: Plan; customRateLimit: number | null } {
+  if (!isPlan(plan)) throw invalidParameters({ plan: `must be one of ${PLANS.join(', ')}` });
+  if (plan !== 'enterprise') {
+    if (rateLimit !== undefined) {
+      throw invalidParameters({ rateLimit: 'is set by the plan; only enterprise accounts carry their own' });
+    }
+    return { plan, customRateLimit: null };
+  }
+  if (
+    rateLimit === undefined ||
+    !Number.isInteger(rateLimit) ||
+    rateLimit < 1 ||
+    rateLimit > MAX_RATE_LIMIT_PER_MINUTE
+  ) {
+    throw invalidParameters({
+      rateLimit: `enterprise needs a whole number of requests per minute from 1 to ${MAX_RATE_LIMIT_PER_MINUTE}`,
+    });
+  }
+  return { plan, customRateLimit: rateLimit };
+}

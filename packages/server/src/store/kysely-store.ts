@@ -1,0 +1,194 @@
+import { type Kysely, type Selectable, sql } from 'kysely';
+import { isPlan } from '../domain/plan.ts';
+import type { AccountsTable, ApiKeysTable, Database } from './database-schema.ts';
+import type {
+  AccountRecord,
+  AccountRepository,
+  ApiKeyRecord,
+  ApiKeyRepository,
+  KeyWithAccount,
+  Store,
+} from './store.ts';
+
+/** The Store on SQL, one code path for SQLite and PostgreSQL. */
+export class KyselyStore implements Store {
+  readonly accounts: AccountRepository;
+  readonly apiKeys: ApiKeyRepository;
+
+  constructor(private readonly db: Kysely<Database>) {
+    this.accounts = new KyselyAccountRepository(db);
+    this.apiKeys = new KyselyApiKeyRepository(db);
+  }
+
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.db);
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy();
+  }
+}
+
+class KyselyAccountRepository implements AccountRepository {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(account: AccountRecord): Promise<void> {
+    await this.db
+      .insertInto('accounts')
+      .values({
+        id: account.id,
+        name: account.name,
+        plan: account.plan,
+        custom_rate_limit: account.customRateLimit,
+        created_at: account.createdAt,
+        updated_at: account.updatedAt,
+      })
+      .execute();
+  }
+
+  async get(id: string): Promise<AccountRecord | undefined> {
+    const row = await this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && toAccount(row);
+  }
+
+  async list(): Promise<AccountRecord[]> {
+    const rows = await this.db.selectFrom('accounts').selectAll().orderBy('id', 'desc').execute();
+    return rows.map(toAccount);
+  }
+
+  async count(): Promise<number> {
+    const row = await this.db
+      .selectFrom('accounts')
+      .select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async updatePlan(
+    id: string,
+    change: { plan: AccountRecord['plan']; customRateLimit: number | null; updatedAt: number },
+  ): Promise<AccountRecord | undefined> {
+    const row = await this.db
+      .updateTable('accounts')
+      .set({ plan: change.plan, custom_rate_limit: change.customRateLimit, updated_at: change.updatedAt })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+    return row && toAccount(row);
+  }
+}
+
+class KyselyApiKeyRepository implements ApiKeyRepository {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(key: ApiKeyRecord): Promise<void> {
+    await this.db
+      .insertInto('api_keys')
+      .values({
+        id: key.id,
+        account_id: key.accountId,
+        name: key.name,
+        display_prefix: key.displayPrefix,
+        key_hash: key.hash,
+        created_at: key.createdAt,
+        last_used_at: key.lastUsedAt,
+        revoked_at: key.revokedAt,
+      })
+      .execute();
+  }
+
+  async findActiveByHash(hash: string): Promise<KeyWithAccount | undefined> {
+    const row = await this.db
+      .selectFrom('api_keys as k')
+      .innerJoin('accounts as a', 'a.id', 'k.account_id')
+      .select([
+        'k.id',
+        'k.account_id',
+        'k.name',
+        'k.display_prefix',
+        'k.key_hash',
+        'k.created_at',
+        'k.last_used_at',
+        'k.revoked_at',
+        'a.name as account_name',
+        'a.plan as account_plan',
+        'a.custom_rate_limit as account_custom_rate_limit',
+        'a.created_at as account_created_at',
+        'a.updated_at as account_updated_at',
+      ])
+      .where('k.key_hash', '=', hash)
+      .where('k.revoked_at', 'is', null)
+      .executeTakeFirst();
+    if (row === undefined) return undefined;
+    return {
+      key: toApiKey(row),
+      account: toAccount({
+        id: row.account_id,
+        name: row.account_name,
+        plan: row.account_plan,
+        custom_rate_limit: row.account_custom_rate_limit,
+        created_at: row.account_created_at,
+        updated_at: row.account_updated_at,
+      }),
+    };
+  }
+
+  async get(id: string): Promise<ApiKeyRecord | undefined> {
+    const row = await this.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && toApiKey(row);
+  }
+
+  async listByAccount(accountId: string): Promise<ApiKeyRecord[]> {
+    const rows = await this.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('id', 'asc')
+      .execute();
+    return rows.map(toApiKey);
+  }
+
+  async revoke(id: string, at: number): Promise<ApiKeyRecord | undefined> {
+    await this.db
+      .updateTable('api_keys')
+      .set({ revoked_at: at })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .execute();
+    return this.get(id);
+  }
+
+  async touch(id: string, at: number): Promise<void> {
+    await this.db
+      .updateTable('api_keys')
+      .set({ last_used_at: at })
+      .where('id', '=', id)
+      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
+      .execute();
+  }
+}
+
+function toAccount(row: Selectable<AccountsTable>): AccountRecord {
+  if (!isPlan(row.plan)) throw new Error(`account ${row.id} has an unknown plan in storage`);
+  return {
+    id: row.id,
+    name: row.name,
+    plan: row.plan,
+    customRateLimit: row.custom_rate_limit,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  };
+}
+
+function toApiKey(row: Selectable<ApiKeysTable>): ApiKeyRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    name: row.name,
+    displayPrefix: row.display_prefix,
+    hash: row.key_hash,
+    createdAt: Number(row.created_at),
+    lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
+    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+  };
+}

@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely';
+import { accountsAndApiKeys } from './0001-accounts-and-api-keys.ts';
+
+/**
+ * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
+ * a name is never changed once released, and a released migration is never edited — add a new one.
+ */
+export const MIGRATIONS: Readonly<Record<string, Migration>> = {
+  '0001-accounts-and-api-keys': accountsAndApiKeys,
+};

@@ -1,0 +1,82 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import type { Config } from '../config.ts';
+import type { Database } from './database-schema.ts';
+import { KyselyStore } from './kysely-store.ts';
+import { migrateToLatest } from './migrate.ts';
+
+export type StorageLocation =
+  | { readonly kind: 'sqlite'; readonly file: string }
+  | {
+      readonly kind: 'postgres';
+      readonly url: string;
+      /** A schema other than the connection's default; tests use one schema each. */
+      readonly schema?: string;
+      readonly poolSize?: number;
+    };
+
+export interface OpenedStore {
+  readonly store: KyselyStore;
+  /** Migrations this start applied. */
+  readonly migrated: string[];
+}
+
+/** The SQLite file name inside DATA_DIR. */
+export const SQLITE_FILE_NAME = 'gate402.sqlite';
+
+/** Where storage lives: PostgreSQL when DATABASE_URL is set, else a SQLite file in DATA_DIR. */
+export function storageLocation(config: Pick<Config, 'databaseUrl' | 'dataDir'>): StorageLocation {
+  return config.databaseUrl === undefined
+    ? { kind: 'sqlite', file: join(config.dataDir, SQLITE_FILE_NAME) }
+    : { kind: 'postgres', url: config.databaseUrl };
+}
+
+/** Opens storage and migrates it to the newest schema. */
+export async function openStore(location: StorageLocation): Promise<OpenedStore> {
+  const db = createKysely(location);
+  try {
+    const migrated = await migrateToLatest(db, location.kind === 'postgres' ? location.schema : undefined);
+    return { store: new KyselyStore(db), migrated };
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
+}
+
+export function createKysely(location: StorageLocation): Kysely<Database> {
+  if (location.kind === 'sqlite') {
+    if (location.file !== ':memory:') mkdirSync(join(location.file, '..'), { recursive: true });
+    const sqlite = new SqliteDatabase(location.file);
+    sqlite.pragma('journal_mode = WAL');
+    // FULL: a committed payment survives power loss, not only a process crash.
+    sqlite.pragma('synchronous = FULL');
+    sqlite.pragma('foreign_keys = ON');
+    // Other instances on the same file wait for the write lock instead of failing at once.
+    sqlite.pragma('busy_timeout = 5000');
+    return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  }
+  const pool = new pg.Pool({
+    connectionString: location.url,
+    max: location.poolSize ?? 10,
+    ...(location.schema === undefined ? {} : { options: `-c search_path=${quoteIdent(location.schema)}` }),
+    types: { getTypeParser: pgTypeParser },
+  });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+const PG_INT8_OID = 20;
+
+/** int8 columns hold Unix milliseconds, well inside the safe-integer range: read them as numbers. */
+function pgTypeParser(oid: number, format?: 'text' | 'binary') {
+  if (oid === PG_INT8_OID) return (value: string) => Number(value);
+  // biome-ignore lint/suspicious/noExplicitAny: pg's overloads do not accept the union format type
+  return pg.types.getTypeParser(oid, format as any);
+}
+
+function quoteIdent(name: string): string {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`invalid schema name: ${name}`);
+  return name;
+}
