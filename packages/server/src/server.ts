@@ -62,7 +62,7 @@ export async function startServer(
   const closers: (() => Promise<void>)[] = [() => store.close()];
   try {
     const readiness: ReadinessCheck[] = [{ name: 'storage', check: () => store.ping() }];
-    const rateLimiter = await createRateLimiter(config, readiness);
+    const rateLimiter = await createRateLimiter(config, readiness, logger);
     closers.unshift(() => rateLimiter.close());
 
     const accounts = new AccountService(store);
@@ -89,9 +89,15 @@ export async function startServer(
   }
 }
 
-async function createRateLimiter(config: Config, readiness: ReadinessCheck[]): Promise<RateLimiter> {
+async function createRateLimiter(
+  config: Config,
+  readiness: ReadinessCheck[],
+  logger: Logger,
+): Promise<RateLimiter> {
   if (config.redisUrl === undefined) return new MemoryRateLimiter();
-  const redis = new RedisRateLimiter(config.redisUrl);
+  const redis = new RedisRateLimiter(config.redisUrl, {
+    onError: (error) => logger.warn({ err: error }, 'redis connection problem'),
+  });
   await redis.connect();
   readiness.push({ name: 'redis', check: () => redis.ping() });
   return redis;

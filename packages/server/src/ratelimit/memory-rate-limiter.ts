@@ -1,25 +1,30 @@
 import { RATE_WINDOW_MS } from '../domain/plan.ts';
-import { decide, type RateLimitDecision, type RateLimiter, windowStart } from './rate-limiter.ts';
+import { type Clock, decide, type RateLimitDecision, type RateLimiter, windowStart } from './rate-limiter.ts';
 
 /** Counters in this process: right for a single instance (the embedded default). */
 export class MemoryRateLimiter implements RateLimiter {
   private readonly counts = new Map<string, { window: number; count: number }>();
   private currentWindow = 0;
 
-  constructor(private readonly windowMs: number = RATE_WINDOW_MS) {}
+  constructor(
+    private readonly clock: Clock = Date.now,
+    private readonly windowMs: number = RATE_WINDOW_MS,
+  ) {}
 
-  async hit(subject: string, limit: number, now: number = Date.now()): Promise<RateLimitDecision> {
+  async hit(subject: string, limit: number): Promise<RateLimitDecision> {
+    const now = this.clock();
     const window = this.enterWindow(now);
     const entry = this.counts.get(subject);
     const count = entry?.window === window ? entry.count + 1 : 1;
     this.counts.set(subject, { window, count });
-    return decide(count, limit, window + this.windowMs);
+    return decide(count, limit, window + this.windowMs, now);
   }
 
-  async peek(subject: string, limit: number, now: number = Date.now()): Promise<RateLimitDecision> {
+  async peek(subject: string, limit: number): Promise<RateLimitDecision> {
+    const now = this.clock();
     const window = windowStart(now, this.windowMs);
     const entry = this.counts.get(subject);
-    return decide(entry?.window === window ? entry.count : 0, limit, window + this.windowMs);
+    return decide(entry?.window === window ? entry.count : 0, limit, window + this.windowMs, now);
   }
 
   async close(): Promise<void> {

@@ -4,9 +4,9 @@
  */
 export interface RateLimiter {
   /** Counts one request of `subject` and says whether it is within `limit` for the current window. */
-  hit(subject: string, limit: number, now?: number): Promise<RateLimitDecision>;
+  hit(subject: string, limit: number): Promise<RateLimitDecision>;
   /** The current window's state without counting a request. */
-  peek(subject: string, limit: number, now?: number): Promise<RateLimitDecision>;
+  peek(subject: string, limit: number): Promise<RateLimitDecision>;
   close(): Promise<void>;
 }
 
@@ -17,12 +17,23 @@ export interface RateLimitDecision {
   readonly remaining: number;
   /** Unix ms when the window ends and the count starts again. */
   readonly resetAt: number;
+  /** Whole seconds until then, at least 1: a client that waits this long is in the next window. */
+  readonly resetSeconds: number;
 }
+
+/** Where a limiter reads the time; tests pin it so a window cannot roll over mid-test. */
+export type Clock = () => number;
 
 export function windowStart(now: number, windowMs: number): number {
   return now - (now % windowMs);
 }
 
-export function decide(count: number, limit: number, resetAt: number): RateLimitDecision {
-  return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetAt };
+export function decide(count: number, limit: number, resetAt: number, now: number): RateLimitDecision {
+  return {
+    allowed: count <= limit,
+    limit,
+    remaining: Math.max(0, limit - count),
+    resetAt,
+    resetSeconds: Math.max(1, Math.ceil((resetAt - now) / 1000)),
+  };
 }

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { RATE_WINDOW_MS } from '../domain/plan.ts';
-import { decide, type RateLimitDecision, type RateLimiter, windowStart } from './rate-limiter.ts';
+import { type Clock, decide, type RateLimitDecision, type RateLimiter, windowStart } from './rate-limiter.ts';
 
 /** Increments the window's counter and sets its expiry on first use, atomically. */
 const HIT_SCRIPT = `
@@ -17,12 +17,18 @@ export class RedisRateLimiter implements RateLimiter {
 
   constructor(
     url: string,
-    private readonly windowMs: number = RATE_WINDOW_MS,
-    private readonly keyPrefix = 'gate402:rl:',
+    private readonly options: {
+      clock?: Clock;
+      windowMs?: number;
+      keyPrefix?: string;
+      /** Connection problems; they also surface as failed commands and in /readyz. */
+      onError?: (error: Error) => void;
+    } = {},
   ) {
-    // Fail fast instead of queueing commands while Redis is away: a request is better answered with
-    // an error than held. enableOfflineQueue stays on during the first connect so start-up can wait.
-    this.redis = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
+    // While Redis is away a command waits for at most one reconnection and one second, so a request
+    // gets a prompt 503 instead of hanging.
+    this.redis = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true, commandTimeout: 1_000 });
+    this.redis.on('error', (error: Error) => options.onError?.(error));
     this.redis.defineCommand('gate402RateHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
   }
 
@@ -34,24 +40,34 @@ export class RedisRateLimiter implements RateLimiter {
     await this.redis.ping();
   }
 
-  async hit(subject: string, limit: number, now: number = Date.now()): Promise<RateLimitDecision> {
+  async hit(subject: string, limit: number): Promise<RateLimitDecision> {
+    const now = this.now();
     const window = windowStart(now, this.windowMs);
     const redis = this.redis as Redis & { gate402RateHit(key: string, ttlMs: number): Promise<number> };
     const count = await redis.gate402RateHit(this.key(subject, window), this.windowMs * 2);
-    return decide(count, limit, window + this.windowMs);
+    return decide(count, limit, window + this.windowMs, now);
   }
 
-  async peek(subject: string, limit: number, now: number = Date.now()): Promise<RateLimitDecision> {
+  async peek(subject: string, limit: number): Promise<RateLimitDecision> {
+    const now = this.now();
     const window = windowStart(now, this.windowMs);
     const count = Number((await this.redis.get(this.key(subject, window))) ?? 0);
-    return decide(count, limit, window + this.windowMs);
+    return decide(count, limit, window + this.windowMs, now);
   }
 
   async close(): Promise<void> {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 
+  private get windowMs(): number {
+    return this.options.windowMs ?? RATE_WINDOW_MS;
+  }
+
+  private now(): number {
+    return (this.options.clock ?? Date.now)();
+  }
+
   private key(subject: string, window: number): string {
-    return `${this.keyPrefix}${subject}:${window}`;
+    return `${this.options.keyPrefix ?? 'gate402:rl:'}${subject}:${window}`;
   }
 }

@@ -7,6 +7,7 @@ import type { Config } from '../config.ts';
 import type { Database } from './database-schema.ts';
 import { KyselyStore } from './kysely-store.ts';
 import { migrateToLatest } from './migrate.ts';
+import { withSqliteMigrationLock } from './sqlite-migration-lock.ts';
 
 export type StorageLocation =
   | { readonly kind: 'sqlite'; readonly file: string }
@@ -38,12 +39,19 @@ export function storageLocation(config: Pick<Config, 'databaseUrl' | 'dataDir'>)
 export async function openStore(location: StorageLocation): Promise<OpenedStore> {
   const db = createKysely(location);
   try {
-    const migrated = await migrateToLatest(db, location.kind === 'postgres' ? location.schema : undefined);
+    const migrated = await migrate(db, location);
     return { store: new KyselyStore(db), migrated };
   } catch (error) {
     await db.destroy();
     throw error;
   }
+}
+
+/** Migrates with the cross-instance lock each database needs (see migrate.ts). */
+export function migrate(db: Kysely<Database>, location: StorageLocation): Promise<string[]> {
+  if (location.kind === 'postgres') return migrateToLatest(db, location.schema);
+  if (location.file === ':memory:') return migrateToLatest(db);
+  return withSqliteMigrationLock(location.file, () => migrateToLatest(db));
 }
 
 export function createKysely(location: StorageLocation): Kysely<Database> {

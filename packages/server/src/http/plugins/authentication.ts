@@ -35,10 +35,10 @@ export function installAuthentication(app: FastifyInstance, deps: Authentication
     }
 
     const account = view(found.account);
-    const rate = await deps.rateLimiter.hit(account.id, account.rateLimit);
+    const rate = await countRequest(deps.rateLimiter, account.id, account.rateLimit);
     setRateLimitHeaders(reply, account.plan, rate);
     if (!rate.allowed) {
-      const retryAfter = secondsUntil(rate.resetAt);
+      const retryAfter = rate.resetSeconds;
       return sendError(
         reply,
         request,
@@ -60,6 +60,26 @@ export function installAuthentication(app: FastifyInstance, deps: Authentication
   });
 }
 
+/**
+ * Fails closed: when the shared counter (Redis) cannot be reached, requests are refused with 503 rather
+ * than let through unlimited; /readyz reports the outage to the load balancer meanwhile.
+ */
+async function countRequest(
+  limiter: RateLimiter,
+  accountId: string,
+  limit: number,
+): Promise<RateLimitDecision> {
+  try {
+    return await limiter.hit(accountId, limit);
+  } catch (error) {
+    throw new GatewayError('SERVICE_UNAVAILABLE', {
+      message: 'Rate limiting is unavailable; retry shortly.',
+      retryAfter: 1,
+      cause: error,
+    });
+  }
+}
+
 /** The caller of an authenticated route; a route without a feature has none. */
 export function callerOf(request: FastifyRequest) {
   if (request.caller === undefined) throw new Error('route has no feature, so no caller is authenticated');
@@ -72,10 +92,5 @@ export function callerOf(request: FastifyRequest) {
  */
 function setRateLimitHeaders(reply: FastifyReply, policy: string, rate: RateLimitDecision): void {
   reply.header('ratelimit-policy', `"${policy}";q=${rate.limit};w=${RATE_WINDOW_SECONDS}`);
-  reply.header('ratelimit', `"${policy}";r=${rate.remaining};t=${secondsUntil(rate.resetAt)}`);
-}
-
-/** Whole seconds, at least 1, so a client that waits that long is in the next window. */
-function secondsUntil(at: number): number {
-  return Math.max(1, Math.ceil((at - Date.now()) / 1000));
+  reply.header('ratelimit', `"${policy}";r=${rate.remaining};t=${rate.resetSeconds}`);
 }

@@ -11,7 +11,7 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | GatewayError, request, reply) => {
     const gatewayError = toGatewayError(error);
     if (gatewayError.status >= 500) {
-      request.log.error({ err: error }, 'request failed');
+      request.log.error({ err: error, cause: gatewayError.cause }, 'request failed');
     } else {
       request.log.info({ code: gatewayError.code }, 'request refused');
     }
