@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { type Logger, pino } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import type { ReadinessCheck } from './http/routes/health.ts';
@@ -24,25 +24,29 @@ export interface DemoAccount {
   readonly key: string;
 }
 
-/** Paths and headers that may carry secrets; pino replaces their values before anything is written. */
-export const REDACTED_LOG_PATHS = [
-  'req.headers.authorization',
-  'req.headers.cookie',
-  'req.headers["x-payment"]',
-  'req.headers["payment-signature"]',
-  'res.headers["set-cookie"]',
-  '*.apiKey',
-  '*.key',
-  '*.secret',
-  '*.password',
-  '*.privateKey',
-  '*.masterKey',
-  '*.databaseUrl',
-  '*.redisUrl',
+/** Headers that may carry secrets, wherever a log line holds a headers object. */
+const SECRET_HEADERS = ['authorization', 'cookie', 'set-cookie', 'x-payment', 'payment-signature'];
+/** Fields that may carry secrets, at any depth pino's wildcard reaches. */
+const SECRET_FIELDS = [
+  'apiKey',
+  'key',
+  'secret',
+  'password',
+  'privateKey',
+  'masterKey',
+  'databaseUrl',
+  'redisUrl',
 ];
 
-export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return pino({ level: config.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } });
+/** pino replaces these values with "[redacted]" before anything is written. */
+export const REDACTED_LOG_PATHS = [
+  ...SECRET_HEADERS.flatMap((h) => [`headers["${h}"]`, `*.headers["${h}"]`, `*.*.headers["${h}"]`]),
+  ...SECRET_FIELDS.flatMap((f) => [f, `*.${f}`]),
+];
+
+export function createLogger(config: Pick<Config, 'logLevel'>, destination?: DestinationStream): Logger {
+  const options = { level: config.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } };
+  return destination === undefined ? pino(options) : pino(options, destination);
 }
 
 /**

@@ -22,8 +22,8 @@ const ALL_MIGRATIONS = Object.keys(MIGRATIONS);
 
 /** Two instances starting at once must both come up, with the migrations applied exactly once. */
 async function migrateConcurrently(location: StorageLocation) {
-  const first = createKysely(location);
-  const dbs = [first, createKysely(location), createKysely(location)];
+  const first = await createKysely(location);
+  const dbs = [first, await createKysely(location), await createKysely(location)];
   try {
     const results = await Promise.all(dbs.map((db) => migrate(db, location)));
     const applied = results.flat();

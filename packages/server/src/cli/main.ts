@@ -1,10 +1,9 @@
 import { ConfigError } from '../config.ts';
 import { GatewayError, toErrorBody } from '../domain/gateway-error.ts';
 import { GATE402_VERSION } from '../version.ts';
-import { ACCOUNTS_USAGE, accountsCommand } from './account-commands.ts';
+import { ACCOUNTS_USAGE } from './account-commands.ts';
 import { type CliContext, createContext, UsageError } from './cli-context.ts';
-import { KEYS_USAGE, keysCommand } from './key-commands.ts';
-import { serveCommand } from './serve-command.ts';
+import { KEYS_USAGE } from './key-commands.ts';
 
 const USAGE = `gate402 ${GATE402_VERSION}: self-hostable x402 payment gateway
 
@@ -38,10 +37,11 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** Commands load what they need when they run, so `gate402 keys list` does not pay for the HTTP stack. */
 async function run(ctx: CliContext, command: string, args: string[]): Promise<void> {
   switch (command) {
     case 'serve':
-      return serveCommand(ctx);
+      return (await import('./serve-command.ts')).serveCommand(ctx);
     case 'migrate': {
       // Opening storage migrates it; report what was applied.
       const { openStore, storageLocation } = await import('../store/open-store.ts');
@@ -53,9 +53,9 @@ async function run(ctx: CliContext, command: string, args: string[]): Promise<vo
       );
     }
     case 'accounts':
-      return accountsCommand(ctx, args);
+      return (await import('./account-commands.ts')).accountsCommand(ctx, args);
     case 'keys':
-      return keysCommand(ctx, args);
+      return (await import('./key-commands.ts')).keysCommand(ctx, args);
     default:
       throw new UsageError(`unknown command: ${command}`);
   }

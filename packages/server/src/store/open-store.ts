@@ -1,8 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Database } from './database-schema.ts';
 import { KyselyStore } from './kysely-store.ts';
@@ -37,7 +36,7 @@ export function storageLocation(config: Pick<Config, 'databaseUrl' | 'dataDir'>)
 
 /** Opens storage and migrates it to the newest schema. */
 export async function openStore(location: StorageLocation): Promise<OpenedStore> {
-  const db = createKysely(location);
+  const db = await createKysely(location);
   try {
     const migrated = await migrate(db, location);
     return { store: new KyselyStore(db), migrated };
@@ -54,8 +53,10 @@ export function migrate(db: Kysely<Database>, location: StorageLocation): Promis
   return withSqliteMigrationLock(location.file, () => migrateToLatest(db));
 }
 
-export function createKysely(location: StorageLocation): Kysely<Database> {
+/** Each driver is loaded only when its database is used: a SQLite install never loads pg, and back. */
+export async function createKysely(location: StorageLocation): Promise<Kysely<Database>> {
   if (location.kind === 'sqlite') {
+    const { default: SqliteDatabase } = await import('better-sqlite3');
     if (location.file !== ':memory:') mkdirSync(join(location.file, '..'), { recursive: true });
     const sqlite = new SqliteDatabase(location.file);
     sqlite.pragma('journal_mode = WAL');
@@ -66,11 +67,12 @@ export function createKysely(location: StorageLocation): Kysely<Database> {
     sqlite.pragma('busy_timeout = 5000');
     return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
   }
+  const { default: pg } = await import('pg');
   const pool = new pg.Pool({
     connectionString: location.url,
     max: location.poolSize ?? 10,
     ...(location.schema === undefined ? {} : { options: `-c search_path=${quoteIdent(location.schema)}` }),
-    types: { getTypeParser: pgTypeParser },
+    types: { getTypeParser: pgTypeParser(pg.types) },
   });
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
@@ -78,10 +80,12 @@ export function createKysely(location: StorageLocation): Kysely<Database> {
 const PG_INT8_OID = 20;
 
 /** int8 columns hold Unix milliseconds, well inside the safe-integer range: read them as numbers. */
-function pgTypeParser(oid: number, format?: 'text' | 'binary') {
-  if (oid === PG_INT8_OID) return (value: string) => Number(value);
-  // biome-ignore lint/suspicious/noExplicitAny: pg's overloads do not accept the union format type
-  return pg.types.getTypeParser(oid, format as any);
+function pgTypeParser(types: typeof pg.types) {
+  return (oid: number, format?: 'text' | 'binary') => {
+    if (oid === PG_INT8_OID) return (value: string) => Number(value);
+    // biome-ignore lint/suspicious/noExplicitAny: pg's overloads do not accept the union format type
+    return types.getTypeParser(oid, format as any);
+  };
 }
 
 function quoteIdent(name: string): string {

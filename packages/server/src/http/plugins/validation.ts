@@ -35,7 +35,9 @@ export function validationDetails(errors: readonly FastifySchemaValidationError[
   const details: Record<string, string> = {};
   for (const error of errors as readonly ErrorObject[]) {
     const field = fieldOf(error);
-    details[field] ??= ruleOf(error);
+    // An anyOf failure comes after its branches' failures and states the whole rule; it wins.
+    if (error.keyword === 'anyOf') details[field] = ruleOf(error);
+    else details[field] ??= ruleOf(error);
   }
   return details;
 }
@@ -74,6 +76,13 @@ function ruleOf(error: ErrorObject): string {
       return lengthRule(schema);
     case 'enum':
       return `must be one of ${((error.params as { allowedValues: unknown[] }).allowedValues ?? []).join(', ')}`;
+    case 'anyOf': {
+      const branches = (schema.anyOf ?? []) as { const?: unknown }[];
+      if (branches.every((b) => b.const !== undefined)) {
+        return `must be one of ${branches.map((b) => String(b.const)).join(', ')}`;
+      }
+      return 'does not match any allowed form';
+    }
     case 'const':
       return `must be ${String((error.params as { allowedValue: unknown }).allowedValue)}`;
     case 'format':

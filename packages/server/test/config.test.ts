@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { DEFAULT_PLAN_ACCESS } from '../src/domain/plan-access.ts';
+
+describe('configuration', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 8402);
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.dataDir, resolve('data'));
+    assert.equal(config.databaseUrl, undefined);
+    assert.equal(config.redisUrl, undefined);
+    assert.equal(config.logLevel, 'info');
+    assert.equal(config.bodyLimitBytes, 65_536);
+    assert.equal(config.planAccess, DEFAULT_PLAN_ACCESS);
+    assert.equal(config.demoAccount, true);
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig({
+      PORT: '9000',
+      HOST: '0.0.0.0',
+      DATA_DIR: '/var/lib/gate402',
+      DATABASE_URL: 'postgres://u:p@db:5432/gate402',
+      REDIS_URL: 'redis://cache:6379',
+      LOG_LEVEL: 'debug',
+      BODY_LIMIT_BYTES: '131072',
+      GATE402_DEMO: 'yes',
+    });
+    assert.equal(config.port, 9000);
+    assert.equal(config.host, '0.0.0.0');
+    assert.equal(config.dataDir, '/var/lib/gate402');
+    assert.equal(config.databaseUrl, 'postgres://u:p@db:5432/gate402');
+    assert.equal(config.redisUrl, 'redis://cache:6379');
+    assert.equal(config.logLevel, 'debug');
+    assert.equal(config.bodyLimitBytes, 131_072);
+    assert.equal(config.demoAccount, true);
+  });
+
+  it('turns the demo account off by default on PostgreSQL', () => {
+    assert.equal(loadConfig({ DATABASE_URL: 'postgresql://db/gate402' }).demoAccount, false);
+  });
+
+  it('reports every bad value at once, each with a clear message, and never echoes a URL', () => {
+    try {
+      loadConfig({
+        PORT: '80a',
+        LOG_LEVEL: 'loud',
+        DATABASE_URL: 'mysql://root:secret@db/x',
+        REDIS_URL: 'not a url',
+        BODY_LIMIT_BYTES: '10',
+        GATE402_DEMO: 'maybe',
+        PLAN_ACCESS: '{"standard":["payments","teleport"]}',
+      });
+      assert.fail('expected a ConfigError');
+    } catch (error) {
+      assert.ok(error instanceof ConfigError);
+      assert.deepEqual(error.problems, [
+        'PORT: must be a whole number from 0 to 65535, got "80a"',
+        'DATABASE_URL: must start with postgres:// or postgresql://',
+        'REDIS_URL: must be a URL starting with redis:// or rediss://',
+        'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+        'BODY_LIMIT_BYTES: must be a whole number from 1024 to 16777216, got "10"',
+        'PLAN_ACCESS: plan "standard" names unknown features: teleport',
+        'GATE402_DEMO: must be true or false, got "maybe"',
+      ]);
+      assert.ok(!error.message.includes('secret'));
+    }
+  });
+});

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { describe, it } from 'node:test';
+import { createLogger } from '../src/server.ts';
+import { bearer, startTestGateway } from './support/test-gateway.ts';
+
+function capture() {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(...String(chunk).trim().split('\n'));
+      done();
+    },
+  });
+  return { lines, stream };
+}
+
+describe('logs', () => {
+  it('carry request ids and never an API key, even when something logs the headers', async () => {
+    const { lines, stream } = capture();
+    const logger = createLogger({ logLevel: 'info' }, stream);
+    const gw = await startTestGateway({
+      logger,
+      extraRoutes: (app) =>
+        app.get('/test/log-headers', { config: { feature: 'account' } }, async (request) => {
+          request.log.info({ headers: request.headers }, 'careless handler logs headers');
+          request.log.info({ request: { headers: request.headers } }, 'nested too');
+          return { ok: true };
+        }),
+    });
+    try {
+      const { key } = await gw.newCaller();
+      await gw.app.inject({
+        method: 'GET',
+        url: '/account',
+        headers: { ...bearer(key), 'x-request-id': 'log-test-1' },
+      });
+      await gw.app.inject({ method: 'GET', url: '/test/log-headers', headers: bearer(key) });
+      await gw.app.inject({ method: 'GET', url: '/account', headers: bearer(`${key.slice(0, -1)}X`) });
+      const text = lines.join('\n');
+      assert.ok(lines.length >= 6, 'requests were logged');
+      assert.ok(!text.includes(key.slice(8)), 'no key material in the logs');
+      assert.ok(text.includes('[redacted]'), 'the header was replaced, not dropped silently');
+      const entries = lines.map((l) => JSON.parse(l));
+      assert.ok(
+        entries.some((e) => e.reqId === 'log-test-1'),
+        'entries carry the request id',
+      );
+    } finally {
+      await gw.close();
+    }
+  });
+});
