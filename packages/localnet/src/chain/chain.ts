@@ -1,0 +1,699 @@
+// The embedded chain: LiteSVM for execution, plus what a validator adds around it — a slot
+// clock, block heights, a window of valid blockhashes, commitment levels, the wall-clock Clock
+// sysvar, fees and balances in transaction results, a durable signature ledger, and persistence.
+//
+// Invariants:
+// - A signature is executed at most once: every landed transaction (success or failure) is in
+//   the ledger before `sendTransaction` returns, and every send checks the ledger first.
+// - The ledger is committed before an account snapshot is written (see LedgerStore).
+// - Nothing reaches LiteSVM that `decodeWireTransaction` did not accept.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  Account,
+  Clock,
+  FailedTransactionMetadata,
+  LiteSvm,
+  type TransactionMetadata,
+} from 'litesvm/dist/internal.js';
+import { decodeBase58, encodeBase58 } from '../wire/base58.ts';
+import { isStaticWritable, type WireTransaction } from '../wire/wire-transaction.ts';
+import { BlockhashWindow, MAX_PROCESSING_AGE } from './blockhash-window.ts';
+import { transactionFee } from './fee.ts';
+import { LedgerStore } from './ledger-store.ts';
+import { decodeMint, decodeTokenAccount, isTokenProgram } from './token-account.ts';
+import { type TransactionErrorJson, transactionErrorJson } from './transaction-error.ts';
+import type {
+  BlockRecord,
+  InnerInstructionRecord,
+  TokenBalance,
+  TransactionMeta,
+  TransactionRecord,
+} from './transaction-record.ts';
+
+export type Commitment = 'processed' | 'confirmed' | 'finalized';
+
+export interface ChainOptions {
+  /** Where accounts and the ledger live; absent: everything in memory. */
+  readonly ledgerDir?: string;
+  /** Slot length in milliseconds; 0 means manual mode (`advanceSlots`). */
+  readonly slotMs: number;
+  /** How many slots after landing a transaction is finalized. */
+  readonly finalizedDepth: number;
+}
+
+export interface AccountSnapshot {
+  readonly lamports: bigint;
+  readonly data: Uint8Array;
+  readonly owner: string;
+  readonly executable: boolean;
+  readonly rentEpoch: bigint;
+}
+
+export interface ChainListener {
+  /** A transaction landed (processed); `writable` are the accounts it stored. */
+  onTransaction(record: TransactionRecord, writable: readonly string[]): void;
+  /** A new slot started: `slot` is processed, `slot - 1` confirmed, `slot - finalizedDepth` finalized. */
+  onSlot(slot: number): void;
+}
+
+/** Why a transaction did not land; `logs`/`unitsConsumed` come from the failed execution, if any. */
+export class TransactionRejected extends Error {
+  override readonly name = 'TransactionRejected';
+  constructor(
+    readonly err: TransactionErrorJson,
+    readonly logs: readonly string[],
+    readonly unitsConsumed: bigint,
+  ) {
+    super(typeof err === 'string' ? err : JSON.stringify(err));
+  }
+}
+
+export interface SimulationResult {
+  readonly err: TransactionErrorJson | null;
+  readonly logs: readonly string[];
+  readonly unitsConsumed: bigint;
+  readonly accounts: readonly (AccountSnapshot | null)[] | null;
+  readonly returnData: { readonly programId: string; readonly data: Uint8Array } | null;
+  readonly fee: bigint;
+  readonly preBalances: readonly bigint[];
+  readonly postBalances: readonly bigint[];
+}
+
+export interface SignatureStatus {
+  readonly slot: number;
+  readonly err: TransactionErrorJson | null;
+  readonly confirmations: number | null;
+  readonly confirmationStatus: Commitment;
+}
+
+/** How far back getSignatureStatuses looks without searchTransactionHistory (Agave's status cache). */
+const STATUS_CACHE_SLOTS = 300;
+const SLOTS_PER_EPOCH = 432_000;
+const SNAPSHOT_INTERVAL_MS = 1000;
+const MEMO_PROGRAMS = new Set([
+  'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr',
+  'Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo',
+]);
+const ADDRESS_LOOKUP_TABLE_PROGRAM = 'AddressLookupTab1e1111111111111111111111111';
+const LOOKUP_TABLE_HEADER = 56;
+
+export class Chain {
+  readonly genesisHash: string;
+  private readonly svm: LiteSvm;
+  private readonly ledger: LedgerStore;
+  private readonly window = new BlockhashWindow();
+  private readonly listeners = new Set<ChainListener>();
+  private readonly decimalsOfMint = new Map<string, number>();
+  /** Blocks of the last slots, newest last, enough for every commitment level. */
+  private recentBlocks: BlockRecord[] = [];
+  private seq: number;
+  private timer: NodeJS.Timeout | undefined;
+  private lastSnapshotAt = Date.now();
+  private closed = false;
+
+  private constructor(
+    private readonly options: ChainOptions,
+    svm: LiteSvm,
+    ledger: LedgerStore,
+    genesisHash: string,
+  ) {
+    this.svm = svm;
+    this.ledger = ledger;
+    this.genesisHash = genesisHash;
+    this.seq = ledger.lastSeq();
+    // LiteSVM's own blockhash check and history are replaced by the window and the ledger.
+    svm.setBlockhashCheck(false);
+    svm.setTransactionHistory(0n);
+    svm.setSigverify(true);
+    const blocks = ledger.recentBlocks(MAX_PROCESSING_AGE + 1).reverse();
+    for (const block of blocks)
+      this.window.push(decodeBase58(block.blockhash) as Uint8Array, block.blockHeight);
+    this.recentBlocks = blocks.slice(-(options.finalizedDepth + 2));
+  }
+
+  /**
+   * Opens the chain in `options.ledgerDir` (restoring accounts, ledger and slot), or creates it:
+   * `genesis` is called once on a new chain to place the operator's accounts.
+   */
+  static open(options: ChainOptions, genesis: (chain: Chain) => void): Chain {
+    const dir = options.ledgerDir;
+    if (dir !== undefined) mkdirSync(dir, { recursive: true });
+    const snapshotPath = dir === undefined ? undefined : join(dir, 'accounts.bin');
+    const ledger = new LedgerStore(dir === undefined ? ':memory:' : join(dir, 'ledger.sqlite'));
+    const existingGenesis = ledger.getMeta('genesis_hash');
+    if (existingGenesis !== undefined && snapshotPath !== undefined && existsSync(snapshotPath)) {
+      const chain = new Chain(options, LiteSvm.loadFromFile(snapshotPath), ledger, existingGenesis);
+      chain.startSlot(chain.slot + 1);
+      return chain;
+    }
+    // A new chain: a random genesis hash keeps it distinct from every other cluster.
+    const genesisHash = encodeBase58(
+      createHash('sha256')
+        .update(crypto.getRandomValues(new Uint8Array(32)))
+        .digest(),
+    );
+    ledger.setMeta('genesis_hash', genesisHash);
+    const chain = new Chain(options, new LiteSvm(), ledger, genesisHash);
+    chain.startSlot(0);
+    genesis(chain);
+    chain.flushAndSnapshot();
+    return chain;
+  }
+
+  /** Operator settings kept in the ledger (e.g. the USDC-like mint's address). */
+  getMeta(key: string): string | undefined {
+    return this.ledger.getMeta(key);
+  }
+
+  setMeta(key: string, value: string): void {
+    this.ledger.setMeta(key, value);
+  }
+
+  addListener(listener: ChainListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Starts the slot clock (nothing in manual mode). */
+  start(): void {
+    if (this.options.slotMs > 0 && this.timer === undefined) {
+      this.timer = setInterval(() => this.advanceSlots(1), this.options.slotMs);
+    }
+  }
+
+  get finalizedDepth(): number {
+    return this.options.finalizedDepth;
+  }
+
+  /** The processed slot: where the next transaction lands. */
+  get slot(): number {
+    return this.latestBlock().slot;
+  }
+
+  slotAt(commitment: Commitment): number {
+    return this.blockAt(commitment).slot;
+  }
+
+  blockAt(commitment: Commitment): BlockRecord {
+    const depth =
+      commitment === 'processed' ? 0 : commitment === 'confirmed' ? 1 : this.options.finalizedDepth;
+    const blocks = this.recentBlocks;
+    return blocks[Math.max(0, blocks.length - 1 - depth)] as BlockRecord;
+  }
+
+  latestBlock(): BlockRecord {
+    return this.recentBlocks[this.recentBlocks.length - 1] as BlockRecord;
+  }
+
+  transactionCount(): number {
+    return this.seq;
+  }
+
+  epochInfo(commitment: Commitment) {
+    const block = this.blockAt(commitment);
+    return {
+      absoluteSlot: block.slot,
+      blockHeight: block.blockHeight,
+      epoch: Math.floor(block.slot / SLOTS_PER_EPOCH),
+      slotIndex: block.slot % SLOTS_PER_EPOCH,
+      slotsInEpoch: SLOTS_PER_EPOCH,
+      transactionCount: this.seq,
+    };
+  }
+
+  isBlockhashValid(hash: Uint8Array): boolean {
+    return this.window.isValid(hash, this.latestBlock().blockHeight);
+  }
+
+  minimumBalanceForRentExemption(dataLength: bigint): bigint {
+    return this.svm.minimumBalanceForRentExemption(dataLength);
+  }
+
+  getAccount(address: Uint8Array): AccountSnapshot | null {
+    const account = this.svm.getAccount(address);
+    if (account === null) return null;
+    const lamports = account.lamports();
+    // Agave treats a zero-lamport account as absent.
+    if (lamports === 0n) return null;
+    return {
+      lamports,
+      data: account.data(),
+      owner: encodeBase58(account.owner()),
+      executable: account.executable(),
+      rentEpoch: account.rentEpoch(),
+    };
+  }
+
+  setAccount(address: Uint8Array, account: AccountSnapshot): void {
+    this.svm.setAccount(
+      address,
+      new Account(
+        account.lamports,
+        account.data,
+        decodeBase58(account.owner) as Uint8Array,
+        account.executable,
+        account.rentEpoch,
+      ),
+    );
+  }
+
+  programAccounts(program: Uint8Array): { address: string; account: AccountSnapshot }[] {
+    return this.svm.getProgramAccounts(program).map((entry) => {
+      const account = entry.account();
+      return {
+        address: encodeBase58(entry.address),
+        account: {
+          lamports: account.lamports(),
+          data: account.data(),
+          owner: encodeBase58(account.owner()),
+          executable: account.executable(),
+          rentEpoch: account.rentEpoch(),
+        },
+      };
+    });
+  }
+
+  mintDecimals(mint: string): number | undefined {
+    const cached = this.decimalsOfMint.get(mint);
+    if (cached !== undefined) return cached;
+    const bytes = decodeBase58(mint);
+    const account = bytes && this.svm.getAccount(bytes);
+    if (!account || !isTokenProgram(encodeBase58(account.owner()))) return undefined;
+    const decimals = decodeMint(account.data())?.decimals;
+    if (decimals !== undefined) this.decimalsOfMint.set(mint, decimals);
+    return decimals;
+  }
+
+  /** Runs a transaction; returns its record when it landed, throws TransactionRejected when not. */
+  sendTransaction(tx: WireTransaction, preflight: boolean): TransactionRecord {
+    this.assertOpen();
+    const signatureBytes = tx.signatures[0] as Uint8Array;
+    const signature = encodeBase58(signatureBytes);
+    if (this.ledger.hasSignature(signature, signatureBytes))
+      throw new TransactionRejected('AlreadyProcessed', [], 0n);
+    if (!this.isBlockhashValid(tx.recentBlockhash))
+      throw new TransactionRejected('BlockhashNotFound', [], 0n);
+
+    const keys = this.resolveKeys(tx);
+    const programIndexes = new Set(tx.instructions.map((ix) => ix.programIdIndex));
+    const pre = this.captureBalances(keys.all, programIndexes);
+    const payerBytes = tx.staticKeys[0] as Uint8Array;
+    const payerBefore = this.svm.getAccount(payerBytes);
+
+    const result = this.svm.sendVersionedTransaction(tx.bytes);
+    const failed = result instanceof FailedTransactionMetadata;
+    const meta: TransactionMetadata = failed ? result.meta() : result;
+    const err = failed ? transactionErrorJson(result) : null;
+    const payerAfter = this.svm.getBalance(payerBytes);
+    // A failed transaction landed iff it paid its fee; otherwise it was dropped before execution.
+    const landed = !failed || (payerBefore !== null && payerAfter !== payerBefore.lamports());
+    if (err !== null && (!landed || preflight)) {
+      // Preflight would have caught it before broadcast, so undo the fee LiteSVM charged.
+      if (landed && payerBefore !== null) this.svm.setAccount(payerBytes, payerBefore);
+      throw new TransactionRejected(err, meta.logs(), meta.computeUnitsConsumed());
+    }
+
+    const post = this.captureBalances(keys.all, programIndexes);
+    const block = this.latestBlock();
+    this.seq += 1;
+    const record: TransactionRecord = {
+      seq: this.seq,
+      signature,
+      slot: block.slot,
+      blockTime: block.blockTime,
+      wire: tx.bytes,
+      err,
+      memo: extractMemo(tx),
+      meta: this.buildMeta(tx, keys, pre, post, meta),
+      accountKeys: keys.all,
+    };
+    this.ledger.addTransaction(record);
+    this.keepRecent(record);
+    this.notePriorityFee(block.slot, transactionFee(tx).computeUnitPrice);
+    const writable = keys.all.filter((_, i) => keys.writable[i]);
+    for (const listener of this.listeners) listener.onTransaction(record, writable);
+    return record;
+  }
+
+  simulateTransaction(
+    tx: WireTransaction,
+    options: { sigVerify: boolean; replaceRecentBlockhash: boolean; accounts: readonly Uint8Array[] },
+  ): SimulationResult {
+    this.assertOpen();
+    const keys = this.resolveKeys(tx);
+    const pre = this.captureBalances(keys.all, new Set(tx.instructions.map((ix) => ix.programIdIndex)));
+    const fee = transactionFee(tx).fee;
+    const rejected = (err: TransactionErrorJson): SimulationResult => ({
+      err,
+      logs: [],
+      unitsConsumed: 0n,
+      accounts: null,
+      returnData: null,
+      fee,
+      preBalances: pre.lamports,
+      postBalances: pre.lamports,
+    });
+    const signatureBytes = tx.signatures[0] as Uint8Array;
+    if (this.ledger.hasSignature(encodeBase58(signatureBytes), signatureBytes))
+      return rejected('AlreadyProcessed');
+    if (!options.replaceRecentBlockhash && !this.isBlockhashValid(tx.recentBlockhash))
+      return rejected('BlockhashNotFound');
+    this.svm.setSigverify(options.sigVerify);
+    let result: ReturnType<LiteSvm['simulateVersionedTransaction']>;
+    try {
+      result = this.svm.simulateVersionedTransaction(tx.bytes);
+    } finally {
+      this.svm.setSigverify(true);
+    }
+    const meta = result.meta();
+    const returned = meta.returnData();
+    const returnData =
+      returned.data().length > 0
+        ? { programId: encodeBase58(returned.programId()), data: returned.data() }
+        : null;
+    let accounts: (AccountSnapshot | null)[] | null = null;
+    let postBalances = pre.lamports;
+    if (!(result instanceof FailedTransactionMetadata)) {
+      const postAccounts = new Map<string, AccountSnapshot>();
+      for (const entry of result.postAccounts()) {
+        const account = entry.account();
+        postAccounts.set(encodeBase58(entry.address), {
+          lamports: account.lamports(),
+          data: account.data(),
+          owner: encodeBase58(account.owner()),
+          executable: account.executable(),
+          rentEpoch: account.rentEpoch(),
+        });
+      }
+      const lookup = (address: Uint8Array) =>
+        postAccounts.get(encodeBase58(address)) ?? this.getAccount(address);
+      accounts = options.accounts.length > 0 ? options.accounts.map(lookup) : null;
+      postBalances = keys.all.map((key, i) => postAccounts.get(key)?.lamports ?? (pre.lamports[i] as bigint));
+    }
+    return {
+      err: result instanceof FailedTransactionMetadata ? transactionErrorJson(result) : null,
+      logs: meta.logs(),
+      unitsConsumed: meta.computeUnitsConsumed(),
+      accounts,
+      returnData,
+      fee,
+      preBalances: pre.lamports,
+      postBalances,
+    };
+  }
+
+  /** Status of a landed transaction; without `searchHistory` only the last STATUS_CACHE_SLOTS slots. */
+  signatureStatus(signature: string, searchHistory: boolean): SignatureStatus | null {
+    const record = this.recentRecords.get(signature) ?? this.ledger.transaction(signature);
+    if (!record) return null;
+    const current = this.slot;
+    if (!searchHistory && record.slot < current - STATUS_CACHE_SLOTS) return null;
+    return { slot: record.slot, err: record.err, ...this.commitmentOf(record.slot) };
+  }
+
+  commitmentOf(slot: number): { confirmations: number | null; confirmationStatus: Commitment } {
+    const current = this.slot;
+    if (slot <= current - this.options.finalizedDepth)
+      return { confirmations: null, confirmationStatus: 'finalized' };
+    return {
+      confirmations: current - slot,
+      confirmationStatus: slot <= current - 1 ? 'confirmed' : 'processed',
+    };
+  }
+
+  reachedCommitment(slot: number, commitment: Commitment): boolean {
+    return slot <= this.slotAt(commitment) && (commitment === 'processed' || slot < this.slot);
+  }
+
+  transaction(signature: string): TransactionRecord | undefined {
+    return this.recentRecords.get(signature) ?? this.ledger.transaction(signature);
+  }
+
+  transactionsInSlot(slot: number): TransactionRecord[] {
+    return this.ledger.transactionsInSlot(slot);
+  }
+
+  block(slot: number): BlockRecord | undefined {
+    return this.recentBlocks.find((b) => b.slot === slot) ?? this.ledger.block(slot);
+  }
+
+  signaturesForAddress(
+    address: Uint8Array,
+    before: string | undefined,
+    until: string | undefined,
+    limit: number,
+  ) {
+    const seqOf = (signature: string | undefined, fallback: number) =>
+      signature === undefined ? fallback : (this.transaction(signature)?.seq ?? fallback);
+    return this.ledger.signaturesForAddress(
+      address,
+      seqOf(before, Number.MAX_SAFE_INTEGER),
+      seqOf(until, 0),
+      limit,
+    );
+  }
+
+  /** Ends the current slot and starts `count` new ones (the slot clock calls this with 1). */
+  advanceSlots(count: number): void {
+    this.assertOpen();
+    for (let i = 0; i < count; i++) this.startSlot(this.slot + 1);
+    this.ledger.flush();
+    if (this.options.ledgerDir !== undefined && Date.now() - this.lastSnapshotAt >= SNAPSHOT_INTERVAL_MS) {
+      this.snapshot();
+    }
+    for (let slot = this.slot - count + 1; slot <= this.slot; slot++) {
+      for (const listener of this.listeners) listener.onSlot(slot);
+    }
+  }
+
+  /** Stops the clock and writes everything to disk. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.flushAndSnapshot();
+    this.ledger.close();
+    this.closed = true;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('the localnet chain is closed');
+  }
+
+  private flushAndSnapshot(): void {
+    this.ledger.flush();
+    if (this.options.ledgerDir !== undefined) this.snapshot();
+  }
+
+  /** Writes the accounts atomically (temp file, then rename); only after the ledger is flushed. */
+  private snapshot(): void {
+    const dir = this.options.ledgerDir as string;
+    const target = join(dir, 'accounts.bin');
+    const temp = `${target}.tmp`;
+    this.svm.saveToFile(temp);
+    renameSync(temp, target);
+    this.lastSnapshotAt = Date.now();
+  }
+
+  private startSlot(slot: number): void {
+    const parent = this.recentBlocks.length > 0 ? this.latestBlock() : undefined;
+    const previous = parent
+      ? (decodeBase58(parent.blockhash) as Uint8Array)
+      : (decodeBase58(this.genesisHash) as Uint8Array);
+    const slotBytes = Buffer.alloc(8);
+    slotBytes.writeBigUInt64LE(BigInt(slot));
+    const hash = createHash('sha256').update(previous).update(slotBytes).digest();
+    const blockTime = Math.floor(Date.now() / 1000);
+    const block: BlockRecord = {
+      slot,
+      blockhash: encodeBase58(hash),
+      previousBlockhash: encodeBase58(previous),
+      parentSlot: parent ? parent.slot : slot,
+      blockHeight: parent ? parent.blockHeight + 1 : 0,
+      blockTime,
+    };
+    this.recentBlocks.push(block);
+    if (this.recentBlocks.length > this.options.finalizedDepth + 2) this.recentBlocks.shift();
+    this.window.push(hash, block.blockHeight);
+    this.ledger.addBlock(block);
+    this.forgetRecent(slot - this.options.finalizedDepth - 1);
+    this.svm.setClock(
+      new Clock(
+        BigInt(slot),
+        BigInt(blockTime),
+        BigInt(Math.floor(slot / SLOTS_PER_EPOCH)),
+        BigInt(Math.floor(slot / SLOTS_PER_EPOCH) + 1),
+        BigInt(blockTime),
+      ),
+    );
+  }
+
+  // Lowest compute-unit price paid in each of the last MAX_PROCESSING_AGE slots.
+  private readonly minPriorityFeeBySlot = new Map<number, bigint>();
+
+  private notePriorityFee(slot: number, price: bigint): void {
+    const current = this.minPriorityFeeBySlot.get(slot);
+    if (current !== undefined && current <= price) return;
+    this.minPriorityFeeBySlot.set(slot, price);
+    if (current !== undefined) return;
+    // First transaction of a slot: drop slots that left the window.
+    for (const old of this.minPriorityFeeBySlot.keys()) {
+      if (old <= slot - MAX_PROCESSING_AGE) this.minPriorityFeeBySlot.delete(old);
+    }
+  }
+
+  /** getRecentPrioritizationFees: one entry per recent slot, 0 where nothing paid a priority fee. */
+  recentPrioritizationFees(): { slot: number; prioritizationFee: bigint }[] {
+    const out: { slot: number; prioritizationFee: bigint }[] = [];
+    for (let slot = Math.max(0, this.slot - MAX_PROCESSING_AGE + 1); slot <= this.slot; slot++) {
+      out.push({ slot, prioritizationFee: this.minPriorityFeeBySlot.get(slot) ?? 0n });
+    }
+    return out;
+  }
+
+  // Transactions of the last slots by signature: statuses and notifications read them without SQLite.
+  private readonly recentRecords = new Map<string, TransactionRecord>();
+  private readonly recentBySlot = new Map<number, string[]>();
+
+  private keepRecent(record: TransactionRecord): void {
+    this.recentRecords.set(record.signature, record);
+    let list = this.recentBySlot.get(record.slot);
+    if (!list) {
+      list = [];
+      this.recentBySlot.set(record.slot, list);
+    }
+    list.push(record.signature);
+  }
+
+  private forgetRecent(olderThan: number): void {
+    for (const [slot, signatures] of this.recentBySlot) {
+      if (slot >= olderThan) continue;
+      for (const signature of signatures) this.recentRecords.delete(signature);
+      this.recentBySlot.delete(slot);
+    }
+  }
+
+  /** Records still held in memory for `slot` (the last finalizedDepth + 1 slots). */
+  recentTransactionsInSlot(slot: number): TransactionRecord[] {
+    const signatures = this.recentBySlot.get(slot) ?? [];
+    return signatures
+      .map((s) => this.recentRecords.get(s))
+      .filter((r): r is TransactionRecord => r !== undefined);
+  }
+
+  /** Static keys then keys loaded from address lookup tables (writable first), as Agave orders them. */
+  private resolveKeys(tx: WireTransaction): {
+    all: string[];
+    writable: boolean[];
+    loaded: TransactionMeta['loadedAddresses'];
+  } {
+    const all = tx.staticKeys.map(encodeBase58);
+    const programIndexes = new Set(tx.instructions.map((ix) => ix.programIdIndex));
+    const writable = all.map((_, i) => isStaticWritable(tx, i) && !programIndexes.has(i));
+    const loadedWritable: string[] = [];
+    const loadedReadonly: string[] = [];
+    for (const lookup of tx.lookups) {
+      const table = this.svm.getAccount(lookup.accountKey);
+      const addresses =
+        table && encodeBase58(table.owner()) === ADDRESS_LOOKUP_TABLE_PROGRAM ? table.data() : undefined;
+      const at = (index: number) => {
+        const start = LOOKUP_TABLE_HEADER + index * 32;
+        return addresses && start + 32 <= addresses.length
+          ? encodeBase58(addresses.subarray(start, start + 32))
+          : undefined;
+      };
+      for (const index of lookup.writableIndexes) {
+        const key = at(index);
+        if (key !== undefined) loadedWritable.push(key);
+      }
+      for (const index of lookup.readonlyIndexes) {
+        const key = at(index);
+        if (key !== undefined) loadedReadonly.push(key);
+      }
+    }
+    all.push(...loadedWritable, ...loadedReadonly);
+    writable.push(...loadedWritable.map(() => true), ...loadedReadonly.map(() => false));
+    return { all, writable, loaded: { writable: loadedWritable, readonly: loadedReadonly } };
+  }
+
+  private captureBalances(keys: readonly string[], programIndexes: ReadonlySet<number>) {
+    const lamports: bigint[] = [];
+    const tokens: TokenBalance[] = [];
+    keys.forEach((key, index) => {
+      const bytes = decodeBase58(key) as Uint8Array;
+      // Program accounts are never token accounts, and reading them copies their data.
+      if (programIndexes.has(index)) {
+        lamports.push(this.svm.getBalance(bytes) ?? 0n);
+        return;
+      }
+      const account = this.svm.getAccount(bytes);
+      lamports.push(account?.lamports() ?? 0n);
+      if (!account) return;
+      const programId = encodeBase58(account.owner());
+      if (!isTokenProgram(programId)) return;
+      const state = decodeTokenAccount(account.data());
+      const decimals = state && this.mintDecimals(state.mint);
+      if (state && decimals !== undefined) {
+        tokens.push({
+          accountIndex: index,
+          mint: state.mint,
+          owner: state.owner,
+          programId,
+          amount: state.amount,
+          decimals,
+        });
+      }
+    });
+    return { lamports, tokens };
+  }
+
+  private buildMeta(
+    tx: WireTransaction,
+    keys: ReturnType<Chain['resolveKeys']>,
+    pre: ReturnType<Chain['captureBalances']>,
+    post: ReturnType<Chain['captureBalances']>,
+    meta: TransactionMetadata,
+  ): TransactionMeta {
+    const innerInstructions: InnerInstructionRecord[][] = meta.innerInstructions().map((list) =>
+      list.map((inner) => {
+        const ix = inner.instruction();
+        return {
+          programIdIndex: ix.programIdIndex(),
+          accounts: [...ix.accounts()],
+          data: ix.data(),
+          stackHeight: inner.stackHeight(),
+        };
+      }),
+    );
+    const returned = meta.returnData();
+    return {
+      fee: transactionFee(tx).fee,
+      preBalances: pre.lamports,
+      postBalances: post.lamports,
+      preTokenBalances: pre.tokens,
+      postTokenBalances: post.tokens,
+      logMessages: meta.logs(),
+      innerInstructions,
+      computeUnitsConsumed: meta.computeUnitsConsumed(),
+      loadedAddresses: keys.loaded,
+      returnData:
+        returned.data().length > 0
+          ? { programId: encodeBase58(returned.programId()), data: returned.data() }
+          : null,
+    };
+  }
+}
+
+/** Agave's memo column: "[byte length] text" for each memo instruction, joined with "; ". */
+function extractMemo(tx: WireTransaction): string | null {
+  const memos: string[] = [];
+  for (const ix of tx.instructions) {
+    const program = tx.staticKeys[ix.programIdIndex];
+    if (program && MEMO_PROGRAMS.has(encodeBase58(program))) {
+      memos.push(`[${ix.data.length}] ${Buffer.from(ix.data).toString('utf8')}`);
+    }
+  }
+  return memos.length > 0 ? memos.join('; ') : null;
+}

@@ -1,0 +1,118 @@
+// Agave's `UiAccount`: an account as getAccountInfo, getProgramAccounts and accountNotification
+// return it, in base58, base64 or jsonParsed (token accounts and mints; others fall back to base64).
+import type { AccountSnapshot, Chain } from '../chain/chain.ts';
+import { decodeMint, decodeTokenAccount, TOKEN_2022_PROGRAM, uiTokenAmount } from '../chain/token-account.ts';
+import { encodeBase58 } from '../wire/base58.ts';
+import { type Config, encodingParam, integer } from './params.ts';
+import { invalidParams } from './rpc-error.ts';
+
+export type AccountEncoding = 'base58' | 'base64' | 'jsonParsed' | 'base64+zstd';
+const ACCOUNT_ENCODINGS: readonly AccountEncoding[] = ['base58', 'base64', 'jsonParsed', 'base64+zstd'];
+/** Agave refuses to base58-encode more than this: it is quadratic. */
+const MAX_BASE58_BYTES = 128;
+
+export interface AccountView {
+  readonly encoding: AccountEncoding | 'binary';
+  readonly slice: { offset: number; length: number } | undefined;
+}
+
+/** Reads `encoding` and `dataSlice` from a config; the default is Agave's legacy plain base58 string. */
+export function accountView(cfg: Config, fallback: AccountEncoding | 'binary' = 'binary'): AccountView {
+  const encoding =
+    cfg.encoding === undefined || cfg.encoding === null
+      ? fallback
+      : encodingParam(cfg, ACCOUNT_ENCODINGS, 'base64');
+  if (encoding === 'base64+zstd')
+    throw invalidParams('Invalid params: base64+zstd encoding is not supported by this node.');
+  const rawSlice = cfg.dataSlice;
+  let slice: AccountView['slice'];
+  if (rawSlice !== undefined && rawSlice !== null) {
+    if (typeof rawSlice !== 'object')
+      throw invalidParams('Invalid params: invalid type: expected struct UiDataSliceConfig.');
+    const { offset, length } = rawSlice as Record<string, unknown>;
+    slice = { offset: integer(offset, 'usize'), length: integer(length, 'usize') };
+  }
+  return { encoding, slice };
+}
+
+export function encodeAccount(account: AccountSnapshot, view: AccountView, chain: Chain) {
+  const data = view.slice
+    ? account.data.subarray(view.slice.offset, view.slice.offset + view.slice.length)
+    : account.data;
+  return {
+    data: encodeData(account, data, view, chain),
+    executable: account.executable,
+    lamports: account.lamports,
+    owner: account.owner,
+    rentEpoch: account.rentEpoch,
+    space: account.data.length,
+  };
+}
+
+function encodeData(account: AccountSnapshot, data: Uint8Array, view: AccountView, chain: Chain): unknown {
+  switch (view.encoding) {
+    case 'binary':
+    case 'base58':
+      if (data.length > MAX_BASE58_BYTES) {
+        throw invalidParams(
+          `Encoded binary (base 58) data should be less than ${MAX_BASE58_BYTES} bytes, please use Base64 encoding.`,
+        );
+      }
+      return view.encoding === 'binary' ? encodeBase58(data) : [encodeBase58(data), 'base58'];
+    case 'jsonParsed': {
+      const parsed = view.slice ? undefined : parseAccount(account, chain);
+      if (parsed) return parsed;
+      return [Buffer.from(data).toString('base64'), 'base64'];
+    }
+    default:
+      return [Buffer.from(data).toString('base64'), 'base64'];
+  }
+}
+
+function parseAccount(account: AccountSnapshot, chain: Chain): unknown {
+  const program = account.owner === TOKEN_2022_PROGRAM ? 'spl-token-2022' : 'spl-token';
+  if (
+    account.owner !== TOKEN_2022_PROGRAM &&
+    account.owner !== 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA'
+  ) {
+    return undefined;
+  }
+  const tokenAccount = decodeTokenAccount(account.data);
+  if (tokenAccount) {
+    const decimals = chain.mintDecimals(tokenAccount.mint);
+    if (decimals === undefined) return undefined;
+    const info: Record<string, unknown> = {
+      isNative: tokenAccount.isNative !== null,
+      mint: tokenAccount.mint,
+      owner: tokenAccount.owner,
+      state: tokenAccount.state === 2 ? 'frozen' : 'initialized',
+      tokenAmount: uiTokenAmount(tokenAccount.amount, decimals),
+    };
+    if (tokenAccount.delegate !== null) {
+      info.delegate = tokenAccount.delegate;
+      info.delegatedAmount = uiTokenAmount(tokenAccount.delegatedAmount, decimals);
+    }
+    if (tokenAccount.isNative !== null)
+      info.rentExemptReserve = uiTokenAmount(tokenAccount.isNative, decimals);
+    if (tokenAccount.closeAuthority !== null) info.closeAuthority = tokenAccount.closeAuthority;
+    return { program, parsed: { info, type: 'account' }, space: account.data.length };
+  }
+  const mint = decodeMint(account.data);
+  if (mint) {
+    return {
+      program,
+      parsed: {
+        info: {
+          decimals: mint.decimals,
+          freezeAuthority: mint.freezeAuthority,
+          isInitialized: mint.isInitialized,
+          mintAuthority: mint.mintAuthority,
+          supply: mint.supply.toString(),
+        },
+        type: 'mint',
+      },
+      space: account.data.length,
+    };
+  }
+  return undefined;
+}

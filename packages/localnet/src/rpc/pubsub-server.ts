@@ -1,0 +1,310 @@
+// Solana PubSub over WebSocket: signature, account, slot, root and logs subscriptions with
+// Agave's message shapes. Notifications for `confirmed` and `finalized` are sent when the slot
+// clock moves a landed transaction's slot to that commitment.
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { type WebSocket, WebSocketServer } from 'ws';
+import type { Chain, ChainListener, Commitment } from '../chain/chain.ts';
+import type { TransactionRecord } from '../chain/transaction-record.ts';
+import { encodeBase58 } from '../wire/base58.ts';
+import { decodeWireTransaction, isStaticWritable } from '../wire/wire-transaction.ts';
+import { type AccountView, accountView, encodeAccount } from './account-encoding.ts';
+import { errorResponse, type JsonRpcResponse } from './dispatcher.ts';
+import { stringifyJson } from './json-text.ts';
+import {
+  config,
+  type Params,
+  pubkey,
+  pubkeyParam,
+  commitment as readCommitment,
+  signature,
+} from './params.ts';
+import { invalidParams, invalidRequest, methodNotFound, parseError, RpcError } from './rpc-error.ts';
+
+export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 1000;
+export const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+type Kind = 'signature' | 'account' | 'slot' | 'root' | 'logs';
+
+interface Subscription {
+  readonly id: number;
+  readonly kind: Kind;
+  readonly socket: WebSocket;
+  readonly commitment: Commitment;
+  /** signature or account address */
+  readonly key?: string;
+  readonly view?: AccountView;
+  /** logs: undefined = all, else the one mentioned address */
+  readonly mentions?: string;
+}
+
+interface Connection {
+  readonly subscriptions: Map<number, Subscription>;
+}
+
+const UNSUBSCRIBE: Readonly<Record<string, Kind>> = {
+  signatureUnsubscribe: 'signature',
+  accountUnsubscribe: 'account',
+  slotUnsubscribe: 'slot',
+  rootUnsubscribe: 'root',
+  logsUnsubscribe: 'logs',
+};
+
+export class PubSubServer implements ChainListener {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+  private readonly connections = new Map<WebSocket, Connection>();
+  private readonly bySignature = new Map<string, Set<Subscription>>();
+  private readonly byAccount = new Map<string, Set<Subscription>>();
+  private readonly slotSubscriptions = new Set<Subscription>();
+  private readonly rootSubscriptions = new Set<Subscription>();
+  private readonly logsSubscriptions = new Set<Subscription>();
+  private nextId = 0;
+
+  constructor(private readonly chain: Chain) {
+    chain.addListener(this);
+  }
+
+  /** Hands an HTTP upgrade request to the WebSocket server. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws));
+  }
+
+  closeAll(): void {
+    for (const ws of this.connections.keys()) ws.terminate();
+    this.wss.close();
+  }
+
+  private accept(ws: WebSocket): void {
+    const connection: Connection = { subscriptions: new Map() };
+    this.connections.set(ws, connection);
+    ws.on('message', (data, isBinary) => {
+      const response = isBinary
+        ? errorResponse(null, invalidRequest())
+        : this.handle(ws, connection, data.toString());
+      if (response) this.reply(ws, response);
+    });
+    ws.on('close', () => {
+      for (const sub of connection.subscriptions.values()) this.remove(sub);
+      this.connections.delete(ws);
+    });
+    ws.on('error', () => ws.terminate());
+  }
+
+  private reply(ws: WebSocket, response: JsonRpcResponse): void {
+    if (ws.readyState === ws.OPEN) ws.send(stringifyJson(response));
+  }
+
+  /** The answer to one message, or undefined when it was already sent (subscriptions). */
+  private handle(ws: WebSocket, connection: Connection, text: string): JsonRpcResponse | undefined {
+    let request: unknown;
+    try {
+      request = JSON.parse(text);
+    } catch {
+      return errorResponse(null, parseError());
+    }
+    if (typeof request !== 'object' || request === null || Array.isArray(request)) {
+      return errorResponse(null, invalidRequest());
+    }
+    const { jsonrpc, method, params, id: rawId } = request as Record<string, unknown>;
+    const id = typeof rawId === 'number' || typeof rawId === 'string' ? rawId : null;
+    if (jsonrpc !== '2.0' || typeof method !== 'string') return errorResponse(id, invalidRequest());
+    if (params !== undefined && !Array.isArray(params)) {
+      return errorResponse(id, invalidParams('Invalid params: invalid type: map, expected a tuple.'));
+    }
+    const list: Params = (params as unknown[] | undefined) ?? [];
+    try {
+      const kind = UNSUBSCRIBE[method];
+      if (kind !== undefined) return { jsonrpc: '2.0', result: this.unsubscribe(connection, kind, list), id };
+      const subscribe = this.subscribeMethods[method];
+      if (!subscribe) return errorResponse(id, methodNotFound());
+      if (connection.subscriptions.size >= MAX_SUBSCRIPTIONS_PER_CONNECTION) {
+        throw new RpcError(-32603, 'Internal Error: Subscription refused. Node subscription limit reached');
+      }
+      const sub = subscribe(ws, list);
+      connection.subscriptions.set(sub.id, sub);
+      this.add(sub);
+      // Answer first, then catch up on what already happened (e.g. a signature that already landed).
+      this.reply(ws, { jsonrpc: '2.0', result: sub.id, id });
+      this.catchUp(sub);
+      return undefined;
+    } catch (error) {
+      if (error instanceof RpcError) return errorResponse(id, error);
+      throw error;
+    }
+  }
+
+  private readonly subscribeMethods: Readonly<
+    Record<string, (ws: WebSocket, params: Params) => Subscription>
+  > = {
+    signatureSubscribe: (socket, params) => ({
+      id: ++this.nextId,
+      kind: 'signature',
+      socket,
+      key: signature(params[0]),
+      commitment: readCommitment(config(params, 1)),
+    }),
+    accountSubscribe: (socket, params) => {
+      const key = encodeBase58(pubkeyParam(params, 0));
+      const cfg = config(params, 1);
+      return {
+        id: ++this.nextId,
+        kind: 'account',
+        socket,
+        key,
+        commitment: readCommitment(cfg),
+        view: accountView(cfg),
+      };
+    },
+    slotSubscribe: (socket) => ({ id: ++this.nextId, kind: 'slot', socket, commitment: 'processed' }),
+    rootSubscribe: (socket) => ({ id: ++this.nextId, kind: 'root', socket, commitment: 'finalized' }),
+    logsSubscribe: (socket, params) => {
+      const filter = params[0];
+      const commitment = readCommitment(config(params, 1));
+      if (filter === 'all' || filter === 'allWithVotes')
+        return { id: ++this.nextId, kind: 'logs', socket, commitment };
+      const mentions =
+        typeof filter === 'object' && filter !== null
+          ? (filter as Record<string, unknown>).mentions
+          : undefined;
+      if (!Array.isArray(mentions))
+        throw invalidParams('Invalid params: unknown variant, expected `all`, `allWithVotes` or `mentions`.');
+      if (mentions.length !== 1) throw invalidParams('Invalid Request: Only 1 address supported');
+      const address = encodeBase58(pubkey(String(mentions[0])));
+      return { id: ++this.nextId, kind: 'logs', socket, commitment, mentions: address };
+    },
+  };
+
+  private unsubscribe(connection: Connection, kind: Kind, params: Params): boolean {
+    const id = params[0];
+    const sub = typeof id === 'number' ? connection.subscriptions.get(id) : undefined;
+    if (!sub || sub.kind !== kind) throw invalidParams('Invalid subscription id.');
+    this.remove(sub);
+    return true;
+  }
+
+  private add(sub: Subscription): void {
+    if (sub.kind === 'signature') indexAdd(this.bySignature, sub.key as string, sub);
+    else if (sub.kind === 'account') indexAdd(this.byAccount, sub.key as string, sub);
+    else if (sub.kind === 'slot') this.slotSubscriptions.add(sub);
+    else if (sub.kind === 'root') this.rootSubscriptions.add(sub);
+    else this.logsSubscriptions.add(sub);
+  }
+
+  private remove(sub: Subscription): void {
+    this.connections.get(sub.socket)?.subscriptions.delete(sub.id);
+    if (sub.kind === 'signature') indexDelete(this.bySignature, sub.key as string, sub);
+    else if (sub.kind === 'account') indexDelete(this.byAccount, sub.key as string, sub);
+    else if (sub.kind === 'slot') this.slotSubscriptions.delete(sub);
+    else if (sub.kind === 'root') this.rootSubscriptions.delete(sub);
+    else this.logsSubscriptions.delete(sub);
+  }
+
+  private catchUp(sub: Subscription): void {
+    if (sub.kind !== 'signature') return;
+    const record = this.chain.transaction(sub.key as string);
+    if (record && this.chain.reachedCommitment(record.slot, sub.commitment))
+      this.notifySignature(sub, record);
+  }
+
+  private notify(sub: Subscription, method: string, result: unknown): void {
+    if (sub.socket.readyState !== sub.socket.OPEN) return;
+    sub.socket.send(stringifyJson({ jsonrpc: '2.0', method, params: { result, subscription: sub.id } }));
+  }
+
+  private notifySignature(sub: Subscription, record: TransactionRecord): void {
+    this.notify(sub, 'signatureNotification', { context: { slot: record.slot }, value: { err: record.err } });
+    // A signature subscription ends with its notification.
+    this.remove(sub);
+  }
+
+  // ChainListener
+
+  onTransaction(record: TransactionRecord, writable: readonly string[]): void {
+    this.deliver(record, writable, 'processed');
+  }
+
+  onSlot(slot: number): void {
+    const root = slot - this.chain.finalizedDepth;
+    for (const sub of this.slotSubscriptions) {
+      this.notify(sub, 'slotNotification', { parent: Math.max(0, slot - 1), root: Math.max(0, root), slot });
+    }
+    if (root >= 0) for (const sub of this.rootSubscriptions) this.notify(sub, 'rootNotification', root);
+    if (this.bySignature.size + this.byAccount.size + this.logsSubscriptions.size === 0) return;
+    for (const record of this.chain.recentTransactionsInSlot(slot - 1))
+      this.deliver(record, undefined, 'confirmed');
+    if (root >= 0) {
+      for (const record of this.chain.recentTransactionsInSlot(root))
+        this.deliver(record, undefined, 'finalized');
+    }
+  }
+
+  /** Notifies the subscriptions at `level` about a record that just reached it. */
+  private deliver(
+    record: TransactionRecord,
+    writable: readonly string[] | undefined,
+    level: Commitment,
+  ): void {
+    const signatureSubs = this.bySignature.get(record.signature);
+    if (signatureSubs) {
+      for (const sub of [...signatureSubs]) if (sub.commitment === level) this.notifySignature(sub, record);
+    }
+    if (this.byAccount.size > 0) {
+      for (const address of writable ?? this.writableKeys(record)) {
+        const subs = this.byAccount.get(address);
+        if (!subs) continue;
+        for (const sub of subs) {
+          if (sub.commitment === level) this.notifyAccount(sub, address);
+        }
+      }
+    }
+    for (const sub of this.logsSubscriptions) {
+      if (sub.commitment !== level) continue;
+      if (sub.mentions !== undefined && !record.accountKeys.includes(sub.mentions)) continue;
+      this.notify(sub, 'logsNotification', {
+        context: { slot: record.slot },
+        value: { err: record.err, logs: record.meta.logMessages, signature: record.signature },
+      });
+    }
+  }
+
+  /** The accounts a landed transaction stored, recomputed from its bytes for later commitments. */
+  private writableKeys(record: TransactionRecord): readonly string[] {
+    const tx = decodeWireTransaction(record.wire);
+    const programs = new Set(tx.instructions.map((ix) => ix.programIdIndex));
+    const writable = tx.staticKeys
+      .filter((_, i) => isStaticWritable(tx, i) && !programs.has(i))
+      .map(encodeBase58);
+    return [...writable, ...record.meta.loadedAddresses.writable];
+  }
+
+  private notifyAccount(sub: Subscription, address: string): void {
+    const account = this.chain.getAccount(pubkey(address));
+    const value = account
+      ? encodeAccount(account, sub.view ?? accountView({}), this.chain)
+      : {
+          data: ['', 'base64'],
+          executable: false,
+          lamports: 0,
+          owner: '11111111111111111111111111111111',
+          rentEpoch: 0,
+          space: 0,
+        };
+    this.notify(sub, 'accountNotification', { context: { slot: this.chain.slot }, value });
+  }
+}
+
+function indexAdd(index: Map<string, Set<Subscription>>, key: string, sub: Subscription): void {
+  let set = index.get(key);
+  if (!set) {
+    set = new Set();
+    index.set(key, set);
+  }
+  set.add(sub);
+}
+
+function indexDelete(index: Map<string, Set<Subscription>>, key: string, sub: Subscription): void {
+  const set = index.get(key);
+  if (!set) return;
+  set.delete(sub);
+  if (set.size === 0) index.delete(key);
+}

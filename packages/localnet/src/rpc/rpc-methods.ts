@@ -1,0 +1,13 @@
+// Every HTTP JSON-RPC method the localnet answers, by name.
+import { accountMethods } from './methods/account-methods.ts';
+import { blockMethods } from './methods/block-methods.ts';
+import { clusterMethods } from './methods/cluster-methods.ts';
+import { transactionMethods } from './methods/transaction-methods.ts';
+import type { RpcMethod } from './rpc-method.ts';
+
+export const rpcMethods: Readonly<Record<string, RpcMethod>> = {
+  ...clusterMethods,
+  ...accountMethods,
+  ...transactionMethods,
+  ...blockMethods,
+};
