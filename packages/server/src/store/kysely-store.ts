@@ -97,8 +97,13 @@ class KyselyApiKeyRepository implements ApiKeyRepository {
       .execute();
   }
 
-  async findActiveByHash(hash: string): Promise<KeyWithAccount | undefined> {
-    const row = await this.db
+  /**
+   * Authentication runs this on every request. Building and compiling a Kysely query costs several
+   * times more than SQLite takes to answer it, so the query is compiled once and re-run with new
+   * parameters.
+   */
+  private readonly findActiveByHashQuery = lazy(() =>
+    this.db
       .selectFrom('api_keys as k')
       .innerJoin('accounts as a', 'a.id', 'k.account_id')
       .select([
@@ -116,9 +121,16 @@ class KyselyApiKeyRepository implements ApiKeyRepository {
         'a.created_at as account_created_at',
         'a.updated_at as account_updated_at',
       ])
-      .where('k.key_hash', '=', hash)
+      .where('k.key_hash', '=', '')
       .where('k.revoked_at', 'is', null)
-      .executeTakeFirst();
+      .compile(),
+  );
+
+  async findActiveByHash(hash: string): Promise<KeyWithAccount | undefined> {
+    const compiled = this.findActiveByHashQuery();
+    const query: typeof compiled = { ...compiled, parameters: [hash] };
+    const { rows } = await this.db.executeQuery(query);
+    const row = rows[0];
     if (row === undefined) return undefined;
     return {
       key: toApiKey(row),
@@ -166,6 +178,14 @@ class KyselyApiKeyRepository implements ApiKeyRepository {
       .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
       .execute();
   }
+}
+
+function lazy<T>(make: () => T): () => T {
+  let value: T | undefined;
+  return () => {
+    value ??= make();
+    return value;
+  };
 }
 
 function toAccount(row: Selectable<AccountsTable>): AccountRecord {

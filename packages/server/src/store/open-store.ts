@@ -65,7 +65,7 @@ export async function createKysely(location: StorageLocation): Promise<Kysely<Da
     sqlite.pragma('foreign_keys = ON');
     // Other instances on the same file wait for the write lock instead of failing at once.
     sqlite.pragma('busy_timeout = 5000');
-    return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   }
   const { default: pg } = await import('pg');
   const pool = new pg.Pool({
@@ -75,6 +75,29 @@ export async function createKysely(location: StorageLocation): Promise<Kysely<Da
     types: { getTypeParser: pgTypeParser(pg.types) },
   });
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+const STATEMENT_CACHE_SIZE = 256;
+
+/**
+ * Kysely prepares every query afresh; preparing costs more than running a small indexed query.
+ * Kysely's SQL text is stable per query shape (values are bound parameters), so prepared statements
+ * are reused by text. Bounded: the oldest statement is dropped past the limit.
+ */
+function withStatementCache(sqlite: import('better-sqlite3').Database) {
+  const cache = new Map<string, import('better-sqlite3').Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare: (text: string) => {
+      let statement = cache.get(text);
+      if (statement === undefined) {
+        statement = sqlite.prepare(text);
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value ?? '');
+        cache.set(text, statement);
+      }
+      return statement;
+    },
+  };
 }
 
 const PG_INT8_OID = 20;

@@ -1,0 +1,53 @@
+import type { Benchmark, BenchRow } from './bench-row.ts';
+import { load, startServerProcess } from './http-load.ts';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const TARGET_RATIO = 0.6;
+
+/**
+ * GET /account (authenticated, rate-limited, reads storage) against a bare Fastify route returning a
+ * constant, measured one after the other in this run with the same load, each server in its own process.
+ */
+const accountBenchmark: Benchmark = async () => {
+  const bare = await startServerProcess(new URL('./servers/bare-fastify.ts', import.meta.url).pathname, [
+    'PORT',
+  ]);
+  const gateway = await startServerProcess(new URL('./servers/gateway.ts', import.meta.url).pathname, [
+    'PORT',
+    'KEY',
+  ]);
+  try {
+    const bareUrl = `http://127.0.0.1:${bare.values.PORT}/constant`;
+    const gatewayUrl = `http://127.0.0.1:${gateway.values.PORT}/account`;
+    const auth = { authorization: `Bearer ${gateway.values.KEY}` };
+    // Warm both up (JIT, connection pools) before measuring.
+    await load(bareUrl, {}, 2);
+    await load(gatewayUrl, auth, 2);
+    const reference = await load(bareUrl, {}, SECONDS);
+    const measured = await load(gatewayUrl, auth, SECONDS);
+    if (measured.non2xx > 0) throw new Error(`GET /account answered ${measured.non2xx} non-2xx responses`);
+    const ratio = measured.requestsPerSecond / reference.requestsPerSecond;
+    const rows: BenchRow[] = [
+      {
+        name: 'GET /account throughput',
+        value: Math.round(measured.requestsPerSecond),
+        unit: 'req/s',
+        reference: { name: 'bare Fastify route', value: Math.round(reference.requestsPerSecond) },
+        target: `>= ${TARGET_RATIO} of bare`,
+        met: ratio >= TARGET_RATIO,
+      },
+      {
+        name: 'GET /account p99 latency',
+        value: measured.p99Ms,
+        unit: 'ms',
+        reference: { name: 'bare Fastify route', value: reference.p99Ms },
+      },
+    ];
+    return rows;
+  } finally {
+    bare.child.kill('SIGTERM');
+    gateway.child.kill('SIGTERM');
+  }
+};
+
+export default accountBenchmark;
