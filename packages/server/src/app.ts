@@ -1,22 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { NetworkRegistry } from './chains/network-registry.ts';
 import type { Config } from './config.ts';
 import { installAuthentication } from './http/plugins/authentication.ts';
 import { installErrorHandling } from './http/plugins/errors.ts';
 import { installOpenApi } from './http/plugins/openapi.ts';
 import { installValidation } from './http/plugins/validation.ts';
 import { accountRoutes } from './http/routes/account.ts';
+import { faucetRoutes } from './http/routes/faucet.ts';
 import { healthRoutes, type ReadinessCheck } from './http/routes/health.ts';
+import { networkRoutes } from './http/routes/networks.ts';
 import './http/fastify-types.ts';
 import type { RateLimiter } from './ratelimit/rate-limiter.ts';
 import type { AccountService } from './services/account-service.ts';
+import { FaucetService } from './services/faucet-service.ts';
 import { GATE402_VERSION } from './version.ts';
 
 export interface AppDeps {
   readonly config: Pick<Config, 'bodyLimitBytes' | 'planAccess' | 'trustProxy'>;
   readonly accounts: AccountService;
   readonly rateLimiter: RateLimiter;
+  readonly networks: NetworkRegistry;
   /** What /readyz asks: storage always, then Redis and chains when configured. */
   readonly readiness: readonly ReadinessCheck[];
   /** A pino logger; tests leave it out for silence. */
@@ -59,6 +64,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(healthRoutes, { checks: deps.readiness });
   await app.register(accountRoutes);
+  await app.register(networkRoutes, { networks: deps.networks });
+  await app.register(faucetRoutes, { faucet: new FaucetService(deps.networks) });
 
   return app;
 }

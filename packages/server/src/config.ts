@@ -52,6 +52,30 @@ export const SETTINGS = {
     fallback: () => undefined,
     parse: urlWithProtocol(['redis:', 'rediss:']),
   }),
+  solanaRpcUrl: setting<string | undefined>({
+    env: 'SOLANA_RPC_URL',
+    description: 'Solana JSON-RPC endpoint (mainnet, devnet, …). Unset: the embedded localnet starts.',
+    fallback: () => undefined,
+    parse: urlWithProtocol(['http:', 'https:']),
+  }),
+  solanaWsUrl: setting<string | undefined>({
+    env: 'SOLANA_WS_URL',
+    description: 'Solana PubSub endpoint. Unset: SOLANA_RPC_URL with ws:// or wss://.',
+    fallback: () => undefined,
+    parse: urlWithProtocol(['ws:', 'wss:']),
+  }),
+  localnetPort: setting({
+    env: 'LOCALNET_PORT',
+    description: 'RPC port of the embedded Solana localnet; its WebSocket listens on the next port.',
+    fallback: () => 8899,
+    parse: integerIn(0, 65_534),
+  }),
+  localnetSlotMs: setting({
+    env: 'LOCALNET_SLOT_MS',
+    description: 'Slot length of the embedded Solana localnet, in milliseconds.',
+    fallback: () => 400,
+    parse: integerIn(10, 60_000),
+  }),
   logLevel: setting({
     env: 'LOG_LEVEL',
     description: `One of ${LOG_LEVELS.join(', ')}.`,

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { type DestinationStream, type Logger, pino } from 'pino';
 import { buildApp } from './app.ts';
+import { NetworkRegistry } from './chains/network-registry.ts';
+import { connectSolana } from './chains/solana/connect-solana.ts';
 import type { Config } from './config.ts';
 import type { ReadinessCheck } from './http/routes/health.ts';
 import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.ts';
@@ -69,10 +71,15 @@ export async function startServer(
     const rateLimiter = await createRateLimiter(config, readiness, logger);
     closers.unshift(() => rateLimiter.close());
 
+    const solana = await connectSolana(config, (message) => logger.info(message));
+    closers.unshift(() => solana.close());
+    const networks = new NetworkRegistry([solana.adapter]);
+    for (const chain of networks.all()) readiness.push({ name: chain.info.id, check: () => chain.ping() });
+
     const accounts = new AccountService(store);
     const demo = config.demoAccount ? await ensureDemoAccount(store, accounts) : undefined;
 
-    const app = await buildApp({ config, accounts, rateLimiter, readiness, logger });
+    const app = await buildApp({ config, accounts, rateLimiter, networks, readiness, logger });
     closers.unshift(() => app.close());
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { ChainError } from '../src/chains/chain-error.ts';
 import { ERROR_CATALOGUE } from '../src/domain/error-catalogue.ts';
 import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
 
@@ -26,6 +27,9 @@ function testRoutes(app: FastifyInstance) {
     },
     async (request) => ({ success: true, echo: request.body }),
   );
+  app.get('/test/chain-down', { config: { feature: 'payments' } }, async () => {
+    throw new ChainError('unavailable', 'connect ECONNREFUSED 10.1.2.3:8899');
+  });
   app.get('/test/boom', { config: { feature: 'payments' } }, async () => {
     throw new Error('connection to postgres://admin:hunter2@db failed at pool.ts:42');
   });
@@ -126,6 +130,15 @@ describe('errors (spec §7)', () => {
     });
     assert.equal(res.headers['x-request-id'], 'trace-123');
     assert.ok(!res.body.includes('hunter2') && !res.body.includes('pool.ts'));
+  });
+
+  it('answers a chain that cannot be reached with 503 CHAIN_UNAVAILABLE and retryAfter, hiding the address', async () => {
+    const res = await gw.app.inject({ method: 'GET', url: '/test/chain-down', headers: bearer(key) });
+    assert.equal(res.statusCode, 503);
+    assert.equal(res.headers['retry-after'], '2');
+    assert.deepEqual(res.json().error.code, 'CHAIN_UNAVAILABLE');
+    assert.equal(res.json().error.retryAfter, 2);
+    assert.ok(!res.body.includes('10.1.2.3'));
   });
 
   it('replaces an unsafe X-Request-Id instead of echoing it', async () => {

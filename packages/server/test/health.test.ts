@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildApp } from '../src/app.ts';
+import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { loadConfig } from '../src/config.ts';
 import { MemoryRateLimiter } from '../src/ratelimit/memory-rate-limiter.ts';
 import { AccountService } from '../src/services/account-service.ts';
@@ -28,6 +29,7 @@ describe('health probes', () => {
       config: loadConfig({}),
       accounts: new AccountService(store),
       rateLimiter: new MemoryRateLimiter(),
+      networks: new NetworkRegistry([]),
       readiness: [
         { name: 'storage', check: () => store.ping() },
         {

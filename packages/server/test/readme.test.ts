@@ -10,7 +10,8 @@ const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf
 
 describe('README', () => {
   it('documents every configuration variable', () => {
-    for (const setting of Object.values(SETTINGS)) assert.ok(readme.includes(`\`${setting.env}\``), setting.env);
+    for (const setting of Object.values(SETTINGS))
+      assert.ok(readme.includes(`\`${setting.env}\``), setting.env);
   });
 
   it('documents every error code with its HTTP status', () => {
@@ -24,7 +25,10 @@ describe('README', () => {
   });
 
   it('starts with the two commands', () => {
-    const firstBlock = readme.slice(readme.indexOf('```sh'), readme.indexOf('```', readme.indexOf('```sh') + 5));
+    const firstBlock = readme.slice(
+      readme.indexOf('```sh'),
+      readme.indexOf('```', readme.indexOf('```sh') + 5),
+    );
     assert.match(firstBlock, /npm install && npm start/);
     assert.match(firstBlock, /npm test/);
   });

@@ -10,6 +10,8 @@ const USAGE = `gate402 ${GATE402_VERSION}: self-hostable x402 payment gateway
 Usage:
   gate402 serve                     run the gateway (what \`npm start\` runs)
   gate402 migrate                   bring storage to the newest schema
+  gate402 localnet [--port N] [--ledger DIR] [--slot-ms N]
+                                    run the Solana localnet alone, like solana-test-validator
 ${ACCOUNTS_USAGE.replace(/^/gm, '  ')}
 ${KEYS_USAGE.replace(/^/gm, '  ')}
 
@@ -51,6 +53,11 @@ async function run(ctx: CliContext, command: string, args: string[]): Promise<vo
         { migrated },
         migrated.length > 0 ? `applied: ${migrated.join(', ')}` : 'already current',
       );
+    }
+    case 'localnet': {
+      const { runLocalnetCli } = await import('@gate402/localnet');
+      await runLocalnetCli(args);
+      return;
     }
     case 'accounts':
       return (await import('./account-commands.ts')).accountsCommand(ctx, args);

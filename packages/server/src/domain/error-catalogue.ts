@@ -27,6 +27,7 @@ export const ERROR_CATALOGUE = {
   INVALID_RECIPIENT: { status: 400, message: 'The recipient address is invalid or does not exist.' },
   INTERNAL_ERROR: { status: 500, message: 'Internal error.' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'The service is not ready.' },
+  CHAIN_UNAVAILABLE: { status: 503, message: 'The blockchain RPC endpoint is unavailable; retry shortly.' },
 } as const satisfies Record<string, { readonly status: number; readonly message: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
+import { NetworkRegistry } from '../../src/chains/network-registry.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { PlanAccess } from '../../src/domain/plan-access.ts';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.ts';
@@ -26,6 +27,8 @@ export interface TestGatewayOptions {
   /** False when another gateway shares the storage and removes it. Default true. */
   readonly disposeStorage?: boolean;
   readonly rateLimiter?: RateLimiter;
+  /** Chains the gateway talks to; none by default. */
+  readonly networks?: NetworkRegistry;
   readonly planAccess?: PlanAccess;
   readonly bodyLimitBytes?: number;
   readonly logger?: FastifyBaseLogger;
@@ -48,6 +51,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     },
     accounts,
     rateLimiter,
+    networks: options.networks ?? new NetworkRegistry([]),
     readiness: [{ name: 'storage', check: () => store.ping() }],
     ...(options.logger === undefined ? {} : { logger: options.logger }),
   });

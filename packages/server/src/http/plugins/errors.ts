@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ChainError } from '../../chains/chain-error.ts';
 import { GatewayError, invalidParameters, toErrorBody } from '../../domain/gateway-error.ts';
 import { validationDetails } from './validation.ts';
 
@@ -8,7 +9,7 @@ import { validationDetails } from './validation.ts';
  * with the request id and never sent: a 500 says only that something failed and which request it was.
  */
 export function installErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError | GatewayError, request, reply) => {
+  app.setErrorHandler((error: FastifyError | GatewayError | ChainError, request, reply) => {
     const gatewayError = toGatewayError(error);
     if (gatewayError.status >= 500) {
       request.log.error({ err: error, cause: gatewayError.cause }, 'request failed');
@@ -32,8 +33,9 @@ export function sendError(reply: FastifyReply, request: FastifyRequest, error: G
   return reply.code(error.status).type('application/json').send(toErrorBody(error, request.id));
 }
 
-function toGatewayError(error: FastifyError | GatewayError): GatewayError {
+function toGatewayError(error: FastifyError | GatewayError | ChainError): GatewayError {
   if (error instanceof GatewayError) return error;
+  if (error instanceof ChainError) return fromChainError(error);
   if (error.validation !== undefined) {
     const details = validationDetails(error.validation);
     const part =
@@ -60,6 +62,18 @@ function toGatewayError(error: FastifyError | GatewayError): GatewayError {
     return invalidParameters({ request: 'is malformed' }, 'The request is malformed.');
   }
   return new GatewayError('INTERNAL_ERROR', { cause: error });
+}
+
+/** Chain refusals that services did not translate themselves. */
+function fromChainError(error: ChainError): GatewayError {
+  switch (error.kind) {
+    case 'insufficient_funds':
+      return new GatewayError('INSUFFICIENT_BALANCE', { cause: error });
+    case 'unavailable':
+      return new GatewayError('CHAIN_UNAVAILABLE', { retryAfter: 2, cause: error });
+    default:
+      return new GatewayError('INTERNAL_ERROR', { cause: error });
+  }
 }
 
 /** The path without the query string, which may carry things that do not belong in an error message. */

@@ -1,0 +1,125 @@
+import type { NetworkInfo } from '../domain/network.ts';
+
+/**
+ * The port every chain family implements (Solana with @solana/kit, EVM with viem). Services see only
+ * this: addresses and signatures are strings, amounts are bigint atomic units, transactions are bytes.
+ * Expected outcomes (a failed or expired transaction) are data; a ChainError means the chain refused
+ * or could not be reached.
+ */
+export interface ChainAdapter {
+  readonly info: NetworkInfo;
+  /** Funds addresses on local networks; undefined elsewhere. */
+  readonly faucet: LocalFaucet | undefined;
+
+  /** Resolves when the RPC endpoint answers; /readyz asks it. */
+  ping(): Promise<void>;
+  /** Native balance in atomic units (lamports, wei), at `confirmed`. */
+  getBalance(address: string): Promise<bigint>;
+  getBlockHeight(): Promise<bigint>;
+
+  /** A new key pair for a custodial wallet; the secret is the form `sign` takes. */
+  generateKeypair(): Promise<{ address: string; secretKey: Uint8Array }>;
+  /** Builds an unsigned native transfer; the sender pays the fees. */
+  prepareTransfer(request: TransferRequest): Promise<PreparedTransaction>;
+  /** Signs a prepared transaction with a custodial key (Solana: 64-byte secret key). */
+  sign(prepared: PreparedTransaction, secretKey: Uint8Array): Promise<SignedTransaction>;
+  /** Sends signed wire bytes as they are; returns the transaction signature. */
+  broadcast(wire: Uint8Array): Promise<string>;
+  /**
+   * Waits until the transaction is confirmed or failed, its blockhash expires, or `timeoutMs` passes
+   * (then `pending`: it may still land). Subscriptions first, with polling as a fallback.
+   */
+  waitForConfirmation(
+    signature: string,
+    lastValidBlockHeight: bigint,
+    timeoutMs: number,
+  ): Promise<ConfirmationOutcome>;
+
+  /** A landed transaction, or undefined when the chain has none with this signature. */
+  getTransaction(signature: string): Promise<ChainTransaction | undefined>;
+  /** Signatures of transactions that mention `address` (e.g. a payment's reference), newest first. */
+  findSignatures(address: string, options?: { limit?: number }): Promise<SignatureInfo[]>;
+  /** A token mint (Solana) or contract (EVM), or undefined when `address` is not one. */
+  getTokenInfo(address: string): Promise<ChainTokenInfo | undefined>;
+
+  close(): Promise<void>;
+}
+
+export interface TransferRequest {
+  readonly from: string;
+  readonly to: string;
+  /** Atomic units. */
+  readonly amount: bigint;
+  /** Total priority fee in atomic units; absent: chosen from recent fees on the network. */
+  readonly priorityFee?: bigint;
+  /** Text written on chain with the transfer (Solana: Memo program). */
+  readonly memo?: string;
+  /** An address added read-only, so the transaction can be found by it once broadcast (Solana Pay style). */
+  readonly reference?: string;
+}
+
+export interface PreparedTransaction {
+  /** Wire bytes with empty signature slots: what a local-mode caller signs. */
+  readonly unsigned: Uint8Array;
+  readonly lastValidBlockHeight: bigint;
+  /** Everything the sender pays the network: base fee plus priority fee, atomic units. */
+  readonly fee: bigint;
+  readonly priorityFee: bigint;
+  readonly feePayer: string;
+}
+
+export interface SignedTransaction {
+  readonly wire: Uint8Array;
+  readonly signature: string;
+  readonly lastValidBlockHeight: bigint;
+}
+
+export type ConfirmationOutcome =
+  | { readonly status: 'confirmed' | 'finalized'; readonly slot: bigint }
+  | { readonly status: 'failed'; readonly slot: bigint; readonly error: string }
+  | { readonly status: 'expired' }
+  | { readonly status: 'pending' };
+
+export interface ChainTransaction {
+  readonly signature: string;
+  readonly slot: bigint;
+  /** Unix ms, when the chain reports it. */
+  readonly blockTime: number | null;
+  readonly fee: bigint;
+  /** Why it failed on chain; null for success. */
+  readonly error: string | null;
+  readonly feePayer: string;
+  readonly nativeTransfers: readonly {
+    readonly from: string;
+    readonly to: string;
+    readonly amount: bigint;
+  }[];
+  readonly memos: readonly string[];
+  /** Every account the transaction names. */
+  readonly accounts: readonly string[];
+}
+
+export interface SignatureInfo {
+  readonly signature: string;
+  readonly slot: bigint;
+  readonly error: string | null;
+}
+
+export interface ChainTokenInfo {
+  readonly address: string;
+  readonly decimals: number;
+  /** Atomic units. */
+  readonly supply: bigint;
+  readonly mintAuthority: string | null;
+  readonly freezeAuthority: string | null;
+  /** The token program (SPL Token or Token-2022) or standard (ERC-20). */
+  readonly program: string;
+}
+
+/** Money for nothing, on local networks only. */
+export interface LocalFaucet {
+  /** Sends native currency (atomic units); resolves with the transaction signature once confirmed. */
+  fundNative(address: string, amount: bigint): Promise<string>;
+  /** Mints a known token (by symbol) to `owner`; resolves with the signature. */
+  fundToken(symbol: string, owner: string, amount: bigint): Promise<string>;
+}

@@ -1,0 +1,22 @@
+/**
+ * Why a chain refused a request or could not be asked. Services map kinds to the error catalogue
+ * (insufficient_funds → INSUFFICIENT_BALANCE, unavailable → 503, …); the message stays internal.
+ */
+export type ChainErrorKind =
+  | 'insufficient_funds'
+  | 'blockhash_expired'
+  | 'already_processed'
+  | 'invalid_transaction'
+  | 'rejected'
+  | 'unavailable';
+
+export class ChainError extends Error {
+  override readonly name = 'ChainError';
+  constructor(
+    readonly kind: ChainErrorKind,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

@@ -1,0 +1,114 @@
+import { join } from 'node:path';
+import { type Localnet, startLocalnet } from '@gate402/localnet';
+import { createSolanaRpc } from '@solana/kit';
+import type { Config } from '../../config.ts';
+import type { NetworkInfo, TokenInfo } from '../../domain/network.ts';
+import type { LocalFaucet } from '../chain-adapter.ts';
+import { ChainError } from '../chain-error.ts';
+import { SolanaAdapter } from './solana-adapter.ts';
+import { toChainError } from './solana-errors.ts';
+import { KNOWN_SOLANA_CLUSTERS, LAMPORTS_DECIMALS, solanaNetworkId } from './solana-networks.ts';
+
+export interface SolanaConnection {
+  readonly adapter: SolanaAdapter;
+  /** Set when gate402 started its own chain. */
+  readonly localnet: Localnet | undefined;
+  close(): Promise<void>;
+}
+
+type SolanaConfig = Pick<
+  Config,
+  'solanaRpcUrl' | 'solanaWsUrl' | 'localnetPort' | 'localnetSlotMs' | 'dataDir'
+>;
+
+/**
+ * The Solana network gate402 talks to: the endpoint in SOLANA_RPC_URL, or else an embedded localnet
+ * (ledger in DATA_DIR/localnet, so balances and history survive restarts) with a faucet.
+ */
+export async function connectSolana(
+  config: SolanaConfig,
+  log: (message: string) => void,
+): Promise<SolanaConnection> {
+  if (config.solanaRpcUrl !== undefined) {
+    const rpcUrl = config.solanaRpcUrl;
+    const wsUrl = config.solanaWsUrl ?? rpcUrl.replace(/^http/, 'ws');
+    const genesisHash = await createSolanaRpc(rpcUrl)
+      .getGenesisHash()
+      .send()
+      .catch((error: unknown) => {
+        throw toChainError(error);
+      });
+    const id = solanaNetworkId(genesisHash);
+    const known = KNOWN_SOLANA_CLUSTERS[id.slice('solana:'.length)];
+    const info = networkInfo({
+      id,
+      name: known?.name ?? `Solana (${new URL(rpcUrl).host})`,
+      isLocal: false,
+      rpcUrl,
+      wsUrl,
+      tokens: known?.usdc === undefined ? [] : [known.usdc],
+    });
+    const adapter = new SolanaAdapter({ info, rpcUrl, wsUrl });
+    return { adapter, localnet: undefined, close: () => adapter.close() };
+  }
+
+  const localnet = await startLocalnet({
+    port: config.localnetPort,
+    ledgerDir: join(config.dataDir, 'localnet'),
+    slotMs: config.localnetSlotMs,
+    logger: { info: log, error: (message) => log(message) },
+  });
+  log(`embedded Solana localnet: RPC ${localnet.rpcUrl}, WebSocket ${localnet.wsUrl}, ${localnet.network}`);
+  const adapter = localnetAdapter(localnet);
+  return {
+    adapter,
+    localnet,
+    close: async () => {
+      await adapter.close();
+      await localnet.close();
+    },
+  };
+}
+
+/** The adapter for a localnet started in this process, with a faucet that mints straight into it. */
+export function localnetAdapter(localnet: Localnet): SolanaAdapter {
+  const usdc: TokenInfo = {
+    symbol: localnet.usdcMint.symbol,
+    address: localnet.usdcMint.address,
+    decimals: localnet.usdcMint.decimals,
+  };
+  const info = networkInfo({
+    id: localnet.network,
+    name: 'Solana Localnet (embedded)',
+    isLocal: true,
+    rpcUrl: localnet.rpcUrl,
+    wsUrl: localnet.wsUrl,
+    tokens: [usdc],
+  });
+  /** A faucet transfer counts once confirmed, so a balance read right after sees it. */
+  const confirmed = async (signature: string): Promise<string> => {
+    const outcome = await adapter.waitForConfirmation(signature, BigInt(Number.MAX_SAFE_INTEGER), 30_000);
+    if (outcome.status === 'confirmed' || outcome.status === 'finalized') return signature;
+    throw new ChainError('unavailable', `faucet transfer ${signature} was not confirmed`);
+  };
+  const faucet: LocalFaucet = {
+    fundNative: async (to, amount) => confirmed(localnet.airdrop(to, amount)),
+    fundToken: async (symbol, owner, amount) => {
+      if (symbol !== usdc.symbol) throw new ChainError('rejected', `no token ${symbol} on this network`);
+      return confirmed((await localnet.mintUsdc(owner, amount)).signature);
+    },
+  };
+  const adapter = new SolanaAdapter({ info, rpcUrl: localnet.rpcUrl, wsUrl: localnet.wsUrl, faucet });
+  return adapter;
+}
+
+function networkInfo(
+  fields: Pick<NetworkInfo, 'id' | 'name' | 'isLocal' | 'rpcUrl' | 'wsUrl' | 'tokens'>,
+): NetworkInfo {
+  return {
+    ...fields,
+    family: 'solana',
+    nativeCurrency: { symbol: 'SOL', decimals: LAMPORTS_DECIMALS },
+    isDefault: true,
+  };
+}

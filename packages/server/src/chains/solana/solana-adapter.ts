@@ -1,0 +1,385 @@
+import { generateKeyPairSync } from 'node:crypto';
+import {
+  AccountRole,
+  type Address,
+  address,
+  appendTransactionMessageInstructions,
+  type Base64EncodedWireTransaction,
+  compileTransaction,
+  createKeyPairFromBytes,
+  createNoopSigner,
+  createSolanaRpc,
+  createSolanaRpcSubscriptions,
+  createTransactionMessage,
+  getAddressDecoder,
+  getSignatureFromTransaction,
+  getTransactionDecoder,
+  getTransactionEncoder,
+  type Instruction,
+  pipe,
+  type Rpc,
+  type RpcSubscriptions,
+  type Signature,
+  type SolanaRpcApi,
+  type SolanaRpcSubscriptionsApi,
+  setTransactionMessageFeePayer,
+  setTransactionMessageLifetimeUsingBlockhash,
+  signTransaction,
+} from '@solana/kit';
+import {
+  getSetComputeUnitLimitInstruction,
+  getSetComputeUnitPriceInstruction,
+} from '@solana-program/compute-budget';
+import { getAddMemoInstruction } from '@solana-program/memo';
+import { getTransferSolInstruction } from '@solana-program/system';
+import type { NetworkInfo } from '../../domain/network.ts';
+import type {
+  ChainAdapter,
+  ChainTokenInfo,
+  ChainTransaction,
+  ConfirmationOutcome,
+  LocalFaucet,
+  PreparedTransaction,
+  SignatureInfo,
+  SignedTransaction,
+  TransferRequest,
+} from '../chain-adapter.ts';
+import { toChainError } from './solana-errors.ts';
+
+/** Lamports per signature, fixed by the protocol. */
+const BASE_FEE_PER_SIGNATURE = 5_000n;
+/**
+ * Compute units reserved for a native transfer with a memo: compute-budget instructions (~300),
+ * the transfer (~150) and a memo of up to a few hundred bytes (~10,000 at most). Priority fees are
+ * paid on the limit, not on what is used, so it is kept close to need.
+ */
+const TRANSFER_COMPUTE_UNIT_LIMIT = 20_000;
+const MICRO_LAMPORTS_PER_LAMPORT = 1_000_000n;
+/** Automatic priority fee: this percentile of the recent non-zero fees on the accounts involved. */
+const AUTO_FEE_PERCENTILE = 0.75;
+const POLL_INTERVAL_MS = 400;
+
+export interface SolanaAdapterOptions {
+  readonly info: NetworkInfo;
+  readonly rpcUrl: string;
+  /** PubSub URL; confirmation falls back to polling when subscriptions fail. */
+  readonly wsUrl?: string | undefined;
+  readonly faucet?: LocalFaucet | undefined;
+}
+
+/** The ChainAdapter for Solana, on @solana/kit; works against any Solana JSON-RPC endpoint. */
+export class SolanaAdapter implements ChainAdapter {
+  readonly info: NetworkInfo;
+  readonly faucet: LocalFaucet | undefined;
+  private readonly rpc: Rpc<SolanaRpcApi>;
+  private readonly subscriptions: RpcSubscriptions<SolanaRpcSubscriptionsApi> | undefined;
+  /** Aborted on close, so no wait outlives the adapter. */
+  private readonly lifetime = new AbortController();
+
+  constructor(options: SolanaAdapterOptions) {
+    this.info = options.info;
+    this.faucet = options.faucet;
+    this.rpc = createSolanaRpc(options.rpcUrl);
+    this.subscriptions =
+      options.wsUrl === undefined ? undefined : createSolanaRpcSubscriptions(options.wsUrl);
+  }
+
+  async ping(): Promise<void> {
+    await this.call(() => this.rpc.getSlot({ commitment: 'confirmed' }).send());
+  }
+
+  async getBalance(owner: string): Promise<bigint> {
+    const { value } = await this.call(() =>
+      this.rpc.getBalance(address(owner), { commitment: 'confirmed' }).send(),
+    );
+    return value;
+  }
+
+  async getBlockHeight(): Promise<bigint> {
+    return this.call(() => this.rpc.getBlockHeight({ commitment: 'confirmed' }).send());
+  }
+
+  /** Ed25519 from node:crypto; the secret is Solana's 64-byte form (private key, then public key). */
+  async generateKeypair(): Promise<{ address: string; secretKey: Uint8Array }> {
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const seed = privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(-32);
+    const pub = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
+    return {
+      address: getAddressDecoder().decode(pub),
+      secretKey: new Uint8Array(Buffer.concat([seed, pub])),
+    };
+  }
+
+  async prepareTransfer(request: TransferRequest): Promise<PreparedTransaction> {
+    const from = address(request.from);
+    const to = address(request.to);
+    const [{ value: blockhash }, computeUnitPrice] = await Promise.all([
+      this.call(() => this.rpc.getLatestBlockhash({ commitment: 'confirmed' }).send()),
+      request.priorityFee === undefined
+        ? this.recentComputeUnitPrice([from, to])
+        : Promise.resolve(
+            (request.priorityFee * MICRO_LAMPORTS_PER_LAMPORT) / BigInt(TRANSFER_COMPUTE_UNIT_LIMIT),
+          ),
+    ]);
+
+    const transfer = getTransferSolInstruction({
+      source: createNoopSigner(from),
+      destination: to,
+      amount: request.amount,
+    });
+    const instructions: Instruction[] = [
+      getSetComputeUnitLimitInstruction({ units: TRANSFER_COMPUTE_UNIT_LIMIT }),
+      ...(computeUnitPrice > 0n
+        ? [getSetComputeUnitPriceInstruction({ microLamports: computeUnitPrice })]
+        : []),
+      request.reference === undefined
+        ? transfer
+        : {
+            ...transfer,
+            accounts: [
+              ...transfer.accounts,
+              { address: address(request.reference), role: AccountRole.READONLY },
+            ],
+          },
+      ...(request.memo === undefined ? [] : [getAddMemoInstruction({ memo: request.memo })]),
+    ];
+    const message = pipe(
+      createTransactionMessage({ version: 0 }),
+      (m) => setTransactionMessageFeePayer(from, m),
+      (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
+      (m) => appendTransactionMessageInstructions(instructions, m),
+    );
+    const transaction = compileTransaction(message);
+    // Solana charges ceil(price × limit / 10^6) lamports of priority fee.
+    const priorityFee =
+      (computeUnitPrice * BigInt(TRANSFER_COMPUTE_UNIT_LIMIT) + MICRO_LAMPORTS_PER_LAMPORT - 1n) /
+      MICRO_LAMPORTS_PER_LAMPORT;
+    return {
+      unsigned: new Uint8Array(getTransactionEncoder().encode(transaction)),
+      lastValidBlockHeight: blockhash.lastValidBlockHeight,
+      fee: BASE_FEE_PER_SIGNATURE + priorityFee,
+      priorityFee,
+      feePayer: from,
+    };
+  }
+
+  async sign(prepared: PreparedTransaction, secretKey: Uint8Array): Promise<SignedTransaction> {
+    const transaction = getTransactionDecoder().decode(prepared.unsigned);
+    const keyPair = await createKeyPairFromBytes(secretKey);
+    const signed = await signTransaction([keyPair], transaction);
+    return {
+      wire: new Uint8Array(getTransactionEncoder().encode(signed)),
+      signature: getSignatureFromTransaction(signed),
+      lastValidBlockHeight: prepared.lastValidBlockHeight,
+    };
+  }
+
+  async broadcast(wire: Uint8Array): Promise<string> {
+    const encoded = Buffer.from(wire).toString('base64') as Base64EncodedWireTransaction;
+    return this.call(() =>
+      this.rpc.sendTransaction(encoded, { encoding: 'base64', preflightCommitment: 'confirmed' }).send(),
+    );
+  }
+
+  async waitForConfirmation(
+    signature: string,
+    lastValidBlockHeight: bigint,
+    timeoutMs: number,
+  ): Promise<ConfirmationOutcome> {
+    const abort = new AbortController();
+    const onClose = () => abort.abort();
+    this.lifetime.signal.addEventListener('abort', onClose, { once: true });
+    const timeout = setTimeout(() => abort.abort(), timeoutMs);
+    try {
+      const sig = signature as Signature;
+      const outcome = await Promise.race([
+        this.pollConfirmation(sig, lastValidBlockHeight, abort.signal),
+        this.subscribeConfirmation(sig, abort.signal),
+      ]);
+      return outcome ?? { status: 'pending' };
+    } finally {
+      clearTimeout(timeout);
+      abort.abort();
+      this.lifetime.signal.removeEventListener('abort', onClose);
+    }
+  }
+
+  async getTransaction(signature: string): Promise<ChainTransaction | undefined> {
+    const tx = await this.call(() =>
+      this.rpc
+        .getTransaction(signature as Signature, {
+          encoding: 'jsonParsed',
+          maxSupportedTransactionVersion: 0,
+          commitment: 'confirmed',
+        })
+        .send(),
+    );
+    if (tx === null) return undefined;
+    const accounts = tx.transaction.message.accountKeys.map((k) => k.pubkey as string);
+    const nativeTransfers: { from: string; to: string; amount: bigint }[] = [];
+    const memos: string[] = [];
+    for (const ix of tx.transaction.message.instructions) {
+      if (!('parsed' in ix)) continue;
+      if (ix.program === 'system' && isTransfer(ix.parsed)) {
+        nativeTransfers.push({
+          from: ix.parsed.info.source,
+          to: ix.parsed.info.destination,
+          amount: BigInt(ix.parsed.info.lamports),
+        });
+      } else if (ix.program === 'spl-memo' && typeof ix.parsed === 'string') {
+        memos.push(ix.parsed);
+      }
+    }
+    return {
+      signature,
+      slot: tx.slot,
+      blockTime: tx.blockTime === null ? null : Number(tx.blockTime) * 1000,
+      fee: tx.meta?.fee ?? 0n,
+      error: tx.meta?.err == null ? null : JSON.stringify(tx.meta.err, jsonBigint),
+      feePayer: accounts[0] ?? '',
+      nativeTransfers,
+      memos,
+      accounts,
+    };
+  }
+
+  async findSignatures(owner: string, options: { limit?: number } = {}): Promise<SignatureInfo[]> {
+    const found = await this.call(() =>
+      this.rpc
+        .getSignaturesForAddress(address(owner), { limit: options.limit ?? 100, commitment: 'confirmed' })
+        .send(),
+    );
+    return found.map((s) => ({
+      signature: s.signature,
+      slot: s.slot,
+      error: s.err === null ? null : JSON.stringify(s.err, jsonBigint),
+    }));
+  }
+
+  async getTokenInfo(mint: string): Promise<ChainTokenInfo | undefined> {
+    const { value } = await this.call(() =>
+      this.rpc.getAccountInfo(address(mint), { encoding: 'jsonParsed', commitment: 'confirmed' }).send(),
+    );
+    const data = value?.data;
+    if (data === undefined || Array.isArray(data) || typeof data !== 'object' || !('parsed' in data))
+      return undefined;
+    const parsed = data.parsed as { type?: string; info?: Record<string, unknown> };
+    if (parsed.type !== 'mint' || parsed.info === undefined) return undefined;
+    const info = parsed.info;
+    return {
+      address: mint,
+      decimals: Number(info.decimals),
+      supply: BigInt(String(info.supply)),
+      mintAuthority: typeof info.mintAuthority === 'string' ? info.mintAuthority : null,
+      freezeAuthority: typeof info.freezeAuthority === 'string' ? info.freezeAuthority : null,
+      program: data.program,
+    };
+  }
+
+  async close(): Promise<void> {
+    this.lifetime.abort();
+  }
+
+  /** Micro-lamports per compute unit: a percentile of recent non-zero fees on these accounts, or 0. */
+  private async recentComputeUnitPrice(accounts: Address[]): Promise<bigint> {
+    const recent = await this.call(() => this.rpc.getRecentPrioritizationFees(accounts).send());
+    const fees = recent
+      .map((f) => BigInt(f.prioritizationFee))
+      .filter((f) => f > 0n)
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    if (fees.length === 0) return 0n;
+    return fees[Math.min(fees.length - 1, Math.floor(fees.length * AUTO_FEE_PERCENTILE))] ?? 0n;
+  }
+
+  /** Polls the status and the block height; also the only path when subscriptions are unavailable. */
+  private async pollConfirmation(
+    signature: Signature,
+    lastValidBlockHeight: bigint,
+    signal: AbortSignal,
+  ): Promise<ConfirmationOutcome | undefined> {
+    while (!signal.aborted) {
+      try {
+        const outcome = await this.statusOf(signature);
+        if (outcome !== undefined) return outcome;
+        if ((await this.getBlockHeight()) > lastValidBlockHeight) {
+          // The blockhash is gone: look once more, since it may have landed just before expiring.
+          return (await this.statusOf(signature)) ?? { status: 'expired' };
+        }
+      } catch {
+        // A failed poll is retried; the caller's timeout bounds the wait.
+      }
+      await sleep(POLL_INTERVAL_MS, signal);
+    }
+    return undefined;
+  }
+
+  private async subscribeConfirmation(
+    signature: Signature,
+    signal: AbortSignal,
+  ): Promise<ConfirmationOutcome | undefined> {
+    if (this.subscriptions === undefined) return new Promise(() => {});
+    try {
+      const notifications = await this.subscriptions
+        .signatureNotifications(signature, { commitment: 'confirmed' })
+        .subscribe({ abortSignal: signal });
+      for await (const notification of notifications) {
+        const { err } = notification.value;
+        if (err === null) return { status: 'confirmed', slot: notification.context.slot };
+        return { status: 'failed', slot: notification.context.slot, error: JSON.stringify(err, jsonBigint) };
+      }
+    } catch {
+      // Subscriptions unavailable or closed: polling carries on alone.
+    }
+    return new Promise(() => {});
+  }
+
+  private async statusOf(signature: Signature): Promise<ConfirmationOutcome | undefined> {
+    const { value } = await this.rpc
+      .getSignatureStatuses([signature], { searchTransactionHistory: true })
+      .send();
+    const status = value[0];
+    if (status == null || status.confirmationStatus === 'processed' || status.confirmationStatus === null) {
+      return undefined;
+    }
+    if (status.err !== null)
+      return { status: 'failed', slot: status.slot, error: JSON.stringify(status.err, jsonBigint) };
+    return {
+      status: status.confirmationStatus === 'finalized' ? 'finalized' : 'confirmed',
+      slot: status.slot,
+    };
+  }
+
+  /** Runs an RPC call, turning what kit throws into a ChainError. */
+  private async call<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      throw toChainError(error);
+    }
+  }
+}
+
+function isTransfer(parsed: unknown): parsed is {
+  type: 'transfer';
+  info: { source: string; destination: string; lamports: number | bigint };
+} {
+  return typeof parsed === 'object' && parsed !== null && (parsed as { type?: unknown }).type === 'transfer';
+}
+
+function jsonBigint(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? value.toString() : value;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}

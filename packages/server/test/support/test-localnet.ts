@@ -1,0 +1,23 @@
+import { type Localnet, type LocalnetOptions, startLocalnet } from '@gate402/localnet';
+import { localnetAdapter } from '../../src/chains/solana/connect-solana.ts';
+import type { SolanaAdapter } from '../../src/chains/solana/solana-adapter.ts';
+
+export interface TestChain {
+  readonly localnet: Localnet;
+  readonly adapter: SolanaAdapter;
+  close(): Promise<void>;
+}
+
+/** A real Solana localnet on free ports, with fast slots, and the gateway's adapter for it. */
+export async function startTestChain(options: LocalnetOptions = {}): Promise<TestChain> {
+  const localnet = await startLocalnet({ port: 0, slotMs: 20, finalizedDepth: 2, ...options });
+  const adapter = localnetAdapter(localnet);
+  return {
+    localnet,
+    adapter,
+    close: async () => {
+      await adapter.close();
+      await localnet.close();
+    },
+  };
+}
