@@ -5,7 +5,7 @@ import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { loadConfig } from '../src/config.ts';
 import { MemoryRateLimiter } from '../src/ratelimit/memory-rate-limiter.ts';
 import { AccountService } from '../src/services/account-service.ts';
-import { MemoryStore } from '../src/store/memory-store.ts';
+import { openStore } from '../src/store/open-store.ts';
 import { startTestGateway } from './support/test-gateway.ts';
 
 describe('health probes', () => {
@@ -24,7 +24,7 @@ describe('health probes', () => {
   });
 
   it('answers 503 naming the failed dependency, without leaking its credentials', async () => {
-    const store = new MemoryStore();
+    const { store } = await openStore({ kind: 'sqlite', file: ':memory:' });
     const app = await buildApp({
       config: loadConfig({}),
       accounts: new AccountService(store),
@@ -52,6 +52,7 @@ describe('health probes', () => {
       assert.equal(body.checks.solana.error, 'no answer within 2000 ms');
     } finally {
       await app.close();
+      await store.close();
     }
   });
 });

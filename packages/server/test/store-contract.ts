@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { generateApiKey } from '../src/domain/api-key.ts';
 import { newId } from '../src/domain/ids.ts';
-import type { AccountRecord, ApiKeyRecord, Store } from '../src/store/store.ts';
+import type { AccountRecord, ApiKeyRecord, PaymentRecord, Store, WalletRecord } from '../src/store/store.ts';
 
 /**
  * The behaviour every Store must have. Each implementation (in-memory, SQLite, PostgreSQL) runs this
@@ -163,4 +163,259 @@ function aKey(accountId: string): ApiKeyRecord {
     lastUsedAt: null,
     revokedAt: null,
   };
+}
+
+/** Wallets, payments, proofs, events, idempotency keys and transactions, on every Store. */
+export function describePaymentStoreContract(
+  name: string,
+  open: () => Promise<{ store: Store; dispose(): Promise<void> }>,
+  options: { skip?: string | false } = {},
+): void {
+  describe(`Store contract, payments: ${name}`, { skip: options.skip ?? false }, () => {
+    let store: Store;
+    let dispose: () => Promise<void>;
+    let account: AccountRecord;
+
+    before(async () => {
+      ({ store, dispose } = await open());
+      account = anAccount();
+      await store.accounts.insert(account);
+    });
+    after(async () => {
+      await store?.close();
+      await dispose?.();
+    });
+
+    it('keeps one owner per address and network', async () => {
+      const other = anAccount();
+      await store.accounts.insert(other);
+      const wallet = aWallet(account.id, 'ADDR1');
+      assert.equal(await store.wallets.insert(wallet), true);
+      assert.equal(await store.wallets.insert({ ...aWallet(other.id, 'ADDR1') }), false);
+      assert.equal(
+        await store.wallets.insert({ ...aWallet(other.id, 'ADDR1'), network: 'solana:other' }),
+        true,
+      );
+      assert.deepEqual(await store.wallets.findByAddress('solana:test', 'ADDR1'), wallet);
+      assert.deepEqual(await store.wallets.listByAccount(account.id), [wallet]);
+    });
+
+    it('stores a payment exactly, amounts beyond 2^64 included', async () => {
+      const payment = aPayment(account.id, {
+        amount: 123_456_789_012_345_678_901_234_567n,
+        fee: 5_000n,
+        metadata: { description: 'ünïcode', nested: { n: 1 } },
+        lastValidBlockHeight: 9_007_199_254_740_000n,
+        signedTransaction: 'AQID',
+      });
+      await store.payments.insert(payment);
+      assert.deepEqual(await store.payments.get(payment.id), payment);
+    });
+
+    it('moves a payment only from the states it names (compare-and-set)', async () => {
+      const payment = aPayment(account.id, { status: 'pending' });
+      await store.payments.insert(payment);
+      const moved = await store.payments.transition(
+        payment.id,
+        ['pending'],
+        'submitted',
+        { signature: 'SIG' },
+        99,
+      );
+      assert.equal(moved?.status, 'submitted');
+      assert.equal(moved?.signature, 'SIG');
+      assert.equal(moved?.updatedAt, 99);
+      assert.equal(await store.payments.transition(payment.id, ['pending'], 'expired', {}, 100), undefined);
+      assert.equal((await store.payments.get(payment.id))?.status, 'submitted');
+    });
+
+    it('pages history newest first with a total, by wallet and direction', async () => {
+      const owner = anAccount();
+      await store.accounts.insert(owner);
+      const rows = [1, 2, 3, 4, 5].map((i) =>
+        aPayment(owner.id, {
+          walletAddress: 'HIST',
+          createdAt: 1_000 + i,
+          direction: i % 2 === 0 ? 'received' : 'sent',
+        }),
+      );
+      for (const row of rows) await store.payments.insert(row);
+      await store.payments.insert(aPayment(owner.id, { walletAddress: 'OTHER' }));
+      const all = await store.payments.history({
+        accountId: owner.id,
+        walletAddress: 'HIST',
+        direction: undefined,
+        limit: 2,
+        offset: 1,
+      });
+      assert.equal(all.total, 5);
+      assert.deepEqual(
+        all.payments.map((p) => p.createdAt),
+        [1_004, 1_003],
+      );
+      const sent = await store.payments.history({
+        accountId: owner.id,
+        walletAddress: 'HIST',
+        direction: 'sent',
+        limit: 10,
+        offset: 0,
+      });
+      assert.equal(sent.total, 3);
+      assert.deepEqual(
+        sent.payments.map((p) => p.createdAt),
+        [1_005, 1_003, 1_001],
+      );
+      const none = await store.payments.history({
+        accountId: account.id,
+        walletAddress: 'HIST',
+        direction: undefined,
+        limit: 10,
+        offset: 0,
+      });
+      assert.deepEqual(none, { total: 0, payments: [] });
+    });
+
+    it('leases each open payment to one owner at a time, and again once the lease lapses', async () => {
+      const payment = aPayment(account.id, { status: 'submitted', createdAt: 1 });
+      await store.payments.insert(payment);
+      const [a, b] = await Promise.all([
+        store.payments.lease('worker-a', ['submitted'], 1_000, 2_000, 100),
+        store.payments.lease('worker-b', ['submitted'], 1_000, 2_000, 100),
+      ]);
+      const owners = [a, b].filter((list) => list.some((p) => p.id === payment.id));
+      assert.equal(owners.length, 1, 'exactly one worker got it');
+      const again = await store.payments.lease('worker-c', ['submitted'], 1_500, 2_500, 100);
+      assert.ok(!again.some((p) => p.id === payment.id), 'still leased');
+      const later = await store.payments.lease('worker-c', ['submitted'], 2_001, 3_000, 100);
+      assert.ok(
+        later.some((p) => p.id === payment.id),
+        'lapsed lease taken over',
+      );
+      await store.payments.releaseLease(payment.id, 'worker-c');
+      const released = await store.payments.lease('worker-d', ['submitted'], 2_002, 3_000, 100);
+      assert.ok(released.some((p) => p.id === payment.id));
+    });
+
+    it('consumes a proof once, even when many try at the same instant', async () => {
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          store.proofs.consume('solana:test:SIGX', `pay_${i}`, account.id, 1),
+        ),
+      );
+      assert.equal(results.filter(Boolean).length, 1);
+      assert.equal(await store.proofs.consume('solana:test:SIGX', 'pay_late', account.id, 2), false);
+    });
+
+    it('appends events with increasing positions and lists them per account', async () => {
+      const owner = anAccount();
+      await store.accounts.insert(owner);
+      const first = await store.events.append(anEvent(owner.id, 'payment.sent'));
+      const second = await store.events.append(anEvent(owner.id, 'payment.confirmed'));
+      await store.events.append(anEvent(account.id, 'payment.sent'));
+      assert.ok(second > first);
+      const listed = await store.events.listAfter(owner.id, 0, 10);
+      assert.deepEqual(
+        listed.map((e) => [e.seq, e.type]),
+        [
+          [first, 'payment.sent'],
+          [second, 'payment.confirmed'],
+        ],
+      );
+      assert.deepEqual(listed[0]?.data, { amount: 1.5 });
+      assert.deepEqual(await store.events.listAfter(owner.id, second, 10), []);
+    });
+
+    it('commits a transaction whole or not at all', async () => {
+      const payment = aPayment(account.id);
+      await assert.rejects(
+        store.transaction(async (tx) => {
+          await tx.payments.insert(payment);
+          await tx.events.append(anEvent(account.id, 'payment.sent'));
+          throw new Error('crash between writes');
+        }),
+      );
+      assert.equal(await store.payments.get(payment.id), undefined);
+      await store.transaction(async (tx) => {
+        await tx.payments.insert(payment);
+      });
+      assert.equal((await store.payments.get(payment.id))?.id, payment.id);
+    });
+
+    it('claims idempotency keys: new, in progress, mismatch, completed, lapsed', async () => {
+      const repo = store.idempotency;
+      assert.deepEqual(await repo.claim(account.id, 'k1', 'h1', 1_000, 2_000), { state: 'claimed' });
+      assert.deepEqual(await repo.claim(account.id, 'k1', 'h1', 1_500, 2_500), { state: 'in_progress' });
+      assert.deepEqual(await repo.claim(account.id, 'k1', 'h2', 1_500, 2_500), { state: 'mismatch' });
+      await repo.complete(account.id, 'k1', 200, '{"ok":true}');
+      assert.deepEqual(await repo.claim(account.id, 'k1', 'h1', 1_600, 2_600), {
+        state: 'completed',
+        status: 200,
+        body: '{"ok":true}',
+      });
+      assert.deepEqual(await repo.claim(account.id, 'k2', 'h1', 1_000, 2_000), { state: 'claimed' });
+      assert.deepEqual(
+        await repo.claim(account.id, 'k2', 'h1', 2_001, 3_000),
+        { state: 'claimed' },
+        'lapsed claim taken over',
+      );
+      await repo.release(account.id, 'k2');
+      assert.deepEqual(
+        await repo.claim(account.id, 'k2', 'h9', 2_002, 3_000),
+        { state: 'claimed' },
+        'released key is free',
+      );
+      assert.ok((await repo.purge(1_001)) >= 1);
+    });
+  });
+}
+
+function aWallet(accountId: string, address: string): WalletRecord {
+  clock += 1;
+  return {
+    id: newId('wal'),
+    accountId,
+    family: 'solana',
+    network: 'solana:test',
+    address,
+    watchOnly: false,
+    encryptedSecret: 'sealed',
+    createdAt: clock,
+  };
+}
+
+function aPayment(accountId: string, overrides: Partial<PaymentRecord> = {}): PaymentRecord {
+  clock += 1;
+  return {
+    id: newId('pay'),
+    accountId,
+    direction: 'sent',
+    mode: 'custodial',
+    status: 'confirmed',
+    network: 'solana:test',
+    walletAddress: 'WALLET',
+    sender: 'WALLET',
+    recipient: 'OTHER',
+    amount: 1_000_000n,
+    fee: null,
+    resource: null,
+    metadata: null,
+    signature: null,
+    reference: null,
+    signedTransaction: null,
+    lastValidBlockHeight: null,
+    expiresAt: null,
+    slot: null,
+    blockHeight: null,
+    error: null,
+    sourcePaymentId: null,
+    idempotencyKey: null,
+    createdAt: clock,
+    updatedAt: clock,
+    confirmedAt: null,
+    ...overrides,
+  };
+}
+
+function anEvent(accountId: string, type: string) {
+  return { id: newId('evt'), accountId, type, paymentId: null, data: { amount: 1.5 }, createdAt: Date.now() };
 }

@@ -1,17 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { MemoryStore } from '../src/store/memory-store.ts';
 import { MIGRATIONS } from '../src/store/migrations/index.ts';
 import { createKysely, migrate, openStore, type StorageLocation } from '../src/store/open-store.ts';
-import { describeStoreContract } from './store-contract.ts';
+import { describePaymentStoreContract, describeStoreContract } from './store-contract.ts';
 import { SKIP_POSTGRES, type TempStorage, tempPostgres, tempSqlite } from './support/databases.ts';
-
-describeStoreContract('in-memory', async () => ({ store: new MemoryStore(), dispose: async () => {} }));
 
 describeStoreContract('SQLite file', async () => openTemp(tempSqlite()));
 
 describeStoreContract('PostgreSQL', async () => openTemp(await tempPostgres()), { skip: SKIP_POSTGRES });
+
+describePaymentStoreContract('SQLite file', async () => openTemp(tempSqlite()));
+
+describePaymentStoreContract('PostgreSQL', async () => openTemp(await tempPostgres()), {
+  skip: SKIP_POSTGRES,
+});
 
 async function openTemp(storage: TempStorage) {
   const { store } = await openStore(storage.location);

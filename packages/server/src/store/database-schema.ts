@@ -1,7 +1,14 @@
+import type { Generated } from 'kysely';
+
 /** Table and column types as Kysely sees them. Column names are snake_case in SQL. */
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
+  wallets: WalletsTable;
+  payments: PaymentsTable;
+  consumed_proofs: ConsumedProofsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  events: EventsTable;
 }
 
 export interface AccountsTable {
@@ -22,4 +29,76 @@ export interface ApiKeysTable {
   created_at: number;
   last_used_at: number | null;
   revoked_at: number | null;
+}
+
+export interface WalletsTable {
+  id: string;
+  account_id: string;
+  family: string;
+  network: string;
+  address: string;
+  /** 0 or 1: SQLite has no boolean. */
+  watch_only: number;
+  encrypted_secret: string | null;
+  created_at: number;
+}
+
+export interface PaymentsTable {
+  id: string;
+  account_id: string;
+  direction: string;
+  mode: string;
+  status: string;
+  network: string;
+  wallet_address: string;
+  sender: string;
+  recipient: string;
+  /** Atomic units as decimal text. */
+  amount: string;
+  fee: string | null;
+  resource: string | null;
+  /** JSON text. */
+  metadata: string | null;
+  signature: string | null;
+  reference: string | null;
+  signed_transaction: string | null;
+  last_valid_block_height: number | null;
+  expires_at: number | null;
+  slot: number | null;
+  block_height: number | null;
+  error: string | null;
+  source_payment_id: string | null;
+  idempotency_key: string | null;
+  lease_owner: string | null;
+  lease_until: number | null;
+  created_at: number;
+  updated_at: number;
+  confirmed_at: number | null;
+}
+
+export interface ConsumedProofsTable {
+  proof_key: string;
+  payment_id: string;
+  account_id: string;
+  consumed_at: number;
+}
+
+export interface IdempotencyKeysTable {
+  account_id: string;
+  key: string;
+  request_hash: string;
+  locked_until: number | null;
+  response_status: number | null;
+  response_body: string | null;
+  created_at: number;
+}
+
+export interface EventsTable {
+  seq: Generated<number>;
+  id: string;
+  account_id: string;
+  type: string;
+  payment_id: string | null;
+  data: string;
+  created_at: number;
 }

@@ -4,7 +4,7 @@ import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import type pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Database } from './database-schema.ts';
-import { KyselyStore } from './kysely-store.ts';
+import { KyselyStore } from './kysely/kysely-store.ts';
 import { migrateToLatest } from './migrate.ts';
 import { withSqliteMigrationLock } from './sqlite-migration-lock.ts';
 

@@ -1,16 +1,31 @@
+import type { ChainFamily } from '../domain/address.ts';
+import type { PaymentDirection, PaymentMode, PaymentStatus } from '../domain/payment-status.ts';
 import type { Plan } from '../domain/plan.ts';
 
 /**
  * The storage port. Services depend on this interface only; SQL never leaves `store/`.
- * Every implementation (Kysely on SQLite, Kysely on PostgreSQL, in-memory) passes the same contract
- * suite in test/store-contract.ts. Timestamps are Unix milliseconds.
+ * The Kysely implementation serves SQLite and PostgreSQL and passes one contract suite on both
+ * (test/store-contract.ts). Timestamps are Unix milliseconds; amounts are bigint atomic units.
  */
-export interface Store {
-  readonly accounts: AccountRepository;
-  readonly apiKeys: ApiKeyRepository;
+export interface Store extends Repositories {
+  /**
+   * Runs `work` in one database transaction: everything it writes commits together or not at all.
+   * State changes and their outbox events are written this way.
+   */
+  transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T>;
   /** Resolves when storage answers a trivial query; used by /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface Repositories {
+  readonly accounts: AccountRepository;
+  readonly apiKeys: ApiKeyRepository;
+  readonly wallets: WalletRepository;
+  readonly payments: PaymentRepository;
+  readonly proofs: ProofRepository;
+  readonly events: EventRepository;
+  readonly idempotency: IdempotencyRepository;
 }
 
 export interface AccountRecord {
@@ -66,4 +81,165 @@ export interface ApiKeyRepository {
   revoke(id: string, at: number): Promise<ApiKeyRecord | undefined>;
   /** Records use of the key; never moves lastUsedAt backwards. */
   touch(id: string, at: number): Promise<void>;
+}
+
+export interface WalletRecord {
+  readonly id: string;
+  readonly accountId: string;
+  readonly family: ChainFamily;
+  /** CAIP-2 network id. */
+  readonly network: string;
+  readonly address: string;
+  /** An address the account controls elsewhere: it can receive, never send. */
+  readonly watchOnly: boolean;
+  /** The custodial secret key, sealed under the master key; null for watch-only wallets. */
+  readonly encryptedSecret: string | null;
+  readonly createdAt: number;
+}
+
+export interface WalletRepository {
+  /** False when the address is already registered on that network (by any account). */
+  insert(wallet: WalletRecord): Promise<boolean>;
+  /** Oldest first. */
+  listByAccount(accountId: string): Promise<WalletRecord[]>;
+  /** The wallet with this address on `network`, whichever account has it. */
+  findByAddress(network: string, address: string): Promise<WalletRecord | undefined>;
+}
+
+export interface PaymentRecord {
+  readonly id: string;
+  readonly accountId: string;
+  readonly direction: PaymentDirection;
+  readonly mode: PaymentMode;
+  readonly status: PaymentStatus;
+  readonly network: string;
+  /** The account's own wallet: the sender of a sent payment, the recipient of a received one. */
+  readonly walletAddress: string;
+  readonly sender: string;
+  readonly recipient: string;
+  readonly amount: bigint;
+  /** Network fee paid by the sender, when known. */
+  readonly fee: bigint | null;
+  readonly resource: string | null;
+  readonly metadata: Readonly<Record<string, unknown>> | null;
+  /** The transaction signature (Solana) or hash (EVM), once known. */
+  readonly signature: string | null;
+  /** The read-only address that finds a local-mode transaction on chain. */
+  readonly reference: string | null;
+  /** Base64 wire bytes of the signed transaction, kept so a restart resends the same bytes. */
+  readonly signedTransaction: string | null;
+  readonly lastValidBlockHeight: bigint | null;
+  /** Unix ms after which an unsigned local-mode transaction must not be sent. */
+  readonly expiresAt: number | null;
+  readonly slot: bigint | null;
+  readonly blockHeight: bigint | null;
+  readonly error: string | null;
+  /** For a received payment: the sender's payment id named in the proof. */
+  readonly sourcePaymentId: string | null;
+  readonly idempotencyKey: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly confirmedAt: number | null;
+}
+
+export type PaymentChanges = Partial<
+  Pick<
+    PaymentRecord,
+    | 'signature'
+    | 'signedTransaction'
+    | 'lastValidBlockHeight'
+    | 'slot'
+    | 'blockHeight'
+    | 'error'
+    | 'fee'
+    | 'confirmedAt'
+  >
+>;
+
+export interface HistoryQuery {
+  readonly accountId: string;
+  readonly walletAddress: string;
+  readonly direction: PaymentDirection | undefined;
+  readonly limit: number;
+  readonly offset: number;
+}
+
+export interface PaymentRepository {
+  insert(payment: PaymentRecord): Promise<void>;
+  get(id: string): Promise<PaymentRecord | undefined>;
+  findByIdempotencyKey(accountId: string, key: string): Promise<PaymentRecord | undefined>;
+  /**
+   * Moves a payment to `status` only if it is now in one of `from` (compare-and-set), applying
+   * `changes` with it. Returns the updated payment, or undefined when another writer moved it first.
+   */
+  transition(
+    id: string,
+    from: readonly PaymentStatus[],
+    status: PaymentStatus,
+    changes: PaymentChanges,
+    at: number,
+  ): Promise<PaymentRecord | undefined>;
+  /** Sets fields without a state change (e.g. the block height learned later). */
+  update(id: string, changes: PaymentChanges, at: number): Promise<void>;
+  /** Newest first (created_at, then id), with the total count of matches. */
+  history(query: HistoryQuery): Promise<{ total: number; payments: PaymentRecord[] }>;
+  /**
+   * Leases up to `limit` payments in `statuses` whose lease is free or lapsed to `owner` until
+   * `until`, so that with several instances one worker handles each payment at a time.
+   */
+  lease(
+    owner: string,
+    statuses: readonly PaymentStatus[],
+    now: number,
+    until: number,
+    limit: number,
+  ): Promise<PaymentRecord[]>;
+  releaseLease(id: string, owner: string): Promise<void>;
+}
+
+export interface ProofRepository {
+  /** Records that the proof behind `proofKey` was used; false when it already was. Never undone. */
+  consume(proofKey: string, paymentId: string, accountId: string, at: number): Promise<boolean>;
+}
+
+export interface EventRecord {
+  /** Monotonic position in the outbox. */
+  readonly seq: number;
+  readonly id: string;
+  readonly accountId: string;
+  readonly type: string;
+  readonly paymentId: string | null;
+  readonly data: Readonly<Record<string, unknown>>;
+  readonly createdAt: number;
+}
+
+export interface EventRepository {
+  append(event: Omit<EventRecord, 'seq'>): Promise<number>;
+  /** The account's events after `afterSeq`, oldest first. */
+  listAfter(accountId: string, afterSeq: number, limit: number): Promise<EventRecord[]>;
+}
+
+export type IdempotencyClaim =
+  | { readonly state: 'claimed' }
+  | { readonly state: 'in_progress' }
+  | { readonly state: 'mismatch' }
+  | { readonly state: 'completed'; readonly status: number; readonly body: string };
+
+export interface IdempotencyRepository {
+  /**
+   * Claims `key` for a request with `requestHash`. A lapsed claim (the first request's process died)
+   * can be claimed again; the payment services recognise their own earlier work by the key.
+   */
+  claim(
+    accountId: string,
+    key: string,
+    requestHash: string,
+    now: number,
+    lockedUntil: number,
+  ): Promise<IdempotencyClaim>;
+  complete(accountId: string, key: string, status: number, body: string): Promise<void>;
+  /** Forgets a claim whose request stored nothing (e.g. refused before it started). */
+  release(accountId: string, key: string): Promise<void>;
+  /** Deletes keys created before `before`; returns how many. */
+  purge(before: number): Promise<number>;
 }

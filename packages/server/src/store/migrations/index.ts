@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely';
 import { accountsAndApiKeys } from './0001-accounts-and-api-keys.ts';
+import { walletsPaymentsEvents } from './0002-wallets-payments-events.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -7,4 +8,5 @@ import { accountsAndApiKeys } from './0001-accounts-and-api-keys.ts';
  */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-accounts-and-api-keys': accountsAndApiKeys,
+  '0002-wallets-payments-events': walletsPaymentsEvents,
 };

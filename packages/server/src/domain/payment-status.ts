@@ -1,0 +1,55 @@
+/**
+ * Payment states (DESIGN.md "Payments"):
+ * pending (built; signed bytes may be stored, not yet known to be broadcast) → submitted (broadcast)
+ * → confirmed → finalized; or failed (landed with an error) or expired (never landed before its
+ * blockhash or expiresAt ran out). `confirmed` is what send, receive and status show on success.
+ */
+export const PAYMENT_STATUSES = [
+  'pending',
+  'submitted',
+  'confirmed',
+  'finalized',
+  'failed',
+  'expired',
+] as const;
+export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
+
+const NEXT: Readonly<Record<PaymentStatus, readonly PaymentStatus[]>> = {
+  pending: ['submitted', 'confirmed', 'finalized', 'failed', 'expired'],
+  submitted: ['confirmed', 'finalized', 'failed', 'expired'],
+  confirmed: ['finalized'],
+  finalized: [],
+  failed: [],
+  expired: [],
+};
+
+export function canMove(from: PaymentStatus, to: PaymentStatus): boolean {
+  return NEXT[from].includes(to);
+}
+
+/** The states a payment can still leave: those a background worker watches. */
+export const OPEN_STATUSES: readonly PaymentStatus[] = ['pending', 'submitted', 'confirmed'];
+
+/** States that may move to `to`. */
+export function statusesBefore(to: PaymentStatus): PaymentStatus[] {
+  return PAYMENT_STATUSES.filter((from) => canMove(from, to));
+}
+
+export function isPaymentStatus(value: string): value is PaymentStatus {
+  return (PAYMENT_STATUSES as readonly string[]).includes(value);
+}
+
+export type PaymentDirection = 'sent' | 'received';
+/** custodial: the gateway signed (Lightning mode); local: the caller signed (local transaction mode). */
+export type PaymentMode = 'custodial' | 'local';
+
+/** The event written to the outbox when a payment enters a state. */
+export const EVENT_TYPES = [
+  'payment.sent',
+  'payment.received',
+  'payment.confirmed',
+  'payment.finalized',
+  'payment.failed',
+  'payment.expired',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];

@@ -1,0 +1,204 @@
+import type { Kysely, Selectable, Updateable } from 'kysely';
+import type { PaymentDirection, PaymentMode, PaymentStatus } from '../../domain/payment-status.ts';
+import type { Database, PaymentsTable } from '../database-schema.ts';
+import type { HistoryQuery, PaymentChanges, PaymentRecord, PaymentRepository } from '../store.ts';
+
+export class KyselyPaymentRepository implements PaymentRepository {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(payment: PaymentRecord): Promise<void> {
+    await this.db
+      .insertInto('payments')
+      .values({
+        id: payment.id,
+        account_id: payment.accountId,
+        direction: payment.direction,
+        mode: payment.mode,
+        status: payment.status,
+        network: payment.network,
+        wallet_address: payment.walletAddress,
+        sender: payment.sender,
+        recipient: payment.recipient,
+        amount: payment.amount.toString(),
+        fee: payment.fee?.toString() ?? null,
+        resource: payment.resource,
+        metadata: payment.metadata === null ? null : JSON.stringify(payment.metadata),
+        signature: payment.signature,
+        reference: payment.reference,
+        signed_transaction: payment.signedTransaction,
+        last_valid_block_height: toNumber(payment.lastValidBlockHeight),
+        expires_at: payment.expiresAt,
+        slot: toNumber(payment.slot),
+        block_height: toNumber(payment.blockHeight),
+        error: payment.error,
+        source_payment_id: payment.sourcePaymentId,
+        idempotency_key: payment.idempotencyKey,
+        lease_owner: null,
+        lease_until: null,
+        created_at: payment.createdAt,
+        updated_at: payment.updatedAt,
+        confirmed_at: payment.confirmedAt,
+      })
+      .execute();
+  }
+
+  async get(id: string): Promise<PaymentRecord | undefined> {
+    const row = await this.db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && toPayment(row);
+  }
+
+  async findByIdempotencyKey(accountId: string, key: string): Promise<PaymentRecord | undefined> {
+    const row = await this.db
+      .selectFrom('payments')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('idempotency_key', '=', key)
+      .executeTakeFirst();
+    return row && toPayment(row);
+  }
+
+  async transition(
+    id: string,
+    from: readonly PaymentStatus[],
+    status: PaymentStatus,
+    changes: PaymentChanges,
+    at: number,
+  ): Promise<PaymentRecord | undefined> {
+    if (from.length === 0) return undefined;
+    const row = await this.db
+      .updateTable('payments')
+      .set({ ...columns(changes), status, updated_at: at })
+      .where('id', '=', id)
+      .where('status', 'in', [...from])
+      .returningAll()
+      .executeTakeFirst();
+    return row && toPayment(row);
+  }
+
+  async update(id: string, changes: PaymentChanges, at: number): Promise<void> {
+    await this.db
+      .updateTable('payments')
+      .set({ ...columns(changes), updated_at: at })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  async history(query: HistoryQuery): Promise<{ total: number; payments: PaymentRecord[] }> {
+    let base = this.db
+      .selectFrom('payments')
+      .where('account_id', '=', query.accountId)
+      .where('wallet_address', '=', query.walletAddress);
+    if (query.direction !== undefined) base = base.where('direction', '=', query.direction);
+    const [count, rows] = await Promise.all([
+      base.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+      base
+        .selectAll()
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(query.limit)
+        .offset(query.offset)
+        .execute(),
+    ]);
+    return { total: Number(count.n), payments: rows.map(toPayment) };
+  }
+
+  /**
+   * Each candidate is taken with a compare-and-set on its lease, so two instances leasing at once
+   * never both get the same payment, on SQLite and PostgreSQL alike.
+   */
+  async lease(
+    owner: string,
+    statuses: readonly PaymentStatus[],
+    now: number,
+    until: number,
+    limit: number,
+  ): Promise<PaymentRecord[]> {
+    const candidates = await this.db
+      .selectFrom('payments')
+      .select(['id', 'lease_until'])
+      .where('status', 'in', [...statuses])
+      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+      .orderBy('created_at', 'asc')
+      .limit(limit)
+      .execute();
+    const leased: PaymentRecord[] = [];
+    for (const candidate of candidates) {
+      const row = await this.db
+        .updateTable('payments')
+        .set({ lease_owner: owner, lease_until: until })
+        .where('id', '=', candidate.id)
+        .where((eb) =>
+          candidate.lease_until === null
+            ? eb('lease_until', 'is', null)
+            : eb('lease_until', '=', candidate.lease_until),
+        )
+        .returningAll()
+        .executeTakeFirst();
+      if (row !== undefined) leased.push(toPayment(row));
+    }
+    return leased;
+  }
+
+  async releaseLease(id: string, owner: string): Promise<void> {
+    await this.db
+      .updateTable('payments')
+      .set({ lease_owner: null, lease_until: null })
+      .where('id', '=', id)
+      .where('lease_owner', '=', owner)
+      .execute();
+  }
+}
+
+function columns(changes: PaymentChanges): Updateable<PaymentsTable> {
+  const set: Updateable<PaymentsTable> = {};
+  if (changes.signature !== undefined) set.signature = changes.signature;
+  if (changes.signedTransaction !== undefined) set.signed_transaction = changes.signedTransaction;
+  if (changes.lastValidBlockHeight !== undefined)
+    set.last_valid_block_height = toNumber(changes.lastValidBlockHeight);
+  if (changes.slot !== undefined) set.slot = toNumber(changes.slot);
+  if (changes.blockHeight !== undefined) set.block_height = toNumber(changes.blockHeight);
+  if (changes.error !== undefined) set.error = changes.error;
+  if (changes.fee !== undefined) set.fee = changes.fee?.toString() ?? null;
+  if (changes.confirmedAt !== undefined) set.confirmed_at = changes.confirmedAt;
+  return set;
+}
+
+/** Slots and block heights stay far below 2^53, so they are stored as plain integers. */
+function toNumber(value: bigint | null): number | null {
+  return value === null ? null : Number(value);
+}
+
+function toBigint(value: number | string | null): bigint | null {
+  return value === null ? null : BigInt(value);
+}
+
+function toPayment(row: Selectable<PaymentsTable>): PaymentRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    direction: row.direction as PaymentDirection,
+    mode: row.mode as PaymentMode,
+    status: row.status as PaymentStatus,
+    network: row.network,
+    walletAddress: row.wallet_address,
+    sender: row.sender,
+    recipient: row.recipient,
+    amount: BigInt(row.amount),
+    fee: toBigint(row.fee),
+    resource: row.resource,
+    metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Record<string, unknown>),
+    signature: row.signature,
+    reference: row.reference,
+    signedTransaction: row.signed_transaction,
+    lastValidBlockHeight: toBigint(row.last_valid_block_height),
+    expiresAt: row.expires_at === null ? null : Number(row.expires_at),
+    slot: toBigint(row.slot),
+    blockHeight: toBigint(row.block_height),
+    error: row.error,
+    sourcePaymentId: row.source_payment_id,
+    idempotencyKey: row.idempotency_key,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    confirmedAt: row.confirmed_at === null ? null : Number(row.confirmed_at),
+  };
+}

@@ -1,0 +1,59 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { ChainFamily } from '../../domain/address.ts';
+import type { Database, WalletsTable } from '../database-schema.ts';
+import type { WalletRecord, WalletRepository } from '../store.ts';
+
+export class KyselyWalletRepository implements WalletRepository {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(wallet: WalletRecord): Promise<boolean> {
+    const result = await this.db
+      .insertInto('wallets')
+      .values({
+        id: wallet.id,
+        account_id: wallet.accountId,
+        family: wallet.family,
+        network: wallet.network,
+        address: wallet.address,
+        watch_only: wallet.watchOnly ? 1 : 0,
+        encrypted_secret: wallet.encryptedSecret,
+        created_at: wallet.createdAt,
+      })
+      .onConflict((oc) => oc.columns(['network', 'address']).doNothing())
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0n) === 1;
+  }
+
+  async listByAccount(accountId: string): Promise<WalletRecord[]> {
+    const rows = await this.db
+      .selectFrom('wallets')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('id', 'asc')
+      .execute();
+    return rows.map(toWallet);
+  }
+
+  async findByAddress(network: string, address: string): Promise<WalletRecord | undefined> {
+    const row = await this.db
+      .selectFrom('wallets')
+      .selectAll()
+      .where('network', '=', network)
+      .where('address', '=', address)
+      .executeTakeFirst();
+    return row && toWallet(row);
+  }
+}
+
+function toWallet(row: Selectable<WalletsTable>): WalletRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    family: row.family as ChainFamily,
+    network: row.network,
+    address: row.address,
+    watchOnly: Boolean(row.watch_only),
+    encryptedSecret: row.encrypted_secret,
+    createdAt: Number(row.created_at),
+  };
+}
