@@ -75,9 +75,10 @@ describe('GET /networks and POST /faucet on the embedded localnet', () => {
         { encoding: 'jsonParsed' },
       )
       .send();
-    const amount = (value[0]?.account.data as { parsed: { info: { tokenAmount: { amount: string } } } })
-      .parsed.info.tokenAmount.amount;
-    assert.equal(amount, '12345678');
+    const [tokenAccount] = value;
+    assert.ok(tokenAccount, 'a token account was created');
+    const data = tokenAccount.account.data as { parsed: { info: { tokenAmount: { amount: string } } } };
+    assert.equal(data.parsed.info.tokenAmount.amount, '12345678');
   });
 
   it('refuses bad requests with the field and rule, and moves nothing', async () => {
