@@ -3,7 +3,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 
-function generateKeypairBytes(): Uint8Array {
+/** A fresh keypair in solana-keygen's 64-byte form. */
+export function generateKeypairBytes(): Uint8Array {
   const jwk = generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' });
   const seed = Buffer.from(jwk.d ?? '', 'base64url');
   const publicKey = Buffer.from(jwk.x ?? '', 'base64url');

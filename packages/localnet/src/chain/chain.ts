@@ -18,11 +18,19 @@ import {
   type TransactionMetadata,
 } from 'litesvm/dist/internal.js';
 import { decodeBase58, encodeBase58 } from '../wire/base58.ts';
+import { rawKey, rawKeyOf } from '../wire/raw-key.ts';
 import { isStaticWritable, type WireTransaction } from '../wire/wire-transaction.ts';
 import { BlockhashWindow, MAX_PROCESSING_AGE } from './blockhash-window.ts';
 import { transactionFee } from './fee.ts';
 import { LedgerStore } from './ledger-store.ts';
-import { decodeMint, decodeTokenAccount, isTokenProgram } from './token-account.ts';
+import { RecentSignatures } from './recent-signatures.ts';
+import {
+  decodeMint,
+  decodeTokenAccount,
+  isTokenProgram,
+  TOKEN_2022_PROGRAM,
+  TOKEN_PROGRAM,
+} from './token-account.ts';
 import { type TransactionErrorJson, transactionErrorJson } from './transaction-error.ts';
 import type {
   BlockRecord,
@@ -92,11 +100,21 @@ export interface SignatureStatus {
 const STATUS_CACHE_SLOTS = 300;
 const SLOTS_PER_EPOCH = 432_000;
 const SNAPSHOT_INTERVAL_MS = 1000;
-const MEMO_PROGRAMS = new Set([
-  'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr',
-  'Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo',
-]);
-const ADDRESS_LOOKUP_TABLE_PROGRAM = 'AddressLookupTab1e1111111111111111111111111';
+const MEMO_PROGRAMS = new Set(
+  ['MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr', 'Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo'].map(
+    rawKeyOf,
+  ),
+);
+const TOKEN_PROGRAMS = new Set([TOKEN_PROGRAM, TOKEN_2022_PROGRAM].map(rawKeyOf));
+const ADDRESS_LOOKUP_TABLE = rawKeyOf('AddressLookupTab1e1111111111111111111111111');
+
+interface ResolvedKeys {
+  readonly bytes: readonly Uint8Array[];
+  readonly all: string[];
+  readonly writable: readonly boolean[];
+  readonly programIndexes: ReadonlySet<number>;
+  readonly loaded: TransactionMeta['loadedAddresses'];
+}
 const LOOKUP_TABLE_HEADER = 56;
 
 export class Chain {
@@ -106,6 +124,7 @@ export class Chain {
   private readonly window = new BlockhashWindow();
   private readonly listeners = new Set<ChainListener>();
   private readonly decimalsOfMint = new Map<string, number>();
+  private readonly recentSignatures = new RecentSignatures();
   /** Blocks of the last slots, newest last, enough for every commitment level. */
   private recentBlocks: BlockRecord[] = [];
   private seq: number;
@@ -131,6 +150,12 @@ export class Chain {
     for (const block of blocks)
       this.window.push(decodeBase58(block.blockhash) as Uint8Array, block.blockHeight);
     this.recentBlocks = blocks.slice(-(options.finalizedDepth + 2));
+    const oldest = blocks[0];
+    if (oldest) {
+      for (const { signature, slot } of ledger.signaturesSince(oldest.slot)) {
+        this.recentSignatures.add(decodeBase58(signature) as Uint8Array, slot);
+      }
+    }
   }
 
   /**
@@ -291,16 +316,14 @@ export class Chain {
     this.assertOpen();
     const signatureBytes = tx.signatures[0] as Uint8Array;
     const signature = encodeBase58(signatureBytes);
-    if (this.ledger.hasSignature(signature, signatureBytes))
-      throw new TransactionRejected('AlreadyProcessed', [], 0n);
+    if (this.alreadyProcessed(tx, signature)) throw new TransactionRejected('AlreadyProcessed', [], 0n);
     if (!this.isBlockhashValid(tx.recentBlockhash))
       throw new TransactionRejected('BlockhashNotFound', [], 0n);
 
     const keys = this.resolveKeys(tx);
-    const programIndexes = new Set(tx.instructions.map((ix) => ix.programIdIndex));
-    const pre = this.captureBalances(keys.all, programIndexes);
+    const pre = this.captureBalances(keys);
     const payerBytes = tx.staticKeys[0] as Uint8Array;
-    const payerBefore = this.svm.getAccount(payerBytes);
+    const payerBefore = pre.payer;
 
     const result = this.svm.sendVersionedTransaction(tx.bytes);
     const failed = result instanceof FailedTransactionMetadata;
@@ -315,8 +338,20 @@ export class Chain {
       throw new TransactionRejected(err, meta.logs(), meta.computeUnitsConsumed());
     }
 
-    const post = this.captureBalances(keys.all, programIndexes);
+    const inner = readInnerInstructions(meta);
+    const touchesToken = [...keys.programIndexes, ...inner.flat().map((ix) => ix.programIdIndex)].some((i) =>
+      TOKEN_PROGRAMS.has(rawKey(keys.bytes[i] as Uint8Array)),
+    );
+    // Only a token program changes token accounts: otherwise lamports are all that can differ.
+    const post = touchesToken
+      ? this.captureBalances(keys)
+      : {
+          lamports: keys.bytes.map((key) => this.svm.getBalance(key) ?? 0n),
+          tokens: pre.tokens,
+          payer: null,
+        };
     const block = this.latestBlock();
+    const fee = transactionFee(tx);
     this.seq += 1;
     const record: TransactionRecord = {
       seq: this.seq,
@@ -326,12 +361,13 @@ export class Chain {
       wire: tx.bytes,
       err,
       memo: extractMemo(tx),
-      meta: this.buildMeta(tx, keys, pre, post, meta),
+      meta: this.buildMeta(fee.fee, keys, pre, post, inner, meta),
       accountKeys: keys.all,
     };
     this.ledger.addTransaction(record);
     this.keepRecent(record);
-    this.notePriorityFee(block.slot, transactionFee(tx).computeUnitPrice);
+    this.recentSignatures.add(signatureBytes, record.slot);
+    this.notePriorityFee(block.slot, fee.computeUnitPrice);
     const writable = keys.all.filter((_, i) => keys.writable[i]);
     for (const listener of this.listeners) listener.onTransaction(record, writable);
     return record;
@@ -343,7 +379,7 @@ export class Chain {
   ): SimulationResult {
     this.assertOpen();
     const keys = this.resolveKeys(tx);
-    const pre = this.captureBalances(keys.all, new Set(tx.instructions.map((ix) => ix.programIdIndex)));
+    const pre = this.captureBalances(keys);
     const fee = transactionFee(tx).fee;
     const rejected = (err: TransactionErrorJson): SimulationResult => ({
       err,
@@ -356,8 +392,7 @@ export class Chain {
       postBalances: pre.lamports,
     });
     const signatureBytes = tx.signatures[0] as Uint8Array;
-    if (this.ledger.hasSignature(encodeBase58(signatureBytes), signatureBytes))
-      return rejected('AlreadyProcessed');
+    if (this.alreadyProcessed(tx, encodeBase58(signatureBytes))) return rejected('AlreadyProcessed');
     if (!options.replaceRecentBlockhash && !this.isBlockhashValid(tx.recentBlockhash))
       return rejected('BlockhashNotFound');
     this.svm.setSigverify(options.sigVerify);
@@ -445,14 +480,11 @@ export class Chain {
     until: string | undefined,
     limit: number,
   ) {
-    const seqOf = (signature: string | undefined, fallback: number) =>
-      signature === undefined ? fallback : (this.transaction(signature)?.seq ?? fallback);
-    return this.ledger.signaturesForAddress(
-      address,
-      seqOf(before, Number.MAX_SAFE_INTEGER),
-      seqOf(until, 0),
-      limit,
-    );
+    // An unknown `before` has nothing older than it that we could name: answer nothing (as Agave).
+    const beforeSeq = before === undefined ? Number.MAX_SAFE_INTEGER : this.transaction(before)?.seq;
+    if (beforeSeq === undefined) return [];
+    const untilSeq = until === undefined ? 0 : (this.transaction(until)?.seq ?? 0);
+    return this.ledger.signaturesForAddress(encodeBase58(address), beforeSeq, untilSeq, limit);
   }
 
   /** Ends the current slot and starts `count` new ones (the slot clock calls this with 1). */
@@ -519,6 +551,7 @@ export class Chain {
     this.window.push(hash, block.blockHeight);
     this.ledger.addBlock(block);
     this.forgetRecent(slot - this.options.finalizedDepth - 1);
+    this.recentSignatures.forgetBefore(slot - MAX_PROCESSING_AGE - 1);
     this.svm.setClock(
       new Clock(
         BigInt(slot),
@@ -553,6 +586,18 @@ export class Chain {
     return out;
   }
 
+  /**
+   * Whether this signature already landed, however long ago. While the transaction's blockhash is
+   * valid only the recent set can hold it (see RecentSignatures); otherwise ask the ledger.
+   */
+  private alreadyProcessed(tx: WireTransaction, signature: string): boolean {
+    const signatureBytes = tx.signatures[0] as Uint8Array;
+    if (this.isBlockhashValid(tx.recentBlockhash) && !this.recentSignatures.mightContain(signatureBytes)) {
+      return false;
+    }
+    return this.ledger.hasSignature(signature);
+  }
+
   // Transactions of the last slots by signature: statuses and notifications read them without SQLite.
   private readonly recentRecords = new Map<string, TransactionRecord>();
   private readonly recentBySlot = new Map<number, string[]>();
@@ -584,55 +629,53 @@ export class Chain {
   }
 
   /** Static keys then keys loaded from address lookup tables (writable first), as Agave orders them. */
-  private resolveKeys(tx: WireTransaction): {
-    all: string[];
-    writable: boolean[];
-    loaded: TransactionMeta['loadedAddresses'];
-  } {
-    const all = tx.staticKeys.map(encodeBase58);
+  private resolveKeys(tx: WireTransaction): ResolvedKeys {
+    const bytes: Uint8Array[] = [...tx.staticKeys];
     const programIndexes = new Set(tx.instructions.map((ix) => ix.programIdIndex));
-    const writable = all.map((_, i) => isStaticWritable(tx, i) && !programIndexes.has(i));
-    const loadedWritable: string[] = [];
-    const loadedReadonly: string[] = [];
+    const writable = bytes.map((_, i) => isStaticWritable(tx, i) && !programIndexes.has(i));
+    const loadedWritable: Uint8Array[] = [];
+    const loadedReadonly: Uint8Array[] = [];
     for (const lookup of tx.lookups) {
       const table = this.svm.getAccount(lookup.accountKey);
-      const addresses =
-        table && encodeBase58(table.owner()) === ADDRESS_LOOKUP_TABLE_PROGRAM ? table.data() : undefined;
-      const at = (index: number) => {
-        const start = LOOKUP_TABLE_HEADER + index * 32;
-        return addresses && start + 32 <= addresses.length
-          ? encodeBase58(addresses.subarray(start, start + 32))
-          : undefined;
+      const addresses = table && rawKey(table.owner()) === ADDRESS_LOOKUP_TABLE ? table.data() : undefined;
+      const collect = (indexes: Uint8Array, into: Uint8Array[]) => {
+        for (const index of indexes) {
+          const start = LOOKUP_TABLE_HEADER + index * 32;
+          if (addresses && start + 32 <= addresses.length) into.push(addresses.subarray(start, start + 32));
+        }
       };
-      for (const index of lookup.writableIndexes) {
-        const key = at(index);
-        if (key !== undefined) loadedWritable.push(key);
-      }
-      for (const index of lookup.readonlyIndexes) {
-        const key = at(index);
-        if (key !== undefined) loadedReadonly.push(key);
-      }
+      collect(lookup.writableIndexes, loadedWritable);
+      collect(lookup.readonlyIndexes, loadedReadonly);
     }
-    all.push(...loadedWritable, ...loadedReadonly);
+    bytes.push(...loadedWritable, ...loadedReadonly);
     writable.push(...loadedWritable.map(() => true), ...loadedReadonly.map(() => false));
-    return { all, writable, loaded: { writable: loadedWritable, readonly: loadedReadonly } };
+    return {
+      bytes,
+      all: bytes.map(encodeBase58),
+      writable,
+      programIndexes,
+      loaded: { writable: loadedWritable.map(encodeBase58), readonly: loadedReadonly.map(encodeBase58) },
+    };
   }
 
-  private captureBalances(keys: readonly string[], programIndexes: ReadonlySet<number>) {
+  /** Lamports and token balances of every key; `payer` is the fee payer's account (for undoing a fee). */
+  private captureBalances(keys: ResolvedKeys) {
     const lamports: bigint[] = [];
     const tokens: TokenBalance[] = [];
-    keys.forEach((key, index) => {
-      const bytes = decodeBase58(key) as Uint8Array;
+    let payer: Account | null = null;
+    for (let index = 0; index < keys.bytes.length; index++) {
+      const bytes = keys.bytes[index] as Uint8Array;
       // Program accounts are never token accounts, and reading them copies their data.
-      if (programIndexes.has(index)) {
+      if (keys.programIndexes.has(index)) {
         lamports.push(this.svm.getBalance(bytes) ?? 0n);
-        return;
+        continue;
       }
       const account = this.svm.getAccount(bytes);
+      if (index === 0) payer = account;
       lamports.push(account?.lamports() ?? 0n);
-      if (!account) return;
-      const programId = encodeBase58(account.owner());
-      if (!isTokenProgram(programId)) return;
+      if (!account) continue;
+      const owner = account.owner();
+      if (!TOKEN_PROGRAMS.has(rawKey(owner))) continue;
       const state = decodeTokenAccount(account.data());
       const decimals = state && this.mintDecimals(state.mint);
       if (state && decimals !== undefined) {
@@ -640,36 +683,26 @@ export class Chain {
           accountIndex: index,
           mint: state.mint,
           owner: state.owner,
-          programId,
+          programId: encodeBase58(owner),
           amount: state.amount,
           decimals,
         });
       }
-    });
-    return { lamports, tokens };
+    }
+    return { lamports, tokens, payer };
   }
 
   private buildMeta(
-    tx: WireTransaction,
-    keys: ReturnType<Chain['resolveKeys']>,
+    fee: bigint,
+    keys: ResolvedKeys,
     pre: ReturnType<Chain['captureBalances']>,
     post: ReturnType<Chain['captureBalances']>,
+    innerInstructions: InnerInstructionRecord[][],
     meta: TransactionMetadata,
   ): TransactionMeta {
-    const innerInstructions: InnerInstructionRecord[][] = meta.innerInstructions().map((list) =>
-      list.map((inner) => {
-        const ix = inner.instruction();
-        return {
-          programIdIndex: ix.programIdIndex(),
-          accounts: [...ix.accounts()],
-          data: ix.data(),
-          stackHeight: inner.stackHeight(),
-        };
-      }),
-    );
     const returned = meta.returnData();
     return {
-      fee: transactionFee(tx).fee,
+      fee,
       preBalances: pre.lamports,
       postBalances: post.lamports,
       preTokenBalances: pre.tokens,
@@ -686,12 +719,26 @@ export class Chain {
   }
 }
 
+function readInnerInstructions(meta: TransactionMetadata): InnerInstructionRecord[][] {
+  return meta.innerInstructions().map((list) =>
+    list.map((inner) => {
+      const ix = inner.instruction();
+      return {
+        programIdIndex: ix.programIdIndex(),
+        accounts: [...ix.accounts()],
+        data: ix.data(),
+        stackHeight: inner.stackHeight(),
+      };
+    }),
+  );
+}
+
 /** Agave's memo column: "[byte length] text" for each memo instruction, joined with "; ". */
 function extractMemo(tx: WireTransaction): string | null {
   const memos: string[] = [];
   for (const ix of tx.instructions) {
     const program = tx.staticKeys[ix.programIdIndex];
-    if (program && MEMO_PROGRAMS.has(encodeBase58(program))) {
+    if (program && MEMO_PROGRAMS.has(rawKey(program))) {
       memos.push(`[${ix.data.length}] ${Buffer.from(ix.data).toString('utf8')}`);
     }
   }

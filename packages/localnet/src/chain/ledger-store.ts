@@ -6,7 +6,6 @@
 // committed before every account snapshot, so a snapshot never holds effects of a transaction
 // the ledger does not know — after a crash a replay is still refused.
 import Database from 'better-sqlite3';
-import { decodeBase58, encodeBase58 } from '../wire/base58.ts';
 import type { TransactionErrorJson } from './transaction-error.ts';
 import type { BlockRecord, TokenBalance, TransactionMeta, TransactionRecord } from './transaction-record.ts';
 
@@ -16,16 +15,16 @@ CREATE TABLE IF NOT EXISTS blocks (
   slot INTEGER PRIMARY KEY, blockhash TEXT NOT NULL, previous_blockhash TEXT NOT NULL,
   parent_slot INTEGER NOT NULL, block_height INTEGER NOT NULL, block_time INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS transactions (
-  seq INTEGER PRIMARY KEY, signature BLOB NOT NULL UNIQUE, slot INTEGER NOT NULL, block_time INTEGER NOT NULL,
+  seq INTEGER PRIMARY KEY, signature TEXT NOT NULL UNIQUE, slot INTEGER NOT NULL, block_time INTEGER NOT NULL,
   err TEXT, memo TEXT, wire BLOB NOT NULL, meta TEXT NOT NULL, account_keys TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS transactions_by_slot ON transactions (slot, seq);
 CREATE TABLE IF NOT EXISTS address_signatures (
-  address BLOB NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (address, seq)) WITHOUT ROWID;
+  address TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (address, seq)) WITHOUT ROWID;
 `;
 
 interface TransactionRow {
   seq: number;
-  signature: Buffer;
+  signature: string;
   slot: number;
   block_time: number;
   err: string | null;
@@ -79,14 +78,17 @@ export class LedgerStore {
         'INSERT INTO transactions VALUES (@seq, @signature, @slot, @blockTime, @err, @memo, @wire, @meta, @accountKeys)',
       ),
       insertAddress: this.db.prepare('INSERT OR IGNORE INTO address_signatures VALUES (?, ?)'),
-      hasSignature: this.db.prepare<[Buffer], { one: number }>(
+      hasSignature: this.db.prepare<[string], { one: number }>(
         'SELECT 1 AS one FROM transactions WHERE signature = ?',
       ),
-      transactionBySignature: this.db.prepare<[Buffer], TransactionRow>(
+      transactionBySignature: this.db.prepare<[string], TransactionRow>(
         'SELECT * FROM transactions WHERE signature = ?',
       ),
       transactionsBySlot: this.db.prepare<[number], TransactionRow>(
         'SELECT * FROM transactions WHERE slot = ? ORDER BY seq',
+      ),
+      signaturesSince: this.db.prepare<[number], { signature: string; slot: number }>(
+        'SELECT signature, slot FROM transactions WHERE slot >= ?',
       ),
       lastSeq: this.db.prepare<[], { seq: number | null }>('SELECT MAX(seq) AS seq FROM transactions'),
       block: this.db.prepare<[number], BlockRow>('SELECT * FROM blocks WHERE slot = ?'),
@@ -94,7 +96,7 @@ export class LedgerStore {
       blocksInRange: this.db.prepare<[number, number], BlockRow>(
         'SELECT * FROM blocks WHERE slot >= ? AND slot <= ? ORDER BY slot',
       ),
-      signaturesForAddress: this.db.prepare<[Buffer, number, number, number], TransactionRow>(
+      signaturesForAddress: this.db.prepare<[string, number, number, number], TransactionRow>(
         `SELECT t.* FROM address_signatures a JOIN transactions t ON t.seq = a.seq
          WHERE a.address = ? AND a.seq < ? AND a.seq > ? ORDER BY a.seq DESC LIMIT ?`,
       ),
@@ -138,7 +140,7 @@ export class LedgerStore {
       for (const record of transactions.values()) {
         insertTransaction.run({
           seq: record.seq,
-          signature: Buffer.from(decodeBase58(record.signature) ?? []),
+          signature: record.signature,
           slot: record.slot,
           blockTime: record.blockTime,
           err: record.err === null ? null : JSON.stringify(record.err),
@@ -147,26 +149,29 @@ export class LedgerStore {
           meta: encodeMeta(record.meta),
           accountKeys: record.accountKeys.join(','),
         });
-        for (const key of record.accountKeys)
-          insertAddress.run(Buffer.from(decodeBase58(key) ?? []), record.seq);
+        for (const key of record.accountKeys) insertAddress.run(key, record.seq);
       }
     })();
     this.pendingBlocks = [];
     this.pendingTransactions = new Map();
   }
 
-  hasSignature(signature: string, signatureBytes: Uint8Array): boolean {
+  hasSignature(signature: string): boolean {
     if (this.pendingTransactions.has(signature)) return true;
-    return this.statements.hasSignature.get(Buffer.from(signatureBytes)) !== undefined;
+    return this.statements.hasSignature.get(signature) !== undefined;
   }
 
   transaction(signature: string): TransactionRecord | undefined {
     const pending = this.pendingTransactions.get(signature);
     if (pending) return pending;
-    const bytes = decodeBase58(signature);
-    if (bytes?.length !== 64) return undefined;
-    const row = this.statements.transactionBySignature.get(Buffer.from(bytes));
+    const row = this.statements.transactionBySignature.get(signature);
     return row && decodeRow(row);
+  }
+
+  /** Signatures landed at or after `slot` (the ledger is flushed at every slot, so none are pending here). */
+  signaturesSince(slot: number): { signature: string; slot: number }[] {
+    this.flush();
+    return this.statements.signaturesSince.all(slot);
   }
 
   transactionsInSlot(slot: number): TransactionRecord[] {
@@ -189,25 +194,14 @@ export class LedgerStore {
   }
 
   /** Transactions mentioning `address`, newest first, strictly between the `until` and `before` positions. */
-  signaturesForAddress(
-    address: Uint8Array,
-    beforeSeq: number,
-    untilSeq: number,
-    limit: number,
-  ): SignatureInfo[] {
+  signaturesForAddress(key: string, beforeSeq: number, untilSeq: number, limit: number): SignatureInfo[] {
     const out: SignatureInfo[] = [];
-    const key = encodeBase58(address);
     const pending = [...this.pendingTransactions.values()]
       .filter((r) => r.seq < beforeSeq && r.seq > untilSeq && r.accountKeys.includes(key))
       .sort((a, b) => b.seq - a.seq);
     for (const record of pending.slice(0, limit)) out.push(record);
     if (out.length < limit) {
-      const rows = this.statements.signaturesForAddress.all(
-        Buffer.from(address),
-        beforeSeq,
-        untilSeq,
-        limit - out.length,
-      );
+      const rows = this.statements.signaturesForAddress.all(key, beforeSeq, untilSeq, limit - out.length);
       for (const row of rows) out.push(decodeRow(row));
     }
     return out;
@@ -233,7 +227,7 @@ function decodeBlock(row: BlockRow): BlockRecord {
 function decodeRow(row: TransactionRow): TransactionRecord {
   return {
     seq: row.seq,
-    signature: encodeBase58(row.signature),
+    signature: row.signature,
     slot: row.slot,
     blockTime: row.block_time,
     wire: new Uint8Array(row.wire),
