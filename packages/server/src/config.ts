@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { isNetworkId, type NetworkId } from './domain/network.ts';
 import { isPlan, PLANS } from './domain/plan.ts';
 import { DEFAULT_PLAN_ACCESS, type Feature, isFeature, type PlanAccess } from './domain/plan-access.ts';
 
@@ -76,6 +77,33 @@ export const SETTINGS = {
     fallback: () => 400,
     parse: integerIn(10, 60_000),
   }),
+  masterKey: setting<Uint8Array | undefined>({
+    env: 'GATE402_MASTER_KEY',
+    description:
+      'Master key (32 bytes, base64 or hex) sealing custodial wallet keys. Unset on SQLite: generated into DATA_DIR/master.key. Required with DATABASE_URL.',
+    fallback: () => undefined,
+    parse: key32,
+  }),
+  evmRpcUrls: setting<readonly EvmRpcUrl[]>({
+    env: 'EVM_RPC_URLS',
+    description:
+      'JSON object: CAIP-2 id → EVM JSON-RPC URL, e.g. {"eip155:8453":"https://…"}; the first is the default EVM network. Unset: the embedded anvil starts.',
+    fallback: () => [],
+    parse: parseEvmRpcUrls,
+  }),
+  anvilPort: setting({
+    env: 'ANVIL_PORT',
+    description: 'RPC (HTTP and WebSocket) port of the embedded anvil EVM chain.',
+    fallback: () => 8545,
+    parse: integerIn(0, 65_535),
+  }),
+  anvilBlockTime: setting({
+    env: 'ANVIL_BLOCK_TIME',
+    description:
+      'Seconds between empty blocks on the embedded anvil, so block heights advance on a quiet chain; 0: a block per transaction only.',
+    fallback: () => 0,
+    parse: integerIn(0, 3_600),
+  }),
   logLevel: setting({
     env: 'LOG_LEVEL',
     description: `One of ${LOG_LEVELS.join(', ')}.`,
@@ -111,6 +139,12 @@ export const SETTINGS = {
 } as const;
 
 export type Config = { -readonly [K in keyof typeof SETTINGS]: ReturnType<(typeof SETTINGS)[K]['parse']> };
+
+/** One configured EVM network: its CAIP-2 id and the JSON-RPC endpoint gate402 uses. */
+export interface EvmRpcUrl {
+  readonly id: NetworkId;
+  readonly rpcUrl: string;
+}
 
 /** A bad setting; `problems` lists every bad variable with what is wrong, so all can be fixed at once. */
 export class ConfigError extends Error {
@@ -168,6 +202,13 @@ function boolean(raw: string): boolean {
   throw new Error(`must be true or false, got "${raw}"`);
 }
 
+/** Never echoes the value: it is a secret. */
+function key32(raw: string): Uint8Array {
+  const bytes = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  if (bytes.length !== 32) throw new Error('must be 32 bytes, as 64 hex characters or base64');
+  return new Uint8Array(bytes);
+}
+
 /** Never echoes the URL: it may hold a password. */
 function urlWithProtocol(protocols: readonly string[]): Parser<string> {
   return (raw) => {
@@ -182,6 +223,33 @@ function urlWithProtocol(protocols: readonly string[]): Parser<string> {
     }
     return raw;
   };
+}
+
+/** Keeps the order written: the first network is the family's default. Never echoes a URL. */
+function parseEvmRpcUrls(raw: string): EvmRpcUrl[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error('must be a JSON object such as {"eip155:8453":"https://…"}');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new Error('must be a JSON object of CAIP-2 id → RPC URL');
+  }
+  const entries = Object.entries(parsed);
+  if (entries.length === 0) throw new Error('must name at least one network');
+  const httpUrl = urlWithProtocol(['http:', 'https:']);
+  return entries.map(([id, url]) => {
+    if (!isNetworkId(id) || !id.startsWith('eip155:')) {
+      throw new Error(`"${id}" is not an EVM CAIP-2 id such as eip155:8453`);
+    }
+    if (typeof url !== 'string') throw new Error(`the URL of ${id} must be a string`);
+    try {
+      return { id, rpcUrl: httpUrl(url) };
+    } catch (error) {
+      throw new Error(`the URL of ${id} ${(error as Error).message}`);
+    }
+  });
 }
 
 function parsePlanAccess(raw: string): PlanAccess {

@@ -186,17 +186,14 @@ export function describePaymentStoreContract(
       await dispose?.();
     });
 
-    it('keeps one owner per address and network', async () => {
+    it('keeps one owner per address', async () => {
       const other = anAccount();
       await store.accounts.insert(other);
       const wallet = aWallet(account.id, 'ADDR1');
       assert.equal(await store.wallets.insert(wallet), true);
-      assert.equal(await store.wallets.insert({ ...aWallet(other.id, 'ADDR1') }), false);
-      assert.equal(
-        await store.wallets.insert({ ...aWallet(other.id, 'ADDR1'), network: 'solana:other' }),
-        true,
-      );
-      assert.deepEqual(await store.wallets.findByAddress('solana:test', 'ADDR1'), wallet);
+      assert.equal(await store.wallets.insert({ ...aWallet(other.id, 'ADDR1'), network: 'solana:other' }), false);
+      assert.equal(await store.wallets.insert({ ...aWallet(other.id, 'ADDR1'), family: 'evm' }), true);
+      assert.deepEqual(await store.wallets.findByAddress('solana', 'ADDR1'), wallet);
       assert.deepEqual(await store.wallets.listByAccount(account.id), [wallet]);
     });
 

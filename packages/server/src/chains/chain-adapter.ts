@@ -35,6 +35,14 @@ export interface ChainAdapter {
     timeoutMs: number,
   ): Promise<ConfirmationOutcome>;
 
+  /**
+   * Where a broadcast transaction stands now, without waiting: undefined when the chain does not know
+   * it (not landed yet, or never will), else confirmed / finalized / failed.
+   */
+  getSignatureStatus(signature: string): Promise<ConfirmationOutcome | undefined>;
+  /** The block height of the block at `slot` (Solana; on EVM, slot and block number are the same). */
+  blockHeightOf(slot: bigint): Promise<bigint>;
+
   /** A landed transaction, or undefined when the chain has none with this signature. */
   getTransaction(signature: string): Promise<ChainTransaction | undefined>;
   /** Signatures of transactions that mention `address` (e.g. a payment's reference), newest first. */
@@ -108,6 +116,9 @@ export interface SignatureInfo {
 export interface ChainTokenInfo {
   readonly address: string;
   readonly decimals: number;
+  /** As the contract states them (ERC-20); a Solana mint has none without its metadata account. */
+  readonly name?: string;
+  readonly symbol?: string;
   /** Atomic units. */
   readonly supply: bigint;
   readonly mintAuthority: string | null;

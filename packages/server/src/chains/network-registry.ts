@@ -28,6 +28,10 @@ export class NetworkRegistry {
     }));
   }
 
+  get(networkId: string): ChainAdapter | undefined {
+    return this.byId.get(networkId);
+  }
+
   all(): ChainAdapter[] {
     return [...this.byId.values()];
   }

@@ -10,6 +10,11 @@ export const ERROR_CATALOGUE = {
   UNAUTHORIZED: { status: 401, message: 'API key missing or invalid.' },
   FORBIDDEN: { status: 403, message: 'This API key is not allowed to do that.' },
   NOT_FOUND: { status: 404, message: 'Not found.' },
+  PAYMENT_NOT_FOUND: { status: 404, message: 'No such payment.' },
+  WALLET_ALREADY_REGISTERED: { status: 409, message: 'This address is already registered.' },
+  IDEMPOTENCY_KEY_IN_USE: { status: 409, message: 'A request with this Idempotency-Key is still running.' },
+  IDEMPOTENCY_KEY_REUSED: { status: 422, message: 'This Idempotency-Key was used with a different request.' },
+  PAYMENT_FAILED: { status: 422, message: 'The payment failed on chain or expired before landing.' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Request body is too large.' },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,

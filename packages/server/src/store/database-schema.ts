@@ -35,7 +35,7 @@ export interface WalletsTable {
   id: string;
   account_id: string;
   family: string;
-  network: string;
+  network: string | null;
   address: string;
   /** 0 or 1: SQLite has no boolean. */
   watch_only: number;

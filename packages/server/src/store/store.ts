@@ -87,8 +87,8 @@ export interface WalletRecord {
   readonly id: string;
   readonly accountId: string;
   readonly family: ChainFamily;
-  /** CAIP-2 network id. */
-  readonly network: string;
+  /** The CAIP-2 network it was created for; the key pair serves every network of its family. */
+  readonly network: string | null;
   readonly address: string;
   /** An address the account controls elsewhere: it can receive, never send. */
   readonly watchOnly: boolean;
@@ -98,12 +98,12 @@ export interface WalletRecord {
 }
 
 export interface WalletRepository {
-  /** False when the address is already registered on that network (by any account). */
+  /** False when the address is already registered (by any account). */
   insert(wallet: WalletRecord): Promise<boolean>;
   /** Oldest first. */
   listByAccount(accountId: string): Promise<WalletRecord[]>;
-  /** The wallet with this address on `network`, whichever account has it. */
-  findByAddress(network: string, address: string): Promise<WalletRecord | undefined>;
+  /** The wallet with this address, whichever account has it. */
+  findByAddress(family: ChainFamily, address: string): Promise<WalletRecord | undefined>;
 }
 
 export interface PaymentRecord {
@@ -164,8 +164,14 @@ export interface HistoryQuery {
   readonly offset: number;
 }
 
+/** Who is working on a payment until when; background workers leave a leased payment alone. */
+export interface PaymentLease {
+  readonly owner: string;
+  readonly until: number;
+}
+
 export interface PaymentRepository {
-  insert(payment: PaymentRecord): Promise<void>;
+  insert(payment: PaymentRecord, lease?: PaymentLease): Promise<void>;
   get(id: string): Promise<PaymentRecord | undefined>;
   findByIdempotencyKey(accountId: string, key: string): Promise<PaymentRecord | undefined>;
   /**

@@ -1,4 +1,3 @@
-import { generateKeyPairSync } from 'node:crypto';
 import {
   AccountRole,
   type Address,
@@ -11,7 +10,6 @@ import {
   createSolanaRpc,
   createSolanaRpcSubscriptions,
   createTransactionMessage,
-  getAddressDecoder,
   getSignatureFromTransaction,
   getTransactionDecoder,
   getTransactionEncoder,
@@ -44,7 +42,9 @@ import type {
   SignedTransaction,
   TransferRequest,
 } from '../chain-adapter.ts';
+import { ChainError } from '../chain-error.ts';
 import { toChainError } from './solana-errors.ts';
+import { generateSolanaKeypair } from './solana-keypair.ts';
 
 /** Lamports per signature, fixed by the protocol. */
 const BASE_FEE_PER_SIGNATURE = 5_000n;
@@ -99,15 +99,8 @@ export class SolanaAdapter implements ChainAdapter {
     return this.call(() => this.rpc.getBlockHeight({ commitment: 'confirmed' }).send());
   }
 
-  /** Ed25519 from node:crypto; the secret is Solana's 64-byte form (private key, then public key). */
   async generateKeypair(): Promise<{ address: string; secretKey: Uint8Array }> {
-    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-    const seed = privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(-32);
-    const pub = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
-    return {
-      address: getAddressDecoder().decode(pub),
-      secretKey: new Uint8Array(Buffer.concat([seed, pub])),
-    };
+    return generateSolanaKeypair();
   }
 
   async prepareTransfer(request: TransferRequest): Promise<PreparedTransaction> {
@@ -202,6 +195,25 @@ export class SolanaAdapter implements ChainAdapter {
       abort.abort();
       this.lifetime.signal.removeEventListener('abort', onClose);
     }
+  }
+
+  async getSignatureStatus(signature: string): Promise<ConfirmationOutcome | undefined> {
+    return this.call(() => this.statusOf(signature as Signature));
+  }
+
+  async blockHeightOf(slot: bigint): Promise<bigint> {
+    const block = await this.call(() =>
+      this.rpc
+        .getBlock(slot, {
+          commitment: 'confirmed',
+          transactionDetails: 'none',
+          rewards: false,
+          maxSupportedTransactionVersion: 0,
+        })
+        .send(),
+    );
+    if (block === null || block.blockHeight === null) throw new ChainError('unavailable', `no block at slot ${slot}`);
+    return block.blockHeight;
   }
 
   async getTransaction(signature: string): Promise<ChainTransaction | undefined> {

@@ -1,12 +1,12 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { PaymentDirection, PaymentMode, PaymentStatus } from '../../domain/payment-status.ts';
 import type { Database, PaymentsTable } from '../database-schema.ts';
-import type { HistoryQuery, PaymentChanges, PaymentRecord, PaymentRepository } from '../store.ts';
+import type { HistoryQuery, PaymentChanges, PaymentLease, PaymentRecord, PaymentRepository } from '../store.ts';
 
 export class KyselyPaymentRepository implements PaymentRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async insert(payment: PaymentRecord): Promise<void> {
+  async insert(payment: PaymentRecord, lease?: PaymentLease): Promise<void> {
     await this.db
       .insertInto('payments')
       .values({
@@ -33,8 +33,8 @@ export class KyselyPaymentRepository implements PaymentRepository {
         error: payment.error,
         source_payment_id: payment.sourcePaymentId,
         idempotency_key: payment.idempotencyKey,
-        lease_owner: null,
-        lease_until: null,
+        lease_owner: lease?.owner ?? null,
+        lease_until: lease?.until ?? null,
         created_at: payment.createdAt,
         updated_at: payment.updatedAt,
         confirmed_at: payment.confirmedAt,

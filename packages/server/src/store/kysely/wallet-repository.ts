@@ -19,7 +19,7 @@ export class KyselyWalletRepository implements WalletRepository {
         encrypted_secret: wallet.encryptedSecret,
         created_at: wallet.createdAt,
       })
-      .onConflict((oc) => oc.columns(['network', 'address']).doNothing())
+      .onConflict((oc) => oc.columns(['family', 'address']).doNothing())
       .executeTakeFirst();
     return Number(result.numInsertedOrUpdatedRows ?? 0n) === 1;
   }
@@ -34,11 +34,11 @@ export class KyselyWalletRepository implements WalletRepository {
     return rows.map(toWallet);
   }
 
-  async findByAddress(network: string, address: string): Promise<WalletRecord | undefined> {
+  async findByAddress(family: ChainFamily, address: string): Promise<WalletRecord | undefined> {
     const row = await this.db
       .selectFrom('wallets')
       .selectAll()
-      .where('network', '=', network)
+      .where('family', '=', family)
       .where('address', '=', address)
       .executeTakeFirst();
     return row && toWallet(row);

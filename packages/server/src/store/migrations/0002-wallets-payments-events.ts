@@ -11,7 +11,8 @@ export const walletsPaymentsEvents: Migration = {
       .addColumn('id', 'text', (c) => c.primaryKey())
       .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
       .addColumn('family', 'text', (c) => c.notNull())
-      .addColumn('network', 'text', (c) => c.notNull())
+      // A key pair serves every network of its family; this is the one it was created for, if any.
+      .addColumn('network', 'text')
       .addColumn('address', 'text', (c) => c.notNull())
       .addColumn('watch_only', 'integer', (c) => c.notNull())
       // AES-256-GCM under the master key; null for watch-only wallets.

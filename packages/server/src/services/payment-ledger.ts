@@ -1,0 +1,69 @@
+import type { NetworkRegistry } from '../chains/network-registry.ts';
+import { newId } from '../domain/ids.ts';
+import { type EventType, type PaymentStatus, statusesBefore } from '../domain/payment-status.ts';
+import type { PaymentChanges, PaymentLease, PaymentRecord, Repositories, Store } from '../store/store.ts';
+import { paymentView } from './payment-view.ts';
+
+/**
+ * Every payment state change goes through here: the new state and its outbox event are written in one
+ * database transaction (DESIGN.md "Events"), and a change is a compare-and-set, so of two writers
+ * (a request and a background worker, or two instances) exactly one moves the payment and emits the event.
+ */
+export class PaymentLedger {
+  constructor(
+    private readonly store: Store,
+    private readonly networks: NetworkRegistry,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Records a new payment; `event` is written with it (e.g. payment.received). */
+  async record(payment: PaymentRecord, options: { event?: EventType; lease?: PaymentLease } = {}): Promise<void> {
+    await this.store.transaction((tx) => this.recordIn(tx, payment, options.event, options.lease));
+  }
+
+  /** As `record`, inside a transaction the caller holds (e.g. with the proof it consumes). */
+  async recordIn(tx: Repositories, payment: PaymentRecord, event?: EventType, lease?: PaymentLease): Promise<void> {
+    await tx.payments.insert(payment, lease);
+    if (event !== undefined) await tx.events.append(this.event(payment, event));
+  }
+
+  /** Moves the payment to `to`; undefined when it had already left the states that lead there. */
+  async move(payment: PaymentRecord, to: PaymentStatus, changes: PaymentChanges = {}): Promise<PaymentRecord | undefined> {
+    return this.store.transaction(async (tx) => {
+      const moved = await tx.payments.transition(payment.id, statusesBefore(to), to, changes, this.now());
+      const type = moved === undefined ? undefined : eventFor(moved, to);
+      if (moved !== undefined && type !== undefined) await tx.events.append(this.event(moved, type));
+      return moved;
+    });
+  }
+
+  private event(payment: PaymentRecord, type: EventType) {
+    const decimals = this.networks.get(payment.network)?.info.nativeCurrency.decimals ?? 9;
+    const data = paymentView(payment, decimals);
+    return {
+      id: newId('evt'),
+      accountId: payment.accountId,
+      type,
+      paymentId: payment.id,
+      data: { ...data },
+      createdAt: this.now(),
+    };
+  }
+}
+
+function eventFor(payment: PaymentRecord, status: PaymentStatus): EventType | undefined {
+  switch (status) {
+    case 'submitted':
+      return payment.direction === 'sent' ? 'payment.sent' : undefined;
+    case 'confirmed':
+      return 'payment.confirmed';
+    case 'finalized':
+      return 'payment.finalized';
+    case 'failed':
+      return 'payment.failed';
+    case 'expired':
+      return 'payment.expired';
+    case 'pending':
+      return undefined;
+  }
+}

@@ -1,0 +1,46 @@
+import { toWholeUnits } from '../domain/money.ts';
+import type { PaymentRecord } from '../store/store.ts';
+
+/** A payment as the API shows it (spec §2.1): amounts in whole native units, times in Unix ms. */
+export interface PaymentView {
+  paymentId: string;
+  type: 'sent' | 'received';
+  network: string;
+  signature: string | null;
+  status: string;
+  amount: number;
+  sender: string;
+  recipient: string;
+  resource?: string;
+  blockHeight: number | null;
+  confirmations: number;
+  timestamp: number;
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * @param currentBlockHeight the chain's height now; confirmations count the payment's own block as 1.
+ */
+export function paymentView(payment: PaymentRecord, decimals: number, currentBlockHeight?: bigint): PaymentView {
+  const view: PaymentView = {
+    paymentId: payment.id,
+    type: payment.direction,
+    network: payment.network,
+    signature: payment.signature,
+    status: payment.status,
+    amount: toWholeUnits(payment.amount, decimals),
+    sender: payment.sender,
+    recipient: payment.recipient,
+    blockHeight: payment.blockHeight === null ? null : Number(payment.blockHeight),
+    confirmations: confirmations(payment.blockHeight, currentBlockHeight),
+    timestamp: payment.createdAt,
+  };
+  if (payment.resource !== null) view.resource = payment.resource;
+  if (payment.metadata !== null) view.metadata = { ...payment.metadata };
+  return view;
+}
+
+function confirmations(blockHeight: bigint | null, current: bigint | undefined): number {
+  if (blockHeight === null || current === undefined || current < blockHeight) return 0;
+  return Number(current - blockHeight) + 1;
+}

@@ -1,0 +1,162 @@
+import { KEYPAIR_GENERATORS } from '../chains/keypairs.ts';
+import type { NetworkRegistry } from '../chains/network-registry.ts';
+import { addressFamily, CHAIN_FAMILIES, type ChainFamily } from '../domain/address.ts';
+import { GatewayError, invalidParameters } from '../domain/gateway-error.ts';
+import { newId } from '../domain/ids.ts';
+import { toWholeUnits } from '../domain/money.ts';
+import type { Store, WalletRecord } from '../store/store.ts';
+import type { SecretBox } from './custody/secret-box.ts';
+
+export interface WalletView {
+  readonly address: string;
+  readonly chain: ChainFamily;
+  readonly network: string | null;
+  readonly watchOnly: boolean;
+  readonly createdAt: number;
+}
+
+export interface WalletWithBalance extends WalletView {
+  /** Native currency of the family's default network; null when the chain could not be asked. */
+  readonly balance: number | null;
+  readonly currency: string | null;
+}
+
+/** A custodial wallet opened for signing: lives only as long as one payment needs it. */
+export interface WalletSigner {
+  readonly wallet: WalletRecord;
+  readonly secretKey: Uint8Array;
+}
+
+/** Custodial wallets (the gateway holds the key) and watch-only addresses (receive only). */
+export class WalletService {
+  constructor(
+    private readonly store: Store,
+    private readonly networks: NetworkRegistry,
+    private readonly secrets: SecretBox,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async create(accountId: string, input: { chain: string; network?: string | undefined }): Promise<WalletView> {
+    const family = validFamily(input.chain);
+    const generate = KEYPAIR_GENERATORS[family];
+    if (generate === undefined) throw invalidParameters({ chain: `custodial ${family} wallets are not supported yet` });
+    const network = this.networkFor(family, input.network);
+    const keypair = generate();
+    const wallet: WalletRecord = {
+      id: newId('wal'),
+      accountId,
+      family,
+      network,
+      address: keypair.address,
+      watchOnly: false,
+      encryptedSecret: this.secrets.seal(keypair.secretKey, sealContext(family, keypair.address)),
+      createdAt: this.now(),
+    };
+    keypair.secretKey.fill(0);
+    if (!(await this.store.wallets.insert(wallet))) throw new Error('a freshly generated address already exists');
+    return view(wallet);
+  }
+
+  async watch(
+    accountId: string,
+    input: { chain: string; address: string; network?: string | undefined },
+  ): Promise<WalletView> {
+    const family = validFamily(input.chain);
+    if (addressFamily(input.address) !== family) throw invalidParameters({ address: `must be a ${family} address` });
+    const wallet: WalletRecord = {
+      id: newId('wal'),
+      accountId,
+      family,
+      network: this.networkFor(family, input.network),
+      address: input.address,
+      watchOnly: true,
+      encryptedSecret: null,
+      createdAt: this.now(),
+    };
+    if (!(await this.store.wallets.insert(wallet))) {
+      throw new GatewayError('WALLET_ALREADY_REGISTERED', { details: { address: 'is already registered' } });
+    }
+    return view(wallet);
+  }
+
+  async list(accountId: string): Promise<WalletWithBalance[]> {
+    const wallets = await this.store.wallets.listByAccount(accountId);
+    return Promise.all(
+      wallets.map(async (wallet) => {
+        const chain = this.chainFor(wallet);
+        if (chain === undefined) return { ...view(wallet), balance: null, currency: null };
+        const decimals = chain.info.nativeCurrency.decimals;
+        const balance = await chain.getBalance(wallet.address).then(
+          (atomic) => toWholeUnits(atomic, decimals),
+          () => null,
+        );
+        return { ...view(wallet), balance, currency: chain.info.nativeCurrency.symbol };
+      }),
+    );
+  }
+
+  /** The caller's wallet at `address` (custodial or watch-only); 403 for anyone else's or nobody's. */
+  async owned(accountId: string, address: string, field = 'walletAddress'): Promise<WalletRecord> {
+    const family = addressFamily(address);
+    const wallet = family === undefined ? undefined : await this.store.wallets.findByAddress(family, address);
+    if (wallet === undefined || wallet.accountId !== accountId) {
+      throw new GatewayError('FORBIDDEN', {
+        message: 'This wallet is not one of your wallets.',
+        details: { [field]: 'is not a wallet of this account' },
+      });
+    }
+    return wallet;
+  }
+
+  /** Opens the caller's custodial wallet for signing; 403 for a watch-only or foreign wallet. */
+  async signer(accountId: string, address: string): Promise<WalletSigner> {
+    const wallet = await this.owned(accountId, address);
+    if (wallet.watchOnly || wallet.encryptedSecret === null) {
+      throw new GatewayError('FORBIDDEN', {
+        message: 'This wallet is watch-only: the gateway holds no key for it.',
+        details: { walletAddress: 'is watch-only' },
+      });
+    }
+    return { wallet, secretKey: this.secrets.open(wallet.encryptedSecret, sealContext(wallet.family, wallet.address)) };
+  }
+
+  private chainFor(wallet: WalletRecord) {
+    try {
+      return this.networks.resolve({ address: wallet.address, network: wallet.network ?? undefined });
+    } catch {
+      return undefined;
+    }
+  }
+
+  private networkFor(family: ChainFamily, requested: string | undefined): string | null {
+    const match = this.networks.list().find((n) =>
+      requested === undefined ? n.family === family && n.isDefault : n.id === requested,
+    );
+    if (requested !== undefined && (match === undefined || match.family !== family)) {
+      throw invalidParameters({ network: `is not a configured ${family} network; see GET /networks` });
+    }
+    return match?.id ?? null;
+  }
+}
+
+function view(wallet: WalletRecord): WalletView {
+  return {
+    address: wallet.address,
+    chain: wallet.family,
+    network: wallet.network,
+    watchOnly: wallet.watchOnly,
+    createdAt: wallet.createdAt,
+  };
+}
+
+function validFamily(chain: string): ChainFamily {
+  if (!(CHAIN_FAMILIES as readonly string[]).includes(chain)) {
+    throw invalidParameters({ chain: `must be one of ${CHAIN_FAMILIES.join(', ')}` });
+  }
+  return chain as ChainFamily;
+}
+
+/** The sealed secret is bound to its wallet (see SecretBox). */
+function sealContext(family: ChainFamily, address: string): string {
+  return `wallet:${family}:${address}`;
+}
