@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { type DestinationStream, type Logger, pino } from 'pino';
 import { buildApp } from './app.ts';
+import { connectEvm } from './chains/evm/connect-evm.ts';
 import { NetworkRegistry } from './chains/network-registry.ts';
 import { connectSolana } from './chains/solana/connect-solana.ts';
 import type { Config } from './config.ts';
@@ -73,7 +74,9 @@ export async function startServer(
 
     const solana = await connectSolana(config, (message) => logger.info(message));
     closers.unshift(() => solana.close());
-    const networks = new NetworkRegistry([solana.adapter]);
+    const evm = await connectEvm(config, (message) => logger.info(message));
+    closers.unshift(() => evm.close());
+    const networks = new NetworkRegistry([solana.adapter, ...evm.adapters]);
     for (const chain of networks.all()) readiness.push({ name: chain.info.id, check: () => chain.ping() });
 
     const accounts = new AccountService(store);

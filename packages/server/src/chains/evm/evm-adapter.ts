@@ -1,0 +1,412 @@
+import {
+  type Address,
+  bytesToHex,
+  createPublicClient,
+  erc20Abi,
+  getAddress,
+  type Hex,
+  hexToBytes,
+  http,
+  isAddress,
+  keccak256,
+  type PublicClient,
+  parseAbi,
+  parseTransaction,
+  serializeTransaction,
+  TransactionNotFoundError,
+  TransactionReceiptNotFoundError,
+} from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { estimateMaxPriorityFeePerGas } from 'viem/actions';
+import type { NetworkInfo } from '../../domain/network.ts';
+import type {
+  ChainAdapter,
+  ChainTokenInfo,
+  ChainTransaction,
+  ConfirmationOutcome,
+  LocalFaucet,
+  PreparedTransaction,
+  SignatureInfo,
+  SignedTransaction,
+  TransferRequest,
+} from '../chain-adapter.ts';
+import { ChainError } from '../chain-error.ts';
+import { toChainError } from './evm-errors.ts';
+import { decodeTransferNote, encodeTransferNote } from './transfer-calldata.ts';
+
+/**
+ * Blocks after preparation during which gate402 waits for a transaction to land (the EVM reading of
+ * `lastValidBlockHeight`). EVM transactions never expire on their own; this is gate402's deadline,
+ * the same count as Solana's blockhash window: ≈5 min on Base (2 s blocks), ≈30 min on Ethereum.
+ */
+const DEFAULT_EXPIRY_BLOCKS = 150n;
+/** How far back `findSignatures` looks, in blocks. */
+const DEFAULT_SCAN_BLOCKS = 256;
+/** Blocks fetched at once while scanning. */
+const SCAN_CONCURRENCY = 8;
+/**
+ * maxFeePerGas = 2 × the latest base fee + the tip: the base fee can rise 12.5% per full block, so
+ * this stays includable through six full blocks in a row. Only what the block asks is charged.
+ */
+const BASE_FEE_HEADROOM = 2n;
+
+const OWNABLE_ABI = parseAbi(['function owner() view returns (address)']);
+
+export interface EvmAdapterOptions {
+  readonly info: NetworkInfo;
+  readonly rpcUrl: string;
+  readonly chainId: number;
+  readonly faucet?: LocalFaucet | undefined;
+  /** Receipt polling interval while waiting for a confirmation. */
+  readonly pollIntervalMs?: number;
+  readonly expiryBlocks?: bigint;
+  readonly scanBlocks?: number;
+}
+
+/**
+ * The ChainAdapter for EVM chains, on viem; works against any Ethereum JSON-RPC endpoint. Native ETH
+ * only (ERC-20 payments come with the payment flows). The port's Solana-flavoured names read:
+ *
+ * - `signature`: the transaction hash (keccak256 of the signed bytes).
+ * - `slot`: the block number.
+ * - `lastValidBlockHeight`: the block after which gate402 treats a transaction that has not been mined
+ *   as expired (prepared block + `expiryBlocks`); see `waitForConfirmation` for what that can prove.
+ * - `feePayer`: the sender (EVM has no separate fee payer).
+ * - `reference` and `memo`: calldata, see transfer-calldata.ts.
+ * - a secret key: the 32-byte secp256k1 private key.
+ *
+ * Addresses come back EIP-55 checksummed; compare them case-insensitively.
+ */
+export class EvmAdapter implements ChainAdapter {
+  readonly info: NetworkInfo;
+  readonly faucet: LocalFaucet | undefined;
+  private readonly client: PublicClient;
+  private readonly chainId: number;
+  private readonly pollIntervalMs: number;
+  private readonly expiryBlocks: bigint;
+  private readonly scanBlocks: number;
+  /** Aborted on close, so no wait outlives the adapter. */
+  private readonly lifetime = new AbortController();
+
+  constructor(options: EvmAdapterOptions) {
+    this.info = options.info;
+    this.faucet = options.faucet;
+    this.chainId = options.chainId;
+    this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
+    this.expiryBlocks = options.expiryBlocks ?? DEFAULT_EXPIRY_BLOCKS;
+    this.scanBlocks = options.scanBlocks ?? DEFAULT_SCAN_BLOCKS;
+    // cacheTime 0: viem would otherwise serve the block number from a 4 s cache.
+    this.client = createPublicClient({
+      transport: http(options.rpcUrl, { retryCount: 2, retryDelay: 100, timeout: 10_000 }),
+      cacheTime: 0,
+    });
+  }
+
+  async ping(): Promise<void> {
+    await this.call(() => this.client.getBlockNumber());
+  }
+
+  /** At the latest block: a transaction counts once mined, as `confirmed` does on Solana. */
+  async getBalance(owner: string): Promise<bigint> {
+    const address = toAddress(owner, 'address');
+    return this.call(() => this.client.getBalance({ address }));
+  }
+
+  async getBlockHeight(): Promise<bigint> {
+    return this.call(() => this.client.getBlockNumber());
+  }
+
+  /** The secret is the 32-byte secp256k1 private key; the address is derived from it. */
+  async generateKeypair(): Promise<{ address: string; secretKey: Uint8Array }> {
+    const privateKey = generatePrivateKey();
+    return { address: privateKeyToAccount(privateKey).address, secretKey: hexToBytes(privateKey) };
+  }
+
+  /**
+   * An unsigned EIP-1559 transaction (type 2, RLP): the bytes a wallet signs.
+   *
+   * - gas: estimated by the node (21,000 plus calldata for an account without code).
+   * - `priorityFee` is a total in wei, as on Solana; EVM prices the tip per unit of gas, so
+   *   maxPriorityFeePerGas = priorityFee / gasLimit (rounded down). A plain transfer uses exactly its
+   *   gas limit, so the tip paid is that rate × gasLimit, reported as `priorityFee`. Absent: the node's
+   *   suggestion (eth_maxPriorityFeePerGas).
+   * - `fee`: the most the sender can be charged, gasLimit × maxFeePerGas; the actual fee (gas used ×
+   *   effective gas price) is lower and is what `getTransaction` reports.
+   * - nonce: the sender's pending count on the node. Two transfers prepared before either is sent get
+   *   the same nonce; a nonce allocated in the database replaces this with custodial wallets.
+   */
+  async prepareTransfer(request: TransferRequest): Promise<PreparedTransaction> {
+    const from = toAddress(request.from, 'from');
+    const to = toAddress(request.to, 'to');
+    const data = encodeTransferNote({
+      ...(request.reference === undefined ? {} : { reference: request.reference }),
+      ...(request.memo === undefined ? {} : { memo: request.memo }),
+    });
+    const [nonce, block, gas, suggestedTip] = await Promise.all([
+      this.call(() => this.client.getTransactionCount({ address: from, blockTag: 'pending' })),
+      this.call(() => this.client.getBlock({ blockTag: 'latest' })),
+      this.call(() =>
+        this.client.estimateGas({ account: from, to, value: request.amount, ...(data ? { data } : {}) }),
+      ),
+      request.priorityFee === undefined
+        ? this.call(() => estimateMaxPriorityFeePerGas(this.client))
+        : Promise.resolve(undefined),
+    ]);
+    if (block.baseFeePerGas === null) {
+      throw new ChainError('rejected', `${this.info.name} has no EIP-1559 base fee`);
+    }
+    const maxPriorityFeePerGas = suggestedTip ?? (request.priorityFee ?? 0n) / gas;
+    const maxFeePerGas = block.baseFeePerGas * BASE_FEE_HEADROOM + maxPriorityFeePerGas;
+    const serialized = serializeTransaction({
+      type: 'eip1559',
+      chainId: this.chainId,
+      nonce,
+      to,
+      value: request.amount,
+      gas,
+      maxFeePerGas,
+      maxPriorityFeePerGas,
+      ...(data ? { data } : {}),
+    });
+    return {
+      unsigned: hexToBytes(serialized),
+      lastValidBlockHeight: block.number + this.expiryBlocks,
+      fee: gas * maxFeePerGas,
+      priorityFee: gas * maxPriorityFeePerGas,
+      feePayer: from,
+    };
+  }
+
+  async sign(prepared: PreparedTransaction, secretKey: Uint8Array): Promise<SignedTransaction> {
+    if (secretKey.length !== 32) throw new ChainError('invalid_transaction', 'an EVM key has 32 bytes');
+    const account = privateKeyToAccount(bytesToHex(secretKey));
+    if (account.address.toLowerCase() !== prepared.feePayer.toLowerCase()) {
+      throw new ChainError('invalid_transaction', 'the key does not belong to the sender');
+    }
+    const transaction = parseTransaction(bytesToHex(prepared.unsigned));
+    if (transaction.type !== 'eip1559') {
+      throw new ChainError('invalid_transaction', 'not an unsigned EIP-1559 transaction');
+    }
+    const signed = await account.signTransaction(transaction);
+    return {
+      wire: hexToBytes(signed),
+      signature: keccak256(signed),
+      lastValidBlockHeight: prepared.lastValidBlockHeight,
+    };
+  }
+
+  async broadcast(wire: Uint8Array): Promise<string> {
+    return this.call(() => this.client.sendRawTransaction({ serializedTransaction: bytesToHex(wire) }));
+  }
+
+  /**
+   * Polls for the receipt. Mined: `confirmed` (`finalized` once the chain's finalized block reaches it),
+   * or `failed` if it reverted. Past `lastValidBlockHeight` with no receipt and not in the node's pool:
+   * `expired`. On EVM that is gate402's deadline, not a proof: signed bytes stay valid until their
+   * nonce is used, so whoever holds them must spend that nonce (a replacement) to make it final.
+   */
+  async waitForConfirmation(
+    signature: string,
+    lastValidBlockHeight: bigint,
+    timeoutMs: number,
+  ): Promise<ConfirmationOutcome> {
+    const hash = toHash(signature);
+    const deadline = Date.now() + timeoutMs;
+    while (!this.lifetime.signal.aborted) {
+      try {
+        const outcome = await this.statusOf(hash);
+        if (outcome !== undefined) return outcome;
+        if ((await this.getBlockHeight()) > lastValidBlockHeight && !(await this.isKnown(hash))) {
+          // Look once more: it may have been mined between the two reads.
+          return (await this.statusOf(hash)) ?? { status: 'expired' };
+        }
+      } catch {
+        // A failed poll is retried; the caller's timeout bounds the wait.
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      await sleep(Math.min(this.pollIntervalMs, left), this.lifetime.signal);
+    }
+    return { status: 'pending' };
+  }
+
+  async getSignatureStatus(signature: string): Promise<ConfirmationOutcome | undefined> {
+    return this.call(() => this.statusOf(toHash(signature)));
+  }
+
+  /** Block numbers are block heights on EVM. */
+  async blockHeightOf(slot: bigint): Promise<bigint> {
+    return slot;
+  }
+
+  /** A mined transaction with its fee (gas used × effective gas price, plus the L1 fee on OP-stack chains). */
+  async getTransaction(signature: string): Promise<ChainTransaction | undefined> {
+    const hash = toHash(signature);
+    const [tx, receipt] = await Promise.all([
+      this.call(() => this.client.getTransaction({ hash })).catch(notFound),
+      this.call(() => this.client.getTransactionReceipt({ hash })).catch(notFound),
+    ]);
+    if (tx === undefined || receipt === undefined) return undefined;
+    const block = await this.call(() => this.client.getBlock({ blockNumber: receipt.blockNumber }));
+    const from = getAddress(tx.from);
+    const to = tx.to === null ? null : getAddress(tx.to);
+    const note = to === null ? {} : decodeTransferNote(tx.input);
+    // OP-stack receipts carry the L1 data fee the sender also pays; viem keeps the field as the node sent it.
+    const l1Fee = (receipt as { l1Fee?: bigint | Hex | null }).l1Fee;
+    return {
+      signature: hash,
+      slot: receipt.blockNumber,
+      blockTime: Number(block.timestamp) * 1000,
+      fee: receipt.gasUsed * receipt.effectiveGasPrice + (l1Fee == null ? 0n : BigInt(l1Fee)),
+      error: receipt.status === 'success' ? null : 'reverted',
+      feePayer: from,
+      nativeTransfers: to !== null && tx.value > 0n ? [{ from, to, amount: tx.value }] : [],
+      memos: note.memo === undefined ? [] : [note.memo],
+      accounts: [
+        from,
+        ...(to === null ? [] : [to]),
+        ...(note.reference === undefined ? [] : [note.reference]),
+      ],
+    };
+  }
+
+  /**
+   * Transactions that name `address` as sender, recipient or anywhere in their calldata (a gate402
+   * reference), newest first. EVM nodes have no index for this, so the last `scanBlocks` blocks are
+   * read whole: bounded work, and a reference is found while its payment is recent.
+   */
+  async findSignatures(address: string, options: { limit?: number } = {}): Promise<SignatureInfo[]> {
+    const needle = toAddress(address, 'address').slice(2).toLowerCase();
+    const limit = options.limit ?? 100;
+    const latest = await this.getBlockHeight();
+    const oldest = latest - BigInt(this.scanBlocks) + 1n > 0n ? latest - BigInt(this.scanBlocks) + 1n : 0n;
+    const found: { hash: Hex; block: bigint }[] = [];
+    for (let top = latest; top >= oldest && found.length < limit; top -= BigInt(SCAN_CONCURRENCY)) {
+      const numbers: bigint[] = [];
+      for (let n = top; n > top - BigInt(SCAN_CONCURRENCY) && n >= oldest; n--) numbers.push(n);
+      const blocks = await Promise.all(
+        numbers.map((blockNumber) =>
+          this.call(() => this.client.getBlock({ blockNumber, includeTransactions: true })),
+        ),
+      );
+      for (const block of blocks) {
+        for (const tx of [...block.transactions].reverse()) {
+          if (mentions(tx, needle)) found.push({ hash: tx.hash, block: block.number });
+        }
+      }
+    }
+    const newest = found.slice(0, limit);
+    const receipts = await Promise.all(
+      newest.map((f) => this.call(() => this.client.getTransactionReceipt({ hash: f.hash }))),
+    );
+    return newest.map((f, i) => ({
+      signature: f.hash,
+      slot: f.block,
+      error: receipts[i]?.status === 'success' ? null : 'reverted',
+    }));
+  }
+
+  /** An ERC-20 contract: decimals and totalSupply must answer; undefined for anything else. */
+  async getTokenInfo(address: string): Promise<ChainTokenInfo | undefined> {
+    const contract = toAddress(address, 'address');
+    const code = await this.call(() => this.client.getCode({ address: contract }));
+    if (code === undefined || code === '0x') return undefined;
+    const read = <T>(work: () => Promise<T>) => work().catch(() => undefined);
+    const [decimals, supply, name, symbol, owner] = await Promise.all([
+      read(() => this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'decimals' })),
+      read(() => this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'totalSupply' })),
+      read(() => this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'name' })),
+      read(() => this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'symbol' })),
+      read(() => this.client.readContract({ address: contract, abi: OWNABLE_ABI, functionName: 'owner' })),
+    ]);
+    if (decimals === undefined || supply === undefined) return undefined;
+    return {
+      address: getAddress(contract),
+      decimals,
+      supply,
+      ...(name === undefined ? {} : { name }),
+      ...(symbol === undefined ? {} : { symbol }),
+      mintAuthority: owner ?? null,
+      freezeAuthority: null,
+      program: 'erc20',
+    };
+  }
+
+  async close(): Promise<void> {
+    this.lifetime.abort();
+  }
+
+  private async statusOf(hash: Hex): Promise<ConfirmationOutcome | undefined> {
+    const receipt = await this.client.getTransactionReceipt({ hash }).catch(notFound);
+    if (receipt === undefined) return undefined;
+    if (receipt.status !== 'success')
+      return { status: 'failed', slot: receipt.blockNumber, error: 'reverted' };
+    const finalized = await this.client
+      .getBlock({ blockTag: 'finalized' })
+      .then((b) => b.number)
+      .catch(() => null);
+    const status = finalized !== null && finalized >= receipt.blockNumber ? 'finalized' : 'confirmed';
+    return { status, slot: receipt.blockNumber };
+  }
+
+  /** Whether the node has the transaction at all (mined or waiting in its pool). */
+  private async isKnown(hash: Hex): Promise<boolean> {
+    return (await this.client.getTransaction({ hash }).catch(notFound)) !== undefined;
+  }
+
+  /** Runs an RPC call, turning what viem throws into a ChainError. */
+  private async call<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      throw toChainError(error);
+    }
+  }
+}
+
+function mentions(tx: { from: Address; to: Address | null; input: Hex }, needle: string): boolean {
+  if (tx.from.slice(2).toLowerCase() === needle || tx.to?.slice(2).toLowerCase() === needle) return true;
+  const input = tx.input.toLowerCase();
+  // Only at byte boundaries: an offset inside a byte would match unrelated data.
+  for (let at = input.indexOf(needle, 2); at !== -1; at = input.indexOf(needle, at + 1)) {
+    if (at % 2 === 0) return true;
+  }
+  return false;
+}
+
+/** viem's not-found errors mean "none"; anything else is a real failure. */
+function notFound(error: unknown): undefined {
+  const cause = error instanceof ChainError ? error.cause : error;
+  if (cause instanceof TransactionNotFoundError || cause instanceof TransactionReceiptNotFoundError) {
+    return undefined;
+  }
+  throw error;
+}
+
+function toAddress(value: string, field: string): Address {
+  if (!isAddress(value, { strict: false })) {
+    throw new ChainError('invalid_transaction', `${field} is not an EVM address`);
+  }
+  return getAddress(value);
+}
+
+function toHash(value: string): Hex {
+  if (!/^0x[0-9a-fA-F]{64}$/.test(value)) {
+    throw new ChainError('invalid_transaction', 'an EVM transaction hash is 0x and 32 bytes of hex');
+  }
+  return value.toLowerCase() as Hex;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}

@@ -1,0 +1,75 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import {
+  type Address,
+  concat,
+  encodeAbiParameters,
+  getContractAddress,
+  type Hex,
+  keccak256,
+  toHex,
+} from 'viem';
+import { ChainError } from '../chain-error.ts';
+import type { AnvilClient } from './anvil-client.ts';
+import { USDC_LIKE_BYTECODE, USDC_LIKE_RUNTIME_CODE_HASH } from './usdc-like-artifact.ts';
+
+/**
+ * The deterministic-deployment proxy anvil installs at genesis: calldata `salt ‖ init code` runs
+ * CREATE2, so the token's address depends only on its code and owner, never on what else the chain did.
+ */
+const CREATE2_DEPLOYER: Address = '0x4e59b44847b379578588920ca78fbf26c0b4956c';
+const SALT = keccak256(toHex('gate402 USDC-like token'));
+
+/**
+ * Deploys the USDC-like token on a local chain unless it is already there. Idempotent by construction:
+ * with the state kept from an earlier run, the CREATE2 address already holds the same runtime code,
+ * and nothing is sent. The address is also written to `recordFile` for operators and tools.
+ */
+export async function ensureUsdcLike(
+  client: AnvilClient,
+  options: { owner: Address; recordFile: string; network: string },
+): Promise<{ address: Address; deployed: boolean }> {
+  const initCode = concat([
+    USDC_LIKE_BYTECODE as Hex,
+    encodeAbiParameters([{ type: 'address' }], [options.owner]),
+  ]);
+  const address = getContractAddress({
+    opcode: 'CREATE2',
+    from: CREATE2_DEPLOYER,
+    salt: SALT,
+    bytecode: initCode,
+  });
+  let deployed = false;
+  if (!(await hasTokenCode(client, address))) {
+    if (!(await hasCode(client, CREATE2_DEPLOYER))) {
+      throw new ChainError('rejected', 'the chain has no CREATE2 deployer (anvil installs one at genesis)');
+    }
+    const hash = await client.sendTransaction({
+      account: options.owner,
+      chain: null,
+      to: CREATE2_DEPLOYER,
+      data: concat([SALT, initCode]),
+    });
+    const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+    if (receipt.status !== 'success' || !(await hasTokenCode(client, address))) {
+      throw new ChainError('rejected', `deploying the USDC-like token failed (${hash})`);
+    }
+    deployed = true;
+  }
+  await mkdir(dirname(options.recordFile), { recursive: true });
+  await writeFile(
+    options.recordFile,
+    `${JSON.stringify({ [options.network]: { USDC: address } }, null, 2)}\n`,
+  );
+  return { address, deployed };
+}
+
+async function hasCode(client: AnvilClient, address: Address): Promise<boolean> {
+  const code = await client.getCode({ address });
+  return code !== undefined && code !== '0x';
+}
+
+async function hasTokenCode(client: AnvilClient, address: Address): Promise<boolean> {
+  const code = await client.getCode({ address });
+  return code !== undefined && code !== '0x' && keccak256(code) === USDC_LIKE_RUNTIME_CODE_HASH;
+}
