@@ -77,7 +77,9 @@ describe('with a running slot clock (subscriptions)', () => {
     const payer = await fundedSigner(h.localnet, 2n);
     const recipient = await generateKeyPairSigner();
     const tx = await signedTransfer(h, payer, recipient.address, LAMPORTS_PER_SOL);
-    await sendAndConfirmTransactionFactory(h)(tx, { commitment: 'confirmed' });
+    // signTransactionMessageWithSigners widens the lifetime type; this one is a blockhash lifetime.
+    type Sendable = Parameters<ReturnType<typeof sendAndConfirmTransactionFactory>>[0];
+    await sendAndConfirmTransactionFactory(h)(tx as Sendable, { commitment: 'confirmed' });
     const signature = getSignatureFromTransaction(tx);
     const result = await h.rpc
       .getTransaction(signature, {
@@ -148,7 +150,11 @@ describe('in manual slot mode', () => {
     const signature = await h.rpc.sendTransaction(wireBase64(tx), { encoding: 'base64' }).send();
     h.localnet.advanceSlots(1);
     const result = await h.rpc
-      .getTransaction(signature, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 })
+      .getTransaction(signature, {
+        commitment: 'confirmed',
+        maxSupportedTransactionVersion: 0,
+        encoding: 'json',
+      })
       .send();
     assert.equal(result?.meta?.fee, 20_000n);
     assert.deepEqual(result?.meta?.postBalances.slice(0, 2), [
@@ -214,10 +220,14 @@ describe('in manual slot mode', () => {
     localnet.advanceSlots(1);
 
     const result = await rpc
-      .getTransaction(signature, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 })
+      .getTransaction(signature, {
+        commitment: 'confirmed',
+        maxSupportedTransactionVersion: 0,
+        encoding: 'json',
+      })
       .send();
     assert.equal(result?.meta?.fee, 5000n);
-    const keys = result?.transaction.message.accountKeys ?? [];
+    const keys: readonly string[] = result?.transaction.message.accountKeys ?? [];
     const aliceIndex = keys.indexOf(aliceAta);
     const bobIndex = keys.indexOf(bobAta);
     const amounts = (
@@ -437,7 +447,11 @@ describe('in manual slot mode', () => {
     assert.equal((await status())?.confirmations, 0n);
     assert.equal(
       await rpc
-        .getTransaction(signature, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 })
+        .getTransaction(signature, {
+          commitment: 'confirmed',
+          maxSupportedTransactionVersion: 0,
+          encoding: 'json',
+        })
         .send(),
       null,
     );
@@ -446,7 +460,11 @@ describe('in manual slot mode', () => {
     assert.equal((await status())?.confirmations, 1n);
     assert.equal(
       await rpc
-        .getTransaction(signature, { commitment: 'finalized', maxSupportedTransactionVersion: 0 })
+        .getTransaction(signature, {
+          commitment: 'finalized',
+          maxSupportedTransactionVersion: 0,
+          encoding: 'json',
+        })
         .send(),
       null,
     );
@@ -455,7 +473,11 @@ describe('in manual slot mode', () => {
     assert.equal((await status())?.confirmations, null);
     assert.ok(
       await rpc
-        .getTransaction(signature, { commitment: 'finalized', maxSupportedTransactionVersion: 0 })
+        .getTransaction(signature, {
+          commitment: 'finalized',
+          maxSupportedTransactionVersion: 0,
+          encoding: 'json',
+        })
         .send(),
     );
     localnet.advanceSlots(301);

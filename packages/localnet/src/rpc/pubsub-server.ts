@@ -117,10 +117,10 @@ export class PubSubServer implements ChainListener {
       if (kind !== undefined) return { jsonrpc: '2.0', result: this.unsubscribe(connection, kind, list), id };
       const subscribe = this.subscribeMethods[method];
       if (!subscribe) return errorResponse(id, methodNotFound());
+      const sub = subscribe(ws, list);
       if (connection.subscriptions.size >= MAX_SUBSCRIPTIONS_PER_CONNECTION) {
         throw new RpcError(-32603, 'Internal Error: Subscription refused. Node subscription limit reached');
       }
-      const sub = subscribe(ws, list);
       connection.subscriptions.set(sub.id, sub);
       this.add(sub);
       // Answer first, then catch up on what already happened (e.g. a signature that already landed).

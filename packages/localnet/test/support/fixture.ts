@@ -7,6 +7,8 @@ import {
   AccountRole,
   type Address,
   appendTransactionMessageInstructions,
+  type Base64EncodedWireTransaction,
+  type Blockhash,
   createSolanaRpc,
   createSolanaRpcSubscriptions,
   createTransactionMessage,
@@ -16,6 +18,10 @@ import {
   type KeyPairSigner,
   lamports,
   pipe,
+  type Rpc,
+  type RpcSubscriptions,
+  type SolanaRpcApi,
+  type SolanaRpcSubscriptionsApi,
   setTransactionMessageFeePayerSigner,
   setTransactionMessageLifetimeUsingBlockhash,
   signTransactionMessageWithSigners,
@@ -27,8 +33,8 @@ export const LAMPORTS_PER_SOL = 1_000_000_000n;
 
 export interface Harness {
   readonly localnet: Localnet;
-  readonly rpc: ReturnType<typeof createSolanaRpc>;
-  readonly rpcSubscriptions: ReturnType<typeof createSolanaRpcSubscriptions>;
+  readonly rpc: Rpc<SolanaRpcApi>;
+  readonly rpcSubscriptions: RpcSubscriptions<SolanaRpcSubscriptionsApi>;
   close(): Promise<void>;
 }
 
@@ -64,7 +70,7 @@ export async function signedTransfer(
   options: {
     extra?: Instruction[];
     reference?: Address;
-    blockhash?: { blockhash: string; lastValidBlockHeight: bigint };
+    blockhash?: { blockhash: Blockhash; lastValidBlockHeight: bigint };
   } = {},
 ) {
   const lifetime =
@@ -80,17 +86,15 @@ export async function signedTransfer(
   const message = pipe(
     createTransactionMessage({ version: 0 }),
     (m) => setTransactionMessageFeePayerSigner(from, m),
-    (m) =>
-      setTransactionMessageLifetimeUsingBlockhash(
-        lifetime as Parameters<typeof setTransactionMessageLifetimeUsingBlockhash>[0],
-        m,
-      ),
+    (m) => setTransactionMessageLifetimeUsingBlockhash(lifetime, m),
     (m) => appendTransactionMessageInstructions([...(options.extra ?? []), withReference], m),
   );
   return signTransactionMessageWithSigners(message);
 }
 
-export function wireBase64(tx: Parameters<typeof getBase64EncodedWireTransaction>[0]): string {
+export function wireBase64(
+  tx: Parameters<typeof getBase64EncodedWireTransaction>[0],
+): Base64EncodedWireTransaction {
   return getBase64EncodedWireTransaction(tx);
 }
 
