@@ -5,21 +5,26 @@ import type { NetworkRegistry } from './chains/network-registry.ts';
 import type { Config } from './config.ts';
 import { installAuthentication } from './http/plugins/authentication.ts';
 import { installErrorHandling } from './http/plugins/errors.ts';
+import { installIdempotency } from './http/plugins/idempotency.ts';
 import { installOpenApi } from './http/plugins/openapi.ts';
 import { installValidation } from './http/plugins/validation.ts';
 import { accountRoutes } from './http/routes/account.ts';
 import { faucetRoutes } from './http/routes/faucet.ts';
 import { healthRoutes, type ReadinessCheck } from './http/routes/health.ts';
 import { networkRoutes } from './http/routes/networks.ts';
+import { paymentRoutes } from './http/routes/payments.ts';
+import { walletRoutes } from './http/routes/wallets.ts';
+import { wellKnownRoutes } from './http/routes/well-known.ts';
 import './http/fastify-types.ts';
 import type { RateLimiter } from './ratelimit/rate-limiter.ts';
-import type { AccountService } from './services/account-service.ts';
-import { FaucetService } from './services/faucet-service.ts';
+import type { GatewayServices } from './services/gateway-services.ts';
+import type { Store } from './store/store.ts';
 import { GATE402_VERSION } from './version.ts';
 
 export interface AppDeps {
   readonly config: Pick<Config, 'bodyLimitBytes' | 'planAccess' | 'trustProxy'>;
-  readonly accounts: AccountService;
+  readonly store: Store;
+  readonly services: GatewayServices;
   readonly rateLimiter: RateLimiter;
   readonly networks: NetworkRegistry;
   /** What /readyz asks: storage always, then Redis and chains when configured. */
@@ -56,16 +61,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installValidation(app);
   installErrorHandling(app);
   await installOpenApi(app, GATE402_VERSION);
+  const { services } = deps;
   installAuthentication(app, {
-    accounts: deps.accounts,
+    accounts: services.accounts,
     rateLimiter: deps.rateLimiter,
     planAccess: deps.config.planAccess,
   });
+  installIdempotency(app, deps.store);
 
   await app.register(healthRoutes, { checks: deps.readiness });
+  await app.register(wellKnownRoutes, { proofs: services.proofs });
   await app.register(accountRoutes);
   await app.register(networkRoutes, { networks: deps.networks });
-  await app.register(faucetRoutes, { faucet: new FaucetService(deps.networks) });
+  await app.register(faucetRoutes, { faucet: services.faucet });
+  await app.register(walletRoutes, { wallets: services.wallets });
+  await app.register(paymentRoutes, services);
 
   return app;
 }

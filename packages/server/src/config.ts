@@ -104,6 +104,24 @@ export const SETTINGS = {
     fallback: () => 0,
     parse: integerIn(0, 3_600),
   }),
+  confirmTimeoutMs: setting({
+    env: 'PAYMENT_CONFIRM_TIMEOUT_MS',
+    description: 'How long POST /payment/send waits for `confirmed` before answering `submitted`.',
+    fallback: () => 20_000,
+    parse: integerIn(0, 120_000),
+  }),
+  proofMaxAgeSeconds: setting({
+    env: 'PROOF_MAX_AGE_SECONDS',
+    description: 'How old a gate402 payment proof may be when a seller redeems it.',
+    fallback: () => 3_600,
+    parse: integerIn(10, 30 * 24 * 3_600),
+  }),
+  reconcileIntervalMs: setting({
+    env: 'RECONCILE_INTERVAL_MS',
+    description: 'How often the background worker moves open payments forward (resend, confirm, expire).',
+    fallback: () => 1_000,
+    parse: integerIn(50, 60_000),
+  }),
   logLevel: setting({
     env: 'LOG_LEVEL',
     description: `One of ${LOG_LEVELS.join(', ')}.`,

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import { type DestinationStream, type Logger, pino } from 'pino';
 import { buildApp } from './app.ts';
@@ -9,9 +11,12 @@ import type { ReadinessCheck } from './http/routes/health.ts';
 import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.ts';
 import type { RateLimiter } from './ratelimit/rate-limiter.ts';
 import { RedisRateLimiter } from './ratelimit/redis-rate-limiter.ts';
-import { AccountService, type CreatedApiKey } from './services/account-service.ts';
+import type { AccountService, CreatedApiKey } from './services/account-service.ts';
+import { loadMasterKey } from './services/custody/master-key.ts';
+import { createServices } from './services/gateway-services.ts';
 import { openStore, storageLocation } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
+import { PaymentReconciler } from './workers/payment-reconciler.ts';
 
 export interface RunningServer {
   readonly app: FastifyInstance;
@@ -79,11 +84,29 @@ export async function startServer(
     const networks = new NetworkRegistry([solana.adapter, ...evm.adapters]);
     for (const chain of networks.all()) readiness.push({ name: chain.info.id, check: () => chain.ping() });
 
-    const accounts = new AccountService(store);
-    const demo = config.demoAccount ? await ensureDemoAccount(store, accounts) : undefined;
+    const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    const services = createServices({
+      store,
+      networks,
+      masterKey: loadMasterKey(config, (message) => logger.warn(message)),
+      instanceId,
+      confirmTimeoutMs: config.confirmTimeoutMs,
+      proofMaxAgeMs: config.proofMaxAgeSeconds * 1000,
+    });
+    const demo = config.demoAccount ? await ensureDemoAccount(store, services.accounts) : undefined;
 
-    const app = await buildApp({ config, accounts, rateLimiter, networks, readiness, logger });
+    const app = await buildApp({ config, store, services, rateLimiter, networks, readiness, logger });
     closers.unshift(() => app.close());
+    const reconciler = new PaymentReconciler({
+      store,
+      networks,
+      ledger: services.ledger,
+      instanceId,
+      intervalMs: config.reconcileIntervalMs,
+      log: (message, error) => logger.warn({ err: error }, message),
+    });
+    reconciler.start();
+    closers.unshift(() => reconciler.stop());
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : config.port;

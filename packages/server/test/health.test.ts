@@ -4,7 +4,7 @@ import { buildApp } from '../src/app.ts';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { loadConfig } from '../src/config.ts';
 import { MemoryRateLimiter } from '../src/ratelimit/memory-rate-limiter.ts';
-import { AccountService } from '../src/services/account-service.ts';
+import { createServices } from '../src/services/gateway-services.ts';
 import { openStore } from '../src/store/open-store.ts';
 import { startTestGateway } from './support/test-gateway.ts';
 
@@ -27,7 +27,15 @@ describe('health probes', () => {
     const { store } = await openStore({ kind: 'sqlite', file: ':memory:' });
     const app = await buildApp({
       config: loadConfig({}),
-      accounts: new AccountService(store),
+      store,
+      services: createServices({
+        store,
+        networks: new NetworkRegistry([]),
+        masterKey: new Uint8Array(32),
+        instanceId: 'test',
+        confirmTimeoutMs: 1_000,
+        proofMaxAgeMs: 1_000,
+      }),
       rateLimiter: new MemoryRateLimiter(),
       networks: new NetworkRegistry([]),
       readiness: [

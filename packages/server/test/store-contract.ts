@@ -191,7 +191,10 @@ export function describePaymentStoreContract(
       await store.accounts.insert(other);
       const wallet = aWallet(account.id, 'ADDR1');
       assert.equal(await store.wallets.insert(wallet), true);
-      assert.equal(await store.wallets.insert({ ...aWallet(other.id, 'ADDR1'), network: 'solana:other' }), false);
+      assert.equal(
+        await store.wallets.insert({ ...aWallet(other.id, 'ADDR1'), network: 'solana:other' }),
+        false,
+      );
       assert.equal(await store.wallets.insert({ ...aWallet(other.id, 'ADDR1'), family: 'evm' }), true);
       assert.deepEqual(await store.wallets.findByAddress('solana', 'ADDR1'), wallet);
       assert.deepEqual(await store.wallets.listByAccount(account.id), [wallet]);

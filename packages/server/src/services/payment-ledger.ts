@@ -17,18 +17,30 @@ export class PaymentLedger {
   ) {}
 
   /** Records a new payment; `event` is written with it (e.g. payment.received). */
-  async record(payment: PaymentRecord, options: { event?: EventType; lease?: PaymentLease } = {}): Promise<void> {
+  async record(
+    payment: PaymentRecord,
+    options: { event?: EventType; lease?: PaymentLease } = {},
+  ): Promise<void> {
     await this.store.transaction((tx) => this.recordIn(tx, payment, options.event, options.lease));
   }
 
   /** As `record`, inside a transaction the caller holds (e.g. with the proof it consumes). */
-  async recordIn(tx: Repositories, payment: PaymentRecord, event?: EventType, lease?: PaymentLease): Promise<void> {
+  async recordIn(
+    tx: Repositories,
+    payment: PaymentRecord,
+    event?: EventType,
+    lease?: PaymentLease,
+  ): Promise<void> {
     await tx.payments.insert(payment, lease);
     if (event !== undefined) await tx.events.append(this.event(payment, event));
   }
 
   /** Moves the payment to `to`; undefined when it had already left the states that lead there. */
-  async move(payment: PaymentRecord, to: PaymentStatus, changes: PaymentChanges = {}): Promise<PaymentRecord | undefined> {
+  async move(
+    payment: PaymentRecord,
+    to: PaymentStatus,
+    changes: PaymentChanges = {},
+  ): Promise<PaymentRecord | undefined> {
     return this.store.transaction(async (tx) => {
       const moved = await tx.payments.transition(payment.id, statusesBefore(to), to, changes, this.now());
       const type = moved === undefined ? undefined : eventFor(moved, to);

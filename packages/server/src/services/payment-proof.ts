@@ -61,12 +61,17 @@ export class PaymentProofs {
    */
   constructor(masterKey: Uint8Array, trustedKeys: readonly PublishedKey[] = []) {
     const seed = deriveKey(masterKey, 'gate402 proof attestation v1');
-    this.privateKey = createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
+    this.privateKey = createPrivateKey({
+      key: Buffer.concat([ED25519_PKCS8_PREFIX, seed]),
+      format: 'der',
+      type: 'pkcs8',
+    });
     const publicKey = createPublicKey(this.privateKey);
     const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
     this.ownKey = { kid: keyId(raw), alg: 'Ed25519', publicKey: raw.toString('base64url') };
     this.trusted.set(this.ownKey.kid, publicKey);
-    for (const key of trustedKeys) this.trusted.set(key.kid, publicKeyFromRaw(Buffer.from(key.publicKey, 'base64url')));
+    for (const key of trustedKeys)
+      this.trusted.set(key.kid, publicKeyFromRaw(Buffer.from(key.publicKey, 'base64url')));
   }
 
   /** The keys to publish: this instance's own. */
@@ -85,13 +90,19 @@ export class PaymentProofs {
       return { valid: false, reason: 'malformed' };
     }
     const bytes = Buffer.from(proof.slice(2), 'hex');
-    if (bytes.length <= 1 + SIGNATURE_BYTES || bytes[0] !== VERSION) return { valid: false, reason: 'malformed' };
+    if (bytes.length <= 1 + SIGNATURE_BYTES || bytes[0] !== VERSION)
+      return { valid: false, reason: 'malformed' };
     const payload = bytes.subarray(1, bytes.length - SIGNATURE_BYTES);
     const claims = parseClaims(payload);
     if (claims === undefined) return { valid: false, reason: 'malformed' };
     const key = this.trusted.get(claims.kid);
     if (key === undefined) return { valid: false, reason: 'unknown_issuer' };
-    const ok = verify(null, Buffer.concat([DOMAIN, payload]), key, bytes.subarray(bytes.length - SIGNATURE_BYTES));
+    const ok = verify(
+      null,
+      Buffer.concat([DOMAIN, payload]),
+      key,
+      bytes.subarray(bytes.length - SIGNATURE_BYTES),
+    );
     return ok ? { valid: true, claims } : { valid: false, reason: 'bad_signature' };
   }
 }
@@ -105,7 +116,8 @@ function parseClaims(payload: Buffer): ProofClaims | undefined {
   }
   if (typeof value !== 'object' || value === null) return undefined;
   const c = value as Record<string, unknown>;
-  const text = (k: string) => typeof c[k] === 'string' && (c[k] as string).length > 0 && (c[k] as string).length <= 200;
+  const text = (k: string) =>
+    typeof c[k] === 'string' && (c[k] as string).length > 0 && (c[k] as string).length <= 200;
   const optionalText = (k: string) => c[k] === undefined || text(k);
   if (
     c.v !== 1 ||
@@ -134,5 +146,9 @@ function keyId(rawPublicKey: Buffer): string {
 
 function publicKeyFromRaw(raw: Buffer): KeyObject {
   if (raw.length !== 32) throw new Error('an Ed25519 public key is 32 bytes');
-  return createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), raw]), format: 'der', type: 'spki' });
+  return createPublicKey({
+    key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), raw]),
+    format: 'der',
+    type: 'spki',
+  });
 }

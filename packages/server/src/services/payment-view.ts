@@ -21,7 +21,11 @@ export interface PaymentView {
 /**
  * @param currentBlockHeight the chain's height now; confirmations count the payment's own block as 1.
  */
-export function paymentView(payment: PaymentRecord, decimals: number, currentBlockHeight?: bigint): PaymentView {
+export function paymentView(
+  payment: PaymentRecord,
+  decimals: number,
+  currentBlockHeight?: bigint,
+): PaymentView {
   const view: PaymentView = {
     paymentId: payment.id,
     type: payment.direction,

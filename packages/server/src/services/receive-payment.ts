@@ -74,7 +74,8 @@ export class ReceivePaymentService {
     if (claims.sig === undefined) {
       throw invalidProof('the proof names no transaction yet');
     }
-    const timeoutMs = Math.min(input.timeout ?? DEFAULT_RECEIVE_TIMEOUT_SECONDS, MAX_RECEIVE_TIMEOUT_SECONDS) * 1000;
+    const timeoutMs =
+      Math.min(input.timeout ?? DEFAULT_RECEIVE_TIMEOUT_SECONDS, MAX_RECEIVE_TIMEOUT_SECONDS) * 1000;
     const tx = await this.confirmedTransaction(chain, claims.sig, timeoutMs);
     if (tx.error !== null) throw verificationFailed('the transaction failed on chain', 'failed_on_chain');
     const received = tx.nativeTransfers
@@ -88,7 +89,10 @@ export class ReceivePaymentService {
       );
     }
     if (!tx.memos.some((memo) => memo.includes(claims.pid))) {
-      throw invalidProof('the transaction does not carry the payment id the proof names', 'payment_id_mismatch');
+      throw invalidProof(
+        'the transaction does not carry the payment id the proof names',
+        'payment_id_mismatch',
+      );
     }
 
     const blockHeight = await chain.blockHeightOf(tx.slot).catch(() => null);
@@ -122,7 +126,8 @@ export class ReceivePaymentService {
       confirmedAt: at,
     };
     const consumed = await this.deps.store.transaction(async (repos) => {
-      if (!(await repos.proofs.consume(`${chain.info.id}:${claims.sig}`, payment.id, accountId, at))) return false;
+      if (!(await repos.proofs.consume(`${chain.info.id}:${claims.sig}`, payment.id, accountId, at)))
+        return false;
       await this.deps.ledger.recordIn(repos, payment, 'payment.received');
       return true;
     });
@@ -154,8 +159,10 @@ export class ReceivePaymentService {
       throw invalidProof(reasons[check.reason], check.reason);
     }
     const { claims } = check;
-    if (claims.to !== input.walletAddress) throw invalidProof('the proof pays another recipient', 'recipient_mismatch');
-    if (this.now() - claims.iat > this.deps.proofMaxAgeMs) throw invalidProof('the payment proof has expired', 'expired');
+    if (claims.to !== input.walletAddress)
+      throw invalidProof('the proof pays another recipient', 'recipient_mismatch');
+    if (this.now() - claims.iat > this.deps.proofMaxAgeMs)
+      throw invalidProof('the payment proof has expired', 'expired');
     if (input.resource !== undefined && claims.res !== undefined && input.resource !== claims.res) {
       throw invalidProof('the proof pays for another resource', 'resource_mismatch');
     }
@@ -163,17 +170,25 @@ export class ReceivePaymentService {
   }
 
   /** The transaction once confirmed, waiting up to `timeoutMs` for it to land and confirm. */
-  private async confirmedTransaction(chain: ChainAdapter, signature: string, timeoutMs: number): Promise<ChainTransaction> {
+  private async confirmedTransaction(
+    chain: ChainAdapter,
+    signature: string,
+    timeoutMs: number,
+  ): Promise<ChainTransaction> {
     const deadline = this.now() + timeoutMs;
     for (;;) {
       const status = await chain.getSignatureStatus(signature);
-      if (status?.status === 'failed') throw verificationFailed('the transaction failed on chain', 'failed_on_chain');
+      if (status?.status === 'failed')
+        throw verificationFailed('the transaction failed on chain', 'failed_on_chain');
       if (status?.status === 'confirmed' || status?.status === 'finalized') {
         const tx = await chain.getTransaction(signature);
         if (tx !== undefined) return tx;
       }
       if (this.now() >= deadline) {
-        throw verificationFailed(`the transaction was not confirmed within ${Math.round(timeoutMs / 1000)} s`, 'not_found');
+        throw verificationFailed(
+          `the transaction was not confirmed within ${Math.round(timeoutMs / 1000)} s`,
+          'not_found',
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }

@@ -16,7 +16,7 @@ export interface SendInput {
   readonly recipientAddress: string;
   readonly amount: number;
   readonly resource?: string | undefined;
-  readonly metadata?: Record<string, unknown> | undefined;
+  readonly metadata?: object | undefined;
   readonly priorityFee?: number | undefined;
   readonly network?: string | undefined;
 }
@@ -74,7 +74,11 @@ export class SendPaymentService {
       if (earlier !== undefined) return this.settle(earlier, this.chainOf(earlier));
     }
 
-    const chain = networks.resolve({ address: input.walletAddress, network: input.network, field: 'walletAddress' });
+    const chain = networks.resolve({
+      address: input.walletAddress,
+      network: input.network,
+      field: 'walletAddress',
+    });
     const { family, nativeCurrency } = chain.info;
     if (addressFamily(input.recipientAddress) !== family) {
       throw new GatewayError('INVALID_RECIPIENT', {
@@ -106,7 +110,12 @@ export class SendPaymentService {
     const balance = await chain.getBalance(input.walletAddress);
     if (balance < amount + prepared.fee) {
       signer.secretKey.fill(0);
-      throw insufficientBalance(balance, amount + prepared.fee, nativeCurrency.decimals, nativeCurrency.symbol);
+      throw insufficientBalance(
+        balance,
+        amount + prepared.fee,
+        nativeCurrency.decimals,
+        nativeCurrency.symbol,
+      );
     }
     const signed = await chain.sign(prepared, signer.secretKey);
     signer.secretKey.fill(0);
@@ -125,7 +134,7 @@ export class SendPaymentService {
       amount,
       fee: prepared.fee,
       resource: input.resource ?? null,
-      metadata: input.metadata ?? null,
+      metadata: (input.metadata as Record<string, unknown> | undefined) ?? null,
       signature: signed.signature,
       reference: null,
       signedTransaction: Buffer.from(signed.wire).toString('base64'),
@@ -151,7 +160,11 @@ export class SendPaymentService {
     return result;
   }
 
-  private async broadcast(chain: ChainAdapter, payment: PaymentRecord, wire: Uint8Array): Promise<PaymentRecord> {
+  private async broadcast(
+    chain: ChainAdapter,
+    payment: PaymentRecord,
+    wire: Uint8Array,
+  ): Promise<PaymentRecord> {
     try {
       await chain.broadcast(wire);
     } catch (error) {
@@ -166,7 +179,11 @@ export class SendPaymentService {
         }
         case 'blockhash_expired':
           await this.deps.ledger.move(payment, 'expired', { error: 'blockhash expired before broadcast' });
-          throw failed(payment, 'expired', 'the transaction expired before it could be sent; nothing was paid');
+          throw failed(
+            payment,
+            'expired',
+            'the transaction expired before it could be sent; nothing was paid',
+          );
         case 'rejected':
         case 'invalid_transaction':
           await this.deps.ledger.move(payment, 'failed', { error: error.message });
@@ -196,7 +213,11 @@ export class SendPaymentService {
     return this.result(current, chain);
   }
 
-  private async applyOutcome(payment: PaymentRecord, chain: ChainAdapter, outcome: ConfirmationOutcome): Promise<PaymentRecord> {
+  private async applyOutcome(
+    payment: PaymentRecord,
+    chain: ChainAdapter,
+    outcome: ConfirmationOutcome,
+  ): Promise<PaymentRecord> {
     switch (outcome.status) {
       case 'confirmed':
       case 'finalized': {
@@ -209,9 +230,16 @@ export class SendPaymentService {
         return moved ?? this.reload(payment);
       }
       case 'failed':
-        return (await this.deps.ledger.move(payment, 'failed', { slot: outcome.slot, error: outcome.error })) ?? this.reload(payment);
+        return (
+          (await this.deps.ledger.move(payment, 'failed', { slot: outcome.slot, error: outcome.error })) ??
+          this.reload(payment)
+        );
       case 'expired':
-        return (await this.deps.ledger.move(payment, 'expired', { error: 'blockhash expired before the transaction landed' })) ?? this.reload(payment);
+        return (
+          (await this.deps.ledger.move(payment, 'expired', {
+            error: 'blockhash expired before the transaction landed',
+          })) ?? this.reload(payment)
+        );
       case 'pending':
         return this.reload(payment);
     }
@@ -250,7 +278,8 @@ export class SendPaymentService {
 
   private chainOf(payment: PaymentRecord): ChainAdapter {
     const chain = this.deps.networks.get(payment.network);
-    if (chain === undefined) throw new Error(`payment ${payment.id} is on ${payment.network}, which is not configured`);
+    if (chain === undefined)
+      throw new Error(`payment ${payment.id} is on ${payment.network}, which is not configured`);
     return chain;
   }
 }
@@ -260,7 +289,12 @@ export function estimatedConfirmation(chain: ChainAdapter): string {
   return chain.info.family === 'solana' ? '1-2 seconds' : '2-15 seconds';
 }
 
-function insufficientBalance(balance: bigint | undefined, needed: bigint, decimals: number, symbol: string): GatewayError {
+function insufficientBalance(
+  balance: bigint | undefined,
+  needed: bigint,
+  decimals: number,
+  symbol: string,
+): GatewayError {
   const need = `${atomicToDecimalText(needed, decimals)} ${symbol}`;
   return new GatewayError('INSUFFICIENT_BALANCE', {
     message:

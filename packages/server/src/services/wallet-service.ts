@@ -36,10 +36,14 @@ export class WalletService {
     private readonly now: () => number = Date.now,
   ) {}
 
-  async create(accountId: string, input: { chain: string; network?: string | undefined }): Promise<WalletView> {
+  async create(
+    accountId: string,
+    input: { chain: string; network?: string | undefined },
+  ): Promise<WalletView> {
     const family = validFamily(input.chain);
     const generate = KEYPAIR_GENERATORS[family];
-    if (generate === undefined) throw invalidParameters({ chain: `custodial ${family} wallets are not supported yet` });
+    if (generate === undefined)
+      throw invalidParameters({ chain: `custodial ${family} wallets are not supported yet` });
     const network = this.networkFor(family, input.network);
     const keypair = generate();
     const wallet: WalletRecord = {
@@ -53,7 +57,8 @@ export class WalletService {
       createdAt: this.now(),
     };
     keypair.secretKey.fill(0);
-    if (!(await this.store.wallets.insert(wallet))) throw new Error('a freshly generated address already exists');
+    if (!(await this.store.wallets.insert(wallet)))
+      throw new Error('a freshly generated address already exists');
     return view(wallet);
   }
 
@@ -62,7 +67,8 @@ export class WalletService {
     input: { chain: string; address: string; network?: string | undefined },
   ): Promise<WalletView> {
     const family = validFamily(input.chain);
-    if (addressFamily(input.address) !== family) throw invalidParameters({ address: `must be a ${family} address` });
+    if (addressFamily(input.address) !== family)
+      throw invalidParameters({ address: `must be a ${family} address` });
     const wallet: WalletRecord = {
       id: newId('wal'),
       accountId,
@@ -117,7 +123,10 @@ export class WalletService {
         details: { walletAddress: 'is watch-only' },
       });
     }
-    return { wallet, secretKey: this.secrets.open(wallet.encryptedSecret, sealContext(wallet.family, wallet.address)) };
+    return {
+      wallet,
+      secretKey: this.secrets.open(wallet.encryptedSecret, sealContext(wallet.family, wallet.address)),
+    };
   }
 
   private chainFor(wallet: WalletRecord) {
@@ -129,9 +138,9 @@ export class WalletService {
   }
 
   private networkFor(family: ChainFamily, requested: string | undefined): string | null {
-    const match = this.networks.list().find((n) =>
-      requested === undefined ? n.family === family && n.isDefault : n.id === requested,
-    );
+    const match = this.networks
+      .list()
+      .find((n) => (requested === undefined ? n.family === family && n.isDefault : n.id === requested));
     if (requested !== undefined && (match === undefined || match.family !== family)) {
       throw invalidParameters({ network: `is not a configured ${family} network; see GET /networks` });
     }

@@ -200,7 +200,8 @@ export interface PaymentRepository {
     until: number,
     limit: number,
   ): Promise<PaymentRecord[]>;
-  releaseLease(id: string, owner: string): Promise<void>;
+  /** Ends `owner`'s lease; with `notBefore`, workers leave the payment alone until then (back-off). */
+  releaseLease(id: string, owner: string, notBefore?: number): Promise<void>;
 }
 
 export interface ProofRepository {

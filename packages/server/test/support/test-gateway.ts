@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { NetworkRegistry } from '../../src/chains/network-registry.ts';
@@ -5,7 +6,8 @@ import { loadConfig } from '../../src/config.ts';
 import type { PlanAccess } from '../../src/domain/plan-access.ts';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.ts';
 import type { RateLimiter } from '../../src/ratelimit/rate-limiter.ts';
-import { AccountService } from '../../src/services/account-service.ts';
+import type { AccountService } from '../../src/services/account-service.ts';
+import { createServices, type GatewayServices } from '../../src/services/gateway-services.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import type { Store } from '../../src/store/store.ts';
 import { type TempStorage, tempSqlite } from './databases.ts';
@@ -13,7 +15,9 @@ import { type TempStorage, tempSqlite } from './databases.ts';
 export interface TestGateway {
   readonly app: FastifyInstance;
   readonly store: Store;
+  readonly services: GatewayServices;
   readonly accounts: AccountService;
+  readonly masterKey: Uint8Array;
   /** Creates an account with one key and returns both; the key is the secret. */
   newCaller(
     plan?: 'standard' | 'premium' | 'enterprise',
@@ -29,6 +33,10 @@ export interface TestGatewayOptions {
   readonly rateLimiter?: RateLimiter;
   /** Chains the gateway talks to; none by default. */
   readonly networks?: NetworkRegistry;
+  /** Share one with another gateway to share custodial wallets and proof keys. Default: a fresh one. */
+  readonly masterKey?: Uint8Array;
+  readonly confirmTimeoutMs?: number;
+  readonly proofMaxAgeMs?: number;
   readonly planAccess?: PlanAccess;
   readonly bodyLimitBytes?: number;
   readonly logger?: FastifyBaseLogger;
@@ -40,7 +48,16 @@ export interface TestGatewayOptions {
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
   const storage = options.storage ?? tempSqlite();
   const { store } = await openStore(storage.location);
-  const accounts = new AccountService(store);
+  const networks = options.networks ?? new NetworkRegistry([]);
+  const masterKey = options.masterKey ?? new Uint8Array(randomBytes(32));
+  const services = createServices({
+    store,
+    networks,
+    masterKey,
+    instanceId: `test-${randomBytes(3).toString('hex')}`,
+    confirmTimeoutMs: options.confirmTimeoutMs ?? 10_000,
+    proofMaxAgeMs: options.proofMaxAgeMs ?? 3_600_000,
+  });
   const rateLimiter = options.rateLimiter ?? new MemoryRateLimiter();
   const defaults = loadConfig({});
   const app = await buildApp({
@@ -49,18 +66,22 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       planAccess: options.planAccess ?? defaults.planAccess,
       trustProxy: false,
     },
-    accounts,
+    store,
+    services,
     rateLimiter,
-    networks: options.networks ?? new NetworkRegistry([]),
+    networks,
     readiness: [{ name: 'storage', check: () => store.ping() }],
     ...(options.logger === undefined ? {} : { logger: options.logger }),
   });
   options.extraRoutes?.(app);
   await app.ready();
+  const accounts = services.accounts;
   return {
     app,
     store,
+    services,
     accounts,
+    masterKey,
     newCaller: async (plan = 'standard', rateLimit) => {
       const account = await accounts.createAccount({
         name: `test ${plan}`,

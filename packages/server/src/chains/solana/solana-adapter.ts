@@ -212,7 +212,8 @@ export class SolanaAdapter implements ChainAdapter {
         })
         .send(),
     );
-    if (block === null || block.blockHeight === null) throw new ChainError('unavailable', `no block at slot ${slot}`);
+    if (block === null || block.blockHeight === null)
+      throw new ChainError('unavailable', `no block at slot ${slot}`);
     return block.blockHeight;
   }
 

@@ -20,12 +20,15 @@ export function loadMasterKey(
 ): Uint8Array {
   if (config.masterKey !== undefined) return config.masterKey;
   if (config.databaseUrl !== undefined) {
-    throw new Error('GATE402_MASTER_KEY must be set when DATABASE_URL is set (every instance needs the same key)');
+    throw new Error(
+      'GATE402_MASTER_KEY must be set when DATABASE_URL is set (every instance needs the same key)',
+    );
   }
   const file = join(config.dataDir, MASTER_KEY_FILE);
   if (existsSync(file)) {
     const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
-    if (key.length !== MASTER_KEY_BYTES) throw new Error(`${file} does not hold a ${MASTER_KEY_BYTES}-byte key`);
+    if (key.length !== MASTER_KEY_BYTES)
+      throw new Error(`${file} does not hold a ${MASTER_KEY_BYTES}-byte key`);
     return new Uint8Array(key);
   }
   mkdirSync(config.dataDir, { recursive: true });

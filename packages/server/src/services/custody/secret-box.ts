@@ -15,7 +15,8 @@ export class SecretBox {
   private readonly key: Buffer;
 
   constructor(masterKey: Uint8Array) {
-    if (masterKey.length !== MASTER_KEY_BYTES) throw new Error(`the master key must be ${MASTER_KEY_BYTES} bytes`);
+    if (masterKey.length !== MASTER_KEY_BYTES)
+      throw new Error(`the master key must be ${MASTER_KEY_BYTES} bytes`);
     this.key = deriveKey(masterKey, 'gate402 wallet secrets v1');
   }
 
@@ -35,7 +36,9 @@ export class SecretBox {
     const decipher = createDecipheriv('aes-256-gcm', this.key, bytes.subarray(0, IV_BYTES));
     decipher.setAAD(Buffer.from(context, 'utf8'));
     decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
-    return new Uint8Array(Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]));
+    return new Uint8Array(
+      Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]),
+    );
   }
 }
 

@@ -1,7 +1,13 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { PaymentDirection, PaymentMode, PaymentStatus } from '../../domain/payment-status.ts';
 import type { Database, PaymentsTable } from '../database-schema.ts';
-import type { HistoryQuery, PaymentChanges, PaymentLease, PaymentRecord, PaymentRepository } from '../store.ts';
+import type {
+  HistoryQuery,
+  PaymentChanges,
+  PaymentLease,
+  PaymentRecord,
+  PaymentRepository,
+} from '../store.ts';
 
 export class KyselyPaymentRepository implements PaymentRepository {
   constructor(private readonly db: Kysely<Database>) {}
@@ -139,10 +145,10 @@ export class KyselyPaymentRepository implements PaymentRepository {
     return leased;
   }
 
-  async releaseLease(id: string, owner: string): Promise<void> {
+  async releaseLease(id: string, owner: string, notBefore?: number): Promise<void> {
     await this.db
       .updateTable('payments')
-      .set({ lease_owner: null, lease_until: null })
+      .set({ lease_owner: null, lease_until: notBefore ?? null })
       .where('id', '=', id)
       .where('lease_owner', '=', owner)
       .execute();

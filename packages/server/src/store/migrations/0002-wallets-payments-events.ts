@@ -19,11 +19,11 @@ export const walletsPaymentsEvents: Migration = {
       .addColumn('encrypted_secret', 'text')
       .addColumn('created_at', 'bigint', (c) => c.notNull())
       .execute();
-    // One owner per address on a network: nobody can claim payments to someone else's wallet.
+    // One owner per address: nobody can claim payments to someone else's wallet.
     await db.schema
-      .createIndex('wallets_network_address')
+      .createIndex('wallets_family_address')
       .on('wallets')
-      .columns(['network', 'address'])
+      .columns(['family', 'address'])
       .unique()
       .execute();
     await db.schema.createIndex('wallets_account').on('wallets').columns(['account_id', 'id']).execute();

@@ -1,0 +1,76 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
+import type { Store } from '../../store/store.ts';
+import { callerOf } from './authentication.ts';
+
+/** Keys are kept this long (at least the 24 hours payment users expect). */
+export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
+/** A first request still running after this long is presumed dead, and its key may be claimed again. */
+const CLAIM_TTL_MS = 5 * 60 * 1000;
+const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** POST routes that move money honour the Idempotency-Key header. */
+    idempotent?: boolean;
+  }
+  interface FastifyRequest {
+    idempotencyKey?: string;
+  }
+}
+
+/**
+ * Idempotency-Key on routes marked `idempotent` (Stripe semantics): the same key with the same body
+ * answers what the first request answered; the same key with another body is 422
+ * IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. Keys are
+ * scoped to the account. Answers are stored whatever they were, errors included, so a retry never
+ * does twice what the first attempt did; only a refusal before the handler ran (auth, rate limit,
+ * validation) leaves the key free.
+ */
+export function installIdempotency(app: FastifyInstance, store: Store, now: () => number = Date.now): void {
+  app.addHook('preHandler', async (request, reply) => {
+    if (!request.routeOptions.config.idempotent) return;
+    const key = request.headers['idempotency-key'];
+    if (key === undefined) return;
+    if (typeof key !== 'string' || !KEY_SHAPE.test(key)) {
+      throw invalidParameters({ 'Idempotency-Key': 'must be 1 to 255 printable characters' });
+    }
+    const { account } = callerOf(request);
+    const at = now();
+    const claim = await store.idempotency.claim(account.id, key, requestHash(request), at, at + CLAIM_TTL_MS);
+    switch (claim.state) {
+      case 'claimed':
+        request.idempotencyKey = key;
+        return;
+      case 'in_progress':
+        throw new GatewayError('IDEMPOTENCY_KEY_IN_USE', { retryAfter: 1 });
+      case 'mismatch':
+        throw new GatewayError('IDEMPOTENCY_KEY_REUSED', {
+          details: { 'Idempotency-Key': 'was used with another request' },
+        });
+      case 'completed':
+        return replay(reply, claim.status, claim.body);
+    }
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    const key = request.idempotencyKey;
+    if (key === undefined || request.caller === undefined) return payload;
+    await store.idempotency.complete(request.caller.account.id, key, reply.statusCode, String(payload));
+    return payload;
+  });
+}
+
+function replay(reply: FastifyReply, status: number, body: string): FastifyReply {
+  return reply.code(status).header('idempotent-replayed', 'true').type('application/json').send(body);
+}
+
+function requestHash(request: FastifyRequest): string {
+  return createHash('sha256')
+    .update(
+      `${request.method} ${request.routeOptions.url ?? request.url}\n${JSON.stringify(request.params)}\n`,
+    )
+    .update(JSON.stringify(request.body ?? null))
+    .digest('hex');
+}

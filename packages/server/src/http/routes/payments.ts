@@ -1,0 +1,245 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { invalidParameters } from '../../domain/gateway-error.ts';
+import { PAYMENT_STATUSES } from '../../domain/payment-status.ts';
+import { MAX_PROOF_HEX_LENGTH } from '../../services/payment-proof.ts';
+import type { PaymentQueryService } from '../../services/payment-query.ts';
+import { MAX_RECEIVE_TIMEOUT_SECONDS, type ReceivePaymentService } from '../../services/receive-payment.ts';
+import type { SendPaymentService } from '../../services/send-payment.ts';
+import { callerOf } from '../plugins/authentication.ts';
+
+const MAX_METADATA_BYTES = 4096;
+
+const Address = (description: string) => Type.String({ minLength: 1, maxLength: 100, description });
+const Resource = Type.String({ format: 'uri', maxLength: 2048, description: 'The protected resource URL.' });
+const Network = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  description: 'CAIP-2 network id; default: the default network of the address family (GET /networks).',
+});
+const Metadata = Type.Object(
+  {},
+  {
+    additionalProperties: true,
+    maxProperties: 50,
+    description: `Free-form object (description, referenceId, …), at most ${MAX_METADATA_BYTES} bytes as JSON.`,
+  },
+);
+
+const SendBody = Type.Object(
+  {
+    walletAddress: Address('Sender: one of your custodial wallets (Solana base58 or EVM 0x…).'),
+    recipientAddress: Address('Recipient wallet address.'),
+    amount: Type.Number({ minimum: 0.001, maximum: 100, description: 'Native currency (SOL, ETH).' }),
+    resource: Type.Optional(Resource),
+    metadata: Type.Optional(Metadata),
+    priorityFee: Type.Optional(
+      Type.Number({
+        minimum: 0.00001,
+        maximum: 0.01,
+        description: 'Total priority fee in native currency; default: from recent fees on the network.',
+      }),
+    ),
+    network: Type.Optional(Network),
+  },
+  { additionalProperties: false },
+);
+
+const SendResult = Type.Object(
+  {
+    success: Type.Literal(true),
+    paymentId: Type.String(),
+    signature: Type.String(),
+    amount: Type.Number(),
+    recipient: Type.String(),
+    status: Type.String({
+      description: '`confirmed`, or `submitted` when confirmation took longer than the wait.',
+    }),
+    blockHeight: Type.Union([Type.Integer(), Type.Null()]),
+    timestamp: Type.Integer({ description: 'Unix ms.' }),
+    estimatedConfirmation: Type.String(),
+    paymentProof: Type.String({ description: 'gate402 proof, `0x` hex; give it to the seller (X-PAYMENT).' }),
+    network: Type.String(),
+  },
+  { $id: 'SendResult', title: 'SendResult' },
+);
+
+const ReceiveBody = Type.Object(
+  {
+    walletAddress: Address('Receiving wallet: one of your wallets (custodial or watch-only).'),
+    paymentProof: Type.String({
+      minLength: 1,
+      maxLength: MAX_PROOF_HEX_LENGTH,
+      description: 'From the payment header.',
+    }),
+    expectedAmount: Type.Number({
+      exclusiveMinimum: 0,
+      maximum: 1_000_000_000,
+      description: 'Native currency.',
+    }),
+    resource: Type.Optional(Resource),
+    facilitatorUrl: Type.Optional(
+      Type.String({ format: 'uri', maxLength: 2048, description: 'x402 facilitator for x402 payloads.' }),
+    ),
+    timeout: Type.Optional(
+      Type.Number({ minimum: 1, maximum: MAX_RECEIVE_TIMEOUT_SECONDS, description: 'Seconds; default 30.' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const ReceiveResult = Type.Object(
+  {
+    success: Type.Literal(true),
+    verified: Type.Literal(true),
+    paymentId: Type.String({ description: "The seller's own payment id for this receipt." }),
+    signature: Type.String(),
+    amountReceived: Type.Number(),
+    sender: Type.String(),
+    status: Type.String(),
+    blockHeight: Type.Union([Type.Integer(), Type.Null()]),
+    timestamp: Type.Integer(),
+    verificationTime: Type.String({ examples: ['42ms'] }),
+    network: Type.String(),
+  },
+  { $id: 'ReceiveResult', title: 'ReceiveResult' },
+);
+
+const PaymentSchema = Type.Object(
+  {
+    paymentId: Type.String(),
+    type: Type.Union([Type.Literal('sent'), Type.Literal('received')]),
+    network: Type.String(),
+    signature: Type.Union([Type.String(), Type.Null()]),
+    status: Type.String({ enum: [...PAYMENT_STATUSES] }),
+    amount: Type.Number(),
+    sender: Type.String(),
+    recipient: Type.String(),
+    resource: Type.Optional(Type.String()),
+    blockHeight: Type.Union([Type.Integer(), Type.Null()]),
+    confirmations: Type.Integer({ description: 'Blocks since (and including) the one holding the payment.' }),
+    timestamp: Type.Integer(),
+    metadata: Type.Optional(Type.Object({}, { additionalProperties: true })),
+  },
+  { $id: 'Payment', title: 'Payment' },
+);
+
+const HistoryEntry = Type.Object({
+  paymentId: Type.String(),
+  type: Type.Union([Type.Literal('sent'), Type.Literal('received')]),
+  amount: Type.Number(),
+  recipient: Type.Optional(Type.String()),
+  sender: Type.Optional(Type.String()),
+  resource: Type.Optional(Type.String()),
+  status: Type.String(),
+  timestamp: Type.Integer(),
+  signature: Type.Union([Type.String(), Type.Null()]),
+  network: Type.String(),
+});
+
+export interface PaymentRouteDeps {
+  readonly send: SendPaymentService;
+  readonly receive: ReceivePaymentService;
+  readonly query: PaymentQueryService;
+}
+
+/** Lightning mode (spec §4.1–4.4). */
+export async function paymentRoutes(app: FastifyInstance, deps: PaymentRouteDeps) {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  r.post(
+    '/payment/send',
+    {
+      config: { feature: 'payments', idempotent: true },
+      schema: {
+        tags: ['payments'],
+        summary: 'Pay from a custodial wallet: the gateway checks, builds, signs and broadcasts.',
+        description:
+          'Waits for `confirmed` for a bounded time; a slower confirmation answers `submitted` and the payment confirms later (see status). Send an `Idempotency-Key` header to retry safely.',
+        body: SendBody,
+        response: { 200: SendResult },
+      },
+    },
+    async (request) => {
+      const { account } = callerOf(request);
+      const body = request.body;
+      if (
+        body.metadata !== undefined &&
+        Buffer.byteLength(JSON.stringify(body.metadata)) > MAX_METADATA_BYTES
+      ) {
+        throw invalidParameters({ metadata: `must be at most ${MAX_METADATA_BYTES} bytes as JSON` });
+      }
+      return deps.send.send(account.id, body, request.idempotencyKey);
+    },
+  );
+
+  r.post(
+    '/payment/receive',
+    {
+      config: { feature: 'payments', idempotent: true },
+      schema: {
+        tags: ['payments'],
+        summary: 'Verify a payment proof for one of your wallets and record the payment (once per proof).',
+        body: ReceiveBody,
+        response: { 200: ReceiveResult },
+      },
+    },
+    async (request) => deps.receive.receive(callerOf(request).account.id, request.body),
+  );
+
+  r.get(
+    '/payment/status/:paymentId',
+    {
+      config: { feature: 'status' },
+      schema: {
+        tags: ['payments'],
+        summary: 'A payment of your account, with confirmations from the chain.',
+        params: Type.Object({
+          paymentId: Type.String({
+            pattern: '^pay_[0-9A-HJKMNP-TV-Z]{26}$',
+            'x-error': 'must be a payment id (pay_…)',
+          }),
+        }),
+        response: { 200: PaymentSchema },
+      },
+    },
+    async (request) => deps.query.status(callerOf(request).account.id, request.params.paymentId),
+  );
+
+  r.get(
+    '/payment/history/:walletAddress',
+    {
+      config: { feature: 'history' },
+      schema: {
+        tags: ['payments'],
+        summary: 'Sent and received payments of one of your wallets, newest first.',
+        params: Type.Object({ walletAddress: Address('One of your wallets.') }),
+        querystring: Type.Object(
+          {
+            type: Type.Union([Type.Literal('sent'), Type.Literal('received'), Type.Literal('all')], {
+              default: 'all',
+            }),
+            limit: Type.Integer({ minimum: 1, maximum: 500, default: 50 }),
+            offset: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 }),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({
+            walletAddress: Type.String(),
+            total: Type.Integer({ description: 'All matching payments.' }),
+            limit: Type.Integer(),
+            offset: Type.Integer(),
+            payments: Type.Array(HistoryEntry),
+          }),
+        },
+      },
+    },
+    async (request) =>
+      deps.query.history(callerOf(request).account.id, {
+        walletAddress: request.params.walletAddress,
+        ...request.query,
+      }),
+  );
+}

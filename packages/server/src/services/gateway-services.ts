@@ -1,0 +1,58 @@
+import type { NetworkRegistry } from '../chains/network-registry.ts';
+import type { Store } from '../store/store.ts';
+import { AccountService } from './account-service.ts';
+import { SecretBox } from './custody/secret-box.ts';
+import { FaucetService } from './faucet-service.ts';
+import { PaymentLedger } from './payment-ledger.ts';
+import { PaymentProofs, type PublishedKey } from './payment-proof.ts';
+import { PaymentQueryService } from './payment-query.ts';
+import { ReceivePaymentService } from './receive-payment.ts';
+import { SendPaymentService } from './send-payment.ts';
+import { WalletService } from './wallet-service.ts';
+
+/** Every service the delivery layers (HTTP, CLI, workers) use, built from the same parts. */
+export interface GatewayServices {
+  readonly accounts: AccountService;
+  readonly wallets: WalletService;
+  readonly faucet: FaucetService;
+  readonly proofs: PaymentProofs;
+  readonly ledger: PaymentLedger;
+  readonly send: SendPaymentService;
+  readonly receive: ReceivePaymentService;
+  readonly query: PaymentQueryService;
+}
+
+export interface ServiceParts {
+  readonly store: Store;
+  readonly networks: NetworkRegistry;
+  readonly masterKey: Uint8Array;
+  /** Names this process in payment leases. */
+  readonly instanceId: string;
+  readonly confirmTimeoutMs: number;
+  readonly proofMaxAgeMs: number;
+  readonly trustedProofKeys?: readonly PublishedKey[];
+  readonly now?: () => number;
+}
+
+export function createServices(parts: ServiceParts): GatewayServices {
+  const { store, networks } = parts;
+  const now = parts.now ?? Date.now;
+  const proofs = new PaymentProofs(parts.masterKey, parts.trustedProofKeys);
+  const wallets = new WalletService(store, networks, new SecretBox(parts.masterKey), now);
+  const ledger = new PaymentLedger(store, networks, now);
+  const common = { store, networks, wallets, proofs, ledger, now };
+  return {
+    accounts: new AccountService(store, now),
+    wallets,
+    faucet: new FaucetService(networks),
+    proofs,
+    ledger,
+    send: new SendPaymentService({
+      ...common,
+      instanceId: parts.instanceId,
+      confirmTimeoutMs: parts.confirmTimeoutMs,
+    }),
+    receive: new ReceivePaymentService({ ...common, proofMaxAgeMs: parts.proofMaxAgeMs }),
+    query: new PaymentQueryService(store, networks, wallets, now),
+  };
+}

@@ -1,0 +1,103 @@
+import type { NetworkRegistry } from '../chains/network-registry.ts';
+import { GatewayError } from '../domain/gateway-error.ts';
+import type { PaymentDirection } from '../domain/payment-status.ts';
+import type { PaymentRecord, Store } from '../store/store.ts';
+import { type PaymentView, paymentView } from './payment-view.ts';
+import type { WalletService } from './wallet-service.ts';
+
+/** How long a network's block height is reused for confirmation counts. */
+const HEIGHT_TTL_MS = 400;
+
+/** One entry of a wallet's history (spec §2.4). */
+export interface HistoryEntry {
+  paymentId: string;
+  type: PaymentDirection;
+  amount: number;
+  recipient?: string;
+  sender?: string;
+  resource?: string;
+  status: string;
+  timestamp: number;
+  signature: string | null;
+  network: string;
+}
+
+/** Status and history, always scoped to the caller's account. */
+export class PaymentQueryService {
+  private readonly heights = new Map<string, { at: number; height: Promise<bigint | undefined> }>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly networks: NetworkRegistry,
+    private readonly wallets: WalletService,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Another account's payment is answered exactly like a missing one: 404 PAYMENT_NOT_FOUND. */
+  async status(accountId: string, paymentId: string): Promise<PaymentView> {
+    const payment = await this.store.payments.get(paymentId);
+    if (payment === undefined || payment.accountId !== accountId) {
+      throw new GatewayError('PAYMENT_NOT_FOUND', { message: `No payment ${paymentId}.` });
+    }
+    return paymentView(payment, this.decimalsOf(payment), await this.currentHeight(payment.network));
+  }
+
+  async history(
+    accountId: string,
+    query: { walletAddress: string; type: 'sent' | 'received' | 'all'; limit: number; offset: number },
+  ): Promise<{
+    walletAddress: string;
+    total: number;
+    limit: number;
+    offset: number;
+    payments: HistoryEntry[];
+  }> {
+    await this.wallets.owned(accountId, query.walletAddress);
+    const { total, payments } = await this.store.payments.history({
+      accountId,
+      walletAddress: query.walletAddress,
+      direction: query.type === 'all' ? undefined : query.type,
+      limit: query.limit,
+      offset: query.offset,
+    });
+    return {
+      walletAddress: query.walletAddress,
+      total,
+      limit: query.limit,
+      offset: query.offset,
+      payments: payments.map((p) => this.entry(p)),
+    };
+  }
+
+  private entry(payment: PaymentRecord): HistoryEntry {
+    const view = paymentView(payment, this.decimalsOf(payment));
+    const entry: HistoryEntry = {
+      paymentId: view.paymentId,
+      type: payment.direction,
+      amount: view.amount,
+      status: view.status,
+      timestamp: view.timestamp,
+      signature: view.signature,
+      network: view.network,
+    };
+    if (payment.direction === 'sent') entry.recipient = payment.recipient;
+    else entry.sender = payment.sender;
+    if (view.resource !== undefined) entry.resource = view.resource;
+    return entry;
+  }
+
+  private decimalsOf(payment: PaymentRecord): number {
+    return this.networks.get(payment.network)?.info.nativeCurrency.decimals ?? 9;
+  }
+
+  /** The chain's height, shared by concurrent requests for a moment; undefined when unreachable. */
+  private currentHeight(network: string): Promise<bigint | undefined> {
+    const cached = this.heights.get(network);
+    if (cached !== undefined && this.now() - cached.at < HEIGHT_TTL_MS) return cached.height;
+    const chain = this.networks.get(network);
+    const height =
+      chain === undefined ? Promise.resolve(undefined) : chain.getBlockHeight().catch(() => undefined);
+    this.heights.set(network, { at: this.now(), height });
+    return height;
+  }
+}

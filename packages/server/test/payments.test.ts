@@ -1,0 +1,343 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from './support/payment-fixture.ts';
+
+const PAYMENT_ID = /^pay_[0-9A-HJKMNP-TV-Z]{26}$/;
+
+describe('Lightning mode on Solana: send, receive, status, history', () => {
+  let f: PaymentFixture;
+  let buyer: Party;
+  let seller: Party;
+
+  before(async () => {
+    f = await startPaymentFixture();
+    buyer = await f.party(250);
+    seller = await f.party();
+  });
+  after(() => f.close());
+
+  const send = (payer: Party, body: Record<string, unknown>, headers?: Record<string, string>) =>
+    f.post(payer.key, '/payment/send', { walletAddress: payer.wallet, ...body }, headers);
+
+  it('runs the whole loop: the buyer pays, the seller verifies, both see it', async () => {
+    const balanceBefore = await f.chain.adapter.getBalance(buyer.wallet);
+    const sent = await send(buyer, {
+      recipientAddress: seller.wallet,
+      amount: 0.1,
+      resource: 'https://api.example.com/premium/data',
+      metadata: { description: 'one report', referenceId: 'order-42' },
+    });
+    assert.equal(sent.statusCode, 200, sent.body);
+    const s = sent.json();
+    assert.equal(s.success, true);
+    assert.match(s.paymentId, PAYMENT_ID);
+    assert.equal(s.amount, 0.1);
+    assert.equal(s.recipient, seller.wallet);
+    assert.equal(s.status, 'confirmed');
+    assert.equal(typeof s.blockHeight, 'number');
+    assert.ok(Math.abs(s.timestamp - Date.now()) < 60_000);
+    assert.equal(s.estimatedConfirmation, '1-2 seconds');
+    assert.match(s.paymentProof, /^0x[0-9a-f]+$/);
+    assert.match(s.signature, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
+
+    assert.equal(await f.chain.adapter.getBalance(seller.wallet), LAMPORTS / 10n);
+    const tx = await f.chain.adapter.getTransaction(s.signature);
+    assert.ok(tx);
+    assert.equal(await f.chain.adapter.getBalance(buyer.wallet), balanceBefore - LAMPORTS / 10n - tx.fee);
+    assert.deepEqual(tx.memos, [s.paymentId], 'the memo carries the paymentId');
+
+    const received = await f.post(seller.key, '/payment/receive', {
+      walletAddress: seller.wallet,
+      paymentProof: s.paymentProof,
+      expectedAmount: 0.1,
+      resource: 'https://api.example.com/premium/data',
+    });
+    assert.equal(received.statusCode, 200, received.body);
+    const r = received.json();
+    assert.equal(r.success, true);
+    assert.equal(r.verified, true);
+    assert.match(r.paymentId, PAYMENT_ID);
+    assert.notEqual(r.paymentId, s.paymentId, 'the seller gets a payment id of its own');
+    assert.equal(r.signature, s.signature);
+    assert.equal(r.amountReceived, 0.1);
+    assert.equal(r.sender, buyer.wallet);
+    assert.equal(r.status, 'confirmed');
+    assert.equal(r.blockHeight, s.blockHeight);
+    assert.match(r.verificationTime, /^\d+ms$/);
+
+    const status = await f.get(buyer.key, `/payment/status/${s.paymentId}`);
+    assert.equal(status.statusCode, 200);
+    const p = status.json();
+    assert.deepEqual(
+      { ...p, confirmations: 0, timestamp: 0 },
+      {
+        paymentId: s.paymentId,
+        type: 'sent',
+        network: f.chain.localnet.network,
+        signature: s.signature,
+        status: 'confirmed',
+        amount: 0.1,
+        sender: buyer.wallet,
+        recipient: seller.wallet,
+        resource: 'https://api.example.com/premium/data',
+        blockHeight: s.blockHeight,
+        confirmations: 0,
+        timestamp: 0,
+        metadata: { description: 'one report', referenceId: 'order-42' },
+      },
+    );
+    assert.ok(p.confirmations >= 1);
+    assert.equal(p.timestamp, s.timestamp);
+
+    const sellerStatus = await f.get(seller.key, `/payment/status/${r.paymentId}`);
+    assert.equal(sellerStatus.json().type, 'received');
+    assert.equal(sellerStatus.json().sender, buyer.wallet);
+
+    const buyerHistory = (await f.get(buyer.key, `/payment/history/${buyer.wallet}`)).json();
+    assert.equal(buyerHistory.walletAddress, buyer.wallet);
+    assert.equal(buyerHistory.limit, 50);
+    assert.equal(buyerHistory.offset, 0);
+    const entry = buyerHistory.payments.find((e: { paymentId: string }) => e.paymentId === s.paymentId);
+    assert.deepEqual(entry, {
+      paymentId: s.paymentId,
+      type: 'sent',
+      amount: 0.1,
+      recipient: seller.wallet,
+      resource: 'https://api.example.com/premium/data',
+      status: 'confirmed',
+      timestamp: s.timestamp,
+      signature: s.signature,
+      network: f.chain.localnet.network,
+    });
+    const sellerHistory = (await f.get(seller.key, `/payment/history/${seller.wallet}?type=received`)).json();
+    assert.equal(sellerHistory.total, 1);
+    assert.equal(sellerHistory.payments[0].sender, buyer.wallet);
+    assert.equal(sellerHistory.payments[0].recipient, undefined);
+  });
+
+  it('accepts a proof once: of 20 simultaneous receives exactly one succeeds', async () => {
+    const sent = (await send(buyer, { recipientAddress: seller.wallet, amount: 0.002 })).json();
+    const attempts = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        f.post(seller.key, '/payment/receive', {
+          walletAddress: seller.wallet,
+          paymentProof: sent.paymentProof,
+          expectedAmount: 0.002,
+        }),
+      ),
+    );
+    const ok = attempts.filter((a) => a.statusCode === 200);
+    assert.equal(ok.length, 1);
+    for (const refused of attempts.filter((a) => a.statusCode !== 200)) {
+      assert.equal(refused.statusCode, 422);
+      assert.equal(refused.json().error.code, 'INVALID_PAYMENT_PROOF');
+      assert.deepEqual(refused.json().error.details, { paymentProof: 'already_used' });
+    }
+  });
+
+  it('moves amounts exactly to the lamport', async () => {
+    for (const [amount, lamports] of [
+      [0.001, 1_000_000n],
+      [0.1, 100_000_000n],
+      [0.3, 300_000_000n],
+      [100, 100_000_000_000n],
+    ] as const) {
+      const recipient = await f.party();
+      const res = await send(buyer, { recipientAddress: recipient.wallet, amount });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(res.json().amount, amount);
+      assert.equal(await f.chain.adapter.getBalance(recipient.wallet), lamports, `amount ${amount}`);
+    }
+  });
+
+  it('refuses bad requests with the spec’s error body and the field', async () => {
+    const cases: [Record<string, unknown>, number, string, Record<string, string>?][] = [
+      [
+        { recipientAddress: seller.wallet, amount: 0.0009 },
+        400,
+        'INVALID_PARAMETERS',
+        { amount: 'must be between 0.001 and 100' },
+      ],
+      [
+        { recipientAddress: seller.wallet, amount: 100.000000001 },
+        400,
+        'INVALID_PARAMETERS',
+        { amount: 'must be between 0.001 and 100' },
+      ],
+      [
+        { recipientAddress: seller.wallet, amount: 1.0000000001 },
+        400,
+        'INVALID_PARAMETERS',
+        { amount: 'has more than 9 decimal places (SOL has 9 decimals)' },
+      ],
+      [
+        { recipientAddress: seller.wallet, amount: 1, priorityFee: 0.02 },
+        400,
+        'INVALID_PARAMETERS',
+        { priorityFee: 'must be between 0.00001 and 0.01' },
+      ],
+      [
+        { recipientAddress: seller.wallet, amount: 1, resource: 'not a url' },
+        400,
+        'INVALID_PARAMETERS',
+        { resource: 'must be a valid uri' },
+      ],
+      [
+        { recipientAddress: seller.wallet, amount: 1, metadata: { blob: 'x'.repeat(5000) } },
+        400,
+        'INVALID_PARAMETERS',
+        { metadata: 'must be at most 4096 bytes as JSON' },
+      ],
+      [
+        { recipientAddress: seller.wallet, amount: '1' },
+        400,
+        'INVALID_PARAMETERS',
+        { amount: 'must be a number' },
+      ],
+      [{ amount: 1 }, 400, 'INVALID_PARAMETERS', { recipientAddress: 'is required' }],
+      [
+        { recipientAddress: 'nope', amount: 1 },
+        400,
+        'INVALID_RECIPIENT',
+        { recipientAddress: 'must be a solana address' },
+      ],
+      [
+        { recipientAddress: `0x${'1'.repeat(40)}`, amount: 1 },
+        400,
+        'INVALID_RECIPIENT',
+        { recipientAddress: 'must be a solana address' },
+      ],
+      [
+        { recipientAddress: buyer.wallet, amount: 1 },
+        400,
+        'INVALID_RECIPIENT',
+        { recipientAddress: 'must differ from walletAddress' },
+      ],
+    ];
+    for (const [body, status, code, details] of cases) {
+      const res = await send(buyer, body);
+      assert.equal(res.statusCode, status, JSON.stringify(body));
+      assert.equal(res.json().success, false);
+      assert.equal(res.json().error.code, code, JSON.stringify(body));
+      if (details !== undefined) assert.deepEqual(res.json().error.details, details, JSON.stringify(body));
+    }
+  });
+
+  it('refuses to spend what the wallet does not hold, before signing', async () => {
+    const poor = await f.party(0.5);
+    const res = await send(poor, { recipientAddress: seller.wallet, amount: 0.5 });
+    assert.equal(res.statusCode, 422);
+    assert.equal(res.json().error.code, 'INSUFFICIENT_BALANCE');
+    assert.match(res.json().error.message, /need 0\.500005 SOL; the wallet holds 0\.5 SOL/);
+    assert.equal(await f.chain.adapter.getBalance(poor.wallet), 500_000_000n, 'nothing moved');
+  });
+
+  it('keeps accounts apart on every route', async () => {
+    const sent = (await send(buyer, { recipientAddress: seller.wallet, amount: 0.001 })).json();
+    const other = await f.party();
+    const status = await f.get(other.key, `/payment/status/${sent.paymentId}`);
+    assert.equal(status.statusCode, 404);
+    assert.equal(status.json().error.code, 'PAYMENT_NOT_FOUND');
+    const missing = await f.get(other.key, '/payment/status/pay_01JD0Q3ZK8M4F6X3V5N7R9T2AB');
+    assert.deepEqual(missing.json().error.code, 'PAYMENT_NOT_FOUND');
+    assert.equal(
+      missing.json().error.message.replace(/pay_\w+/, ''),
+      status.json().error.message.replace(/pay_\w+/, ''),
+    );
+    const history = await f.get(other.key, `/payment/history/${buyer.wallet}`);
+    assert.equal(history.statusCode, 403);
+    const spend = await f.post(other.key, '/payment/send', {
+      walletAddress: buyer.wallet,
+      recipientAddress: other.wallet,
+      amount: 1,
+    });
+    assert.equal(spend.statusCode, 403);
+    assert.equal(spend.json().error.code, 'FORBIDDEN');
+    const claim = await f.post(other.key, '/payment/receive', {
+      walletAddress: seller.wallet,
+      paymentProof: sent.paymentProof,
+      expectedAmount: 0.001,
+    });
+    assert.equal(claim.statusCode, 403, 'cannot receive into another account’s wallet');
+    const watch = await f.post(other.key, '/wallets', {
+      chain: 'solana',
+      address: seller.wallet,
+      watchOnly: true,
+    });
+    assert.equal(watch.statusCode, 409, 'cannot register another account’s wallet as watch-only');
+    assert.equal(watch.json().error.code, 'WALLET_ALREADY_REGISTERED');
+  });
+
+  it('refuses proofs that are malformed, forged, for someone else, too small or for another resource', async () => {
+    const third = await f.party();
+    const sent = (
+      await send(buyer, {
+        recipientAddress: seller.wallet,
+        amount: 0.01,
+        resource: 'https://api.example.com/a',
+      })
+    ).json();
+    const receive = (party: Party, body: Record<string, unknown>) =>
+      f.post(party.key, '/payment/receive', {
+        walletAddress: party.wallet,
+        paymentProof: sent.paymentProof,
+        expectedAmount: 0.01,
+        ...body,
+      });
+    const tampered = `${sent.paymentProof.slice(0, -4)}${sent.paymentProof.endsWith('00') ? 'ffff' : '0000'}`;
+    const cases: [Party, Record<string, unknown>, string, string][] = [
+      [seller, { paymentProof: '0x1234' }, 'INVALID_PAYMENT_PROOF', 'malformed'],
+      [seller, { paymentProof: 'not hex at all' }, 'INVALID_PAYMENT_PROOF', 'malformed'],
+      [seller, { paymentProof: tampered }, 'INVALID_PAYMENT_PROOF', 'bad_signature'],
+      [third, {}, 'INVALID_PAYMENT_PROOF', 'recipient_mismatch'],
+      [seller, { resource: 'https://api.example.com/b' }, 'INVALID_PAYMENT_PROOF', 'resource_mismatch'],
+      [seller, { expectedAmount: 0.010000001 }, 'PAYMENT_VERIFICATION_FAILED', 'amount_too_low'],
+    ];
+    for (const [party, body, code, reason] of cases) {
+      const res = await receive(party, body);
+      assert.equal(res.statusCode, 422, JSON.stringify(body));
+      assert.equal(res.json().error.code, code, JSON.stringify(body));
+      assert.deepEqual(res.json().error.details, { paymentProof: reason }, JSON.stringify(body));
+    }
+    const ok = await receive(seller, {});
+    assert.equal(ok.statusCode, 200, 'the refusals did not use the proof up');
+  });
+
+  it('pages history newest first with a total, and refuses bad parameters', async () => {
+    const payer = await f.party(5);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++)
+      ids.push((await send(payer, { recipientAddress: seller.wallet, amount: 0.001 })).json().paymentId);
+    const page = (await f.get(payer.key, `/payment/history/${payer.wallet}?limit=2&offset=1`)).json();
+    assert.equal(page.total, 3);
+    assert.deepEqual(
+      page.payments.map((p: { paymentId: string }) => p.paymentId),
+      [ids[1], ids[0]],
+    );
+    for (const [query, details] of [
+      ['limit=501', { limit: 'must be between 1 and 500' }],
+      ['limit=0', { limit: 'must be between 1 and 500' }],
+      ['offset=-1', { offset: 'must be between 0 and 1000000' }],
+      ['type=both', { type: 'must be one of sent, received, all' }],
+    ] as const) {
+      const res = await f.get(payer.key, `/payment/history/${payer.wallet}?${query}`);
+      assert.equal(res.statusCode, 400, query);
+      assert.deepEqual(res.json().error.details, details, query);
+    }
+  });
+
+  it('answers a retry with the same Idempotency-Key without paying twice', async () => {
+    const recipient = await f.party();
+    const body = { recipientAddress: recipient.wallet, amount: 0.005 };
+    const first = await send(buyer, body, { 'idempotency-key': 'order-7' });
+    const again = await send(buyer, body, { 'idempotency-key': 'order-7' });
+    assert.equal(first.statusCode, 200);
+    assert.equal(again.statusCode, 200);
+    assert.equal(again.json().paymentId, first.json().paymentId);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(await f.chain.adapter.getBalance(recipient.wallet), 5_000_000n, 'paid once');
+    const other = await send(buyer, { ...body, amount: 0.006 }, { 'idempotency-key': 'order-7' });
+    assert.equal(other.statusCode, 422);
+    assert.equal(other.json().error.code, 'IDEMPOTENCY_KEY_REUSED');
+  });
+});
