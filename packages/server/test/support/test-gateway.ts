@@ -16,6 +16,7 @@ export interface TestGateway {
   readonly app: FastifyInstance;
   readonly store: Store;
   readonly services: GatewayServices;
+  readonly networks: NetworkRegistry;
   readonly accounts: AccountService;
   readonly masterKey: Uint8Array;
   /** Creates an account with one key and returns both; the key is the secret. */
@@ -80,6 +81,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     app,
     store,
     services,
+    networks,
     accounts,
     masterKey,
     newCaller: async (plan = 'standard', rateLimit) => {

@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { newId } from '../src/domain/ids.ts';
+import type { PaymentRecord } from '../src/store/store.ts';
+import { PaymentReconciler } from '../src/workers/payment-reconciler.ts';
+import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from './support/payment-fixture.ts';
+
+/**
+ * Payment states over time on a localnet whose slots advance only when the test says so, and the
+ * reconciler that finishes what a request (or a crashed process) left open.
+ */
+describe('payment states and recovery', () => {
+  let f: PaymentFixture;
+  let buyer: Party;
+  let seller: Party;
+  let reconciler: PaymentReconciler;
+
+  before(async () => {
+    f = await startPaymentFixture({
+      chain: { slotMs: 0, finalizedDepth: 2 },
+      gateway: { confirmTimeoutMs: 300 },
+    });
+    buyer = await f.party();
+    f.chain.localnet.airdrop(buyer.wallet, 10n * LAMPORTS);
+    f.chain.localnet.advanceSlots(1);
+    seller = await f.party();
+    reconciler = reconcilerFor(f, 'worker-1');
+  });
+  after(() => f.close());
+
+  async function eventsOf(accountId: string, paymentId: string) {
+    const events = await f.gw.store.events.listAfter(accountId, 0, 1000);
+    return events.filter((e) => e.paymentId === paymentId).map((e) => e.type);
+  }
+
+  it('answers submitted when confirmation is slow, then confirms and finalizes in the background', async () => {
+    const sent = await f.post(buyer.key, '/payment/send', {
+      walletAddress: buyer.wallet,
+      recipientAddress: seller.wallet,
+      amount: 0.25,
+    });
+    assert.equal(sent.statusCode, 200, sent.body);
+    assert.equal(sent.json().status, 'submitted');
+    assert.equal(sent.json().blockHeight, null);
+    const { paymentId } = sent.json();
+    assert.equal((await f.get(buyer.key, `/payment/status/${paymentId}`)).json().status, 'submitted');
+
+    f.chain.localnet.advanceSlots(1);
+    await reconciler.runOnce();
+    const confirmed = (await f.get(buyer.key, `/payment/status/${paymentId}`)).json();
+    assert.equal(confirmed.status, 'confirmed');
+    assert.equal(typeof confirmed.blockHeight, 'number');
+
+    f.chain.localnet.advanceSlots(3);
+    await reconciler.runOnce();
+    assert.equal((await f.get(buyer.key, `/payment/status/${paymentId}`)).json().status, 'finalized');
+    assert.deepEqual(await eventsOf(buyer.accountId, paymentId), [
+      'payment.sent',
+      'payment.confirmed',
+      'payment.finalized',
+    ]);
+    assert.equal(await f.chain.adapter.getBalance(seller.wallet), 250_000_000n);
+  });
+
+  it('finishes a payment whose process died after storing it and before broadcasting: same bytes, paid once', async () => {
+    const recipient = await f.party();
+    const payment = await storeSignedButUnsent(recipient.wallet, 1_500_000_000n);
+    await reconciler.runOnce();
+    assert.equal((await f.gw.store.payments.get(payment.id))?.status, 'submitted');
+    f.chain.localnet.advanceSlots(1);
+    await reconciler.runOnce();
+    await reconciler.runOnce();
+    const done = await f.gw.store.payments.get(payment.id);
+    assert.equal(done?.status, 'confirmed');
+    assert.equal(done?.signature, payment.signature, 'the stored signature, not a new one');
+    assert.equal(await f.chain.adapter.getBalance(recipient.wallet), 1_500_000_000n);
+    assert.deepEqual(await eventsOf(buyer.accountId, payment.id), ['payment.sent', 'payment.confirmed']);
+  });
+
+  it('marks a payment that never landed expired once its blockhash is gone, and moves no money', async () => {
+    const recipient = await f.party();
+    const payment = await storeSignedButUnsent(recipient.wallet, LAMPORTS);
+    f.chain.localnet.advanceSlots(160);
+    await reconciler.runOnce();
+    const expired = await f.gw.store.payments.get(payment.id);
+    assert.equal(expired?.status, 'expired');
+    assert.equal(await f.chain.adapter.getBalance(recipient.wallet), 0n);
+    assert.deepEqual(await eventsOf(buyer.accountId, payment.id), ['payment.expired']);
+    const status = (await f.get(buyer.key, `/payment/status/${payment.id}`)).json();
+    assert.equal(status.status, 'expired');
+  });
+
+  it('lets several workers run at once without handling one payment twice', async () => {
+    const recipient = await f.party();
+    const payments = await Promise.all(
+      [1, 2, 3].map((i) => storeSignedButUnsent(recipient.wallet, BigInt(i) * 10_000_000n)),
+    );
+    const workers = ['a', 'b', 'c'].map((name) => reconcilerFor(f, `worker-${name}`));
+    await Promise.all(workers.map((w) => w.runOnce()));
+    f.chain.localnet.advanceSlots(1);
+    await Promise.all(workers.map((w) => w.runOnce()));
+    for (const payment of payments) {
+      assert.equal((await f.gw.store.payments.get(payment.id))?.status, 'confirmed');
+      assert.deepEqual(await eventsOf(buyer.accountId, payment.id), ['payment.sent', 'payment.confirmed']);
+    }
+    assert.equal(await f.chain.adapter.getBalance(recipient.wallet), 60_000_000n);
+  });
+
+  /** What a send leaves behind if its process dies right after the insert: signed, stored, never sent. */
+  async function storeSignedButUnsent(recipient: string, amount: bigint): Promise<PaymentRecord> {
+    const signer = await f.gw.services.wallets.signer(buyer.accountId, buyer.wallet);
+    const id = newId('pay');
+    const prepared = await f.chain.adapter.prepareTransfer({
+      from: buyer.wallet,
+      to: recipient,
+      amount,
+      memo: id,
+    });
+    const signed = await f.chain.adapter.sign(prepared, signer.secretKey);
+    const at = Date.now();
+    const payment: PaymentRecord = {
+      id,
+      accountId: buyer.accountId,
+      direction: 'sent',
+      mode: 'custodial',
+      status: 'pending',
+      network: f.chain.adapter.info.id,
+      walletAddress: buyer.wallet,
+      sender: buyer.wallet,
+      recipient,
+      amount,
+      fee: prepared.fee,
+      resource: null,
+      metadata: null,
+      signature: signed.signature,
+      reference: null,
+      signedTransaction: Buffer.from(signed.wire).toString('base64'),
+      lastValidBlockHeight: signed.lastValidBlockHeight,
+      expiresAt: null,
+      slot: null,
+      blockHeight: null,
+      error: null,
+      sourcePaymentId: null,
+      idempotencyKey: null,
+      createdAt: at,
+      updatedAt: at,
+      confirmedAt: null,
+    };
+    // The dead process's lease has lapsed.
+    await f.gw.services.ledger.record(payment, { lease: { owner: 'dead-process', until: at - 1 } });
+    return payment;
+  }
+});
+
+function reconcilerFor(f: PaymentFixture, instanceId: string): PaymentReconciler {
+  return new PaymentReconciler({
+    store: f.gw.store,
+    networks: f.gw.networks,
+    ledger: f.gw.services.ledger,
+    instanceId,
+    recheckMs: 0,
+  });
+}
