@@ -2,10 +2,6 @@ import { parseArgs } from 'node:util';
 import type { AccountView } from '../services/account-service.ts';
 import { type CliContext, optionalInteger, requiredFlag, UsageError, withAccounts } from './cli-context.ts';
 
-export const ACCOUNTS_USAGE = `gate402 accounts create --name NAME --plan standard|premium|enterprise [--rate-limit N] [--json]
-gate402 accounts set-plan ACCOUNT_ID --plan PLAN [--rate-limit N] [--json]
-gate402 accounts list [--json]`;
-
 const FLAGS = {
   name: { type: 'string' },
   plan: { type: 'string' },

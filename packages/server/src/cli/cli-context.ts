@@ -2,6 +2,7 @@ import { type Config, loadConfig } from '../config.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
 import { AccountService } from '../services/account-service.ts';
 import { openStore, storageLocation } from '../store/open-store.ts';
+import type { Store } from '../store/store.ts';
 
 /** What every command gets: the parsed flags, an output channel honouring --json, and storage. */
 export interface CliContext {
@@ -11,6 +12,8 @@ export interface CliContext {
   say(text: string): void;
   /** The command's result: JSON with --json, else the human text given. */
   result(value: unknown, human: string): void;
+  /** Refuses with NOT_FOUND when the account does not exist. */
+  accountsExist(store: Store, accountId: string): Promise<void>;
 }
 
 /** Thrown for wrong usage; main prints the message and the command's usage line. */
@@ -28,6 +31,11 @@ export function createContext(json: boolean, env: NodeJS.ProcessEnv = process.en
     },
     result: (value, human) => {
       process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : `${human}\n`);
+    },
+    accountsExist: async (store, accountId) => {
+      if ((await store.accounts.get(accountId)) === undefined) {
+        throw new GatewayError('NOT_FOUND', { message: `No account ${accountId}.` });
+      }
     },
   };
 }

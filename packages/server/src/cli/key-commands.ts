@@ -2,10 +2,6 @@ import { parseArgs } from 'node:util';
 import type { ApiKeyRecord } from '../store/store.ts';
 import { type CliContext, requiredFlag, UsageError, withAccounts } from './cli-context.ts';
 
-export const KEYS_USAGE = `gate402 keys create --account ACCOUNT_ID [--name NAME] [--json]
-gate402 keys list --account ACCOUNT_ID [--json]
-gate402 keys revoke KEY_ID [--json]`;
-
 const FLAGS = {
   account: { type: 'string' },
   name: { type: 'string' },

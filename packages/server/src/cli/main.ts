@@ -1,9 +1,8 @@
 import { ConfigError } from '../config.ts';
 import { GatewayError, toErrorBody } from '../domain/gateway-error.ts';
 import { GATE402_VERSION } from '../version.ts';
-import { ACCOUNTS_USAGE } from './account-commands.ts';
 import { type CliContext, createContext, UsageError } from './cli-context.ts';
-import { KEYS_USAGE } from './key-commands.ts';
+import { ACCOUNTS_USAGE, KEYS_USAGE, WALLETS_USAGE } from './usage.ts';
 
 const USAGE = `gate402 ${GATE402_VERSION}: self-hostable x402 payment gateway
 
@@ -14,6 +13,7 @@ Usage:
                                     run the Solana localnet alone, like solana-test-validator
 ${ACCOUNTS_USAGE.replace(/^/gm, '  ')}
 ${KEYS_USAGE.replace(/^/gm, '  ')}
+${WALLETS_USAGE.replace(/^/gm, '  ')}
 
 Storage is the same as the server's: DATABASE_URL if set, else the SQLite file in DATA_DIR (default ./data).
 With --json a command prints only JSON.`;
@@ -63,6 +63,8 @@ async function run(ctx: CliContext, command: string, args: string[]): Promise<vo
       return (await import('./account-commands.ts')).accountsCommand(ctx, args);
     case 'keys':
       return (await import('./key-commands.ts')).keysCommand(ctx, args);
+    case 'wallets':
+      return (await import('./wallet-commands.ts')).walletsCommand(ctx, args);
     default:
       throw new UsageError(`unknown command: ${command}`);
   }

@@ -1,0 +1,11 @@
+/** Usage lines of every command, kept apart so `gate402 --help` loads none of the commands. */
+export const ACCOUNTS_USAGE = `gate402 accounts create --name NAME --plan standard|premium|enterprise [--rate-limit N] [--json]
+gate402 accounts set-plan ACCOUNT_ID --plan PLAN [--rate-limit N] [--json]
+gate402 accounts list [--json]`;
+
+export const KEYS_USAGE = `gate402 keys create --account ACCOUNT_ID [--name NAME] [--json]
+gate402 keys list --account ACCOUNT_ID [--json]
+gate402 keys revoke KEY_ID [--json]`;
+
+export const WALLETS_USAGE = `gate402 wallets create --account ACCOUNT_ID --chain solana [--json]
+gate402 wallets watch --account ACCOUNT_ID --chain solana --address ADDRESS [--json]`;
