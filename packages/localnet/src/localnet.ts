@@ -174,8 +174,7 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
     advanceSlots: (count) => chain.advanceSlots(count),
     close: () => {
       closing ??= (async () => {
-        pubsub.closeAll();
-        await Promise.all([stop(rpcServer), stop(wsServer)]);
+        await Promise.all([pubsub.closeAll(), stop(rpcServer), stop(wsServer)]);
         chain.close();
         logger?.info('localnet: stopped');
       })();

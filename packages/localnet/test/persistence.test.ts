@@ -9,7 +9,14 @@ import {
   SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
   SOLANA_ERROR__TRANSACTION_ERROR__ALREADY_PROCESSED,
 } from '@solana/kit';
-import { fundedSigner, LAMPORTS_PER_SOL, signedTransfer, startHarness, tempDir, wireBase64 } from './support/fixture.ts';
+import {
+  fundedSigner,
+  LAMPORTS_PER_SOL,
+  signedTransfer,
+  startHarness,
+  tempDir,
+  wireBase64,
+} from './support/fixture.ts';
 
 test('restart keeps genesis, balances, token balances, history, and still refuses replays', async () => {
   const dir = tempDir();
@@ -39,12 +46,21 @@ test('restart keeps genesis, balances, token balances, history, and still refuse
       assert.ok(second.localnet.slot > slot, 'slots continue after a restart');
       assert.equal((await second.rpc.getBalance(recipient.address).send()).value, LAMPORTS_PER_SOL);
       assert.equal((await second.rpc.getBalance(payer.address).send()).value, 2n * LAMPORTS_PER_SOL - 5000n);
-      assert.equal((await second.rpc.getTokenAccountBalance(minted.tokenAccount as never).send()).value.amount, '2500000');
+      assert.equal(
+        (await second.rpc.getTokenAccountBalance(minted.tokenAccount as never).send()).value.amount,
+        '2500000',
+      );
       const old = await second.rpc
-        .getTransaction(signature, { commitment: 'finalized', maxSupportedTransactionVersion: 0, encoding: 'json' })
+        .getTransaction(signature, {
+          commitment: 'finalized',
+          maxSupportedTransactionVersion: 0,
+          encoding: 'json',
+        })
         .send();
       assert.equal(old?.meta?.fee, 5000n);
-      const status = (await second.rpc.getSignatureStatuses([signature], { searchTransactionHistory: true }).send()).value[0];
+      const status = (
+        await second.rpc.getSignatureStatuses([signature], { searchTransactionHistory: true }).send()
+      ).value[0];
       assert.equal(status?.confirmationStatus, 'finalized');
       const history = await second.rpc.getSignaturesForAddress(recipient.address).send();
       assert.deepEqual(
@@ -60,7 +76,10 @@ test('restart keeps genesis, balances, token balances, history, and still refuse
       assert.equal((await second.rpc.getBalance(recipient.address).send()).value, LAMPORTS_PER_SOL);
       // The operator can still mint after the restart.
       await second.localnet.mintUsdc(recipient.address, 500_000n);
-      assert.equal((await second.rpc.getTokenAccountBalance(minted.tokenAccount as never).send()).value.amount, '3000000');
+      assert.equal(
+        (await second.rpc.getTokenAccountBalance(minted.tokenAccount as never).send()).value.amount,
+        '3000000',
+      );
     } finally {
       await second.close();
     }

@@ -3,7 +3,14 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { generateKeyPairSigner, getSignatureFromTransaction } from '@solana/kit';
 import WebSocket from 'ws';
-import { fundedSigner, type Harness, LAMPORTS_PER_SOL, signedTransfer, startHarness, wireBase64 } from './support/fixture.ts';
+import {
+  fundedSigner,
+  type Harness,
+  LAMPORTS_PER_SOL,
+  signedTransfer,
+  startHarness,
+  wireBase64,
+} from './support/fixture.ts';
 
 let h: Harness;
 before(async () => {
@@ -75,10 +82,16 @@ test('accountSubscribe, slotSubscribe, rootSubscribe and logsSubscribe fire; uns
   const payer = await fundedSigner(h.localnet, 1n);
   const recipient = await generateKeyPairSigner();
   const s = await socket(h.localnet.wsUrl);
-  const account = await s.request(1, 'accountSubscribe', [recipient.address, { commitment: 'processed', encoding: 'base64' }]);
+  const account = await s.request(1, 'accountSubscribe', [
+    recipient.address,
+    { commitment: 'processed', encoding: 'base64' },
+  ]);
   const slot = await s.request(2, 'slotSubscribe', []);
   const root = await s.request(3, 'rootSubscribe', []);
-  const logs = await s.request(4, 'logsSubscribe', [{ mentions: [recipient.address] }, { commitment: 'processed' }]);
+  const logs = await s.request(4, 'logsSubscribe', [
+    { mentions: [recipient.address] },
+    { commitment: 'processed' },
+  ]);
   const allLogs = await s.request(5, 'logsSubscribe', ['all', { commitment: 'confirmed' }]);
 
   const tx = await signedTransfer(h, payer, recipient.address, LAMPORTS_PER_SOL / 2n);
@@ -101,12 +114,18 @@ test('accountSubscribe, slotSubscribe, rootSubscribe and logsSubscribe fire; uns
     },
     subscription: account.result,
   });
-  const logsNote = await s.next((f) => f.method === 'logsNotification' && (f.params as { subscription: unknown }).subscription === logs.result);
+  const logsNote = await s.next(
+    (f) =>
+      f.method === 'logsNotification' && (f.params as { subscription: unknown }).subscription === logs.result,
+  );
   assert.deepEqual((logsNote.params as { result: unknown }).result, {
     context: { slot: processedSlot },
     value: {
       err: null,
-      logs: ['Program 11111111111111111111111111111111 invoke [1]', 'Program 11111111111111111111111111111111 success'],
+      logs: [
+        'Program 11111111111111111111111111111111 invoke [1]',
+        'Program 11111111111111111111111111111111 success',
+      ],
       signature,
     },
   });
@@ -119,10 +138,18 @@ test('accountSubscribe, slotSubscribe, rootSubscribe and logsSubscribe fire; uns
   });
   const rootNote = await s.next((f) => f.method === 'rootNotification');
   assert.deepEqual(rootNote.params, { result: processedSlot - 1, subscription: root.result });
+  // "all" at confirmed sees every transaction of the slot (the airdrop too), in order.
+  type LogsParams = {
+    subscription: unknown;
+    result: { context: { slot: number }; value: { signature: string } };
+  };
   const confirmedLogs = await s.next(
-    (f) => f.method === 'logsNotification' && (f.params as { subscription: unknown }).subscription === allLogs.result,
+    (f) =>
+      f.method === 'logsNotification' &&
+      (f.params as LogsParams).subscription === allLogs.result &&
+      (f.params as LogsParams).result.value.signature === signature,
   );
-  assert.equal(((confirmedLogs.params as { result: { value: { signature: string } } }).result.value).signature, signature);
+  assert.equal((confirmedLogs.params as LogsParams).result.context.slot, processedSlot);
 
   assert.deepEqual((await s.request(6, 'slotUnsubscribe', [slot.result])).result, true);
   assert.deepEqual((await s.request(7, 'slotUnsubscribe', [slot.result])).error, {
@@ -143,7 +170,8 @@ test('accountSubscribe, slotSubscribe, rootSubscribe and logsSubscribe fire; uns
 
 test('subscriptions are capped per connection and bad frames get JSON-RPC errors', async () => {
   const s = await socket(h.localnet.wsUrl);
-  for (let i = 0; i < 1000; i++) s.ws.send(JSON.stringify({ jsonrpc: '2.0', id: i, method: 'slotSubscribe' }));
+  for (let i = 0; i < 1000; i++)
+    s.ws.send(JSON.stringify({ jsonrpc: '2.0', id: i, method: 'slotSubscribe' }));
   const last = await s.request(1000, 'slotSubscribe', []);
   assert.deepEqual(last.error, {
     code: -32603,
@@ -151,7 +179,10 @@ test('subscriptions are capped per connection and bad frames get JSON-RPC errors
   });
   s.ws.send('not json');
   assert.deepEqual((await s.next((f) => f.id === null)).error, { code: -32700, message: 'Parse error' });
-  assert.deepEqual((await s.request(2000, 'noSuchSubscribe', [])).error, { code: -32601, message: 'Method not found' });
+  assert.deepEqual((await s.request(2000, 'noSuchSubscribe', [])).error, {
+    code: -32601,
+    message: 'Method not found',
+  });
   assert.deepEqual((await s.request(2001, 'signatureSubscribe', ['not-a-signature'])).error, {
     code: -32602,
     message: 'Invalid param: Invalid',

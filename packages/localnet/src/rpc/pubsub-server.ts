@@ -23,6 +23,7 @@ import { invalidParams, invalidRequest, methodNotFound, parseError, RpcError } f
 
 export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 1000;
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
+const CLOSE_GRACE_MS = 500;
 
 type Kind = 'signature' | 'account' | 'slot' | 'root' | 'logs';
 
@@ -69,8 +70,27 @@ export class PubSubServer implements ChainListener {
     this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws));
   }
 
-  closeAll(): void {
-    for (const ws of this.connections.keys()) ws.terminate();
+  /**
+   * Closes every connection with 1000 (normal closure), which tells clients such as web3.js not
+   * to reconnect; a peer that does not answer the close handshake is cut after CLOSE_GRACE_MS.
+   */
+  async closeAll(): Promise<void> {
+    const closing = [...this.connections.keys()].map(
+      (ws) =>
+        new Promise<void>((resolve) => {
+          if (ws.readyState === ws.CLOSED) {
+            resolve();
+            return;
+          }
+          const timer = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS);
+          ws.once('close', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          ws.close(1000, 'localnet closing');
+        }),
+    );
+    await Promise.all(closing);
     this.wss.close();
   }
 
