@@ -104,6 +104,13 @@ export const SETTINGS = {
     fallback: () => 0,
     parse: integerIn(0, 3_600),
   }),
+  authCacheMs: setting({
+    env: 'AUTH_CACHE_MS',
+    description:
+      'How long an instance trusts an authenticated API key before asking storage again; a key revoked elsewhere stops working within this time. 0: ask every time.',
+    fallback: () => 1_000,
+    parse: integerIn(0, 60_000),
+  }),
   confirmTimeoutMs: setting({
     env: 'PAYMENT_CONFIRM_TIMEOUT_MS',
     description: 'How long POST /payment/send waits for `confirmed` before answering `submitted`.',

@@ -92,6 +92,7 @@ export async function startServer(
       instanceId,
       confirmTimeoutMs: config.confirmTimeoutMs,
       proofMaxAgeMs: config.proofMaxAgeSeconds * 1000,
+      authCacheMs: config.authCacheMs,
     });
     const demo = config.demoAccount ? await ensureDemoAccount(store, services.accounts) : undefined;
 

@@ -85,3 +85,41 @@ describe('authentication (spec §5)', () => {
     assert.match(caller.key, /^g402_sk_[A-Za-z0-9_-]{43}$/);
   });
 });
+
+describe('authentication cache', () => {
+  it('serves a key from cache for AUTH_CACHE_MS, but a revocation through the service applies at once', async () => {
+    let now = 1_000_000;
+    const { startTestGateway: start } = await import('./support/test-gateway.ts');
+    const gw = await start({ authCacheMs: 1_000, now: () => now });
+    try {
+      const caller = await gw.newCaller();
+      const first = await gw.app.inject({ method: 'GET', url: '/account', headers: bearer(caller.key) });
+      assert.equal(first.statusCode, 200);
+      // A revocation written by another process (straight to storage) is seen once the entry is older than the TTL.
+      const [record] = await gw.store.apiKeys.listByAccount(caller.accountId);
+      assert.ok(record);
+      await gw.store.apiKeys.revoke(record.id, now);
+      assert.equal(
+        (await gw.app.inject({ method: 'GET', url: '/account', headers: bearer(caller.key) })).statusCode,
+        200,
+      );
+      now += 1_000;
+      assert.equal(
+        (await gw.app.inject({ method: 'GET', url: '/account', headers: bearer(caller.key) })).statusCode,
+        401,
+      );
+
+      const other = await gw.newCaller();
+      await gw.app.inject({ method: 'GET', url: '/account', headers: bearer(other.key) });
+      const [otherKey] = await gw.accounts.listKeys(other.accountId);
+      assert.ok(otherKey);
+      await gw.accounts.revokeKey(otherKey.id);
+      assert.equal(
+        (await gw.app.inject({ method: 'GET', url: '/account', headers: bearer(other.key) })).statusCode,
+        401,
+      );
+    } finally {
+      await gw.close();
+    }
+  });
+});

@@ -19,11 +19,23 @@ export interface AccountView extends AccountRecord {
   readonly rateLimit: number;
 }
 
+/** How many authenticated keys the cache holds before it starts afresh. */
+const AUTH_CACHE_MAX_ENTRIES = 10_000;
+
 /** Accounts, their plans and their API keys. */
 export class AccountService {
+  /**
+   * Authenticated keys by hash, for `authCacheMs`: authentication is on every request, and a database
+   * round trip costs more than the rest of a small request. Changes made through this service (revoke,
+   * plan) drop the entries at once; changes made elsewhere (another instance, the CLI) are seen within
+   * `authCacheMs`. Unknown keys are not cached, so random keys cannot fill memory.
+   */
+  private readonly authCache = new Map<string, { at: number; found: KeyWithAccount }>();
+
   constructor(
     private readonly store: Store,
     private readonly now: () => number = Date.now,
+    private readonly authCacheMs = 0,
   ) {}
 
   async createAccount(input: { name: string; plan: string; rateLimit?: number }): Promise<AccountView> {
@@ -60,6 +72,7 @@ export class AccountService {
       updatedAt: this.now(),
     });
     if (updated === undefined) throw new GatewayError('NOT_FOUND', { message: `No account ${accountId}.` });
+    this.authCache.clear();
     return view(updated);
   }
 
@@ -98,6 +111,7 @@ export class AccountService {
     }
     const revoked = await this.store.apiKeys.revoke(keyId, this.now());
     if (revoked === undefined) throw new GatewayError('NOT_FOUND', { message: `No API key ${keyId}.` });
+    this.authCache.delete(revoked.hash);
     return revoked;
   }
 
@@ -108,9 +122,19 @@ export class AccountService {
    */
   async authenticate(presented: string): Promise<KeyWithAccount | undefined> {
     if (!isApiKeyShape(presented)) return undefined;
-    const found = await this.store.apiKeys.findActiveByHash(hashApiKey(presented).toString('hex'));
-    if (found === undefined) return undefined;
+    const hash = hashApiKey(presented).toString('hex');
     const at = this.now();
+    const cached = this.authCache.get(hash);
+    if (cached !== undefined && at - cached.at < this.authCacheMs) return cached.found;
+    const found = await this.store.apiKeys.findActiveByHash(hash);
+    if (found === undefined) {
+      this.authCache.delete(hash);
+      return undefined;
+    }
+    if (this.authCacheMs > 0) {
+      if (this.authCache.size >= AUTH_CACHE_MAX_ENTRIES) this.authCache.clear();
+      this.authCache.set(hash, { at, found });
+    }
     if (found.key.lastUsedAt === null || at - found.key.lastUsedAt >= LAST_USED_RESOLUTION_MS) {
       await this.store.apiKeys.touch(found.key.id, at);
     }

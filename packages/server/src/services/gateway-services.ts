@@ -31,6 +31,8 @@ export interface ServiceParts {
   readonly confirmTimeoutMs: number;
   readonly proofMaxAgeMs: number;
   readonly trustedProofKeys?: readonly PublishedKey[];
+  /** How long an authenticated key is trusted without asking storage again; 0: never. */
+  readonly authCacheMs?: number;
   readonly now?: () => number;
 }
 
@@ -42,7 +44,7 @@ export function createServices(parts: ServiceParts): GatewayServices {
   const ledger = new PaymentLedger(store, networks, now);
   const common = { store, networks, wallets, proofs, ledger, now };
   return {
-    accounts: new AccountService(store, now),
+    accounts: new AccountService(store, now, parts.authCacheMs ?? 0),
     wallets,
     faucet: new FaucetService(networks),
     proofs,

@@ -37,6 +37,9 @@ export interface TestGatewayOptions {
   /** Share one with another gateway to share custodial wallets and proof keys. Default: a fresh one. */
   readonly masterKey?: Uint8Array;
   readonly confirmTimeoutMs?: number;
+  readonly authCacheMs?: number;
+  /** The services' clock. */
+  readonly now?: () => number;
   readonly proofMaxAgeMs?: number;
   readonly planAccess?: PlanAccess;
   readonly bodyLimitBytes?: number;
@@ -58,6 +61,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     instanceId: `test-${randomBytes(3).toString('hex')}`,
     confirmTimeoutMs: options.confirmTimeoutMs ?? 10_000,
     proofMaxAgeMs: options.proofMaxAgeMs ?? 3_600_000,
+    ...(options.authCacheMs === undefined ? {} : { authCacheMs: options.authCacheMs }),
+    ...(options.now === undefined ? {} : { now: options.now }),
   });
   const rateLimiter = options.rateLimiter ?? new MemoryRateLimiter();
   const defaults = loadConfig({});
