@@ -53,8 +53,7 @@ describe('GET /networks and POST /faucet with the embedded EVM chain', () => {
 
   it('funds an EVM address with ETH, exactly', async () => {
     const wallet = await evm.adapter.generateKeypair();
-    const res = await faucet({ address: wallet.address.toLowerCase(), amount: 1.000000000000000001 });
-    // 1.000000000000000001 is not a double; the nearest is 1, which is what arrives.
+    const res = await faucet({ address: wallet.address.toLowerCase(), amount: 0.000000000000000001 });
     assert.equal(res.statusCode, 200, res.body);
     const again = await faucet({ address: wallet.address, amount: 2.5 });
     assert.equal(again.statusCode, 200, again.body);
@@ -64,7 +63,11 @@ describe('GET /networks and POST /faucet with the embedded EVM chain', () => {
     assert.equal(body.amount, 2.5);
     assert.equal(body.network, 'eip155:31337');
     assert.match(body.signature, /^0x[0-9a-f]{64}$/);
-    assert.equal(await evm.adapter.getBalance(wallet.address), 3_500_000_000_000_000_000n);
+    assert.equal(
+      await evm.adapter.getBalance(wallet.address),
+      2_500_000_000_000_000_001n,
+      'one wei, then 2.5 ETH',
+    );
     const tx = await evm.adapter.getTransaction(body.signature);
     assert.deepEqual(tx?.nativeTransfers, [
       { from: evm.operator, to: wallet.address, amount: 2_500_000_000_000_000_000n },
