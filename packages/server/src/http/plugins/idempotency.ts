@@ -29,8 +29,7 @@ declare module 'fastify' {
  * validation) leaves the key free.
  */
 export function installIdempotency(app: FastifyInstance, store: Store, now: () => number = Date.now): void {
-  app.addHook('preHandler', async (request, reply) => {
-    if (!request.routeOptions.config.idempotent) return;
+  const claimKey = async (request: FastifyRequest, reply: FastifyReply) => {
     const key = request.headers['idempotency-key'];
     if (key === undefined) return;
     if (typeof key !== 'string' || !KEY_SHAPE.test(key)) {
@@ -52,14 +51,24 @@ export function installIdempotency(app: FastifyInstance, store: Store, now: () =
       case 'completed':
         return replay(reply, claim.status, claim.body);
     }
-  });
-
-  app.addHook('onSend', async (request, reply, payload) => {
+  };
+  const storeAnswer = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const key = request.idempotencyKey;
-    if (key === undefined || request.caller === undefined) return payload;
-    await store.idempotency.complete(request.caller.account.id, key, reply.statusCode, String(payload));
+    if (key !== undefined && request.caller !== undefined) {
+      await store.idempotency.complete(request.caller.account.id, key, reply.statusCode, String(payload));
+    }
     return payload;
+  };
+  // Only routes that move money carry the hooks; every other route pays nothing for them.
+  app.addHook('onRoute', (route) => {
+    if (!route.config?.idempotent) return;
+    route.preHandler = [...toArray(route.preHandler), claimKey];
+    route.onSend = [...toArray(route.onSend), storeAnswer];
   });
+}
+
+function toArray<T>(value: T | T[] | undefined): T[] {
+  return value === undefined ? [] : Array.isArray(value) ? value : [value];
 }
 
 function replay(reply: FastifyReply, status: number, body: string): FastifyReply {
