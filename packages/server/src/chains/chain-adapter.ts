@@ -49,6 +49,11 @@ export interface ChainAdapter {
   findSignatures(address: string, options?: { limit?: number }): Promise<SignatureInfo[]>;
   /** A token mint (Solana) or contract (EVM), or undefined when `address` is not one. */
   getTokenInfo(address: string): Promise<ChainTokenInfo | undefined>;
+  /**
+   * Every token holding of `owner` (Solana: token accounts of SPL Token and Token-2022; EVM: the
+   * network's known ERC-20 tokens), in as few RPC round trips as the chain allows.
+   */
+  getTokenAccounts(owner: string): Promise<ChainTokenAccount[]>;
 
   close(): Promise<void>;
 }
@@ -74,6 +79,11 @@ export interface PreparedTransaction {
   readonly fee: bigint;
   readonly priorityFee: bigint;
   readonly feePayer: string;
+  /**
+   * How long, from now, the transaction can still land: the blocks left before lastValidBlockHeight
+   * times the network's recent slot time (an estimate that errs early). Absent when unknown.
+   */
+  readonly validForMs?: number;
 }
 
 export interface SignedTransaction {
@@ -119,11 +129,25 @@ export interface ChainTokenInfo {
   /** As the contract states them (ERC-20); a Solana mint has none without its metadata account. */
   readonly name?: string;
   readonly symbol?: string;
+  /** Off-chain metadata document (Token-2022 metadata or Metaplex), when the token names one. */
+  readonly uri?: string;
   /** Atomic units. */
   readonly supply: bigint;
   readonly mintAuthority: string | null;
   readonly freezeAuthority: string | null;
   /** The token program (SPL Token or Token-2022) or standard (ERC-20). */
+  readonly program: string;
+}
+
+/** One token holding. */
+export interface ChainTokenAccount {
+  /** The token account (Solana) or the token contract (EVM) holding the balance. */
+  readonly address: string;
+  readonly mint: string;
+  readonly decimals: number;
+  /** Atomic units. */
+  readonly amount: bigint;
+  /** As in ChainTokenInfo.program. */
   readonly program: string;
 }
 

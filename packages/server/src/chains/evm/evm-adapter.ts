@@ -21,6 +21,7 @@ import { estimateMaxPriorityFeePerGas } from 'viem/actions';
 import type { NetworkInfo } from '../../domain/network.ts';
 import type {
   ChainAdapter,
+  ChainTokenAccount,
   ChainTokenInfo,
   ChainTransaction,
   ConfirmationOutcome,
@@ -330,6 +331,37 @@ export class EvmAdapter implements ChainAdapter {
       freezeAuthority: null,
       program: 'erc20',
     };
+  }
+
+  /** Balances of the network's known ERC-20 tokens (an EVM address has no list of its tokens), held ones only. */
+  async getTokenAccounts(owner: string): Promise<ChainTokenAccount[]> {
+    const holder = toAddress(owner, 'owner');
+    const balances = await Promise.all(
+      this.info.tokens.map((token) =>
+        this.call(() =>
+          this.client.readContract({
+            address: getAddress(token.address),
+            abi: erc20Abi,
+            functionName: 'balanceOf',
+            args: [holder],
+          }),
+        ),
+      ),
+    );
+    return this.info.tokens.flatMap((token, i) => {
+      const amount = balances[i] ?? 0n;
+      return amount === 0n
+        ? []
+        : [
+            {
+              address: getAddress(token.address),
+              mint: getAddress(token.address),
+              decimals: token.decimals,
+              amount,
+              program: 'erc20',
+            },
+          ];
+    });
   }
 
   async close(): Promise<void> {

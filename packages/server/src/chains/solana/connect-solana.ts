@@ -59,7 +59,7 @@ export async function connectSolana(
     logger: { info: log, error: (message) => log(message) },
   });
   log(`embedded Solana localnet: RPC ${localnet.rpcUrl}, WebSocket ${localnet.wsUrl}, ${localnet.network}`);
-  const adapter = localnetAdapter(localnet);
+  const adapter = localnetAdapter(localnet, config.localnetSlotMs);
   return {
     adapter,
     localnet,
@@ -70,8 +70,11 @@ export async function connectSolana(
   };
 }
 
-/** The adapter for a localnet started in this process, with a faucet that mints straight into it. */
-export function localnetAdapter(localnet: Localnet): SolanaAdapter {
+/**
+ * The adapter for a localnet started in this process, with a faucet that mints straight into it.
+ * @param slotMs the localnet's slot length (0: manual slots), so expiry estimates need no measuring.
+ */
+export function localnetAdapter(localnet: Localnet, slotMs?: number): SolanaAdapter {
   const usdc: TokenInfo = {
     symbol: localnet.usdcMint.symbol,
     address: localnet.usdcMint.address,
@@ -98,7 +101,13 @@ export function localnetAdapter(localnet: Localnet): SolanaAdapter {
       return confirmed((await localnet.mintUsdc(owner, amount)).signature);
     },
   };
-  const adapter = new SolanaAdapter({ info, rpcUrl: localnet.rpcUrl, wsUrl: localnet.wsUrl, faucet });
+  const adapter = new SolanaAdapter({
+    info,
+    rpcUrl: localnet.rpcUrl,
+    wsUrl: localnet.wsUrl,
+    faucet,
+    slotMs,
+  });
   return adapter;
 }
 

@@ -33,6 +33,7 @@ import { getTransferSolInstruction } from '@solana-program/system';
 import type { NetworkInfo } from '../../domain/network.ts';
 import type {
   ChainAdapter,
+  ChainTokenAccount,
   ChainTokenInfo,
   ChainTransaction,
   ConfirmationOutcome,
@@ -43,6 +44,12 @@ import type {
   TransferRequest,
 } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
+import {
+  decodeMetaplexMetadata,
+  METAPLEX_METADATA_PROGRAM,
+  metaplexMetadataAddress,
+} from './metaplex-metadata.ts';
+import { decodeMintAccount, TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from './mint-account.ts';
 import { toChainError } from './solana-errors.ts';
 import { generateSolanaKeypair } from './solana-keypair.ts';
 
@@ -58,6 +65,10 @@ const MICRO_LAMPORTS_PER_LAMPORT = 1_000_000n;
 /** Automatic priority fee: this percentile of the recent non-zero fees on the accounts involved. */
 const AUTO_FEE_PERCENTILE = 0.75;
 const POLL_INTERVAL_MS = 400;
+/** Solana's target slot time, used when the endpoint reports no recent performance samples. */
+const DEFAULT_SLOT_MS = 400;
+/** How long a measured slot time is reused. */
+const SLOT_TIME_TTL_MS = 60_000;
 
 export interface SolanaAdapterOptions {
   readonly info: NetworkInfo;
@@ -65,6 +76,11 @@ export interface SolanaAdapterOptions {
   /** PubSub URL; confirmation falls back to polling when subscriptions fail. */
   readonly wsUrl?: string | undefined;
   readonly faucet?: LocalFaucet | undefined;
+  /**
+   * The slot time when it is known (an embedded localnet: its configured slot length; 0 = slots advance
+   * only by hand, so a blockhash never expires by time). Else measured from the endpoint.
+   */
+  readonly slotMs?: number | undefined;
 }
 
 /** The ChainAdapter for Solana, on @solana/kit; works against any Solana JSON-RPC endpoint. */
@@ -75,10 +91,13 @@ export class SolanaAdapter implements ChainAdapter {
   private readonly subscriptions: RpcSubscriptions<SolanaRpcSubscriptionsApi> | undefined;
   /** Aborted on close, so no wait outlives the adapter. */
   private readonly lifetime = new AbortController();
+  private readonly knownSlotMs: number | undefined;
+  private measuredSlotMs: { at: number; ms: Promise<number> } | undefined;
 
   constructor(options: SolanaAdapterOptions) {
     this.info = options.info;
     this.faucet = options.faucet;
+    this.knownSlotMs = options.slotMs;
     this.rpc = createSolanaRpc(options.rpcUrl);
     this.subscriptions =
       options.wsUrl === undefined ? undefined : createSolanaRpcSubscriptions(options.wsUrl);
@@ -106,8 +125,10 @@ export class SolanaAdapter implements ChainAdapter {
   async prepareTransfer(request: TransferRequest): Promise<PreparedTransaction> {
     const from = address(request.from);
     const to = address(request.to);
-    const [{ value: blockhash }, computeUnitPrice] = await Promise.all([
+    const [{ value: blockhash }, height, slotMs, computeUnitPrice] = await Promise.all([
       this.call(() => this.rpc.getLatestBlockhash({ commitment: 'confirmed' }).send()),
+      this.call(() => this.rpc.getBlockHeight({ commitment: 'processed' }).send()),
+      this.slotMs(),
       request.priorityFee === undefined
         ? this.recentComputeUnitPrice([from, to])
         : Promise.resolve(
@@ -153,6 +174,8 @@ export class SolanaAdapter implements ChainAdapter {
       fee: BASE_FEE_PER_SIGNATURE + priorityFee,
       priorityFee,
       feePayer: from,
+      // Blocks are never faster than slots (slots may be skipped), so this errs early.
+      validForMs: Math.max(0, Number(blockhash.lastValidBlockHeight - height)) * slotMs,
     };
   }
 
@@ -269,28 +292,87 @@ export class SolanaAdapter implements ChainAdapter {
     }));
   }
 
+  /**
+   * A mint of SPL Token or Token-2022, with its name, symbol and uri from Token-2022's embedded metadata
+   * or else from its Metaplex metadata account; both accounts are read in one call.
+   */
   async getTokenInfo(mint: string): Promise<ChainTokenInfo | undefined> {
+    const metadataPda = await metaplexMetadataAddress(mint);
     const { value } = await this.call(() =>
-      this.rpc.getAccountInfo(address(mint), { encoding: 'jsonParsed', commitment: 'confirmed' }).send(),
+      this.rpc
+        .getMultipleAccounts([address(mint), metadataPda], { encoding: 'base64', commitment: 'confirmed' })
+        .send(),
     );
-    const data = value?.data;
-    if (data === undefined || Array.isArray(data) || typeof data !== 'object' || !('parsed' in data))
-      return undefined;
-    const parsed = data.parsed as { type?: string; info?: Record<string, unknown> };
-    if (parsed.type !== 'mint' || parsed.info === undefined) return undefined;
-    const info = parsed.info;
+    const [account, metaplex] = value;
+    if (account == null) return undefined;
+    const decoded = decodeMintAccount(base64Bytes(account.data), account.owner);
+    if (decoded === undefined) return undefined;
+    const metadata =
+      decoded.metadata ??
+      (metaplex != null && metaplex.owner === METAPLEX_METADATA_PROGRAM
+        ? decodeMetaplexMetadata(base64Bytes(metaplex.data))
+        : undefined);
     return {
       address: mint,
-      decimals: Number(info.decimals),
-      supply: BigInt(String(info.supply)),
-      mintAuthority: typeof info.mintAuthority === 'string' ? info.mintAuthority : null,
-      freezeAuthority: typeof info.freezeAuthority === 'string' ? info.freezeAuthority : null,
-      program: data.program,
+      decimals: decoded.decimals,
+      supply: decoded.supply,
+      mintAuthority: decoded.mintAuthority,
+      freezeAuthority: decoded.freezeAuthority,
+      program: account.owner === TOKEN_2022_PROGRAM ? 'spl-token-2022' : 'spl-token',
+      ...(metadata === undefined ? {} : { name: metadata.name, symbol: metadata.symbol, uri: metadata.uri }),
     };
+  }
+
+  /** Token accounts of both token programs, asked in parallel (one round trip of latency). */
+  async getTokenAccounts(owner: string): Promise<ChainTokenAccount[]> {
+    const byProgram = await Promise.all(
+      [TOKEN_PROGRAM, TOKEN_2022_PROGRAM].map(async (program) => {
+        const { value } = await this.call(() =>
+          this.rpc
+            .getTokenAccountsByOwner(
+              address(owner),
+              { programId: address(program) },
+              { encoding: 'jsonParsed', commitment: 'confirmed' },
+            )
+            .send(),
+        );
+        return value.map(({ pubkey, account }): ChainTokenAccount => {
+          const info = account.data.parsed.info;
+          return {
+            address: pubkey,
+            mint: info.mint,
+            decimals: info.tokenAmount.decimals,
+            amount: BigInt(info.tokenAmount.amount),
+            program: program === TOKEN_2022_PROGRAM ? 'spl-token-2022' : 'spl-token',
+          };
+        });
+      }),
+    );
+    return byProgram.flat();
   }
 
   async close(): Promise<void> {
     this.lifetime.abort();
+  }
+
+  /** Milliseconds per slot: known, or measured from recent performance samples (cached), or the target. */
+  private slotMs(): Promise<number> {
+    if (this.knownSlotMs !== undefined)
+      return Promise.resolve(this.knownSlotMs === 0 ? Number.POSITIVE_INFINITY : this.knownSlotMs);
+    const now = Date.now();
+    if (this.measuredSlotMs !== undefined && now - this.measuredSlotMs.at < SLOT_TIME_TTL_MS)
+      return this.measuredSlotMs.ms;
+    const ms = this.rpc
+      .getRecentPerformanceSamples(4)
+      .send()
+      .then((samples) => {
+        const slots = samples.reduce((sum, s) => sum + Number(s.numSlots), 0);
+        const seconds = samples.reduce((sum, s) => sum + s.samplePeriodSecs, 0);
+        return slots > 0 ? (seconds * 1000) / slots : DEFAULT_SLOT_MS;
+      })
+      .catch(() => DEFAULT_SLOT_MS);
+    this.measuredSlotMs = { at: now, ms };
+    return ms;
   }
 
   /** Micro-lamports per compute unit: a percentile of recent non-zero fees on these accounts, or 0. */
@@ -377,6 +459,11 @@ function isTransfer(parsed: unknown): parsed is {
   info: { source: string; destination: string; lamports: number | bigint };
 } {
   return typeof parsed === 'object' && parsed !== null && (parsed as { type?: unknown }).type === 'transfer';
+}
+
+function base64Bytes(data: readonly [string, string] | unknown): Uint8Array {
+  const text = Array.isArray(data) && typeof data[0] === 'string' ? data[0] : '';
+  return new Uint8Array(Buffer.from(text, 'base64'));
 }
 
 function jsonBigint(_key: string, value: unknown): unknown {
