@@ -30,7 +30,7 @@ const TIMEOUT_MS = 240_000;
 
 type ChildMessage =
   | { type: 'ready'; rpcUrl: string; wsUrl: string }
-  | { type: 'memory'; rss: number; heapUsed: number };
+  | { type: 'memory'; rss: number; heapUsed: number; cpuMicros: number };
 
 const benchmark: Benchmark = async () => {
   const deadline = setTimeout(() => {
@@ -87,6 +87,11 @@ const benchmark: Benchmark = async () => {
         met: throughput >= 3000 && sent === TOTAL,
       },
       { name: 'sendTransaction p99 latency (worst 10k chunk)', value: p99, unit: 'ms' },
+      {
+        name: 'localnet CPU time per accepted transaction (all threads)',
+        value: Math.round((after.cpuMicros - before.cpuMicros) / Math.max(1, sent)),
+        unit: 'µs',
+      },
       {
         name: `signatures confirmed through signatureSubscribe (${CONFIRM_BATCH}, commitment confirmed)`,
         value: Math.round(confirmed),
@@ -308,7 +313,8 @@ async function serve(dir: string): Promise<void> {
     if (message.type !== 'memory') return;
     globalThis.gc?.();
     const { rss, heapUsed } = process.memoryUsage();
-    process.send?.({ type: 'memory', rss, heapUsed } satisfies ChildMessage);
+    const { user, system } = process.cpuUsage();
+    process.send?.({ type: 'memory', rss, heapUsed, cpuMicros: user + system } satisfies ChildMessage);
   });
   process.once('SIGTERM', () => {
     void localnet.close().then(() => process.exit(0));

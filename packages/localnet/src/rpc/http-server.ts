@@ -7,8 +7,6 @@ import { invalidRequest, parseError } from './rpc-error.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-const JSON_HEADERS = { 'content-type': 'application/json' };
-
 export function createRpcHttpServer(dispatcher: Dispatcher): Server {
   return createServer((req, res) => {
     if (req.method === 'GET' && req.url === '/health') {
@@ -34,7 +32,10 @@ export function createRpcHttpServer(dispatcher: Dispatcher): Server {
 }
 
 function send(res: ServerResponse, status: number, text: string): void {
-  res.writeHead(status, JSON_HEADERS).end(text);
+  // An explicit length keeps the response in one write (no chunked encoding).
+  res
+    .writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+    .end(text);
 }
 
 function readBody(req: IncomingMessage, res: ServerResponse, done: (body: Buffer) => void): void {

@@ -15,7 +15,18 @@ import { invalidParams } from './rpc-error.ts';
 const TYPE_NAME = 'solana_transaction::versioned::VersionedTransaction';
 const MAX_BASE58_SIZE = 1683;
 const MAX_BASE64_SIZE = 1644;
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * Node's base64 decoder skips characters it does not know; Agave's does not. Canonical base64
+ * survives a round trip unchanged, anything else is refused.
+ */
+export function decodeStrictBase64(text: string): Uint8Array | undefined {
+  if (text.length % 4 !== 0) return undefined;
+  const buffer = Buffer.from(text, 'base64');
+  return buffer.toString('base64') === text
+    ? new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.length)
+    : undefined;
+}
 
 export function readTransaction(text: unknown, cfg: Config): WireTransaction {
   if (typeof text !== 'string') throw invalidParams('Invalid params: invalid type: expected a string.');
@@ -35,8 +46,8 @@ export function readTransaction(text: unknown, cfg: Config): WireTransaction {
         `base64 encoded ${TYPE_NAME} too large: ${text.length} bytes (max: encoded/raw ${MAX_BASE64_SIZE}/${MAX_TRANSACTION_BYTES})`,
       );
     }
-    if (!BASE64.test(text)) throw invalidParams('invalid base64 encoding: InvalidByte');
-    bytes = new Uint8Array(Buffer.from(text, 'base64'));
+    bytes = decodeStrictBase64(text);
+    if (!bytes) throw invalidParams('invalid base64 encoding: InvalidByte');
   }
   if (bytes.length > MAX_TRANSACTION_BYTES) {
     throw invalidParams(

@@ -14,6 +14,7 @@ import { accountView, encodeAccount } from '../account-encoding.ts';
 import { config, integer, type Params, pubkey, pubkeyParam } from '../params.ts';
 import { invalidParams } from '../rpc-error.ts';
 import { contextSlot, type RpcContext, type RpcMethod, withContext } from '../rpc-method.ts';
+import { decodeStrictBase64 } from '../transaction-input.ts';
 
 const MAX_MULTIPLE_ACCOUNTS = 100;
 const MAX_FILTERS = 4;
@@ -39,9 +40,7 @@ function readFilters(raw: unknown): Filter[] {
       if (typeof bytes !== 'string') throw invalidParams('Invalid params: memcmp bytes must be a string.');
       let expected: Uint8Array | undefined;
       if (encoding === 'base64') {
-        expected = /^[A-Za-z0-9+/]*={0,2}$/.test(bytes)
-          ? new Uint8Array(Buffer.from(bytes, 'base64'))
-          : undefined;
+        expected = decodeStrictBase64(bytes);
       } else if (encoding === undefined || encoding === null || encoding === 'base58') {
         expected = decodeBase58(bytes);
       } else

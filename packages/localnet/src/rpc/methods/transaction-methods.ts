@@ -23,7 +23,7 @@ import {
   TRANSACTION_ENCODINGS,
   type TransactionEncoding,
 } from '../transaction-encoding.ts';
-import { readTransaction } from '../transaction-input.ts';
+import { decodeStrictBase64, readTransaction } from '../transaction-input.ts';
 
 const MAX_SIGNATURE_STATUSES = 256;
 const MAX_SIGNATURES_FOR_ADDRESS = 1000;
@@ -191,10 +191,8 @@ function getSignaturesForAddress(params: Params, { chain }: RpcContext) {
 
 function getFeeForMessage(params: Params, { chain }: RpcContext) {
   const text = params[0];
-  if (typeof text !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length > 1644) {
-    throw invalidParams('invalid base64 encoding: InvalidByte');
-  }
-  const message = new Uint8Array(Buffer.from(text, 'base64'));
+  const message = typeof text === 'string' && text.length <= 1644 ? decodeStrictBase64(text) : undefined;
+  if (!message) throw invalidParams('invalid base64 encoding: InvalidByte');
   const { slot } = contextSlot(chain, config(params, 1));
   // A message is a transaction without its signatures: prefix empty ones to reuse the decoder.
   const required = (message[0] ?? 0) & 0x80 ? (message[1] ?? 0) : (message[0] ?? 0);
