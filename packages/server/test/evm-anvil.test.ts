@@ -75,7 +75,12 @@ describe('anvil launcher', () => {
       assert.ok(BigInt((await rpc(anvil.rpcUrl, 'eth_blockNumber')) as string) > start);
       const [dev] = (await rpc(anvil.rpcUrl, 'eth_accounts')) as string[];
       const hash = await rpc(anvil.rpcUrl, 'eth_sendTransaction', [{ from: dev, to: dev, value: '0x1' }]);
-      assert.notEqual(await rpc(anvil.rpcUrl, 'eth_getTransactionReceipt', [hash]), null, 'mined at once');
+      // Mined by the transaction, not by the 1 s timer: anvil mines it asynchronously, within milliseconds.
+      let receipt: unknown = null;
+      for (const deadline = Date.now() + 250; receipt === null && Date.now() < deadline; ) {
+        receipt = await rpc(anvil.rpcUrl, 'eth_getTransactionReceipt', [hash]);
+      }
+      assert.notEqual(receipt, null, 'mined at once');
     } finally {
       await anvil.stop();
     }
