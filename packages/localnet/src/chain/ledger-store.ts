@@ -15,15 +15,35 @@ CREATE TABLE IF NOT EXISTS blocks (
   slot INTEGER PRIMARY KEY, blockhash TEXT NOT NULL, previous_blockhash TEXT NOT NULL,
   parent_slot INTEGER NOT NULL, block_height INTEGER NOT NULL, block_time INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS transactions (
-  seq INTEGER PRIMARY KEY, signature TEXT NOT NULL UNIQUE, slot INTEGER NOT NULL, block_time INTEGER NOT NULL,
-  err TEXT, memo TEXT, wire BLOB NOT NULL, meta TEXT NOT NULL, account_keys TEXT NOT NULL);
+  seq INTEGER PRIMARY KEY, signature_key INTEGER NOT NULL, signature TEXT NOT NULL, slot INTEGER NOT NULL,
+  block_time INTEGER NOT NULL, err TEXT, memo TEXT, wire BLOB NOT NULL, meta TEXT NOT NULL, account_keys TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS transactions_by_signature ON transactions (signature_key);
 CREATE INDEX IF NOT EXISTS transactions_by_slot ON transactions (slot, seq);
 CREATE TABLE IF NOT EXISTS address_signatures (
-  address TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (address, seq)) WITHOUT ROWID;
+  address_key INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (address_key, seq)) WITHOUT ROWID;
 `;
+/** Bumped whenever SCHEMA changes incompatibly; a ledger of another version is refused, not misread. */
+const SCHEMA_VERSION = '1';
+
+/**
+ * A 53-bit hash of a base58 key, the indexed column for signatures and addresses: integer index
+ * entries are a quarter the size of text ones, which halves the cost of each insert. Distinct keys
+ * may share a hash, so every lookup also compares the full text.
+ */
+export function keyHash(text: string): number {
+  let a = 0x811c9dc5;
+  let b = 0x01000193;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995);
+  }
+  return (a >>> 0) * 0x200000 + (b >>> 11);
+}
 
 interface TransactionRow {
   seq: number;
+  signature_key: number;
   signature: string;
   slot: number;
   block_time: number;
@@ -66,6 +86,14 @@ export class LedgerStore {
     // NORMAL in WAL mode: a power cut may lose the last commits but never corrupts the file.
     this.db.pragma('synchronous = NORMAL');
     this.db.exec(SCHEMA);
+    const version = this.db
+      .prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'schema_version'")
+      .get();
+    if (version === undefined) {
+      this.db.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', ?)").run(SCHEMA_VERSION);
+    } else if (version.value !== SCHEMA_VERSION) {
+      throw new Error(`${path}: ledger schema ${version.value} is not the supported ${SCHEMA_VERSION}`);
+    }
     this.statements = {
       getMeta: this.db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?'),
       setMeta: this.db.prepare(
@@ -74,15 +102,14 @@ export class LedgerStore {
       insertBlock: this.db.prepare(
         'INSERT OR REPLACE INTO blocks VALUES (@slot, @blockhash, @previousBlockhash, @parentSlot, @blockHeight, @blockTime)',
       ),
-      insertTransaction: this.db.prepare(
-        'INSERT INTO transactions VALUES (@seq, @signature, @slot, @blockTime, @err, @memo, @wire, @meta, @accountKeys)',
-      ),
+      insertTransaction: this.db.prepare('INSERT INTO transactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+      // Static keys are unique per transaction (sanitised) but a lookup-table key may repeat one.
       insertAddress: this.db.prepare('INSERT OR IGNORE INTO address_signatures VALUES (?, ?)'),
-      hasSignature: this.db.prepare<[string], { one: number }>(
-        'SELECT 1 AS one FROM transactions WHERE signature = ?',
+      hasSignature: this.db.prepare<[number, string], { one: number }>(
+        'SELECT 1 AS one FROM transactions WHERE signature_key = ? AND signature = ?',
       ),
-      transactionBySignature: this.db.prepare<[string], TransactionRow>(
-        'SELECT * FROM transactions WHERE signature = ?',
+      transactionBySignature: this.db.prepare<[number, string], TransactionRow>(
+        'SELECT * FROM transactions WHERE signature_key = ? AND signature = ?',
       ),
       transactionsBySlot: this.db.prepare<[number], TransactionRow>(
         'SELECT * FROM transactions WHERE slot = ? ORDER BY seq',
@@ -96,9 +123,9 @@ export class LedgerStore {
       blocksInRange: this.db.prepare<[number, number], BlockRow>(
         'SELECT * FROM blocks WHERE slot >= ? AND slot <= ? ORDER BY slot',
       ),
-      signaturesForAddress: this.db.prepare<[string, number, number, number], TransactionRow>(
+      signaturesForAddress: this.db.prepare<[number, number, number, number], TransactionRow>(
         `SELECT t.* FROM address_signatures a JOIN transactions t ON t.seq = a.seq
-         WHERE a.address = ? AND a.seq < ? AND a.seq > ? ORDER BY a.seq DESC LIMIT ?`,
+         WHERE a.address_key = ? AND a.seq < ? AND a.seq > ? ORDER BY a.seq DESC LIMIT ?`,
       ),
     };
   }
@@ -138,18 +165,19 @@ export class LedgerStore {
     this.db.transaction(() => {
       for (const block of blocks) insertBlock.run(block);
       for (const record of transactions.values()) {
-        insertTransaction.run({
-          seq: record.seq,
-          signature: record.signature,
-          slot: record.slot,
-          blockTime: record.blockTime,
-          err: record.err === null ? null : JSON.stringify(record.err),
-          memo: record.memo,
-          wire: Buffer.from(record.wire),
-          meta: encodeMeta(record.meta),
-          accountKeys: record.accountKeys.join(','),
-        });
-        for (const key of record.accountKeys) insertAddress.run(key, record.seq);
+        insertTransaction.run(
+          record.seq,
+          keyHash(record.signature),
+          record.signature,
+          record.slot,
+          record.blockTime,
+          record.err === null ? null : JSON.stringify(record.err),
+          record.memo,
+          Buffer.from(record.wire),
+          encodeMeta(record.meta),
+          record.accountKeys.join(','),
+        );
+        for (const key of record.accountKeys) insertAddress.run(keyHash(key), record.seq);
       }
     })();
     this.pendingBlocks = [];
@@ -158,13 +186,13 @@ export class LedgerStore {
 
   hasSignature(signature: string): boolean {
     if (this.pendingTransactions.has(signature)) return true;
-    return this.statements.hasSignature.get(signature) !== undefined;
+    return this.statements.hasSignature.get(keyHash(signature), signature) !== undefined;
   }
 
   transaction(signature: string): TransactionRecord | undefined {
     const pending = this.pendingTransactions.get(signature);
     if (pending) return pending;
-    const row = this.statements.transactionBySignature.get(signature);
+    const row = this.statements.transactionBySignature.get(keyHash(signature), signature);
     return row && decodeRow(row);
   }
 
@@ -200,9 +228,17 @@ export class LedgerStore {
       .filter((r) => r.seq < beforeSeq && r.seq > untilSeq && r.accountKeys.includes(key))
       .sort((a, b) => b.seq - a.seq);
     for (const record of pending.slice(0, limit)) out.push(record);
-    if (out.length < limit) {
-      const rows = this.statements.signaturesForAddress.all(key, beforeSeq, untilSeq, limit - out.length);
-      for (const row of rows) out.push(decodeRow(row));
+    // Page through the index: rows of another address with the same hash are skipped.
+    let before = out.length > 0 ? Math.min(beforeSeq, (out[out.length - 1] as SignatureInfo).seq) : beforeSeq;
+    const hash = keyHash(key);
+    while (out.length < limit) {
+      const want = limit - out.length;
+      const rows = this.statements.signaturesForAddress.all(hash, before, untilSeq, want);
+      for (const row of rows) {
+        before = row.seq;
+        if (row.account_keys.split(',').includes(key)) out.push(decodeRow(row));
+      }
+      if (rows.length < want) break;
     }
     return out;
   }
