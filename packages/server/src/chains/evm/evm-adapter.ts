@@ -126,7 +126,9 @@ export class EvmAdapter implements ChainAdapter {
   /**
    * An unsigned EIP-1559 transaction (type 2, RLP): the bytes a wallet signs.
    *
-   * - gas: estimated by the node (21,000 plus calldata for an account without code).
+   * - gas: estimated by the node (21,000 plus calldata for an account without code). Nodes that check
+   *   the sender's balance while estimating (geth) refuse a sender who cannot cover `amount` already
+   *   here, as insufficient_funds; anvil checks only at broadcast.
    * - `priorityFee` is a total in wei, as on Solana; EVM prices the tip per unit of gas, so
    *   maxPriorityFeePerGas = priorityFee / gasLimit (rounded down). A plain transfer uses exactly its
    *   gas limit, so the tip paid is that rate × gasLimit, reported as `priorityFee`. Absent: the node's
