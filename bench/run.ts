@@ -7,6 +7,7 @@ import type { Benchmark, BenchRow } from './bench-row.ts';
 
 const BENCHMARKS: Record<string, () => Promise<{ default: Benchmark }>> = {
   account: () => import('./account.ts'),
+  payments: () => import('./payments.ts'),
   localnet: () => import('./localnet.ts'),
 };
 

@@ -13,7 +13,7 @@ import type { RateLimiter } from './ratelimit/rate-limiter.ts';
 import { RedisRateLimiter } from './ratelimit/redis-rate-limiter.ts';
 import type { AccountService, CreatedApiKey } from './services/account-service.ts';
 import { loadMasterKey } from './services/custody/master-key.ts';
-import { createServices } from './services/gateway-services.ts';
+import { createServices, type GatewayServices } from './services/gateway-services.ts';
 import { openStore, storageLocation } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 import { PaymentReconciler } from './workers/payment-reconciler.ts';
@@ -23,6 +23,10 @@ export interface RunningServer {
   /** The base URL the API listens on, e.g. http://127.0.0.1:8402. */
   readonly url: string;
   readonly demo: DemoAccount | undefined;
+  /** The parts it runs on, for tools that embed the gateway (benchmarks, tests). */
+  readonly store: Store;
+  readonly networks: NetworkRegistry;
+  readonly services: GatewayServices;
   /** Stops accepting requests, lets the ones in flight finish, then closes storage and Redis. */
   close(): Promise<void>;
 }
@@ -117,6 +121,9 @@ export async function startServer(
       app,
       url,
       demo,
+      store,
+      networks,
+      services,
       close: async () => {
         for (const close of closers) await close();
       },

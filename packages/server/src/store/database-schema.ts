@@ -9,6 +9,15 @@ export interface Database {
   consumed_proofs: ConsumedProofsTable;
   idempotency_keys: IdempotencyKeysTable;
   events: EventsTable;
+  payment_counts: PaymentCountsTable;
+}
+
+/** Payments per wallet and direction, maintained with every insert. */
+export interface PaymentCountsTable {
+  account_id: string;
+  wallet_address: string;
+  direction: string;
+  n: number;
 }
 
 export interface AccountsTable {

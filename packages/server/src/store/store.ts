@@ -126,7 +126,10 @@ export interface PaymentRecord {
   readonly signature: string | null;
   /** The read-only address that finds a local-mode transaction on chain. */
   readonly reference: string | null;
-  /** Base64 wire bytes of the signed transaction, kept so a restart resends the same bytes. */
+  /**
+   * Base64 wire bytes of the signed transaction, kept so a restart resends the same bytes. Local mode:
+   * the unsigned bytes as built (never broadcast by the gateway), so a retried build answers the same.
+   */
   readonly signedTransaction: string | null;
   readonly lastValidBlockHeight: bigint | null;
   /** Unix ms after which an unsigned local-mode transaction must not be sent. */
@@ -207,6 +210,8 @@ export interface PaymentRepository {
 export interface ProofRepository {
   /** Records that the proof behind `proofKey` was used; false when it already was. Never undone. */
   consume(proofKey: string, paymentId: string, accountId: string, at: number): Promise<boolean>;
+  /** Whether the proof behind `proofKey` was used; only `consume` decides a race. */
+  isConsumed(proofKey: string): Promise<boolean>;
 }
 
 export interface EventRecord {

@@ -12,7 +12,26 @@ import type {
 export class KyselyPaymentRepository implements PaymentRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
+  /** The payment and its wallet's running count change together: in the caller's transaction, or in one of their own. */
   async insert(payment: PaymentRecord, lease?: PaymentLease): Promise<void> {
+    if (!this.db.isTransaction) {
+      await this.db.transaction().execute((trx) => new KyselyPaymentRepository(trx).insert(payment, lease));
+      return;
+    }
+    await this.db
+      .insertInto('payment_counts')
+      .values({
+        account_id: payment.accountId,
+        wallet_address: payment.walletAddress,
+        direction: payment.direction,
+        n: 1,
+      })
+      .onConflict((oc) =>
+        oc
+          .columns(['account_id', 'wallet_address', 'direction'])
+          .doUpdateSet((eb) => ({ n: eb('payment_counts.n', '+', 1) })),
+      )
+      .execute();
     await this.db
       .insertInto('payments')
       .values({
@@ -95,8 +114,13 @@ export class KyselyPaymentRepository implements PaymentRepository {
       .where('account_id', '=', query.accountId)
       .where('wallet_address', '=', query.walletAddress);
     if (query.direction !== undefined) base = base.where('direction', '=', query.direction);
+    let counts = this.db
+      .selectFrom('payment_counts')
+      .where('account_id', '=', query.accountId)
+      .where('wallet_address', '=', query.walletAddress);
+    if (query.direction !== undefined) counts = counts.where('direction', '=', query.direction);
     const [count, rows] = await Promise.all([
-      base.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+      counts.select((eb) => eb.fn.sum<number | string | null>('n').as('n')).executeTakeFirstOrThrow(),
       base
         .selectAll()
         .orderBy('created_at', 'desc')
@@ -105,7 +129,7 @@ export class KyselyPaymentRepository implements PaymentRepository {
         .offset(query.offset)
         .execute(),
     ]);
-    return { total: Number(count.n), payments: rows.map(toPayment) };
+    return { total: Number(count.n ?? 0), payments: rows.map(toPayment) };
   }
 
   /**

@@ -14,4 +14,13 @@ export class KyselyProofRepository implements ProofRepository {
       .executeTakeFirst();
     return Number(result.numInsertedOrUpdatedRows ?? 0n) === 1;
   }
+
+  async isConsumed(proofKey: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom('consumed_proofs')
+      .select('proof_key')
+      .where('proof_key', '=', proofKey)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
 }

@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import { accountsAndApiKeys } from './0001-accounts-and-api-keys.ts';
 import { walletsPaymentsEvents } from './0002-wallets-payments-events.ts';
+import { paymentCounts } from './0003-payment-counts.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -9,4 +10,5 @@ import { walletsPaymentsEvents } from './0002-wallets-payments-events.ts';
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-accounts-and-api-keys': accountsAndApiKeys,
   '0002-wallets-payments-events': walletsPaymentsEvents,
+  '0003-payment-counts': paymentCounts,
 };

@@ -1,0 +1,86 @@
+// gate402 as `npm start` runs it (SQLite, embedded localnet), with an Enterprise account whose limit the
+// benchmark cannot reach, a funded custodial wallet, and 100,000 stored payments for status and history.
+// Prints PORT, KEY, WALLET, SELLER_KEY, SELLER_WALLET and PAYMENT_ID, then serves until killed.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../packages/server/src/config.ts';
+import { newId } from '../../packages/server/src/domain/ids.ts';
+import { startServer } from '../../packages/server/src/server.ts';
+import type { PaymentRecord } from '../../packages/server/src/store/store.ts';
+
+const STORED_PAYMENTS = Number(process.env.BENCH_STORED_PAYMENTS ?? 100_000);
+
+const config = loadConfig({
+  DATA_DIR: mkdtempSync(join(tmpdir(), 'gate402-bench-')),
+  PORT: '0',
+  LOCALNET_PORT: '0',
+  ANVIL_PORT: '0',
+  LOG_LEVEL: 'warn',
+  GATE402_DEMO: 'false',
+});
+const server = await startServer(config);
+const { services, store } = server;
+
+async function party(name: string) {
+  const account = await services.accounts.createAccount({ name, plan: 'enterprise', rateLimit: 1_000_000 });
+  const { key } = await services.accounts.createKey(account.id, 'bench');
+  const wallet = await services.wallets.create(account.id, { chain: 'solana' });
+  return { accountId: account.id, key, wallet: wallet.address };
+}
+
+const buyer = await party('bench buyer');
+const seller = await party('bench seller');
+const chain = server.networks.all().find((c) => c.info.family === 'solana');
+if (chain?.faucet === undefined) throw new Error('no local Solana faucet');
+for (let i = 0; i < 10; i++) await chain.faucet.fundNative(buyer.wallet, 100_000_000_000n);
+
+// Stored history: what a busy wallet has after a while.
+const base = Date.now() - STORED_PAYMENTS * 1_000;
+let last = '';
+await store.transaction(async (tx) => {
+  for (let i = 0; i < STORED_PAYMENTS; i++) {
+    const payment: PaymentRecord = {
+      id: newId('pay', base + i * 1_000),
+      accountId: buyer.accountId,
+      direction: i % 3 === 0 ? 'received' : 'sent',
+      mode: 'custodial',
+      status: 'finalized',
+      network: chain.info.id,
+      walletAddress: buyer.wallet,
+      sender: buyer.wallet,
+      recipient: seller.wallet,
+      amount: 1_000_000n + BigInt(i),
+      fee: 5_000n,
+      resource: 'https://api.example.com/data',
+      metadata: { i },
+      signature: `bench${i}`,
+      reference: null,
+      signedTransaction: null,
+      lastValidBlockHeight: null,
+      expiresAt: null,
+      slot: BigInt(i),
+      blockHeight: BigInt(i),
+      error: null,
+      sourcePaymentId: null,
+      idempotencyKey: null,
+      createdAt: base + i * 1_000,
+      updatedAt: base + i * 1_000,
+      confirmedAt: base + i * 1_000,
+    };
+    await tx.payments.insert(payment);
+    last = payment.id;
+  }
+});
+
+process.stdout.write(
+  [
+    `PORT ${new URL(server.url).port}`,
+    `KEY ${buyer.key}`,
+    `WALLET ${buyer.wallet}`,
+    `SELLER_KEY ${seller.key}`,
+    `SELLER_WALLET ${seller.wallet}`,
+    `PAYMENT_ID ${last}`,
+    '',
+  ].join('\n'),
+);
