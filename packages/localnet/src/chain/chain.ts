@@ -100,6 +100,7 @@ export interface SignatureStatus {
 const STATUS_CACHE_SLOTS = 300;
 const SLOTS_PER_EPOCH = 432_000;
 const SNAPSHOT_INTERVAL_MS = 1000;
+const TOKEN_ACCOUNT_CACHE_LIMIT = 100_000;
 const MEMO_PROGRAMS = new Set(
   ['MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr', 'Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo'].map(
     rawKeyOf,
@@ -272,6 +273,7 @@ export class Chain {
   }
 
   setAccount(address: Uint8Array, account: AccountSnapshot): void {
+    this.tokenAccountCache.delete(rawKey(address));
     this.svm.setAccount(
       address,
       new Account(
@@ -323,18 +325,30 @@ export class Chain {
     const keys = this.resolveKeys(tx);
     const pre = this.captureBalances(keys);
     const payerBytes = tx.staticKeys[0] as Uint8Array;
-    const payerBefore = pre.payer;
+    const payerBefore = pre.lamports[0] as bigint;
 
     const result = this.svm.sendVersionedTransaction(tx.bytes);
     const failed = result instanceof FailedTransactionMetadata;
     const meta: TransactionMetadata = failed ? result.meta() : result;
     const err = failed ? transactionErrorJson(result) : null;
-    const payerAfter = this.svm.getBalance(payerBytes);
     // A failed transaction landed iff it paid its fee; otherwise it was dropped before execution.
-    const landed = !failed || (payerBefore !== null && payerAfter !== payerBefore.lamports());
+    const landed = !failed || this.svm.getBalance(payerBytes) !== payerBefore;
     if (err !== null && (!landed || preflight)) {
-      // Preflight would have caught it before broadcast, so undo the fee LiteSVM charged.
-      if (landed && payerBefore !== null) this.svm.setAccount(payerBytes, payerBefore);
+      // Preflight would have caught it before broadcast, so undo the fee LiteSVM charged (a failed
+      // transaction changes nothing else of its fee payer).
+      const charged = landed ? this.svm.getAccount(payerBytes) : null;
+      if (charged) {
+        this.svm.setAccount(
+          payerBytes,
+          new Account(
+            payerBefore,
+            charged.data(),
+            charged.owner(),
+            charged.executable(),
+            charged.rentEpoch(),
+          ),
+        );
+      }
       throw new TransactionRejected(err, meta.logs(), meta.computeUnitsConsumed());
     }
 
@@ -343,13 +357,10 @@ export class Chain {
       TOKEN_PROGRAMS.has(rawKey(keys.bytes[i] as Uint8Array)),
     );
     // Only a token program changes token accounts: otherwise lamports are all that can differ.
+    if (touchesToken) for (const key of keys.bytes) this.tokenAccountCache.delete(rawKey(key));
     const post = touchesToken
       ? this.captureBalances(keys)
-      : {
-          lamports: keys.bytes.map((key) => this.svm.getBalance(key) ?? 0n),
-          tokens: pre.tokens,
-          payer: null,
-        };
+      : { lamports: keys.bytes.map((key) => this.svm.getBalance(key) ?? 0n), tokens: pre.tokens };
     const block = this.latestBlock();
     const fee = transactionFee(tx);
     this.seq += 1;
@@ -658,24 +669,26 @@ export class Chain {
     };
   }
 
-  /** Lamports and token balances of every key; `payer` is the fee payer's account (for undoing a fee). */
+  /** Lamports of every key, and token balances of the keys that are token accounts. */
   private captureBalances(keys: ResolvedKeys) {
     const lamports: bigint[] = [];
     const tokens: TokenBalance[] = [];
-    let payer: Account | null = null;
     for (let index = 0; index < keys.bytes.length; index++) {
       const bytes = keys.bytes[index] as Uint8Array;
-      // Program accounts are never token accounts, and reading them copies their data.
-      if (keys.programIndexes.has(index)) {
+      const id = rawKey(bytes);
+      // Program accounts are never token accounts (and reading them copies their data); known
+      // non-token accounts need only their lamports.
+      if (keys.programIndexes.has(index) || this.tokenAccountCache.get(id) === false) {
         lamports.push(this.svm.getBalance(bytes) ?? 0n);
         continue;
       }
       const account = this.svm.getAccount(bytes);
-      if (index === 0) payer = account;
       lamports.push(account?.lamports() ?? 0n);
       if (!account) continue;
       const owner = account.owner();
-      if (!TOKEN_PROGRAMS.has(rawKey(owner))) continue;
+      const isToken = TOKEN_PROGRAMS.has(rawKey(owner));
+      this.rememberTokenAccount(id, isToken);
+      if (!isToken) continue;
       const state = decodeTokenAccount(account.data());
       const decimals = state && this.mintDecimals(state.mint);
       if (state && decimals !== undefined) {
@@ -689,7 +702,20 @@ export class Chain {
         });
       }
     }
-    return { lamports, tokens, payer };
+    return { lamports, tokens };
+  }
+
+  /**
+   * Whether an account is owned by a token program, by raw key. Invariant: an account's owner can
+   * become or stop being a token program only in a transaction that invokes a token program (the
+   * System program can assign an account to one, but not initialise it), so entries are dropped
+   * for the keys of exactly those transactions, and by `setAccount`.
+   */
+  private readonly tokenAccountCache = new Map<string, boolean>();
+
+  private rememberTokenAccount(id: string, isToken: boolean): void {
+    if (this.tokenAccountCache.size >= TOKEN_ACCOUNT_CACHE_LIMIT) this.tokenAccountCache.clear();
+    this.tokenAccountCache.set(id, isToken);
   }
 
   private buildMeta(
