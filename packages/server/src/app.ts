@@ -13,6 +13,10 @@ import { faucetRoutes } from './http/routes/faucet.ts';
 import { healthRoutes, type ReadinessCheck } from './http/routes/health.ts';
 import { networkRoutes } from './http/routes/networks.ts';
 import { paymentRoutes } from './http/routes/payments.ts';
+import { portfolioRoutes } from './http/routes/portfolio.ts';
+import { tokenRoutes } from './http/routes/tokens.ts';
+import { transactionRoutes } from './http/routes/transactions.ts';
+import { verifyRoutes } from './http/routes/verify.ts';
 import { walletRoutes } from './http/routes/wallets.ts';
 import { wellKnownRoutes } from './http/routes/well-known.ts';
 import './http/fastify-types.ts';
@@ -76,6 +80,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(faucetRoutes, { faucet: services.faucet });
   await app.register(walletRoutes, { wallets: services.wallets });
   await app.register(paymentRoutes, services);
+  await app.register(transactionRoutes, services);
+  await app.register(verifyRoutes, services);
+  await app.register(tokenRoutes, services);
+  await app.register(portfolioRoutes, services);
 
   return app;
 }

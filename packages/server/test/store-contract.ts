@@ -297,6 +297,7 @@ export function describePaymentStoreContract(
     });
 
     it('consumes a proof once, even when many try at the same instant', async () => {
+      assert.equal(await store.proofs.isConsumed('solana:test:SIGX'), false);
       const results = await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
           store.proofs.consume('solana:test:SIGX', `pay_${i}`, account.id, 1),
@@ -304,6 +305,7 @@ export function describePaymentStoreContract(
       );
       assert.equal(results.filter(Boolean).length, 1);
       assert.equal(await store.proofs.consume('solana:test:SIGX', 'pay_late', account.id, 2), false);
+      assert.equal(await store.proofs.isConsumed('solana:test:SIGX'), true);
     });
 
     it('appends events with increasing positions and lists them per account', async () => {

@@ -11,6 +11,7 @@ export const ERROR_CATALOGUE = {
   FORBIDDEN: { status: 403, message: 'This API key is not allowed to do that.' },
   NOT_FOUND: { status: 404, message: 'Not found.' },
   PAYMENT_NOT_FOUND: { status: 404, message: 'No such payment.' },
+  TOKEN_NOT_FOUND: { status: 404, message: 'No token mint or contract at this address.' },
   WALLET_ALREADY_REGISTERED: { status: 409, message: 'This address is already registered.' },
   IDEMPOTENCY_KEY_IN_USE: { status: 409, message: 'A request with this Idempotency-Key is still running.' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, message: 'This Idempotency-Key was used with a different request.' },

@@ -3,11 +3,17 @@ import type { Store } from '../store/store.ts';
 import { AccountService } from './account-service.ts';
 import { SecretBox } from './custody/secret-box.ts';
 import { FaucetService } from './faucet-service.ts';
+import { LocalReceiveService } from './local-receive.ts';
+import { LocalSendService } from './local-send.ts';
 import { PaymentLedger } from './payment-ledger.ts';
 import { PaymentProofs, type PublishedKey } from './payment-proof.ts';
 import { PaymentQueryService } from './payment-query.ts';
+import { PortfolioService } from './portfolio.ts';
+import { ProofVerifier } from './proof-verifier.ts';
 import { ReceivePaymentService } from './receive-payment.ts';
 import { SendPaymentService } from './send-payment.ts';
+import { TokenInfoService } from './token-info.ts';
+import { VerifyPaymentService } from './verify-payment.ts';
 import { WalletService } from './wallet-service.ts';
 
 /** Every service the delivery layers (HTTP, CLI, workers) use, built from the same parts. */
@@ -20,6 +26,11 @@ export interface GatewayServices {
   readonly send: SendPaymentService;
   readonly receive: ReceivePaymentService;
   readonly query: PaymentQueryService;
+  readonly localSend: LocalSendService;
+  readonly localReceive: LocalReceiveService;
+  readonly verify: VerifyPaymentService;
+  readonly tokens: TokenInfoService;
+  readonly portfolio: PortfolioService;
 }
 
 export interface ServiceParts {
@@ -43,6 +54,7 @@ export function createServices(parts: ServiceParts): GatewayServices {
   const wallets = new WalletService(store, networks, new SecretBox(parts.masterKey), now);
   const ledger = new PaymentLedger(store, networks, now);
   const common = { store, networks, wallets, proofs, ledger, now };
+  const verifier = new ProofVerifier({ ...common, proofMaxAgeMs: parts.proofMaxAgeMs });
   return {
     accounts: new AccountService(store, now, parts.authCacheMs ?? 0),
     wallets,
@@ -54,7 +66,12 @@ export function createServices(parts: ServiceParts): GatewayServices {
       instanceId: parts.instanceId,
       confirmTimeoutMs: parts.confirmTimeoutMs,
     }),
-    receive: new ReceivePaymentService({ ...common, proofMaxAgeMs: parts.proofMaxAgeMs }),
+    receive: new ReceivePaymentService({ ...common, verifier }),
     query: new PaymentQueryService(store, networks, wallets, now),
+    localSend: new LocalSendService(common),
+    localReceive: new LocalReceiveService({ ...common, verifier }),
+    verify: new VerifyPaymentService(verifier),
+    tokens: new TokenInfoService(networks),
+    portfolio: new PortfolioService(networks),
   };
 }

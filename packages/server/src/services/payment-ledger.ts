@@ -41,12 +41,20 @@ export class PaymentLedger {
     to: PaymentStatus,
     changes: PaymentChanges = {},
   ): Promise<PaymentRecord | undefined> {
-    return this.store.transaction(async (tx) => {
-      const moved = await tx.payments.transition(payment.id, statusesBefore(to), to, changes, this.now());
-      const type = moved === undefined ? undefined : eventFor(moved, to);
-      if (moved !== undefined && type !== undefined) await tx.events.append(this.event(moved, type));
-      return moved;
-    });
+    return this.store.transaction((tx) => this.moveIn(tx, payment, to, changes));
+  }
+
+  /** As `move`, inside a transaction the caller holds (e.g. with the proof it consumes). */
+  async moveIn(
+    tx: Repositories,
+    payment: PaymentRecord,
+    to: PaymentStatus,
+    changes: PaymentChanges = {},
+  ): Promise<PaymentRecord | undefined> {
+    const moved = await tx.payments.transition(payment.id, statusesBefore(to), to, changes, this.now());
+    const type = moved === undefined ? undefined : eventFor(moved, to);
+    if (moved !== undefined && type !== undefined) await tx.events.append(this.event(moved, type));
+    return moved;
   }
 
   private event(payment: PaymentRecord, type: EventType) {

@@ -1,12 +1,8 @@
-import type { ChainAdapter, ChainTransaction } from '../chains/chain-adapter.ts';
-import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { GatewayError } from '../domain/gateway-error.ts';
 import { newId } from '../domain/ids.ts';
-import { atomicToDecimalText, toWholeUnits } from '../domain/money.ts';
+import { toWholeUnits } from '../domain/money.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
-import { atomicFromField } from './amounts.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
-import type { PaymentProofs, ProofClaims } from './payment-proof.ts';
+import { invalidProof, type ProofVerifier } from './proof-verifier.ts';
 import type { WalletService } from './wallet-service.ts';
 
 export interface ReceiveInput {
@@ -35,24 +31,22 @@ export interface ReceiveResult {
 
 export interface ReceivePaymentDeps {
   readonly store: Store;
-  readonly networks: NetworkRegistry;
   readonly wallets: WalletService;
-  readonly proofs: PaymentProofs;
+  readonly verifier: ProofVerifier;
   readonly ledger: PaymentLedger;
-  /** How old a proof may be, in ms. */
-  readonly proofMaxAgeMs: number;
   readonly now?: () => number;
 }
 
 export const DEFAULT_RECEIVE_TIMEOUT_SECONDS = 30;
 export const MAX_RECEIVE_TIMEOUT_SECONDS = 120;
-const POLL_MS = 250;
 
 /**
  * Seller-side verification of a gate402 proof (spec §4.2). The proof's attestation is checked, then
- * every fact is checked again on chain: the transaction exists, succeeded, is confirmed, and moved at
- * least the expected amount from the payer to the seller's wallet. Then the proof is consumed: the
- * database accepts the transaction once, ever, whichever account or instance asks, however many at once.
+ * every fact is checked again on chain (see ProofVerifier): the transaction exists, succeeded, is
+ * confirmed, and moved at least the expected amount from the payer to the seller's wallet. A local-mode
+ * proof (no signature yet, a reference) is accepted once its transaction has landed. Then the proof is
+ * consumed: the database accepts the transaction once, ever, whichever account or instance asks, however
+ * many at once, and whichever kind of proof names it.
  */
 export class ReceivePaymentService {
   private readonly now: () => number;
@@ -64,36 +58,14 @@ export class ReceivePaymentService {
   async receive(accountId: string, input: ReceiveInput): Promise<ReceiveResult> {
     const started = performance.now();
     await this.deps.wallets.owned(accountId, input.walletAddress);
-    const claims = this.claimsOf(input);
-    const chain = this.deps.networks.get(claims.net);
-    if (chain === undefined) {
-      throw invalidProof(`the proof is for network ${claims.net}, which this gateway does not serve`);
-    }
-    const { decimals, symbol } = chain.info.nativeCurrency;
-    const expected = atomicFromField('expectedAmount', input.expectedAmount, decimals, symbol);
-    if (claims.sig === undefined) {
-      throw invalidProof('the proof names no transaction yet');
-    }
-    const timeoutMs =
-      Math.min(input.timeout ?? DEFAULT_RECEIVE_TIMEOUT_SECONDS, MAX_RECEIVE_TIMEOUT_SECONDS) * 1000;
-    const tx = await this.confirmedTransaction(chain, claims.sig, timeoutMs);
-    if (tx.error !== null) throw verificationFailed('the transaction failed on chain', 'failed_on_chain');
-    const received = tx.nativeTransfers
-      .filter((t) => t.from === claims.from && t.to === input.walletAddress)
-      .reduce((sum, t) => sum + t.amount, 0n);
-    if (received === 0n) throw invalidProof('the transaction pays another recipient', 'recipient_mismatch');
-    if (received < expected) {
-      throw verificationFailed(
-        `the transaction paid ${atomicToDecimalText(received, decimals)} ${symbol}, less than the expected ${atomicToDecimalText(expected, decimals)} ${symbol}`,
-        'amount_too_low',
-      );
-    }
-    if (!tx.memos.some((memo) => memo.includes(claims.pid))) {
-      throw invalidProof(
-        'the transaction does not carry the payment id the proof names',
-        'payment_id_mismatch',
-      );
-    }
+    const { claims, chain, tx, signature, received, proofKey } = await this.deps.verifier.verify({
+      paymentProof: input.paymentProof,
+      recipient: input.walletAddress,
+      expected: { whole: input.expectedAmount, field: 'expectedAmount' },
+      resource: input.resource,
+      timeoutMs: receiveTimeoutMs(input.timeout),
+    });
+    const { decimals } = chain.info.nativeCurrency;
 
     const blockHeight = await chain.blockHeightOf(tx.slot).catch(() => null);
     const at = this.now();
@@ -101,7 +73,7 @@ export class ReceivePaymentService {
       id: newId('pay'),
       accountId,
       direction: 'received',
-      mode: 'custodial',
+      mode: claims.sig === undefined ? 'local' : 'custodial',
       status: 'confirmed',
       network: chain.info.id,
       walletAddress: input.walletAddress,
@@ -111,7 +83,7 @@ export class ReceivePaymentService {
       fee: tx.fee,
       resource: input.resource ?? claims.res ?? null,
       metadata: null,
-      signature: claims.sig,
+      signature,
       reference: claims.ref ?? null,
       signedTransaction: null,
       lastValidBlockHeight: null,
@@ -126,8 +98,7 @@ export class ReceivePaymentService {
       confirmedAt: at,
     };
     const consumed = await this.deps.store.transaction(async (repos) => {
-      if (!(await repos.proofs.consume(`${chain.info.id}:${claims.sig}`, payment.id, accountId, at)))
-        return false;
+      if (!(await repos.proofs.consume(proofKey, payment.id, accountId, at))) return false;
       await this.deps.ledger.recordIn(repos, payment, 'payment.received');
       return true;
     });
@@ -137,7 +108,7 @@ export class ReceivePaymentService {
       success: true,
       verified: true,
       paymentId: payment.id,
-      signature: claims.sig,
+      signature,
       amountReceived: toWholeUnits(received, decimals),
       sender: claims.from,
       status: payment.status,
@@ -147,64 +118,9 @@ export class ReceivePaymentService {
       network: payment.network,
     };
   }
-
-  private claimsOf(input: ReceiveInput): ProofClaims {
-    const check = this.deps.proofs.check(input.paymentProof);
-    if (!check.valid) {
-      const reasons = {
-        malformed: 'the payment proof is malformed',
-        unknown_issuer: 'the payment proof was issued by a gateway this one does not trust',
-        bad_signature: 'the payment proof attestation does not verify',
-      };
-      throw invalidProof(reasons[check.reason], check.reason);
-    }
-    const { claims } = check;
-    if (claims.to !== input.walletAddress)
-      throw invalidProof('the proof pays another recipient', 'recipient_mismatch');
-    if (this.now() - claims.iat > this.deps.proofMaxAgeMs)
-      throw invalidProof('the payment proof has expired', 'expired');
-    if (input.resource !== undefined && claims.res !== undefined && input.resource !== claims.res) {
-      throw invalidProof('the proof pays for another resource', 'resource_mismatch');
-    }
-    return claims;
-  }
-
-  /** The transaction once confirmed, waiting up to `timeoutMs` for it to land and confirm. */
-  private async confirmedTransaction(
-    chain: ChainAdapter,
-    signature: string,
-    timeoutMs: number,
-  ): Promise<ChainTransaction> {
-    const deadline = this.now() + timeoutMs;
-    for (;;) {
-      const status = await chain.getSignatureStatus(signature);
-      if (status?.status === 'failed')
-        throw verificationFailed('the transaction failed on chain', 'failed_on_chain');
-      if (status?.status === 'confirmed' || status?.status === 'finalized') {
-        const tx = await chain.getTransaction(signature);
-        if (tx !== undefined) return tx;
-      }
-      if (this.now() >= deadline) {
-        throw verificationFailed(
-          `the transaction was not confirmed within ${Math.round(timeoutMs / 1000)} s`,
-          'not_found',
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    }
-  }
 }
 
-function invalidProof(message: string, reason?: string): GatewayError {
-  return new GatewayError('INVALID_PAYMENT_PROOF', {
-    message: `Invalid payment proof: ${message}.`,
-    details: { paymentProof: reason ?? message },
-  });
-}
-
-function verificationFailed(message: string, reason: string): GatewayError {
-  return new GatewayError('PAYMENT_VERIFICATION_FAILED', {
-    message: `Payment verification failed: ${message}.`,
-    details: { paymentProof: reason },
-  });
+/** The `timeout` field (seconds, default 30, at most 120) in ms. */
+export function receiveTimeoutMs(timeoutSeconds: number | undefined): number {
+  return Math.min(timeoutSeconds ?? DEFAULT_RECEIVE_TIMEOUT_SECONDS, MAX_RECEIVE_TIMEOUT_SECONDS) * 1000;
 }

@@ -2,6 +2,7 @@ import type { ChainAdapter } from '../chains/chain-adapter.ts';
 import { ChainError } from '../chains/chain-error.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { OPEN_STATUSES } from '../domain/payment-status.ts';
+import { findBuiltReceipt, findBuiltTransfer, receiptMemo } from '../services/local-transfer.ts';
 import type { PaymentLedger } from '../services/payment-ledger.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
 
@@ -28,7 +29,12 @@ export interface ReconcilerDeps {
  *   know it and its blockhash is still valid, resends the same bytes — it never signs anything, so a
  *   payment can land only once — and once the chain's height passes lastValidBlockHeight without it,
  *   marks it expired;
- * - confirmed: marks it finalized when the chain finalizes it.
+ * - confirmed: marks it finalized when the chain finalizes it;
+ * - local mode, pending (the caller signs and broadcasts; the gateway never does): finds the transaction
+ *   by its reference and checks it is the one built (a tampered copy never counts); once
+ *   lastValidBlockHeight or expiresAt has passed without it, marks it expired. A seller's pending
+ *   receipt confirms when the receipt lands, and the buyer's proof is consumed in the same database
+ *   transaction; if the proof was used meanwhile, the receipt payment fails.
  * This is also the crash recovery: a send whose process died after storing is finished here.
  */
 export class PaymentReconciler {
@@ -74,8 +80,11 @@ export class PaymentReconciler {
   private async reconcile(payment: PaymentRecord): Promise<void> {
     try {
       const chain = this.deps.networks.get(payment.network);
-      if (chain !== undefined && payment.signature !== null)
-        await this.advance(payment, payment.signature, chain);
+      if (chain === undefined) return;
+      if (payment.mode === 'local' && payment.status === 'pending') {
+        if (payment.direction === 'sent') await this.watchLocalSend(payment, chain);
+        else await this.watchReceipt(payment, chain);
+      } else if (payment.signature !== null) await this.advance(payment, payment.signature, chain);
     } catch (error) {
       this.deps.log?.(`could not reconcile payment ${payment.id}`, error);
     } finally {
@@ -85,6 +94,85 @@ export class PaymentReconciler {
         this.now() + (this.deps.recheckMs ?? 2_000),
       );
     }
+  }
+
+  private async watchLocalSend(payment: PaymentRecord, chain: ChainAdapter): Promise<void> {
+    const built = {
+      reference: payment.reference ?? '',
+      payer: payment.sender,
+      recipient: payment.recipient,
+      amount: payment.amount,
+      memo: payment.id,
+    };
+    let tx = await findBuiltTransfer(chain, built);
+    if (tx === undefined) {
+      if (!(await this.isPast(payment, chain))) return;
+      // Past its validity: look once more, since it may have landed just before.
+      tx = await findBuiltTransfer(chain, built);
+      if (tx === undefined) {
+        await this.deps.ledger.move(payment, 'expired', {
+          error: 'the transaction was not seen on chain before it expired',
+        });
+        return;
+      }
+    }
+    const blockHeight = await chain.blockHeightOf(tx.slot).catch(() => null);
+    if (tx.error !== null) {
+      await this.deps.ledger.move(payment, 'failed', {
+        signature: tx.signature,
+        slot: tx.slot,
+        blockHeight,
+        error: tx.error,
+      });
+      return;
+    }
+    await this.deps.ledger.move(payment, 'confirmed', {
+      signature: tx.signature,
+      slot: tx.slot,
+      blockHeight,
+      fee: tx.fee,
+      confirmedAt: this.now(),
+    });
+  }
+
+  /** A seller's receipt (POST /transaction/receive): the proof is consumed when, and only if, it lands. */
+  private async watchReceipt(payment: PaymentRecord, chain: ChainAdapter): Promise<void> {
+    const built = {
+      reference: payment.reference ?? '',
+      payer: payment.walletAddress,
+      memo: receiptMemo(payment.id, payment.sourcePaymentId ?? ''),
+    };
+    let receipt = await findBuiltReceipt(chain, built);
+    if (receipt === undefined && (await this.isPast(payment, chain)))
+      receipt = await findBuiltReceipt(chain, built);
+    if (receipt === undefined || receipt.error !== null) {
+      if (await this.isPast(payment, chain)) {
+        await this.deps.ledger.move(payment, 'expired', {
+          error: 'the receipt was not seen on chain before it expired; the proof is still unused',
+        });
+      }
+      return;
+    }
+    const { ledger, store } = this.deps;
+    const at = this.now();
+    await store.transaction(async (tx) => {
+      const proofKey = `${payment.network}:${payment.signature}`;
+      if (await tx.proofs.consume(proofKey, payment.id, payment.accountId, at)) {
+        await ledger.moveIn(tx, payment, 'confirmed', { confirmedAt: at });
+      } else {
+        await ledger.moveIn(tx, payment, 'failed', {
+          error: 'the payment proof was redeemed elsewhere before this receipt landed',
+        });
+      }
+    });
+  }
+
+  /** Whether a local-mode transaction can no longer be sent: its expiresAt or blockhash is past. */
+  private async isPast(payment: PaymentRecord, chain: ChainAdapter): Promise<boolean> {
+    if (payment.expiresAt !== null && this.now() > payment.expiresAt) return true;
+    return (
+      payment.lastValidBlockHeight !== null && (await chain.getBlockHeight()) > payment.lastValidBlockHeight
+    );
   }
 
   private async advance(payment: PaymentRecord, signature: string, chain: ChainAdapter): Promise<void> {

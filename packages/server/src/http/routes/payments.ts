@@ -9,16 +9,20 @@ import { MAX_RECEIVE_TIMEOUT_SECONDS, type ReceivePaymentService } from '../../s
 import type { SendPaymentService } from '../../services/send-payment.ts';
 import { callerOf } from '../plugins/authentication.ts';
 
-const MAX_METADATA_BYTES = 4096;
+export const MAX_METADATA_BYTES = 4096;
 
-const Address = (description: string) => Type.String({ minLength: 1, maxLength: 100, description });
-const Resource = Type.String({ format: 'uri', maxLength: 2048, description: 'The protected resource URL.' });
-const Network = Type.String({
+export const Address = (description: string) => Type.String({ minLength: 1, maxLength: 100, description });
+export const Resource = Type.String({
+  format: 'uri',
+  maxLength: 2048,
+  description: 'The protected resource URL.',
+});
+export const Network = Type.String({
   minLength: 1,
   maxLength: 100,
   description: 'CAIP-2 network id; default: the default network of the address family (GET /networks).',
 });
-const Metadata = Type.Object(
+export const Metadata = Type.Object(
   {},
   {
     additionalProperties: true,
@@ -27,7 +31,7 @@ const Metadata = Type.Object(
   },
 );
 
-const SendBody = Type.Object(
+export const SendBody = Type.Object(
   {
     walletAddress: Address('Sender: one of your custodial wallets (Solana base58 or EVM 0x…).'),
     recipientAddress: Address('Recipient wallet address.'),

@@ -1,0 +1,160 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { invalidParameters } from '../../domain/gateway-error.ts';
+import type { LocalReceiveService } from '../../services/local-receive.ts';
+import type { LocalSendService } from '../../services/local-send.ts';
+import { MAX_PROOF_HEX_LENGTH } from '../../services/payment-proof.ts';
+import { MAX_RECEIVE_TIMEOUT_SECONDS } from '../../services/receive-payment.ts';
+import { callerOf } from '../plugins/authentication.ts';
+import { Address, MAX_METADATA_BYTES, Network, Resource, SendBody } from './payments.ts';
+
+const TransactionSendBody = Type.Object(
+  {
+    ...SendBody.properties,
+    walletAddress: Address(
+      'The payer: any Solana (base58) or EVM (0x…) address. It signs; the gateway never holds its key.',
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const Base64Transaction = Type.String({
+  description:
+    'Base64 wire bytes of a v0 transaction with empty signature slots: sign with your own key and broadcast through any RPC endpoint of the network (GET /networks).',
+});
+const LastValidBlockHeight = Type.Integer({
+  description: 'The transaction can land only while the block height is at most this.',
+});
+const ExpiresAt = Type.Integer({
+  description:
+    'Unix ms: do not send after this (at most 60 s after building, never after the blockhash is estimated to expire); build a new one.',
+});
+
+const TransactionSendResult = Type.Object(
+  {
+    success: Type.Literal(true),
+    paymentId: Type.String(),
+    transaction: Base64Transaction,
+    lastValidBlockHeight: LastValidBlockHeight,
+    expiresAt: ExpiresAt,
+    paymentProof: Type.String({
+      description:
+        'gate402 proof (`0x` hex) naming the transaction by its reference; the seller redeems it once the transaction has landed.',
+    }),
+    estimatedConfirmation: Type.String(),
+    amount: Type.Number(),
+    recipient: Type.String(),
+    status: Type.String({ description: '`pending` until the transaction is seen on chain.' }),
+    reference: Type.String({
+      description: 'The read-only account that identifies this transaction on chain.',
+    }),
+    network: Type.String(),
+  },
+  { $id: 'TransactionSendResult', title: 'TransactionSendResult' },
+);
+
+const TransactionReceiveBody = Type.Object(
+  {
+    walletAddress: Address('Receiving wallet: one of your wallets; it pays the receipt fee and signs it.'),
+    paymentProof: Type.String({
+      minLength: 1,
+      maxLength: MAX_PROOF_HEX_LENGTH,
+      description: 'From the payment header.',
+    }),
+    expectedAmount: Type.Number({
+      exclusiveMinimum: 0,
+      maximum: 1_000_000_000,
+      description: 'Native currency.',
+    }),
+    resource: Type.Optional(Resource),
+    facilitatorUrl: Type.Optional(
+      Type.String({ format: 'uri', maxLength: 2048, description: 'x402 facilitator for x402 payloads.' }),
+    ),
+    priorityFee: Type.Optional(
+      Type.Number({
+        minimum: 0.00001,
+        maximum: 0.01,
+        description: 'Total priority fee of the receipt; default: from recent fees on the network.',
+      }),
+    ),
+    timeout: Type.Optional(
+      Type.Number({
+        minimum: 1,
+        maximum: MAX_RECEIVE_TIMEOUT_SECONDS,
+        description: "Seconds to wait for the buyer's transaction to land; default 30.",
+      }),
+    ),
+    network: Type.Optional(Network),
+  },
+  { additionalProperties: false },
+);
+
+const TransactionReceiveResult = Type.Object(
+  {
+    success: Type.Literal(true),
+    verified: Type.Literal(true),
+    paymentId: Type.String({ description: "The seller's own payment id for this receipt." }),
+    transaction: Base64Transaction,
+    lastValidBlockHeight: LastValidBlockHeight,
+    expiresAt: ExpiresAt,
+    signature: Type.String({ description: "The buyer's transaction." }),
+    amountReceived: Type.Number(),
+    sender: Type.String(),
+    status: Type.String({ description: '`pending` until the receipt lands; then `confirmed`.' }),
+    reference: Type.String(),
+    network: Type.String(),
+  },
+  { $id: 'TransactionReceiveResult', title: 'TransactionReceiveResult' },
+);
+
+export interface TransactionRouteDeps {
+  readonly localSend: LocalSendService;
+  readonly localReceive: LocalReceiveService;
+}
+
+/** Local transaction mode (spec §4.6, §4.7): unsigned transactions the caller signs and broadcasts. */
+export async function transactionRoutes(app: FastifyInstance, deps: TransactionRouteDeps) {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  r.post(
+    '/transaction/send',
+    {
+      config: { feature: 'transactions', idempotent: true },
+      schema: {
+        tags: ['transactions'],
+        summary: 'Build an unsigned payment transaction for your own wallet to sign and broadcast.',
+        description:
+          'Same rules as /payment/send, but `walletAddress` may be any address: it is the fee payer and signer, and its key never reaches the gateway. The transaction carries a compute-unit limit and price, the transfer with a fresh read-only reference account, and a memo with the paymentId. The payment is `pending` until the gateway sees the transaction on chain by its reference (and checks it is exactly the one built: payer, recipient, amount, memo); then `confirmed` and `finalized`. Not seen before `lastValidBlockHeight` or `expiresAt`: `expired`. Send an `Idempotency-Key` header to get the same transaction on a retry.',
+        body: TransactionSendBody,
+        response: { 200: TransactionSendResult },
+      },
+    },
+    async (request) => {
+      const body = request.body;
+      if (
+        body.metadata !== undefined &&
+        Buffer.byteLength(JSON.stringify(body.metadata)) > MAX_METADATA_BYTES
+      ) {
+        throw invalidParameters({ metadata: `must be at most ${MAX_METADATA_BYTES} bytes as JSON` });
+      }
+      return deps.localSend.build(callerOf(request).account.id, body, request.idempotencyKey);
+    },
+  );
+
+  r.post(
+    '/transaction/receive',
+    {
+      config: { feature: 'transactions', idempotent: true },
+      schema: {
+        tags: ['transactions'],
+        summary: 'Verify a payment proof and build an unsigned receipt for your wallet to sign.',
+        description:
+          "Verifies the proof exactly like /payment/receive (waiting up to `timeout` for the buyer's transaction to land). The answer is a receipt transaction, fee payer = `walletAddress`: a memo naming this receipt's paymentId and the buyer's paymentId it accepts, and a zero-value transfer to itself that carries a fresh reference. **The proof is consumed when the receipt lands on chain, not before**: until then the received payment is `pending`; once the gateway sees the receipt it becomes `confirmed` and the proof can never be redeemed again (by either endpoint). If the receipt is not sent before `expiresAt`, the payment becomes `expired` and the proof stays redeemable. If the proof was redeemed elsewhere before the receipt landed, the payment becomes `failed`.",
+        body: TransactionReceiveBody,
+        response: { 200: TransactionReceiveResult },
+      },
+    },
+    async (request) => deps.localReceive.build(callerOf(request).account.id, request.body),
+  );
+}

@@ -1,0 +1,148 @@
+import { GatewayError } from '../domain/gateway-error.ts';
+import { newId } from '../domain/ids.ts';
+import { toWholeUnits } from '../domain/money.ts';
+import type { PaymentRecord } from '../store/store.ts';
+import { atomicFromField } from './amounts.ts';
+import { freshReference, LOCAL_TRANSACTION_VALIDITY_MS } from './local-send.ts';
+import { receiptMemo } from './local-transfer.ts';
+import type { PaymentLedger } from './payment-ledger.ts';
+import type { ProofVerifier } from './proof-verifier.ts';
+import { receiveTimeoutMs } from './receive-payment.ts';
+import type { WalletService } from './wallet-service.ts';
+
+export interface LocalReceiveInput {
+  readonly walletAddress: string;
+  readonly paymentProof: string;
+  readonly expectedAmount: number;
+  readonly resource?: string | undefined;
+  readonly priorityFee?: number | undefined;
+  /** Seconds to wait for the buyer's transaction to land; default 30. */
+  readonly timeout?: number | undefined;
+}
+
+/** Spec §2.5, as the receive build answers it. */
+export interface LocalReceiveResult {
+  success: true;
+  verified: true;
+  /** The seller's own payment id for this receipt. */
+  paymentId: string;
+  /** Base64 wire bytes of the receipt, signature slot empty: the seller signs and broadcasts it. */
+  transaction: string;
+  lastValidBlockHeight: number;
+  expiresAt: number;
+  /** The buyer's transaction the proof names. */
+  signature: string;
+  amountReceived: number;
+  sender: string;
+  status: string;
+  reference: string;
+  network: string;
+}
+
+export interface LocalReceiveDeps {
+  readonly wallets: WalletService;
+  readonly verifier: ProofVerifier;
+  readonly ledger: PaymentLedger;
+  readonly now?: () => number;
+}
+
+/**
+ * Local transaction mode, seller side (spec §4.7). The proof is verified as by /payment/receive; the
+ * answer is a receipt for the seller to sign: a transaction paid by the seller's wallet that writes on
+ * chain which payment it accepted (a memo, and a zero transfer to itself carrying a fresh reference,
+ * since the Memo program refuses accounts that do not sign).
+ *
+ * The proof is consumed when the receipt lands, not before: a pending received payment is recorded
+ * with the receipt's reference, and the reconciler confirms it and consumes the proof in one database
+ * transaction. If the receipt expires unsent, the proof stays redeemable.
+ */
+export class LocalReceiveService {
+  private readonly now: () => number;
+
+  constructor(private readonly deps: LocalReceiveDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  async build(accountId: string, input: LocalReceiveInput): Promise<LocalReceiveResult> {
+    await this.deps.wallets.owned(accountId, input.walletAddress);
+    const { claims, chain, tx, signature, received } = await this.deps.verifier.verify({
+      paymentProof: input.paymentProof,
+      recipient: input.walletAddress,
+      expected: { whole: input.expectedAmount, field: 'expectedAmount' },
+      resource: input.resource,
+      timeoutMs: receiveTimeoutMs(input.timeout),
+    });
+    const { decimals, symbol } = chain.info.nativeCurrency;
+    const priorityFee =
+      input.priorityFee === undefined
+        ? undefined
+        : atomicFromField('priorityFee', input.priorityFee, decimals, symbol);
+
+    const paymentId = newId('pay');
+    const reference = await freshReference(chain);
+    const [prepared, blockHeight, balance] = await Promise.all([
+      chain.prepareTransfer({
+        from: input.walletAddress,
+        to: input.walletAddress,
+        amount: 0n,
+        memo: receiptMemo(paymentId, claims.pid),
+        reference,
+        ...(priorityFee === undefined ? {} : { priorityFee }),
+      }),
+      chain.blockHeightOf(tx.slot).catch(() => null),
+      chain.getBalance(input.walletAddress),
+    ]);
+    if (balance < prepared.fee) {
+      throw new GatewayError('INSUFFICIENT_BALANCE', {
+        message: `The receipt's fee is paid by ${input.walletAddress}, which cannot pay it.`,
+        details: { walletAddress: 'cannot pay the receipt transaction fee' },
+      });
+    }
+    const at = this.now();
+    const unsigned = Buffer.from(prepared.unsigned).toString('base64');
+    const payment: PaymentRecord = {
+      id: paymentId,
+      accountId,
+      direction: 'received',
+      mode: 'local',
+      status: 'pending',
+      network: chain.info.id,
+      walletAddress: input.walletAddress,
+      sender: claims.from,
+      recipient: input.walletAddress,
+      amount: received,
+      fee: tx.fee,
+      resource: input.resource ?? claims.res ?? null,
+      metadata: null,
+      // The buyer's transaction: what the proof is consumed by once the receipt lands.
+      signature,
+      reference,
+      signedTransaction: unsigned,
+      lastValidBlockHeight: prepared.lastValidBlockHeight,
+      expiresAt: at + Math.floor(Math.min(LOCAL_TRANSACTION_VALIDITY_MS, prepared.validForMs ?? Infinity)),
+      slot: tx.slot,
+      blockHeight,
+      error: null,
+      sourcePaymentId: claims.pid,
+      idempotencyKey: null,
+      createdAt: at,
+      updatedAt: at,
+      confirmedAt: null,
+    };
+    await this.deps.ledger.record(payment);
+    return {
+      success: true,
+      verified: true,
+      paymentId,
+      transaction: unsigned,
+      lastValidBlockHeight: Number(prepared.lastValidBlockHeight),
+      expiresAt: payment.expiresAt ?? at,
+      signature,
+      amountReceived: toWholeUnits(received, decimals),
+      sender: claims.from,
+      status: payment.status,
+      reference,
+      network: payment.network,
+    };
+  }
+}

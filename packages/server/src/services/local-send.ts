@@ -1,0 +1,191 @@
+import type { ChainAdapter } from '../chains/chain-adapter.ts';
+import type { NetworkRegistry } from '../chains/network-registry.ts';
+import { addressFamily } from '../domain/address.ts';
+import { GatewayError } from '../domain/gateway-error.ts';
+import { newId } from '../domain/ids.ts';
+import { atomicToDecimalText, toWholeUnits } from '../domain/money.ts';
+import type { PaymentRecord, Store } from '../store/store.ts';
+import { atomicFromField } from './amounts.ts';
+import type { PaymentLedger } from './payment-ledger.ts';
+import type { PaymentProofs } from './payment-proof.ts';
+import { estimatedConfirmation, type SendInput } from './send-payment.ts';
+
+/** Spec §2.5, as the send build answers it. */
+export interface LocalSendResult {
+  success: true;
+  paymentId: string;
+  /** Base64 wire bytes, signature slots empty: the caller signs and broadcasts them. */
+  transaction: string;
+  lastValidBlockHeight: number;
+  expiresAt: number;
+  paymentProof: string;
+  estimatedConfirmation: string;
+  amount: number;
+  recipient: string;
+  status: string;
+  /** The read-only account the transaction carries; the gateway finds it on chain by this. */
+  reference: string;
+  network: string;
+}
+
+export interface LocalSendDeps {
+  readonly store: Store;
+  readonly networks: NetworkRegistry;
+  readonly proofs: PaymentProofs;
+  readonly ledger: PaymentLedger;
+  readonly now?: () => number;
+}
+
+/** Spec §8: an unsigned transaction is valid typically 60 seconds. */
+export const LOCAL_TRANSACTION_VALIDITY_MS = 60_000;
+
+/**
+ * Local transaction mode, buyer side (spec §4.6): the gateway builds an unsigned transfer that the
+ * caller signs with its own key and broadcasts itself; no key ever reaches the gateway.
+ *
+ * The transaction carries a fresh reference address (read-only) and a memo with the paymentId, so
+ * the reconciler can find it on chain and check it is the one built. The payment is recorded `pending`
+ * before the answer; it becomes `confirmed` when the transaction lands, or `expired` once its
+ * blockhash or `expiresAt` has passed without it.
+ */
+export class LocalSendService {
+  private readonly now: () => number;
+
+  constructor(private readonly deps: LocalSendDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  async build(accountId: string, input: SendInput, idempotencyKey?: string): Promise<LocalSendResult> {
+    if (idempotencyKey !== undefined) {
+      // A retry whose first attempt's answer was lost answers the very transaction built then:
+      // a second build would be a second payment the caller could sign.
+      const earlier = await this.deps.store.payments.findByIdempotencyKey(accountId, idempotencyKey);
+      if (earlier?.mode === 'local' && earlier.signedTransaction !== null)
+        return this.result(earlier, this.chainOf(earlier), earlier.signedTransaction);
+    }
+
+    const chain = this.deps.networks.resolve({
+      address: input.walletAddress,
+      network: input.network,
+      field: 'walletAddress',
+    });
+    const { family, nativeCurrency } = chain.info;
+    checkRecipient(family, input.walletAddress, input.recipientAddress);
+    const amount = atomicFromField('amount', input.amount, nativeCurrency.decimals, nativeCurrency.symbol);
+    const priorityFee =
+      input.priorityFee === undefined
+        ? undefined
+        : atomicFromField('priorityFee', input.priorityFee, nativeCurrency.decimals, nativeCurrency.symbol);
+
+    const paymentId = newId('pay');
+    const reference = await freshReference(chain);
+    const [prepared, balance] = await Promise.all([
+      chain.prepareTransfer({
+        from: input.walletAddress,
+        to: input.recipientAddress,
+        amount,
+        memo: paymentId,
+        reference,
+        ...(priorityFee === undefined ? {} : { priorityFee }),
+      }),
+      chain.getBalance(input.walletAddress),
+    ]);
+    if (balance < amount + prepared.fee) {
+      const need = `${atomicToDecimalText(amount + prepared.fee, nativeCurrency.decimals)} ${nativeCurrency.symbol}`;
+      throw new GatewayError('INSUFFICIENT_BALANCE', {
+        message: `Not enough funds: the payment and its fees need ${need}; the wallet holds ${atomicToDecimalText(balance, nativeCurrency.decimals)} ${nativeCurrency.symbol}.`,
+        details: { walletAddress: `needs ${need} including fees` },
+      });
+    }
+
+    const at = this.now();
+    const unsigned = Buffer.from(prepared.unsigned).toString('base64');
+    const payment: PaymentRecord = {
+      id: paymentId,
+      accountId,
+      direction: 'sent',
+      mode: 'local',
+      status: 'pending',
+      network: chain.info.id,
+      walletAddress: input.walletAddress,
+      sender: input.walletAddress,
+      recipient: input.recipientAddress,
+      amount,
+      fee: prepared.fee,
+      resource: input.resource ?? null,
+      metadata: (input.metadata as Record<string, unknown> | undefined) ?? null,
+      signature: null,
+      reference,
+      signedTransaction: unsigned,
+      lastValidBlockHeight: prepared.lastValidBlockHeight,
+      // Never later than the blockhash (as estimated from slot time), never more than 60 s.
+      expiresAt: at + Math.floor(Math.min(LOCAL_TRANSACTION_VALIDITY_MS, prepared.validForMs ?? Infinity)),
+      slot: null,
+      blockHeight: null,
+      error: null,
+      sourcePaymentId: null,
+      idempotencyKey: idempotencyKey ?? null,
+      createdAt: at,
+      updatedAt: at,
+      confirmedAt: null,
+    };
+    await this.deps.ledger.record(payment);
+    return this.result(payment, chain, unsigned);
+  }
+
+  private result(payment: PaymentRecord, chain: ChainAdapter, unsigned: string): LocalSendResult {
+    return {
+      success: true,
+      paymentId: payment.id,
+      transaction: unsigned,
+      lastValidBlockHeight: Number(payment.lastValidBlockHeight ?? 0n),
+      expiresAt: payment.expiresAt ?? payment.createdAt,
+      paymentProof: this.deps.proofs.issue({
+        pid: payment.id,
+        net: payment.network,
+        ...(payment.reference === null ? {} : { ref: payment.reference }),
+        from: payment.sender,
+        to: payment.recipient,
+        amt: payment.amount.toString(),
+        ...(payment.resource === null ? {} : { res: payment.resource }),
+        iat: payment.createdAt,
+      }),
+      estimatedConfirmation: estimatedConfirmation(chain),
+      amount: toWholeUnits(payment.amount, chain.info.nativeCurrency.decimals),
+      recipient: payment.recipient,
+      status: payment.status,
+      reference: payment.reference ?? '',
+      network: payment.network,
+    };
+  }
+
+  private chainOf(payment: PaymentRecord): ChainAdapter {
+    const chain = this.deps.networks.get(payment.network);
+    if (chain === undefined)
+      throw new Error(`payment ${payment.id} is on ${payment.network}, which is not configured`);
+    return chain;
+  }
+}
+
+/** The rules of /payment/send (spec §7 INVALID_RECIPIENT): same family, and not the payer itself. */
+export function checkRecipient(family: string, walletAddress: string, recipientAddress: string): void {
+  if (addressFamily(recipientAddress) !== family) {
+    throw new GatewayError('INVALID_RECIPIENT', {
+      message: `The recipient is not a valid ${family} address.`,
+      details: { recipientAddress: `must be a ${family} address` },
+    });
+  }
+  if (recipientAddress === walletAddress) {
+    throw new GatewayError('INVALID_RECIPIENT', {
+      message: 'A wallet cannot pay itself.',
+      details: { recipientAddress: 'must differ from walletAddress' },
+    });
+  }
+}
+
+/** A new address nobody holds the key to: only the one transaction built here will name it. */
+export async function freshReference(chain: ChainAdapter): Promise<string> {
+  const { address, secretKey } = await chain.generateKeypair();
+  secretKey.fill(0);
+  return address;
+}

@@ -1,0 +1,57 @@
+import type { NetworkRegistry } from '../chains/network-registry.ts';
+import { toWholeUnits } from '../domain/money.ts';
+
+export interface PortfolioToken {
+  /** The account (Solana token account) or contract (EVM) holding the balance. */
+  account: string;
+  mint: string;
+  /** spl-token, spl-token-2022 or erc20. */
+  program: string;
+  decimals: number;
+  /** Atomic units, decimal text. */
+  amount: string;
+  uiAmount: number;
+  /** The symbol when the network lists the token (GET /networks); null otherwise. */
+  symbol: string | null;
+}
+
+export interface PortfolioView {
+  publicKey: string;
+  network: string;
+  native: { symbol: string; decimals: number; amount: string; uiAmount: number };
+  tokens: PortfolioToken[];
+}
+
+/**
+ * What a wallet holds (spec §4.8): its native balance and every token account. Any address may be
+ * asked about; an empty wallet is a valid answer. Two chain reads in parallel, so one round trip long.
+ */
+export class PortfolioService {
+  constructor(private readonly networks: NetworkRegistry) {}
+
+  async portfolio(publicKey: string, network?: string): Promise<PortfolioView> {
+    const chain = this.networks.resolve({ address: publicKey, network, field: 'public_key' });
+    const [lamports, holdings] = await Promise.all([
+      chain.getBalance(publicKey),
+      chain.getTokenAccounts(publicKey),
+    ]);
+    const { symbol, decimals } = chain.info.nativeCurrency;
+    const known = new Map(chain.info.tokens.map((t) => [t.address, t.symbol]));
+    return {
+      publicKey,
+      network: chain.info.id,
+      native: { symbol, decimals, amount: lamports.toString(), uiAmount: toWholeUnits(lamports, decimals) },
+      tokens: holdings
+        .map((h) => ({
+          account: h.address,
+          mint: h.mint,
+          program: h.program,
+          decimals: h.decimals,
+          amount: h.amount.toString(),
+          uiAmount: toWholeUnits(h.amount, h.decimals),
+          symbol: known.get(h.mint) ?? null,
+        }))
+        .sort((a, b) => (a.mint < b.mint ? -1 : a.mint > b.mint ? 1 : a.account < b.account ? -1 : 1)),
+    };
+  }
+}

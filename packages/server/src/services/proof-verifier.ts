@@ -1,0 +1,169 @@
+import type { ChainAdapter, ChainTransaction } from '../chains/chain-adapter.ts';
+import type { NetworkRegistry } from '../chains/network-registry.ts';
+import { GatewayError } from '../domain/gateway-error.ts';
+import { atomicToDecimalText } from '../domain/money.ts';
+import type { Store } from '../store/store.ts';
+import { atomicFromField } from './amounts.ts';
+import { findBuiltTransfer } from './local-transfer.ts';
+import type { PaymentProofs, ProofClaims } from './payment-proof.ts';
+
+export interface ProofToVerify {
+  readonly paymentProof: string;
+  /** The wallet that must have been paid. */
+  readonly recipient: string;
+  /** The least that must have been paid: whole units of the proof's network, or atomic units. */
+  readonly expected: { readonly whole: number; readonly field: string } | { readonly atomic: bigint };
+  readonly resource?: string | undefined;
+  /** How long to wait for the transaction to land and confirm; 0 looks once. */
+  readonly timeoutMs: number;
+}
+
+/** A proof whose every claim the chain confirmed. */
+export interface VerifiedProof {
+  readonly claims: ProofClaims;
+  readonly chain: ChainAdapter;
+  readonly tx: ChainTransaction;
+  /** The transaction signature: the proof's own, or the one found by its reference. */
+  readonly signature: string;
+  /** Atomic units paid by the payer to the recipient. */
+  readonly received: bigint;
+  /** What consumes the proof: the transaction itself, whichever kind of proof names it. */
+  readonly proofKey: string;
+}
+
+export interface ProofVerifierDeps {
+  readonly store: Store;
+  readonly networks: NetworkRegistry;
+  readonly proofs: PaymentProofs;
+  /** How old a proof may be, in ms. */
+  readonly proofMaxAgeMs: number;
+  readonly now?: () => number;
+}
+
+const POLL_MS = 250;
+
+/**
+ * Checks a gate402 proof (spec §4.2, §4.5, §4.7): the attestation, then every fact again on chain.
+ * A Lightning proof names its transaction (`sig`); a local-mode proof names the reference the unsigned
+ * transaction was built with (`ref`), and the transaction found by it must be exactly the one built
+ * (payer, recipient, amount, memo). Both kinds are keyed by the transaction, so one transaction is
+ * redeemed once whichever proof names it. Refusals are GatewayErrors whose `details.paymentProof` is a
+ * stable reason (INVALID_PAYMENT_PROOF, PAYMENT_VERIFICATION_FAILED). Nothing is consumed here.
+ */
+export class ProofVerifier {
+  private readonly now: () => number;
+
+  constructor(private readonly deps: ProofVerifierDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  async verify(input: ProofToVerify): Promise<VerifiedProof> {
+    const claims = this.claimsOf(input);
+    const chain = this.deps.networks.get(claims.net);
+    if (chain === undefined) {
+      throw invalidProof(`the proof is for network ${claims.net}, which this gateway does not serve`);
+    }
+    const { decimals, symbol } = chain.info.nativeCurrency;
+    const expected =
+      'atomic' in input.expected
+        ? input.expected.atomic
+        : atomicFromField(input.expected.field, input.expected.whole, decimals, symbol);
+
+    const tx = await this.landedTransaction(chain, claims, input.timeoutMs);
+    if (tx.error !== null) throw verificationFailed('the transaction failed on chain', 'failed_on_chain');
+    const received = tx.nativeTransfers
+      .filter((t) => t.from === claims.from && t.to === input.recipient)
+      .reduce((sum, t) => sum + t.amount, 0n);
+    if (received === 0n) throw invalidProof('the transaction pays another recipient', 'recipient_mismatch');
+    if (received < expected) {
+      throw verificationFailed(
+        `the transaction paid ${atomicToDecimalText(received, decimals)} ${symbol}, less than the expected ${atomicToDecimalText(expected, decimals)} ${symbol}`,
+        'amount_too_low',
+      );
+    }
+    if (!tx.memos.some((memo) => memo.includes(claims.pid))) {
+      throw invalidProof(
+        'the transaction does not carry the payment id the proof names',
+        'payment_id_mismatch',
+      );
+    }
+    const proofKey = `${chain.info.id}:${tx.signature}`;
+    if (await this.deps.store.proofs.isConsumed(proofKey)) {
+      throw invalidProof('this payment proof was already used', 'already_used');
+    }
+    return { claims, chain, tx, signature: tx.signature, received, proofKey };
+  }
+
+  private claimsOf(input: ProofToVerify): ProofClaims {
+    const check = this.deps.proofs.check(input.paymentProof);
+    if (!check.valid) {
+      const reasons = {
+        malformed: 'the payment proof is malformed',
+        unknown_issuer: 'the payment proof was issued by a gateway this one does not trust',
+        bad_signature: 'the payment proof attestation does not verify',
+      };
+      throw invalidProof(reasons[check.reason], check.reason);
+    }
+    const { claims } = check;
+    if (claims.to !== input.recipient)
+      throw invalidProof('the proof pays another recipient', 'recipient_mismatch');
+    if (this.now() - claims.iat > this.deps.proofMaxAgeMs)
+      throw invalidProof('the payment proof has expired', 'expired');
+    if (input.resource !== undefined && claims.res !== undefined && input.resource !== claims.res) {
+      throw invalidProof('the proof pays for another resource', 'resource_mismatch');
+    }
+    return claims;
+  }
+
+  /** The proof's transaction once landed and confirmed, waiting up to `timeoutMs` for it. */
+  private async landedTransaction(
+    chain: ChainAdapter,
+    claims: ProofClaims,
+    timeoutMs: number,
+  ): Promise<ChainTransaction> {
+    const deadline = this.now() + timeoutMs;
+    for (;;) {
+      const tx = await this.lookUp(chain, claims);
+      if (tx !== undefined) return tx;
+      if (this.now() >= deadline) {
+        throw verificationFailed(
+          `the transaction was not confirmed within ${Math.round(timeoutMs / 1000)} s`,
+          'not_found',
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    }
+  }
+
+  private async lookUp(chain: ChainAdapter, claims: ProofClaims): Promise<ChainTransaction | undefined> {
+    if (claims.sig !== undefined) {
+      const status = await chain.getSignatureStatus(claims.sig);
+      if (status?.status === 'failed')
+        throw verificationFailed('the transaction failed on chain', 'failed_on_chain');
+      if (status?.status !== 'confirmed' && status?.status !== 'finalized') return undefined;
+      return chain.getTransaction(claims.sig);
+    }
+    if (claims.ref === undefined) return undefined;
+    return findBuiltTransfer(chain, {
+      reference: claims.ref,
+      payer: claims.from,
+      recipient: claims.to,
+      amount: BigInt(claims.amt),
+      memo: claims.pid,
+    });
+  }
+}
+
+export function invalidProof(message: string, reason?: string): GatewayError {
+  return new GatewayError('INVALID_PAYMENT_PROOF', {
+    message: `Invalid payment proof: ${message}.`,
+    details: { paymentProof: reason ?? message },
+  });
+}
+
+export function verificationFailed(message: string, reason: string): GatewayError {
+  return new GatewayError('PAYMENT_VERIFICATION_FAILED', {
+    message: `Payment verification failed: ${message}.`,
+    details: { paymentProof: reason },
+  });
+}

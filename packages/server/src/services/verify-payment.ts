@@ -1,0 +1,48 @@
+import { GatewayError } from '../domain/gateway-error.ts';
+import type { ProofVerifier } from './proof-verifier.ts';
+
+export interface VerifyInput {
+  /** Base64 of the proof's text (a gate402 proof, `0x…`). */
+  readonly paymentProof: string;
+  /** Atomic units. */
+  readonly amount: bigint;
+  readonly recipient: string;
+}
+
+export type VerifyResult =
+  | { verified: true; transaction_id: string }
+  | { verified: false; reason: string; message: string };
+
+/**
+ * Simple verification (spec §4.5): is this proof a payment of at least `amount` to `recipient`, on chain
+ * now? A refusal is an answer (`verified: false` with a stable reason), not an error; the proof is never
+ * consumed, so the seller still redeems it with /payment/receive.
+ */
+export class VerifyPaymentService {
+  constructor(private readonly verifier: ProofVerifier) {}
+
+  async verify(input: VerifyInput): Promise<VerifyResult> {
+    const proof = Buffer.from(input.paymentProof, 'base64').toString('utf8').trim();
+    try {
+      const verified = await this.verifier.verify({
+        paymentProof: proof,
+        recipient: input.recipient,
+        expected: { atomic: input.amount },
+        timeoutMs: 0,
+      });
+      return { verified: true, transaction_id: verified.signature };
+    } catch (error) {
+      if (
+        error instanceof GatewayError &&
+        (error.code === 'INVALID_PAYMENT_PROOF' || error.code === 'PAYMENT_VERIFICATION_FAILED')
+      ) {
+        return {
+          verified: false,
+          reason: error.details?.paymentProof ?? 'invalid',
+          message: error.message,
+        };
+      }
+      throw error;
+    }
+  }
+}
