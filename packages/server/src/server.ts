@@ -81,11 +81,14 @@ export async function startServer(
     const rateLimiter = await createRateLimiter(config, readiness, logger);
     closers.unshift(() => rateLimiter.close());
 
-    const solana = await connectSolana(config, (message) => logger.info(message));
-    closers.unshift(() => solana.close());
-    const evm = await connectEvm(config, (message) => logger.info(message));
-    closers.unshift(() => evm.close());
-    const networks = new NetworkRegistry([solana.adapter, ...evm.adapters]);
+    const log = (message: string) => logger.info(message);
+    // Both chains start at once; if one fails, the other is still closed.
+    const [solana, evm] = await Promise.allSettled([connectSolana(config, log), connectEvm(config, log)]);
+    if (solana.status === 'fulfilled') closers.unshift(() => solana.value.close());
+    if (evm.status === 'fulfilled') closers.unshift(() => evm.value.close());
+    if (solana.status === 'rejected') throw solana.reason;
+    if (evm.status === 'rejected') throw evm.reason;
+    const networks = new NetworkRegistry([solana.value.adapter, ...evm.value.adapters]);
     for (const chain of networks.all()) readiness.push({ name: chain.info.id, check: () => chain.ping() });
 
     const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;

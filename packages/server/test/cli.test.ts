@@ -10,7 +10,8 @@ const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   // The CLI must not see the CI's database settings unless a test asks for them.
   const { DATABASE_URL: _d, REDIS_URL: _r, ...rest } = process.env;
-  return { ...rest, LOG_LEVEL: 'warn', ...extra };
+  // Free ports for the embedded chains, so a running `npm start` on this machine does not collide.
+  return { ...rest, LOG_LEVEL: 'warn', LOCALNET_PORT: '0', ANVIL_PORT: '0', ...extra };
 }
 
 function cli(args: string[], env: Record<string, string>) {
