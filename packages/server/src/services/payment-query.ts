@@ -52,7 +52,10 @@ export class PaymentQueryService {
     offset: number;
     payments: HistoryEntry[];
   }> {
-    await this.wallets.owned(accountId, query.walletAddress);
+    const ownership = this.wallets.owned(accountId, query.walletAddress).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     const { total, payments } = await this.store.payments.history({
       accountId,
       walletAddress: query.walletAddress,
@@ -60,6 +63,10 @@ export class PaymentQueryService {
       limit: query.limit,
       offset: query.offset,
     });
+    // A local-mode payer signs with its own key, so it need not be a wallet of the account; the
+    // account's own payments from it are shown all the same. Anything else stays 403.
+    const notOwned = await ownership;
+    if (notOwned !== undefined && total === 0) throw notOwned;
     return {
       walletAddress: query.walletAddress,
       total,

@@ -1,0 +1,140 @@
+import { createHash } from 'node:crypto';
+import {
+  AccountRole,
+  type Address,
+  address,
+  appendTransactionMessageInstructions,
+  createSolanaRpc,
+  createTransactionMessage,
+  generateKeyPairSigner,
+  getAddressEncoder,
+  getBase64EncodedWireTransaction,
+  type Instruction,
+  type KeyPairSigner,
+  pipe,
+  setTransactionMessageFeePayerSigner,
+  setTransactionMessageLifetimeUsingBlockhash,
+  signTransactionMessageWithSigners,
+} from '@solana/kit';
+import { getCreateAccountInstruction } from '@solana-program/system';
+import {
+  findAssociatedTokenPda,
+  getCreateAssociatedTokenIdempotentInstruction,
+  getInitializeMint2Instruction,
+  getMintToInstruction,
+} from '@solana-program/token';
+
+export const TOKEN_2022 = address('TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb');
+
+/** Mint (82) padded to an account (165), account type (1), MetadataPointer TLV (4 + 64). */
+const MINT_WITH_POINTER_SIZE = 165 + 1 + 4 + 64;
+
+/**
+ * A Token-2022 mint whose metadata lives in the mint itself (MetadataPointer → itself, TokenMetadata),
+ * built by hand: the Token-2022 JS client on npm does not support @solana/kit 8 yet.
+ */
+export async function createToken2022WithMetadata(
+  rpcUrl: string,
+  payer: KeyPairSigner,
+  meta: { name: string; symbol: string; uri: string; decimals: number },
+  confirm: () => void,
+): Promise<{ mint: Address; authority: KeyPairSigner }> {
+  const rpc = createSolanaRpc(rpcUrl);
+  const mint = await generateKeyPairSigner();
+  const authority = payer;
+  const strings = [meta.name, meta.symbol, meta.uri].map((s) => Buffer.from(s, 'utf8'));
+  const metadataValue = 32 + 32 + strings.reduce((n, s) => n + 4 + s.length, 0) + 4;
+  const fullSize = MINT_WITH_POINTER_SIZE + 4 + metadataValue;
+  const lamports = await rpc.getMinimumBalanceForRentExemption(BigInt(fullSize)).send();
+  const addr = getAddressEncoder();
+
+  const pointer: Instruction = {
+    programAddress: TOKEN_2022,
+    accounts: [{ address: mint.address, role: AccountRole.WRITABLE }],
+    // MetadataPointerExtension (39), Initialize (0), authority, metadata address (the mint itself).
+    data: Buffer.concat([Buffer.of(39, 0), addr.encode(authority.address), addr.encode(mint.address)]),
+  };
+  const initializeMetadata: Instruction = {
+    programAddress: TOKEN_2022,
+    accounts: [
+      { address: mint.address, role: AccountRole.WRITABLE },
+      { address: authority.address, role: AccountRole.READONLY },
+      { address: mint.address, role: AccountRole.READONLY },
+      { address: authority.address, role: AccountRole.READONLY_SIGNER },
+    ],
+    data: Buffer.concat([
+      createHash('sha256').update('spl_token_metadata_interface:initialize_account').digest().subarray(0, 8),
+      ...strings.flatMap((s) => [u32(s.length), s]),
+    ]),
+  };
+  await send(rpc, payer, [
+    getCreateAccountInstruction({
+      payer,
+      newAccount: mint,
+      lamports,
+      space: MINT_WITH_POINTER_SIZE,
+      programAddress: TOKEN_2022,
+    }),
+    pointer,
+    getInitializeMint2Instruction(
+      {
+        mint: mint.address,
+        decimals: meta.decimals,
+        mintAuthority: authority.address,
+        freezeAuthority: null,
+      },
+      { programAddress: TOKEN_2022 },
+    ),
+    initializeMetadata,
+  ]);
+  confirm();
+  return { mint: mint.address, authority };
+}
+
+/** Mints `amount` atomic units of a Token-2022 mint to `owner`'s associated token account. */
+export async function mintToken2022(
+  rpcUrl: string,
+  authority: KeyPairSigner,
+  mint: Address,
+  owner: Address,
+  amount: bigint,
+): Promise<Address> {
+  const rpc = createSolanaRpc(rpcUrl);
+  const [ata] = await findAssociatedTokenPda({ owner, mint, tokenProgram: TOKEN_2022 });
+  await send(rpc, authority, [
+    getCreateAssociatedTokenIdempotentInstruction({
+      payer: authority,
+      ata,
+      owner,
+      mint,
+      tokenProgram: TOKEN_2022,
+    }),
+    getMintToInstruction(
+      { mint, token: ata, mintAuthority: authority, amount },
+      { programAddress: TOKEN_2022 },
+    ),
+  ]);
+  return ata;
+}
+
+async function send(
+  rpc: ReturnType<typeof createSolanaRpc>,
+  payer: KeyPairSigner,
+  instructions: Instruction[],
+): Promise<void> {
+  const { value: blockhash } = await rpc.getLatestBlockhash().send();
+  const message = pipe(
+    createTransactionMessage({ version: 0 }),
+    (m) => setTransactionMessageFeePayerSigner(payer, m),
+    (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
+    (m) => appendTransactionMessageInstructions(instructions, m),
+  );
+  const signed = await signTransactionMessageWithSigners(message);
+  await rpc.sendTransaction(getBase64EncodedWireTransaction(signed), { encoding: 'base64' }).send();
+}
+
+function u32(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(n);
+  return b;
+}
