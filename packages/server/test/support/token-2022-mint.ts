@@ -52,7 +52,11 @@ export async function createToken2022WithMetadata(
     programAddress: TOKEN_2022,
     accounts: [{ address: mint.address, role: AccountRole.WRITABLE }],
     // MetadataPointerExtension (39), Initialize (0), authority, metadata address (the mint itself).
-    data: Buffer.concat([Buffer.of(39, 0), addr.encode(authority.address), addr.encode(mint.address)]),
+    data: Buffer.concat([
+      Buffer.of(39, 0),
+      Buffer.from(addr.encode(authority.address)),
+      Buffer.from(addr.encode(mint.address)),
+    ]),
   };
   const initializeMetadata: Instruction = {
     programAddress: TOKEN_2022,
