@@ -23,6 +23,7 @@ import { isStaticWritable, type WireTransaction } from '../wire/wire-transaction
 import { BlockhashWindow, MAX_PROCESSING_AGE } from './blockhash-window.ts';
 import { transactionFee } from './fee.ts';
 import { LedgerStore } from './ledger-store.ts';
+import { type MemoOutcome, runMemoInstructions } from './memo-program.ts';
 import { RecentSignatures } from './recent-signatures.ts';
 import {
   decodeMint,
@@ -327,10 +328,15 @@ export class Chain {
     const payerBytes = tx.staticKeys[0] as Uint8Array;
     const payerBefore = pre.lamports[0] as bigint;
 
-    const result = this.svm.sendVersionedTransaction(tx.bytes);
+    const memo = runMemoInstructions(tx, true);
+    if (memo.kind === 'rejected') throw new TransactionRejected(memo.err, memo.logs, 0n);
+    const result =
+      memo.kind === 'stripped'
+        ? this.withoutSigverify(() => this.svm.sendVersionedTransaction(memo.bytes))
+        : this.svm.sendVersionedTransaction(tx.bytes);
     const failed = result instanceof FailedTransactionMetadata;
-    const meta: TransactionMetadata = failed ? result.meta() : result;
-    const err = failed ? transactionErrorJson(result) : null;
+    const meta: TransactionMetadata = failed ? result.meta() : withMemoLogs(result, memo);
+    const err = failed ? originalInstructionIndex(transactionErrorJson(result), memo) : null;
     // A failed transaction landed iff it paid its fee; otherwise it was dropped before execution.
     const landed = !failed || this.svm.getBalance(payerBytes) !== payerBefore;
     if (err !== null && (!landed || preflight)) {
@@ -376,12 +382,21 @@ export class Chain {
       accountKeys: keys.all,
     };
     this.ledger.addTransaction(record);
-    this.keepRecent(record);
     this.recentSignatures.add(signatureBytes, record.slot);
     this.notePriorityFee(block.slot, fee.computeUnitPrice);
     const writable = keys.all.filter((_, i) => keys.writable[i]);
     for (const listener of this.listeners) listener.onTransaction(record, writable);
     return record;
+  }
+
+  /** Runs `work` with LiteSVM's signature check off; the caller has verified the signatures itself. */
+  private withoutSigverify<T>(work: () => T): T {
+    this.svm.setSigverify(false);
+    try {
+      return work();
+    } finally {
+      this.svm.setSigverify(true);
+    }
   }
 
   simulateTransaction(
@@ -406,10 +421,12 @@ export class Chain {
     if (this.alreadyProcessed(tx, encodeBase58(signatureBytes))) return rejected('AlreadyProcessed');
     if (!options.replaceRecentBlockhash && !this.isBlockhashValid(tx.recentBlockhash))
       return rejected('BlockhashNotFound');
-    this.svm.setSigverify(options.sigVerify);
+    const memo = runMemoInstructions(tx, options.sigVerify);
+    if (memo.kind === 'rejected') return { ...rejected(memo.err), logs: memo.logs };
+    this.svm.setSigverify(options.sigVerify && memo.kind === 'none');
     let result: ReturnType<LiteSvm['simulateVersionedTransaction']>;
     try {
-      result = this.svm.simulateVersionedTransaction(tx.bytes);
+      result = this.svm.simulateVersionedTransaction(memo.kind === 'stripped' ? memo.bytes : tx.bytes);
     } finally {
       this.svm.setSigverify(true);
     }
@@ -452,11 +469,10 @@ export class Chain {
 
   /** Status of a landed transaction; without `searchHistory` only the last STATUS_CACHE_SLOTS slots. */
   signatureStatus(signature: string, searchHistory: boolean): SignatureStatus | null {
-    const record = this.recentRecords.get(signature) ?? this.ledger.transaction(signature);
-    if (!record) return null;
-    const current = this.slot;
-    if (!searchHistory && record.slot < current - STATUS_CACHE_SLOTS) return null;
-    return { slot: record.slot, err: record.err, ...this.commitmentOf(record.slot) };
+    const status = this.ledger.status(signature);
+    if (!status) return null;
+    if (!searchHistory && status.slot < this.slot - STATUS_CACHE_SLOTS) return null;
+    return { slot: status.slot, err: status.err, ...this.commitmentOf(status.slot) };
   }
 
   commitmentOf(slot: number): { confirmations: number | null; confirmationStatus: Commitment } {
@@ -474,7 +490,12 @@ export class Chain {
   }
 
   transaction(signature: string): TransactionRecord | undefined {
-    return this.recentRecords.get(signature) ?? this.ledger.transaction(signature);
+    return this.ledger.transaction(signature);
+  }
+
+  /** Signature and error of every transaction in `slot`, without loading their meta. */
+  statusesInSlot(slot: number): { signature: string; err: TransactionErrorJson | null }[] {
+    return this.ledger.statusesInSlot(slot);
   }
 
   transactionsInSlot(slot: number): TransactionRecord[] {
@@ -561,7 +582,6 @@ export class Chain {
     if (this.recentBlocks.length > this.options.finalizedDepth + 2) this.recentBlocks.shift();
     this.window.push(hash, block.blockHeight);
     this.ledger.addBlock(block);
-    this.forgetRecent(slot - this.options.finalizedDepth - 1);
     this.recentSignatures.forgetBefore(slot - MAX_PROCESSING_AGE - 1);
     this.svm.setClock(
       new Clock(
@@ -607,36 +627,6 @@ export class Chain {
       return false;
     }
     return this.ledger.hasSignature(signature);
-  }
-
-  // Transactions of the last slots by signature: statuses and notifications read them without SQLite.
-  private readonly recentRecords = new Map<string, TransactionRecord>();
-  private readonly recentBySlot = new Map<number, string[]>();
-
-  private keepRecent(record: TransactionRecord): void {
-    this.recentRecords.set(record.signature, record);
-    let list = this.recentBySlot.get(record.slot);
-    if (!list) {
-      list = [];
-      this.recentBySlot.set(record.slot, list);
-    }
-    list.push(record.signature);
-  }
-
-  private forgetRecent(olderThan: number): void {
-    for (const [slot, signatures] of this.recentBySlot) {
-      if (slot >= olderThan) continue;
-      for (const signature of signatures) this.recentRecords.delete(signature);
-      this.recentBySlot.delete(slot);
-    }
-  }
-
-  /** Records still held in memory for `slot` (the last finalizedDepth + 1 slots). */
-  recentTransactionsInSlot(slot: number): TransactionRecord[] {
-    const signatures = this.recentBySlot.get(slot) ?? [];
-    return signatures
-      .map((s) => this.recentRecords.get(s))
-      .filter((r): r is TransactionRecord => r !== undefined);
   }
 
   /** Static keys then keys loaded from address lookup tables (writable first), as Agave orders them. */
@@ -757,6 +747,25 @@ function readInnerInstructions(meta: TransactionMetadata): InnerInstructionRecor
       };
     }),
   );
+}
+
+/** The memo program's log lines, after what LiteSVM logged for the rest of the transaction. */
+function withMemoLogs(meta: TransactionMetadata, memo: MemoOutcome): TransactionMetadata {
+  if (memo.kind !== 'stripped') return meta;
+  const logs = [...meta.logs(), ...memo.logs];
+  return new Proxy(meta, {
+    get: (target, property) =>
+      property === 'logs'
+        ? () => logs
+        : (Reflect.get(target, property, target).bind?.(target) ?? Reflect.get(target, property, target)),
+  });
+}
+
+/** LiteSVM counted instructions without the memos; errors name the instruction as the caller sent it. */
+function originalInstructionIndex(err: TransactionErrorJson, memo: MemoOutcome): TransactionErrorJson {
+  if (memo.kind !== 'stripped' || typeof err === 'string' || !('InstructionError' in err)) return err;
+  const [index, inner] = err.InstructionError;
+  return { InstructionError: [memo.originalIndex[index] ?? index, inner] };
 }
 
 /** Agave's memo column: "[byte length] text" for each memo instruction, joined with "; ". */

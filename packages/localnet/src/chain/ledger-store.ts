@@ -111,6 +111,12 @@ export class LedgerStore {
       transactionBySignature: this.db.prepare<[number, string], TransactionRow>(
         'SELECT * FROM transactions WHERE signature_key = ? AND signature = ?',
       ),
+      statusBySignature: this.db.prepare<[number, string], { slot: number; err: string | null }>(
+        'SELECT slot, err FROM transactions WHERE signature_key = ? AND signature = ?',
+      ),
+      statusesBySlot: this.db.prepare<[number], { signature: string; err: string | null }>(
+        'SELECT signature, err FROM transactions WHERE slot = ? ORDER BY seq',
+      ),
       transactionsBySlot: this.db.prepare<[number], TransactionRow>(
         'SELECT * FROM transactions WHERE slot = ? ORDER BY seq',
       ),
@@ -196,6 +202,22 @@ export class LedgerStore {
     return row && decodeRow(row);
   }
 
+  /** Slot and error of a landed transaction, without loading its meta. */
+  status(signature: string): { slot: number; err: TransactionErrorJson | null } | undefined {
+    const pending = this.pendingTransactions.get(signature);
+    if (pending) return pending;
+    const row = this.statements.statusBySignature.get(keyHash(signature), signature);
+    return row && { slot: row.slot, err: decodeErr(row.err) };
+  }
+
+  statusesInSlot(slot: number): { signature: string; err: TransactionErrorJson | null }[] {
+    const stored = this.statements.statusesBySlot
+      .all(slot)
+      .map((row) => ({ signature: row.signature, err: decodeErr(row.err) }));
+    for (const record of this.pendingTransactions.values()) if (record.slot === slot) stored.push(record);
+    return stored;
+  }
+
   /** Signatures landed at or after `slot` (the ledger is flushed at every slot, so none are pending here). */
   signaturesSince(slot: number): { signature: string; slot: number }[] {
     this.flush();
@@ -249,6 +271,10 @@ export class LedgerStore {
   }
 }
 
+function decodeErr(text: string | null): TransactionErrorJson | null {
+  return text === null ? null : (JSON.parse(text) as TransactionErrorJson);
+}
+
 function decodeBlock(row: BlockRow): BlockRecord {
   return {
     slot: row.slot,
@@ -267,7 +293,7 @@ function decodeRow(row: TransactionRow): TransactionRecord {
     slot: row.slot,
     blockTime: row.block_time,
     wire: new Uint8Array(row.wire),
-    err: row.err === null ? null : (JSON.parse(row.err) as TransactionErrorJson),
+    err: decodeErr(row.err),
     memo: row.memo,
     meta: decodeMeta(row.meta),
     accountKeys: row.account_keys.split(','),

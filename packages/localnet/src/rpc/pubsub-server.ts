@@ -5,6 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { Chain, ChainListener, Commitment } from '../chain/chain.ts';
+import type { TransactionErrorJson } from '../chain/transaction-error.ts';
 import type { TransactionRecord } from '../chain/transaction-record.ts';
 import { encodeBase58 } from '../wire/base58.ts';
 import { decodeWireTransaction, isStaticWritable } from '../wire/wire-transaction.ts';
@@ -221,9 +222,10 @@ export class PubSubServer implements ChainListener {
 
   private catchUp(sub: Subscription): void {
     if (sub.kind !== 'signature') return;
-    const record = this.chain.transaction(sub.key as string);
-    if (record && this.chain.reachedCommitment(record.slot, sub.commitment))
-      this.notifySignature(sub, record);
+    const status = this.chain.signatureStatus(sub.key as string, true);
+    if (status && this.chain.reachedCommitment(status.slot, sub.commitment)) {
+      this.notifySignature(sub, status.slot, status.err);
+    }
   }
 
   private notify(sub: Subscription, method: string, result: unknown): void {
@@ -231,8 +233,8 @@ export class PubSubServer implements ChainListener {
     sub.socket.send(stringifyJson({ jsonrpc: '2.0', method, params: { result, subscription: sub.id } }));
   }
 
-  private notifySignature(sub: Subscription, record: TransactionRecord): void {
-    this.notify(sub, 'signatureNotification', { context: { slot: record.slot }, value: { err: record.err } });
+  private notifySignature(sub: Subscription, slot: number, err: TransactionErrorJson | null): void {
+    this.notify(sub, 'signatureNotification', { context: { slot }, value: { err } });
     // A signature subscription ends with its notification.
     this.remove(sub);
   }
@@ -249,13 +251,25 @@ export class PubSubServer implements ChainListener {
       this.notify(sub, 'slotNotification', { parent: Math.max(0, slot - 1), root: Math.max(0, root), slot });
     }
     if (root >= 0) for (const sub of this.rootSubscriptions) this.notify(sub, 'rootNotification', root);
-    if (this.bySignature.size + this.byAccount.size + this.logsSubscriptions.size === 0) return;
-    for (const record of this.chain.recentTransactionsInSlot(slot - 1))
-      this.deliver(record, undefined, 'confirmed');
-    if (root >= 0) {
-      for (const record of this.chain.recentTransactionsInSlot(root))
-        this.deliver(record, undefined, 'finalized');
+    this.deliverSlot(slot - 1, 'confirmed');
+    if (root >= 0) this.deliverSlot(root, 'finalized');
+  }
+
+  /**
+   * Notifies about the transactions of a slot that just reached `level`, reading them back from
+   * the ledger (flushed at every slot): nothing per transaction is held in memory for this.
+   */
+  private deliverSlot(slot: number, level: Commitment): void {
+    if (slot < 0) return;
+    if (this.bySignature.size > 0) {
+      for (const { signature, err } of this.chain.statusesInSlot(slot)) {
+        const subs = this.bySignature.get(signature);
+        if (!subs) continue;
+        for (const sub of [...subs]) if (sub.commitment === level) this.notifySignature(sub, slot, err);
+      }
     }
+    if (this.byAccount.size === 0 && this.logsSubscriptions.size === 0) return;
+    for (const record of this.chain.transactionsInSlot(slot)) this.deliver(record, undefined, level);
   }
 
   /** Notifies the subscriptions at `level` about a record that just reached it. */
@@ -264,9 +278,12 @@ export class PubSubServer implements ChainListener {
     writable: readonly string[] | undefined,
     level: Commitment,
   ): void {
-    const signatureSubs = this.bySignature.get(record.signature);
+    // Signatures at later levels are handled by deliverSlot without loading records.
+    const signatureSubs = level === 'processed' ? this.bySignature.get(record.signature) : undefined;
     if (signatureSubs) {
-      for (const sub of [...signatureSubs]) if (sub.commitment === level) this.notifySignature(sub, record);
+      for (const sub of [...signatureSubs]) {
+        if (sub.commitment === level) this.notifySignature(sub, record.slot, record.err);
+      }
     }
     if (this.byAccount.size > 0) {
       for (const address of writable ?? this.writableKeys(record)) {
