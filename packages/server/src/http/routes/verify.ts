@@ -1,6 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { addressFamily } from '../../domain/address.ts';
+import { invalidParameters } from '../../domain/gateway-error.ts';
 import { MAX_PROOF_HEX_LENGTH } from '../../services/payment-proof.ts';
 import type { VerifyPaymentService } from '../../services/verify-payment.ts';
 import { Address } from './payments.ts';
@@ -60,11 +62,14 @@ export async function verifyRoutes(app: FastifyInstance, deps: { verify: VerifyP
         response: { 200: VerifyResult },
       },
     },
-    async (request) =>
-      deps.verify.verify({
+    async (request) => {
+      if (addressFamily(request.body.recipient) === undefined)
+        throw invalidParameters({ recipient: 'must be a Solana (base58) or EVM (0x…) address' });
+      return deps.verify.verify({
         paymentProof: request.body.payment_proof,
         amount: BigInt(request.body.amount),
         recipient: request.body.recipient,
-      }),
+      });
+    },
   );
 }
