@@ -32,96 +32,103 @@ type ChildMessage =
   | { type: 'ready'; rpcUrl: string; wsUrl: string }
   | { type: 'memory'; rss: number; heapUsed: number; cpuMicros: number };
 
+/** The whole benchmark, bounded: after TIMEOUT_MS it rejects, and the child is stopped either way. */
 const benchmark: Benchmark = async () => {
-  const deadline = setTimeout(() => {
-    throw new Error('localnet benchmark timed out');
-  }, TIMEOUT_MS);
-  deadline.unref();
-  const senders = Array.from({ length: SENDERS }, () => new KeypairSigner(generateKeypairBytes()));
-  const recipient = generateKeypairBytes().subarray(32);
-
-  const reference = inProcessReference(senders, recipient);
-
   const dir = mkdtempSync(join(tmpdir(), 'gate402-bench-localnet-'));
   const child = fork(fileURLToPath(import.meta.url), ['--serve', dir], {
     execArgv: ['--import', 'tsx', '--expose-gc'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  let deadline: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    deadline = setTimeout(() => reject(new Error('localnet benchmark timed out')), TIMEOUT_MS);
+  });
   try {
-    const ready = await nextMessage(child, 'ready');
-    const rpc = new RpcClient(ready.rpcUrl);
-    for (const sender of senders) {
-      await rpc.call('requestAirdrop', [encodeBase58(sender.publicKey), 10_000_000_000]);
-    }
-    // Warm up (JIT, SQLite pages), then measure memory from here.
-    await sendAll(ready.rpcUrl, await signTransfers(rpc, senders, recipient, 2000, 1_000_000));
-    const before = await memoryOf(child);
-
-    let sent = 0;
-    let elapsedMs = 0;
-    let p99 = 0;
-    let amount = 1;
-    for (let done = 0; done < TOTAL; done += CHUNK) {
-      const txs = await signTransfers(rpc, senders, recipient, CHUNK, amount);
-      amount += CHUNK;
-      const result = await sendAll(ready.rpcUrl, txs);
-      sent += result.accepted;
-      elapsedMs += result.elapsedMs;
-      // The worst chunk's p99: a conservative figure for the whole run.
-      p99 = Math.max(p99, result.p99Ms);
-    }
-    const after = await memoryOf(child);
-    const throughput = (sent / elapsedMs) * 1000;
-
-    const confirmed = await confirmThroughput(rpc, ready.rpcUrl, ready.wsUrl, senders, recipient, amount);
-
-    const mib = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
-    const flat = after.rss - before.rss < 64 * 1024 * 1024;
-    const rows: BenchRow[] = [
-      {
-        name: `sendTransaction over HTTP, pre-signed SOL transfers, ${CONCURRENCY} in flight (${sent}/${TOTAL} accepted)`,
-        value: Math.round(throughput),
-        unit: 'tx/s',
-        reference: { name: 'same transfers in-process to LiteSVM', value: Math.round(reference) },
-        target: '>= 3000 tx/s',
-        met: throughput >= 3000 && sent === TOTAL,
-      },
-      { name: 'sendTransaction p99 latency (worst 10k chunk)', value: p99, unit: 'ms' },
-      {
-        name: 'localnet CPU time per accepted transaction (all threads)',
-        value: Math.round((after.cpuMicros - before.cpuMicros) / Math.max(1, sent)),
-        unit: 'µs',
-      },
-      {
-        name: `signatures confirmed through signatureSubscribe (${CONFIRM_BATCH}, commitment confirmed)`,
-        value: Math.round(confirmed),
-        unit: 'sig/s',
-      },
-      { name: 'localnet RSS before 100k transactions', value: mib(before.rss), unit: 'MiB' },
-      {
-        name: 'localnet RSS after 100k transactions',
-        value: mib(after.rss),
-        unit: 'MiB',
-        reference: { name: 'RSS before', value: mib(before.rss) },
-        target: 'flat: grows < 64 MiB',
-        met: flat,
-      },
-      { name: 'localnet heap used before 100k transactions', value: mib(before.heapUsed), unit: 'MiB' },
-      {
-        name: 'localnet heap used after 100k transactions',
-        value: mib(after.heapUsed),
-        unit: 'MiB',
-        reference: { name: 'heap before', value: mib(before.heapUsed) },
-      },
-    ];
-    return rows;
+    return await Promise.race([measure(child), timeout]);
   } finally {
     clearTimeout(deadline);
-    child.kill('SIGTERM');
-    await new Promise((resolve) => child.once('exit', resolve));
+    if (child.exitCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
     rmSync(dir, { recursive: true, force: true });
   }
 };
+
+async function measure(child: ChildProcess): Promise<BenchRow[]> {
+  const senders = Array.from({ length: SENDERS }, () => new KeypairSigner(generateKeypairBytes()));
+  const recipient = generateKeypairBytes().subarray(32);
+
+  const reference = inProcessReference(senders, recipient);
+  const ready = await nextMessage(child, 'ready');
+  const rpc = new RpcClient(ready.rpcUrl);
+  for (const sender of senders) {
+    await rpc.call('requestAirdrop', [encodeBase58(sender.publicKey), 10_000_000_000]);
+  }
+  // Warm up (JIT, SQLite pages), then measure memory from here.
+  await sendAll(ready.rpcUrl, await signTransfers(rpc, senders, recipient, 2000, 1_000_000));
+  const before = await memoryOf(child);
+
+  let sent = 0;
+  let elapsedMs = 0;
+  let p99 = 0;
+  let amount = 1;
+  for (let done = 0; done < TOTAL; done += CHUNK) {
+    const txs = await signTransfers(rpc, senders, recipient, CHUNK, amount);
+    amount += CHUNK;
+    const result = await sendAll(ready.rpcUrl, txs);
+    sent += result.accepted;
+    elapsedMs += result.elapsedMs;
+    // The worst chunk's p99: a conservative figure for the whole run.
+    p99 = Math.max(p99, result.p99Ms);
+  }
+  const after = await memoryOf(child);
+  const throughput = (sent / elapsedMs) * 1000;
+
+  const confirmed = await confirmThroughput(rpc, ready.rpcUrl, ready.wsUrl, senders, recipient, amount);
+
+  const mib = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
+  const flat = after.rss - before.rss < 64 * 1024 * 1024;
+  const rows: BenchRow[] = [
+    {
+      name: `sendTransaction over HTTP, pre-signed SOL transfers, ${CONCURRENCY} in flight (${sent}/${TOTAL} accepted)`,
+      value: Math.round(throughput),
+      unit: 'tx/s',
+      reference: { name: 'same transfers in-process to LiteSVM', value: Math.round(reference) },
+      target: '>= 3000 tx/s',
+      met: throughput >= 3000 && sent === TOTAL,
+    },
+    { name: 'sendTransaction p99 latency (worst 10k chunk)', value: p99, unit: 'ms' },
+    {
+      name: 'localnet CPU time per accepted transaction (all threads)',
+      value: Math.round((after.cpuMicros - before.cpuMicros) / Math.max(1, sent)),
+      unit: 'µs',
+    },
+    {
+      name: `signatures confirmed through signatureSubscribe (${CONFIRM_BATCH}, commitment confirmed)`,
+      value: Math.round(confirmed),
+      unit: 'sig/s',
+    },
+    { name: 'localnet RSS before 100k transactions', value: mib(before.rss), unit: 'MiB' },
+    {
+      name: 'localnet RSS after 100k transactions',
+      value: mib(after.rss),
+      unit: 'MiB',
+      reference: { name: 'RSS before', value: mib(before.rss) },
+      target: 'flat: grows < 64 MiB',
+      met: flat,
+    },
+    { name: 'localnet heap used before 100k transactions', value: mib(before.heapUsed), unit: 'MiB' },
+    {
+      name: 'localnet heap used after 100k transactions',
+      value: mib(after.heapUsed),
+      unit: 'MiB',
+      reference: { name: 'heap before', value: mib(before.heapUsed) },
+    },
+  ];
+  return rows;
+}
 
 export default benchmark;
 

@@ -23,7 +23,6 @@ import { isStaticWritable, type WireTransaction } from '../wire/wire-transaction
 import { BlockhashWindow, MAX_PROCESSING_AGE } from './blockhash-window.ts';
 import { transactionFee } from './fee.ts';
 import { LedgerStore } from './ledger-store.ts';
-import { type MemoOutcome, runMemoInstructions } from './memo-program.ts';
 import { RecentSignatures } from './recent-signatures.ts';
 import {
   decodeMint,
@@ -328,15 +327,10 @@ export class Chain {
     const payerBytes = tx.staticKeys[0] as Uint8Array;
     const payerBefore = pre.lamports[0] as bigint;
 
-    const memo = runMemoInstructions(tx, true);
-    if (memo.kind === 'rejected') throw new TransactionRejected(memo.err, memo.logs, 0n);
-    const result =
-      memo.kind === 'stripped'
-        ? this.withoutSigverify(() => this.svm.sendVersionedTransaction(memo.bytes))
-        : this.svm.sendVersionedTransaction(tx.bytes);
+    const result = this.svm.sendVersionedTransaction(tx.bytes);
     const failed = result instanceof FailedTransactionMetadata;
-    const meta: TransactionMetadata = failed ? result.meta() : withMemoLogs(result, memo);
-    const err = failed ? originalInstructionIndex(transactionErrorJson(result), memo) : null;
+    const meta: TransactionMetadata = failed ? result.meta() : result;
+    const err = failed ? transactionErrorJson(result) : null;
     // A failed transaction landed iff it paid its fee; otherwise it was dropped before execution.
     const landed = !failed || this.svm.getBalance(payerBytes) !== payerBefore;
     if (err !== null && (!landed || preflight)) {
@@ -389,16 +383,6 @@ export class Chain {
     return record;
   }
 
-  /** Runs `work` with LiteSVM's signature check off; the caller has verified the signatures itself. */
-  private withoutSigverify<T>(work: () => T): T {
-    this.svm.setSigverify(false);
-    try {
-      return work();
-    } finally {
-      this.svm.setSigverify(true);
-    }
-  }
-
   simulateTransaction(
     tx: WireTransaction,
     options: { sigVerify: boolean; replaceRecentBlockhash: boolean; accounts: readonly Uint8Array[] },
@@ -421,12 +405,10 @@ export class Chain {
     if (this.alreadyProcessed(tx, encodeBase58(signatureBytes))) return rejected('AlreadyProcessed');
     if (!options.replaceRecentBlockhash && !this.isBlockhashValid(tx.recentBlockhash))
       return rejected('BlockhashNotFound');
-    const memo = runMemoInstructions(tx, options.sigVerify);
-    if (memo.kind === 'rejected') return { ...rejected(memo.err), logs: memo.logs };
-    this.svm.setSigverify(options.sigVerify && memo.kind === 'none');
+    this.svm.setSigverify(options.sigVerify);
     let result: ReturnType<LiteSvm['simulateVersionedTransaction']>;
     try {
-      result = this.svm.simulateVersionedTransaction(memo.kind === 'stripped' ? memo.bytes : tx.bytes);
+      result = this.svm.simulateVersionedTransaction(tx.bytes);
     } finally {
       this.svm.setSigverify(true);
     }
@@ -747,25 +729,6 @@ function readInnerInstructions(meta: TransactionMetadata): InnerInstructionRecor
       };
     }),
   );
-}
-
-/** The memo program's log lines, after what LiteSVM logged for the rest of the transaction. */
-function withMemoLogs(meta: TransactionMetadata, memo: MemoOutcome): TransactionMetadata {
-  if (memo.kind !== 'stripped') return meta;
-  const logs = [...meta.logs(), ...memo.logs];
-  return new Proxy(meta, {
-    get: (target, property) =>
-      property === 'logs'
-        ? () => logs
-        : (Reflect.get(target, property, target).bind?.(target) ?? Reflect.get(target, property, target)),
-  });
-}
-
-/** LiteSVM counted instructions without the memos; errors name the instruction as the caller sent it. */
-function originalInstructionIndex(err: TransactionErrorJson, memo: MemoOutcome): TransactionErrorJson {
-  if (memo.kind !== 'stripped' || typeof err === 'string' || !('InstructionError' in err)) return err;
-  const [index, inner] = err.InstructionError;
-  return { InstructionError: [memo.originalIndex[index] ?? index, inner] };
 }
 
 /** Agave's memo column: "[byte length] text" for each memo instruction, joined with "; ". */

@@ -158,10 +158,6 @@ export class LedgerStore {
     this.pendingTransactions.set(record.signature, record);
   }
 
-  pendingCount(): number {
-    return this.pendingTransactions.size;
-  }
-
   /** Commits everything buffered in one SQLite transaction. */
   flush(): void {
     if (this.pendingTransactions.size === 0 && this.pendingBlocks.length === 0) return;
