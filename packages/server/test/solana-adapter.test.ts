@@ -144,7 +144,8 @@ describe('Solana adapter against the localnet', () => {
         signed.lastValidBlockHeight,
         10_000,
       );
-      assert.equal(outcome.status, 'confirmed');
+      // With 20 ms slots the transaction may already be finalized by the first poll.
+      assert.ok(outcome.status === 'confirmed' || outcome.status === 'finalized', outcome.status);
     } finally {
       await polling.close();
     }

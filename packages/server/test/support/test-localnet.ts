@@ -10,7 +10,7 @@ export interface TestChain {
 
 /** A real Solana localnet on free ports, with fast slots, and the gateway's adapter for it. */
 export async function startTestChain(options: LocalnetOptions = {}): Promise<TestChain> {
-  const settings = { port: 0, slotMs: 20, finalizedDepth: 2, ...options };
+  const settings = { port: 0, slotMs: 20, finalizedDepth: 32, ...options };
   const localnet = await startLocalnet(settings);
   const adapter = localnetAdapter(localnet, settings.slotMs);
   return {

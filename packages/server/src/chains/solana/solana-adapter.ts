@@ -53,6 +53,12 @@ import { decodeMintAccount, TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from './mint-acc
 import { toChainError } from './solana-errors.ts';
 import { generateSolanaKeypair } from './solana-keypair.ts';
 
+/**
+ * The SPL Memo program every Solana cluster runs (v2). @solana-program/memo now defaults to another
+ * address, which mainnet, devnet and LiteSVM do not have, so the address is named here.
+ */
+export const MEMO_PROGRAM = address('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
+
 /** Lamports per signature, fixed by the protocol. */
 const BASE_FEE_PER_SIGNATURE = 5_000n;
 /**
@@ -155,7 +161,9 @@ export class SolanaAdapter implements ChainAdapter {
               { address: address(request.reference), role: AccountRole.READONLY },
             ],
           },
-      ...(request.memo === undefined ? [] : [getAddMemoInstruction({ memo: request.memo })]),
+      ...(request.memo === undefined
+        ? []
+        : [getAddMemoInstruction({ memo: request.memo }, { programAddress: MEMO_PROGRAM })]),
     ];
     const message = pipe(
       createTransactionMessage({ version: 0 }),
