@@ -5,6 +5,7 @@ import type { NetworkRegistry } from './chains/network-registry.ts';
 import type { Config } from './config.ts';
 import { installAuthentication } from './http/plugins/authentication.ts';
 import { installErrorHandling } from './http/plugins/errors.ts';
+import { installExactJson } from './http/plugins/exact-json.ts';
 import { installIdempotency } from './http/plugins/idempotency.ts';
 import { installOpenApi } from './http/plugins/openapi.ts';
 import { installValidation } from './http/plugins/validation.ts';
@@ -63,6 +64,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   installValidation(app);
+  installExactJson(app);
   installErrorHandling(app);
   await installOpenApi(app, GATE402_VERSION);
   const { services } = deps;

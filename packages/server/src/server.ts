@@ -109,6 +109,7 @@ export async function startServer(
       store,
       networks,
       ledger: services.ledger,
+      wallets: services.wallets,
       instanceId,
       intervalMs: config.reconcileIntervalMs,
       log: (message, error) => logger.warn({ err: error }, message),

@@ -10,6 +10,8 @@ export interface ChainAdapter {
   readonly info: NetworkInfo;
   /** Funds addresses on local networks; undefined elsewhere. */
   readonly faucet: LocalFaucet | undefined;
+  /** Present on chains that order a sender's transactions by a nonce (EVM); absent on Solana. */
+  readonly nonces?: AccountNonces;
 
   /** Resolves when the RPC endpoint answers; /readyz asks it. */
   ping(): Promise<void>;
@@ -69,6 +71,8 @@ export interface TransferRequest {
   readonly memo?: string;
   /** An address added read-only, so the transaction can be found by it once broadcast (Solana Pay style). */
   readonly reference?: string;
+  /** The sender's nonce (EVM); absent: the node's pending count. Ignored by chains without nonces (Solana). */
+  readonly nonce?: bigint;
 }
 
 export interface PreparedTransaction {
@@ -84,6 +88,28 @@ export interface PreparedTransaction {
    * times the network's recent slot time (an estimate that errs early). Absent when unknown.
    */
   readonly validForMs?: number;
+  /** The nonce the transaction carries (EVM); absent on chains without nonces. */
+  readonly nonce?: bigint;
+}
+
+/**
+ * A sender's transactions ordered by a counter (EVM): at most one transaction per (sender, nonce) can
+ * ever be in a block. That is what lets gate402 allocate nonces itself, replace a stuck transaction
+ * without paying twice, and call a transaction that never landed final only once its nonce is used.
+ */
+export interface AccountNonces {
+  /** How many of the sender's transactions are in blocks: every nonce below it is used for good. */
+  minedCount(address: string): Promise<bigint>;
+  /** The prepared transaction with another nonce, and nothing else changed; no network call. */
+  withNonce(prepared: PreparedTransaction, nonce: bigint): PreparedTransaction;
+  /** Whether a transaction prepared with `lastValidBlockHeight` has waited long enough, at `height`, to be replaced. */
+  replacementDue(lastValidBlockHeight: bigint, height: bigint): boolean;
+  /**
+   * A replacement for the signed transaction `previous`: the same sender, nonce, recipient, value and
+   * calldata, with fees raised by at least what nodes require of a replacement and at least to what the
+   * network asks now. Whichever of the two lands, the other never can.
+   */
+  prepareReplacement(previous: Uint8Array): Promise<PreparedTransaction>;
 }
 
 export interface SignedTransaction {

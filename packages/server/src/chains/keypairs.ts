@@ -1,4 +1,5 @@
 import type { ChainFamily } from '../domain/address.ts';
+import { generateEvmKeypair } from './evm/evm-keypair.ts';
 import { generateSolanaKeypair } from './solana/solana-keypair.ts';
 
 export interface GeneratedKeypair {
@@ -9,8 +10,10 @@ export interface GeneratedKeypair {
 
 /**
  * Key generation per chain family. A key pair needs no network: the same Solana key works on
- * mainnet, devnet and the localnet, so wallets can be created with no chain running (the CLI).
+ * mainnet, devnet and the localnet (an EVM key on every EVM chain), so wallets can be created with no
+ * chain running (the CLI).
  */
 export const KEYPAIR_GENERATORS: Partial<Record<ChainFamily, () => GeneratedKeypair>> = {
   solana: generateSolanaKeypair,
+  evm: generateEvmKeypair,
 };

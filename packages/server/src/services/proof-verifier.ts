@@ -1,3 +1,4 @@
+import { canonicalAddress } from '../chains/canonical-address.ts';
 import type { ChainAdapter, ChainTransaction } from '../chains/chain-adapter.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
@@ -71,8 +72,9 @@ export class ProofVerifier {
 
     const tx = await this.landedTransaction(chain, claims, input.timeoutMs);
     if (tx.error !== null) throw verificationFailed('the transaction failed on chain', 'failed_on_chain');
+    const [payer, recipient] = [canonicalAddress(claims.from), canonicalAddress(input.recipient)];
     const received = tx.nativeTransfers
-      .filter((t) => t.from === claims.from && t.to === input.recipient)
+      .filter((t) => canonicalAddress(t.from) === payer && canonicalAddress(t.to) === recipient)
       .reduce((sum, t) => sum + t.amount, 0n);
     if (received === 0n) throw invalidProof('the transaction pays another recipient', 'recipient_mismatch');
     if (received < expected) {
@@ -105,7 +107,7 @@ export class ProofVerifier {
       throw invalidProof(reasons[check.reason], check.reason);
     }
     const { claims } = check;
-    if (claims.to !== input.recipient)
+    if (canonicalAddress(claims.to) !== canonicalAddress(input.recipient))
       throw invalidProof('the proof pays another recipient', 'recipient_mismatch');
     if (this.now() - claims.iat > this.deps.proofMaxAgeMs)
       throw invalidProof('the payment proof has expired', 'expired');
@@ -135,13 +137,26 @@ export class ProofVerifier {
     }
   }
 
+  private async replacementOf(claims: ProofClaims): Promise<string | undefined> {
+    const payment = await this.deps.store.payments.get(claims.pid);
+    return payment === undefined ? undefined : replacementOfRecord(payment, claims);
+  }
+
   private async lookUp(chain: ChainAdapter, claims: ProofClaims): Promise<ChainTransaction | undefined> {
     if (claims.sig !== undefined) {
-      const status = await chain.getSignatureStatus(claims.sig);
+      let signature = claims.sig;
+      let status = await chain.getSignatureStatus(signature);
+      if (status === undefined) {
+        const replacement = await this.replacementOf(claims);
+        if (replacement !== undefined) {
+          signature = replacement;
+          status = await chain.getSignatureStatus(signature);
+        }
+      }
       if (status?.status === 'failed')
         throw verificationFailed('the transaction failed on chain', 'failed_on_chain');
       if (status?.status !== 'confirmed' && status?.status !== 'finalized') return undefined;
-      return chain.getTransaction(claims.sig);
+      return chain.getTransaction(signature);
     }
     if (claims.ref === undefined) return undefined;
     return findBuiltTransfer(chain, {
@@ -152,6 +167,27 @@ export class ProofVerifier {
       memo: claims.pid,
     });
   }
+}
+
+/**
+ * EVM: a stuck send is replaced by a transaction with the same nonce and higher fees, so the proof
+ * issued at the send may name a transaction that never lands. This gateway's own record of the payment
+ * (the attested paymentId) names the one that took its place; the chain still decides the rest.
+ */
+function replacementOfRecord(
+  payment: {
+    network: string;
+    direction: string;
+    signature: string | null;
+    replacedSignatures?: readonly string[];
+  },
+  claims: ProofClaims,
+): string | undefined {
+  if (payment.network !== claims.net || payment.direction !== 'sent' || payment.signature === null)
+    return undefined;
+  return claims.sig !== undefined && payment.replacedSignatures?.includes(claims.sig)
+    ? payment.signature
+    : undefined;
 }
 
 export function invalidProof(message: string, reason?: string): GatewayError {

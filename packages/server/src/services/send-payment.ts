@@ -1,11 +1,18 @@
-import type { ChainAdapter, ConfirmationOutcome } from '../chains/chain-adapter.ts';
+import { canonicalAddress } from '../chains/canonical-address.ts';
+import type {
+  AccountNonces,
+  ChainAdapter,
+  ConfirmationOutcome,
+  PreparedTransaction,
+  SignedTransaction,
+} from '../chains/chain-adapter.ts';
 import { ChainError } from '../chains/chain-error.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { addressFamily } from '../domain/address.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
 import { newId } from '../domain/ids.ts';
 import { atomicToDecimalText, toWholeUnits } from '../domain/money.ts';
-import type { PaymentRecord, Store } from '../store/store.ts';
+import type { PaymentLease, PaymentRecord, Store } from '../store/store.ts';
 import { atomicFromField } from './amounts.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
 import type { PaymentProofs } from './payment-proof.ts';
@@ -59,6 +66,10 @@ const LEASE_MARGIN_MS = 10_000;
  * broadcast. If this process dies at any point after that, the reconciler resends the same bytes (it
  * never signs), so the payment lands once or provably expires. With an Idempotency-Key, a retry finds
  * the payment made by the first attempt instead of making another.
+ *
+ * EVM (chains with `nonces`): the wallet's nonce is allocated in the database, in the same transaction
+ * that stores the payment signed with it (see recordInSequence), so concurrent sends from one wallet on
+ * any number of instances get consecutive nonces with no reuse and no gap.
  */
 export class SendPaymentService {
   private readonly now: () => number;
@@ -86,7 +97,9 @@ export class SendPaymentService {
         details: { recipientAddress: `must be a ${family} address` },
       });
     }
-    if (input.recipientAddress === input.walletAddress) {
+    const walletAddress = canonicalAddress(input.walletAddress);
+    const recipientAddress = canonicalAddress(input.recipientAddress);
+    if (recipientAddress === walletAddress) {
       throw new GatewayError('INVALID_RECIPIENT', {
         message: 'A wallet cannot pay itself.',
         details: { recipientAddress: 'must differ from walletAddress' },
@@ -97,17 +110,26 @@ export class SendPaymentService {
       input.priorityFee === undefined
         ? undefined
         : atomicFromField('priorityFee', input.priorityFee, nativeCurrency.decimals, nativeCurrency.symbol);
-    const signer = await wallets.signer(accountId, input.walletAddress);
+    const signer = await wallets.signer(accountId, walletAddress);
 
     const paymentId = newId('pay');
-    const prepared = await chain.prepareTransfer({
-      from: input.walletAddress,
-      to: input.recipientAddress,
-      amount,
-      memo: paymentId,
-      ...(priorityFee === undefined ? {} : { priorityFee }),
-    });
-    const balance = await chain.getBalance(input.walletAddress);
+    let prepared: PreparedTransaction;
+    let balance: bigint;
+    try {
+      [prepared, balance] = await Promise.all([
+        chain.prepareTransfer({
+          from: walletAddress,
+          to: recipientAddress,
+          amount,
+          memo: paymentId,
+          ...(priorityFee === undefined ? {} : { priorityFee }),
+        }),
+        chain.getBalance(walletAddress),
+      ]);
+    } catch (error) {
+      signer.secretKey.fill(0);
+      throw error;
+    }
     if (balance < amount + prepared.fee) {
       signer.secretKey.fill(0);
       throw insufficientBalance(
@@ -117,20 +139,18 @@ export class SendPaymentService {
         nativeCurrency.symbol,
       );
     }
-    const signed = await chain.sign(prepared, signer.secretKey);
-    signer.secretKey.fill(0);
 
     const at = this.now();
-    const payment: PaymentRecord = {
+    const draft = (signed: SignedTransaction, nonce?: bigint): PaymentRecord => ({
       id: paymentId,
       accountId,
       direction: 'sent',
       mode: 'custodial',
       status: 'pending',
       network: chain.info.id,
-      walletAddress: input.walletAddress,
-      sender: input.walletAddress,
-      recipient: input.recipientAddress,
+      walletAddress,
+      sender: walletAddress,
+      recipient: recipientAddress,
       amount,
       fee: prepared.fee,
       resource: input.resource ?? null,
@@ -148,16 +168,95 @@ export class SendPaymentService {
       createdAt: at,
       updatedAt: at,
       confirmedAt: null,
-    };
-    // Stored, with the signed bytes, before anything reaches the chain.
-    await this.deps.ledger.record(payment, {
-      lease: { owner: this.deps.instanceId, until: at + this.deps.confirmTimeoutMs + LEASE_MARGIN_MS },
+      ...(nonce === undefined ? {} : { nonce }),
     });
+    const lease = { owner: this.deps.instanceId, until: at + this.deps.confirmTimeoutMs + LEASE_MARGIN_MS };
+    // Stored, with the signed bytes, before anything reaches the chain.
+    let stored: { payment: PaymentRecord; wire: Uint8Array };
+    try {
+      if (chain.nonces === undefined) {
+        const signed = await chain.sign(prepared, signer.secretKey);
+        stored = { payment: draft(signed), wire: signed.wire };
+        await this.deps.ledger.record(stored.payment, { lease });
+      } else {
+        stored = await this.recordInSequence(chain, chain.nonces, {
+          prepared,
+          amount,
+          balance,
+          secretKey: signer.secretKey,
+          draft,
+          lease,
+        });
+      }
+    } finally {
+      signer.secretKey.fill(0);
+    }
+    const { payment } = stored;
 
-    const broadcast = await this.broadcast(chain, payment, signed.wire);
+    const broadcast = await this.broadcast(chain, payment, stored.wire);
     const result = await this.settle(broadcast, chain);
     await this.deps.store.payments.releaseLease(payment.id, this.deps.instanceId);
     return result;
+  }
+
+  /**
+   * EVM: allocates the wallet's nonce, signs with it and stores the payment in one database
+   * transaction, so a nonce is taken exactly when its payment is stored: a refusal or a crash before
+   * the commit takes the nonce back with it, and no later send of the wallet waits behind a gap. No
+   * network call runs inside (the transfer was prepared before; `withNonce` only re-encodes it), so the
+   * wallet's sequence row (PostgreSQL) or the write lock (SQLite) is held for milliseconds.
+   */
+  private async recordInSequence(
+    chain: ChainAdapter,
+    nonces: AccountNonces,
+    input: {
+      prepared: PreparedTransaction;
+      amount: bigint;
+      balance: bigint;
+      secretKey: Uint8Array;
+      draft: (signed: SignedTransaction, nonce: bigint) => PaymentRecord;
+      lease: PaymentLease;
+    },
+  ): Promise<{ payment: PaymentRecord; wire: Uint8Array }> {
+    const { prepared } = input;
+    const network = chain.info.id;
+    return this.deps.store.transaction(async (tx) => {
+      const nonce = await tx.nonces.allocate(network, prepared.feePayer, prepared.nonce ?? 0n);
+      // The wallet's unsettled sends can still take their amounts and fees. Counting them here, after
+      // the allocation serialised this wallet's senders, keeps concurrent sends from promising more
+      // than the balance together; a broadcast refused for funds would leave its nonce unused.
+      const needed =
+        (await tx.payments.unsettledSpend(network, prepared.feePayer)) + input.amount + prepared.fee;
+      if (input.balance < needed) {
+        const { decimals, symbol } = chain.info.nativeCurrency;
+        throw insufficientBalance(input.balance, needed, decimals, symbol);
+      }
+      const signed = await chain.sign(nonces.withNonce(prepared, nonce), input.secretKey);
+      const payment = input.draft(signed, nonce);
+      await this.deps.ledger.recordIn(tx, payment, undefined, input.lease);
+      return { payment, wire: signed.wire };
+    });
+  }
+
+  /**
+   * Ends a payment the chain refused; false when it must stay open instead. On EVM a nonce must not
+   * stay unused while later ones wait behind it: it is given back when no later one was allocated, and
+   * otherwise the payment stays pending and the reconciler offers it (or a replacement) until its
+   * nonce is used.
+   */
+  private async end(payment: PaymentRecord, status: 'failed' | 'expired', error: string): Promise<boolean> {
+    const { nonce } = payment;
+    if (nonce === undefined || nonce === null) {
+      await this.deps.ledger.move(payment, status, { error });
+      return true;
+    }
+    return this.deps.store.transaction(async (tx) => {
+      if (!(await tx.nonces.release(payment.network, payment.sender, nonce))) return false;
+      if ((await this.deps.ledger.moveIn(tx, payment, status, { error })) === undefined) {
+        throw new Error(`payment ${payment.id} changed while its refused nonce was being released`);
+      }
+      return true;
+    });
   }
 
   private async broadcast(
@@ -173,12 +272,12 @@ export class SendPaymentService {
         case 'already_processed':
           break;
         case 'insufficient_funds': {
-          await this.deps.ledger.move(payment, 'failed', { error: 'insufficient funds' });
+          if (!(await this.end(payment, 'failed', 'insufficient funds'))) return payment;
           const { decimals, symbol } = chain.info.nativeCurrency;
           throw insufficientBalance(undefined, payment.amount + (payment.fee ?? 0n), decimals, symbol);
         }
         case 'blockhash_expired':
-          await this.deps.ledger.move(payment, 'expired', { error: 'blockhash expired before broadcast' });
+          if (!(await this.end(payment, 'expired', 'blockhash expired before broadcast'))) return payment;
           throw failed(
             payment,
             'expired',
@@ -186,7 +285,7 @@ export class SendPaymentService {
           );
         case 'rejected':
         case 'invalid_transaction':
-          await this.deps.ledger.move(payment, 'failed', { error: error.message });
+          if (!(await this.end(payment, 'failed', error.message))) return payment;
           throw failed(payment, 'failed', 'the chain refused the transaction; nothing was paid');
         case 'unavailable':
           // Unknown whether it arrived: stays pending, and the reconciler resends the same bytes.
@@ -235,6 +334,9 @@ export class SendPaymentService {
           this.reload(payment)
         );
       case 'expired':
+        // EVM: past gate402's deadline is no proof; the payment ends only once its nonce is used
+        // (the reconciler decides that).
+        if (payment.nonce !== undefined && payment.nonce !== null) return this.reload(payment);
         return (
           (await this.deps.ledger.move(payment, 'expired', {
             error: 'blockhash expired before the transaction landed',

@@ -1,3 +1,4 @@
+import { canonicalAddress } from '../chains/canonical-address.ts';
 import { KEYPAIR_GENERATORS } from '../chains/keypairs.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { addressFamily, CHAIN_FAMILIES, type ChainFamily } from '../domain/address.ts';
@@ -74,7 +75,7 @@ export class WalletService {
       accountId,
       family,
       network: this.networkFor(family, input.network),
-      address: input.address,
+      address: canonicalAddress(input.address),
       watchOnly: true,
       encryptedSecret: null,
       createdAt: this.now(),
@@ -104,7 +105,10 @@ export class WalletService {
   /** The caller's wallet at `address` (custodial or watch-only); 403 for anyone else's or nobody's. */
   async owned(accountId: string, address: string, field = 'walletAddress'): Promise<WalletRecord> {
     const family = addressFamily(address);
-    const wallet = family === undefined ? undefined : await this.store.wallets.findByAddress(family, address);
+    const wallet =
+      family === undefined
+        ? undefined
+        : await this.store.wallets.findByAddress(family, canonicalAddress(address));
     if (wallet === undefined || wallet.accountId !== accountId) {
       throw new GatewayError('FORBIDDEN', {
         message: 'This wallet is not one of your wallets.',

@@ -10,6 +10,14 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   events: EventsTable;
   payment_counts: PaymentCountsTable;
+  wallet_nonces: WalletNoncesTable;
+}
+
+/** The next nonce of each EVM sender per network (see NonceRepository). */
+export interface WalletNoncesTable {
+  network: string;
+  address: string;
+  next_nonce: number;
 }
 
 /** Payments per wallet and direction, maintained with every insert. */
@@ -83,6 +91,9 @@ export interface PaymentsTable {
   created_at: number;
   updated_at: number;
   confirmed_at: number | null;
+  nonce: number | null;
+  /** JSON array of replaced transaction hashes. */
+  replaced_signatures: string | null;
 }
 
 export interface ConsumedProofsTable {

@@ -26,6 +26,7 @@ export interface Repositories {
   readonly proofs: ProofRepository;
   readonly events: EventRepository;
   readonly idempotency: IdempotencyRepository;
+  readonly nonces: NonceRepository;
 }
 
 export interface AccountRecord {
@@ -143,6 +144,13 @@ export interface PaymentRecord {
   readonly createdAt: number;
   readonly updatedAt: number;
   readonly confirmedAt: number | null;
+  /** EVM custodial sends: the nonce allocated to this payment; every variant of it carries it. */
+  readonly nonce?: bigint | null;
+  /**
+   * EVM custodial sends: hashes of earlier transactions of this payment that a replacement (same nonce,
+   * higher fees) took the place of, oldest first. Any of them may still be the one that lands.
+   */
+  readonly replacedSignatures?: readonly string[];
 }
 
 export type PaymentChanges = Partial<
@@ -156,6 +164,7 @@ export type PaymentChanges = Partial<
     | 'error'
     | 'fee'
     | 'confirmedAt'
+    | 'replacedSignatures'
   >
 >;
 
@@ -190,6 +199,21 @@ export interface PaymentRepository {
   ): Promise<PaymentRecord | undefined>;
   /** Sets fields without a state change (e.g. the block height learned later). */
   update(id: string, changes: PaymentChanges, at: number): Promise<void>;
+  /**
+   * Puts a replacement transaction on an open payment, only if its current signature is still
+   * `currentSignature` (compare-and-set); undefined when another writer replaced or settled it first.
+   */
+  replaceTransaction(
+    id: string,
+    currentSignature: string,
+    changes: PaymentChanges,
+    at: number,
+  ): Promise<PaymentRecord | undefined>;
+  /**
+   * What custodial sends from `walletAddress` on `network` that are not settled yet (pending,
+   * submitted) can still take from it: amounts plus their most fees, atomic units.
+   */
+  unsettledSpend(network: string, walletAddress: string): Promise<bigint>;
   /** Newest first (created_at, then id), with the total count of matches. */
   history(query: HistoryQuery): Promise<{ total: number; payments: PaymentRecord[] }>;
   /**
@@ -205,6 +229,21 @@ export interface PaymentRepository {
   ): Promise<PaymentRecord[]>;
   /** Ends `owner`'s lease; with `notBefore`, workers leave the payment alone until then (back-off). */
   releaseLease(id: string, owner: string, notBefore?: number): Promise<void>;
+}
+
+/**
+ * EVM nonce sequences, one per sender and network, kept in the database so that sends from one wallet
+ * on any number of instances never share or skip a nonce.
+ */
+export interface NonceRepository {
+  /**
+   * The sender's next nonce, at least `floor` (the node's pending count: the sequence starts there and
+   * catches up if the chain is ahead). Called inside the transaction that stores the payment signed with
+   * it, so a nonce is taken exactly when its payment is stored.
+   */
+  allocate(network: string, address: string, floor: bigint): Promise<bigint>;
+  /** Gives `nonce` back if it is still the last one allocated; false when a later one was allocated. */
+  release(network: string, address: string, nonce: bigint): Promise<boolean>;
 }
 
 export interface ProofRepository {
@@ -249,6 +288,8 @@ export interface IdempotencyRepository {
     now: number,
     lockedUntil: number,
   ): Promise<IdempotencyClaim>;
+  /** Keeps a running request's claim alive (its heartbeat); a claim whose process died lapses. */
+  extend(accountId: string, key: string, lockedUntil: number): Promise<void>;
   complete(accountId: string, key: string, status: number, body: string): Promise<void>;
   /** Forgets a claim whose request stored nothing (e.g. refused before it started). */
   release(accountId: string, key: string): Promise<void>;

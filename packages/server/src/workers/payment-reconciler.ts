@@ -4,12 +4,16 @@ import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { OPEN_STATUSES } from '../domain/payment-status.ts';
 import { findBuiltReceipt, findBuiltTransfer, receiptMemo } from '../services/local-transfer.ts';
 import type { PaymentLedger } from '../services/payment-ledger.ts';
+import type { WalletService } from '../services/wallet-service.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
+import { SequencedSendReconciler } from './sequenced-send-reconciler.ts';
 
 export interface ReconcilerDeps {
   readonly store: Store;
   readonly networks: NetworkRegistry;
   readonly ledger: PaymentLedger;
+  /** Signs replacements of stuck EVM sends (see SequencedSendReconciler); without it they are only resent. */
+  readonly wallets?: Pick<WalletService, 'signer'>;
   /** Names this process in leases. */
   readonly instanceId: string;
   readonly intervalMs?: number;
@@ -35,15 +39,25 @@ export interface ReconcilerDeps {
  *   lastValidBlockHeight or expiresAt has passed without it, marks it expired. A seller's pending
  *   receipt confirms when the receipt lands, and the buyer's proof is consumed in the same database
  *   transaction; if the proof was used meanwhile, the receipt payment fails.
+ * - EVM custodial sends (a nonce from the database): see SequencedSendReconciler — resent, replaced with
+ *   higher fees when stuck, settled by whichever of their transactions is mined, expired only once
+ *   their nonce is used by another transaction.
  * This is also the crash recovery: a send whose process died after storing is finished here.
  */
 export class PaymentReconciler {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
   private readonly now: () => number;
+  private readonly sequenced: SequencedSendReconciler;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.now = deps.now ?? Date.now;
+    this.sequenced = new SequencedSendReconciler({
+      store: deps.store,
+      ledger: deps.ledger,
+      wallets: deps.wallets,
+      now: this.now,
+    });
   }
 
   start(): void {
@@ -84,7 +98,11 @@ export class PaymentReconciler {
       if (payment.mode === 'local' && payment.status === 'pending') {
         if (payment.direction === 'sent') await this.watchLocalSend(payment, chain);
         else await this.watchReceipt(payment, chain);
-      } else if (payment.signature !== null) await this.advance(payment, payment.signature, chain);
+      } else if (payment.signature !== null) {
+        if (chain.nonces !== undefined && payment.nonce !== undefined && payment.nonce !== null) {
+          await this.sequenced.advance(payment, payment.signature, chain, chain.nonces);
+        } else await this.advance(payment, payment.signature, chain);
+      }
     } catch (error) {
       this.deps.log?.(`could not reconcile payment ${payment.id}`, error);
     } finally {

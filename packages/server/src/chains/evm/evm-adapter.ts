@@ -12,14 +12,16 @@ import {
   type PublicClient,
   parseAbi,
   parseTransaction,
+  recoverTransactionAddress,
   serializeTransaction,
   TransactionNotFoundError,
   TransactionReceiptNotFoundError,
 } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { privateKeyToAccount } from 'viem/accounts';
 import { estimateMaxPriorityFeePerGas } from 'viem/actions';
 import type { NetworkInfo } from '../../domain/network.ts';
 import type {
+  AccountNonces,
   ChainAdapter,
   ChainTokenAccount,
   ChainTokenInfo,
@@ -33,6 +35,7 @@ import type {
 } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
 import { toChainError } from './evm-errors.ts';
+import { generateEvmKeypair } from './evm-keypair.ts';
 import { decodeTransferNote, encodeTransferNote } from './transfer-calldata.ts';
 
 /**
@@ -50,6 +53,17 @@ const SCAN_CONCURRENCY = 8;
  * this stays includable through six full blocks in a row. Only what the block asks is charged.
  */
 const BASE_FEE_HEADROOM = 2n;
+/**
+ * Blocks a transaction may wait unmined before gate402 replaces it (same nonce, higher fees): about
+ * 40 s on Base, 4 min on Ethereum. Long enough for a busy block or two, short enough that a payment
+ * priced under a rising base fee does not wait for the whole expiry window.
+ */
+const DEFAULT_REPLACE_AFTER_BLOCKS = 20n;
+/**
+ * A replacement raises the tip and the fee cap by at least this many percent: geth, reth and anvil
+ * refuse a same-nonce replacement that is not at least 10% dearer on both.
+ */
+const REPLACEMENT_BUMP_PERCENT = 10n;
 
 const OWNABLE_ABI = parseAbi(['function owner() view returns (address)']);
 
@@ -62,6 +76,8 @@ export interface EvmAdapterOptions {
   readonly pollIntervalMs?: number;
   readonly expiryBlocks?: bigint;
   readonly scanBlocks?: number;
+  /** Blocks unmined before a custodial transfer is replaced with higher fees. */
+  readonly replaceAfterBlocks?: bigint;
 }
 
 /**
@@ -81,6 +97,7 @@ export interface EvmAdapterOptions {
 export class EvmAdapter implements ChainAdapter {
   readonly info: NetworkInfo;
   readonly faucet: LocalFaucet | undefined;
+  readonly nonces: AccountNonces;
   private readonly client: PublicClient;
   private readonly chainId: number;
   private readonly pollIntervalMs: number;
@@ -96,6 +113,7 @@ export class EvmAdapter implements ChainAdapter {
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
     this.expiryBlocks = options.expiryBlocks ?? DEFAULT_EXPIRY_BLOCKS;
     this.scanBlocks = options.scanBlocks ?? DEFAULT_SCAN_BLOCKS;
+    this.nonces = this.nonceOperations(options.replaceAfterBlocks ?? DEFAULT_REPLACE_AFTER_BLOCKS);
     // cacheTime 0: viem would otherwise serve the block number from a 4 s cache.
     this.client = createPublicClient({
       transport: http(options.rpcUrl, { retryCount: 2, retryDelay: 100, timeout: 10_000 }),
@@ -119,8 +137,7 @@ export class EvmAdapter implements ChainAdapter {
 
   /** The secret is the 32-byte secp256k1 private key; the address is derived from it. */
   async generateKeypair(): Promise<{ address: string; secretKey: Uint8Array }> {
-    const privateKey = generatePrivateKey();
-    return { address: privateKeyToAccount(privateKey).address, secretKey: hexToBytes(privateKey) };
+    return generateEvmKeypair();
   }
 
   /**
@@ -135,8 +152,9 @@ export class EvmAdapter implements ChainAdapter {
    *   suggestion (eth_maxPriorityFeePerGas).
    * - `fee`: the most the sender can be charged, gasLimit × maxFeePerGas; the actual fee (gas used ×
    *   effective gas price) is lower and is what `getTransaction` reports.
-   * - nonce: the sender's pending count on the node. Two transfers prepared before either is sent get
-   *   the same nonce; a nonce allocated in the database replaces this with custodial wallets.
+   * - nonce: `request.nonce` when given (custodial wallets: allocated in the database, see
+   *   `nonces`), else the sender's pending count on the node, which two transfers prepared before
+   *   either is sent share.
    */
   async prepareTransfer(request: TransferRequest): Promise<PreparedTransaction> {
     const from = toAddress(request.from, 'from');
@@ -146,7 +164,9 @@ export class EvmAdapter implements ChainAdapter {
       ...(request.memo === undefined ? {} : { memo: request.memo }),
     });
     const [nonce, block, gas, suggestedTip] = await Promise.all([
-      this.call(() => this.client.getTransactionCount({ address: from, blockTag: 'pending' })),
+      request.nonce === undefined
+        ? this.call(() => this.client.getTransactionCount({ address: from, blockTag: 'pending' }))
+        : Promise.resolve(Number(request.nonce)),
       this.call(() => this.client.getBlock({ blockTag: 'latest' })),
       this.call(() =>
         this.client.estimateGas({ account: from, to, value: request.amount, ...(data ? { data } : {}) }),
@@ -177,6 +197,7 @@ export class EvmAdapter implements ChainAdapter {
       fee: gas * maxFeePerGas,
       priorityFee: gas * maxPriorityFeePerGas,
       feePayer: from,
+      nonce: BigInt(nonce),
     };
   }
 
@@ -370,6 +391,80 @@ export class EvmAdapter implements ChainAdapter {
     this.lifetime.abort();
   }
 
+  /** What `nonces` offers, bound to this network's replacement policy. */
+  private nonceOperations(replaceAfterBlocks: bigint): AccountNonces {
+    return {
+      minedCount: async (owner) => {
+        const address = toAddress(owner, 'address');
+        return BigInt(
+          await this.call(() => this.client.getTransactionCount({ address, blockTag: 'latest' })),
+        );
+      },
+      withNonce: (prepared, nonce) => {
+        const transaction = parseTransaction(bytesToHex(prepared.unsigned));
+        if (transaction.type !== 'eip1559') {
+          throw new ChainError('invalid_transaction', 'not an unsigned EIP-1559 transaction');
+        }
+        const unsigned = hexToBytes(
+          serializeTransaction({ ...transaction, chainId: this.chainId, nonce: Number(nonce) }),
+        );
+        return { ...prepared, unsigned, nonce };
+      },
+      // Counted from the block the transaction was prepared at (lastValidBlockHeight - expiryBlocks).
+      replacementDue: (lastValidBlockHeight, height) =>
+        height >= lastValidBlockHeight - this.expiryBlocks + replaceAfterBlocks,
+      prepareReplacement: (previous) => this.prepareReplacement(previous),
+    };
+  }
+
+  /**
+   * Same nonce, recipient, value, gas limit and calldata as `previous`; only the fees change: each at
+   * least REPLACEMENT_BUMP_PERCENT above the old one (what nodes require to accept a replacement), and
+   * at least what a fresh transfer would offer now (so it is includable when the base fee has risen).
+   */
+  private async prepareReplacement(previous: Uint8Array): Promise<PreparedTransaction> {
+    const serialized = bytesToHex(previous);
+    const old = parseTransaction(serialized);
+    if (old.type !== 'eip1559' || old.to == null || old.nonce === undefined || old.gas === undefined) {
+      throw new ChainError('invalid_transaction', 'not a signed EIP-1559 transfer');
+    }
+    const from = await recoverTransactionAddress({
+      serializedTransaction: serialized as Parameters<
+        typeof recoverTransactionAddress
+      >[0]['serializedTransaction'],
+    });
+    const [block, suggestedTip] = await Promise.all([
+      this.call(() => this.client.getBlock({ blockTag: 'latest' })),
+      this.call(() => estimateMaxPriorityFeePerGas(this.client)),
+    ]);
+    if (block.baseFeePerGas === null) {
+      throw new ChainError('rejected', `${this.info.name} has no EIP-1559 base fee`);
+    }
+    const oldTip = old.maxPriorityFeePerGas ?? 0n;
+    const oldCap = old.maxFeePerGas ?? 0n;
+    const maxPriorityFeePerGas = max(bumped(oldTip), suggestedTip);
+    const maxFeePerGas = max(bumped(oldCap), block.baseFeePerGas * BASE_FEE_HEADROOM + maxPriorityFeePerGas);
+    const unsigned = serializeTransaction({
+      type: 'eip1559',
+      chainId: this.chainId,
+      nonce: old.nonce,
+      to: old.to,
+      value: old.value ?? 0n,
+      gas: old.gas,
+      maxFeePerGas,
+      maxPriorityFeePerGas,
+      ...(old.data === undefined || old.data === '0x' ? {} : { data: old.data }),
+    });
+    return {
+      unsigned: hexToBytes(unsigned),
+      lastValidBlockHeight: block.number + this.expiryBlocks,
+      fee: old.gas * maxFeePerGas,
+      priorityFee: old.gas * maxPriorityFeePerGas,
+      feePayer: getAddress(from),
+      nonce: BigInt(old.nonce),
+    };
+  }
+
   private async statusOf(hash: Hex): Promise<ConfirmationOutcome | undefined> {
     const receipt = await this.client.getTransactionReceipt({ hash }).catch(notFound);
     if (receipt === undefined) return undefined;
@@ -396,6 +491,16 @@ export class EvmAdapter implements ChainAdapter {
       throw toChainError(error);
     }
   }
+}
+
+/** A fee raised by the replacement bump, rounded up, and by at least 1 wei (10% of 0 is 0). */
+function bumped(fee: bigint): bigint {
+  const raise = (fee * REPLACEMENT_BUMP_PERCENT + 99n) / 100n;
+  return fee + (raise > 0n ? raise : 1n);
+}
+
+function max(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
 }
 
 function mentions(tx: { from: Address; to: Address | null; input: Hex }, needle: string): boolean {

@@ -5,6 +5,7 @@ import { KyselyAccountRepository } from './account-repository.ts';
 import { KyselyApiKeyRepository } from './api-key-repository.ts';
 import { KyselyEventRepository } from './event-repository.ts';
 import { KyselyIdempotencyRepository } from './idempotency-repository.ts';
+import { KyselyNonceRepository } from './nonce-repository.ts';
 import { KyselyPaymentRepository } from './payment-repository.ts';
 import { KyselyProofRepository } from './proof-repository.ts';
 import { KyselyWalletRepository } from './wallet-repository.ts';
@@ -18,6 +19,7 @@ export class KyselyStore implements Store {
   readonly proofs;
   readonly events;
   readonly idempotency;
+  readonly nonces;
 
   constructor(private readonly db: Kysely<Database>) {
     const repositories = repositoriesOn(db);
@@ -28,6 +30,7 @@ export class KyselyStore implements Store {
     this.proofs = repositories.proofs;
     this.events = repositories.events;
     this.idempotency = repositories.idempotency;
+    this.nonces = repositories.nonces;
   }
 
   transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
@@ -52,5 +55,6 @@ function repositoriesOn(db: Kysely<Database>): Repositories {
     proofs: new KyselyProofRepository(db),
     events: new KyselyEventRepository(db),
     idempotency: new KyselyIdempotencyRepository(db),
+    nonces: new KyselyNonceRepository(db),
   };
 }

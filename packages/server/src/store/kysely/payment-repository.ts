@@ -63,6 +63,8 @@ export class KyselyPaymentRepository implements PaymentRepository {
         created_at: payment.createdAt,
         updated_at: payment.updatedAt,
         confirmed_at: payment.confirmedAt,
+        nonce: toNumber(payment.nonce ?? null),
+        replaced_signatures: signatureList(payment.replacedSignatures),
       })
       .execute();
   }
@@ -98,6 +100,37 @@ export class KyselyPaymentRepository implements PaymentRepository {
       .returningAll()
       .executeTakeFirst();
     return row && toPayment(row);
+  }
+
+  async replaceTransaction(
+    id: string,
+    currentSignature: string,
+    changes: PaymentChanges,
+    at: number,
+  ): Promise<PaymentRecord | undefined> {
+    const row = await this.db
+      .updateTable('payments')
+      .set({ ...columns(changes), updated_at: at })
+      .where('id', '=', id)
+      .where('signature', '=', currentSignature)
+      .where('status', 'in', ['pending', 'submitted'])
+      .returningAll()
+      .executeTakeFirst();
+    return row && toPayment(row);
+  }
+
+  async unsettledSpend(network: string, walletAddress: string): Promise<bigint> {
+    const rows = await this.db
+      .selectFrom('payments')
+      .select(['amount', 'fee'])
+      .where('wallet_address', '=', walletAddress)
+      .where('network', '=', network)
+      .where('direction', '=', 'sent')
+      .where('mode', '=', 'custodial')
+      .where('status', 'in', ['pending', 'submitted'])
+      .execute();
+    // Amounts are decimal text (wei exceeds 64 bits), so they are summed here rather than in SQL.
+    return rows.reduce((sum, r) => sum + BigInt(r.amount) + BigInt(r.fee ?? '0'), 0n);
   }
 
   async update(id: string, changes: PaymentChanges, at: number): Promise<void> {
@@ -190,12 +223,18 @@ function columns(changes: PaymentChanges): Updateable<PaymentsTable> {
   if (changes.error !== undefined) set.error = changes.error;
   if (changes.fee !== undefined) set.fee = changes.fee?.toString() ?? null;
   if (changes.confirmedAt !== undefined) set.confirmed_at = changes.confirmedAt;
+  if (changes.replacedSignatures !== undefined)
+    set.replaced_signatures = signatureList(changes.replacedSignatures);
   return set;
 }
 
 /** Slots and block heights stay far below 2^53, so they are stored as plain integers. */
 function toNumber(value: bigint | null): number | null {
   return value === null ? null : Number(value);
+}
+
+function signatureList(signatures: readonly string[] | undefined): string | null {
+  return signatures === undefined || signatures.length === 0 ? null : JSON.stringify(signatures);
 }
 
 function toBigint(value: number | string | null): bigint | null {
@@ -230,5 +269,10 @@ function toPayment(row: Selectable<PaymentsTable>): PaymentRecord {
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
     confirmedAt: row.confirmed_at === null ? null : Number(row.confirmed_at),
+    // Only EVM custodial sends have these; other payments read exactly as they were written.
+    ...(row.nonce === null ? {} : { nonce: BigInt(row.nonce) }),
+    ...(row.replaced_signatures === null
+      ? {}
+      : { replacedSignatures: JSON.parse(row.replaced_signatures) as string[] }),
   };
 }

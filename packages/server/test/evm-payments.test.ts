@@ -1,0 +1,240 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Hex } from 'viem';
+import { decodeTransferNote } from '../src/chains/evm/transfer-calldata.ts';
+import {
+  ETH,
+  type EvmParty,
+  type EvmPaymentFixture,
+  startEvmPaymentFixture,
+} from './support/evm-payment-fixture.ts';
+
+const PAYMENT_ID = /^pay_[0-9A-HJKMNP-TV-Z]{26}$/;
+const TX_HASH = /^0x[0-9a-f]{64}$/;
+
+describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, status, history', () => {
+  let f: EvmPaymentFixture;
+  let buyer: EvmParty;
+  let seller: EvmParty;
+
+  before(async () => {
+    f = await startEvmPaymentFixture();
+    buyer = await f.party(250n * ETH);
+    seller = await f.party();
+  });
+  after(() => f.close());
+
+  const send = (payer: EvmParty, body: Record<string, unknown>) =>
+    f.post(payer.key, '/payment/send', { walletAddress: payer.wallet, ...body });
+
+  it('creates custodial EVM wallets with EIP-55 addresses and lists their ETH balances', async () => {
+    assert.match(buyer.wallet, /^0x[0-9a-fA-F]{40}$/);
+    assert.notEqual(buyer.wallet, buyer.wallet.toLowerCase(), 'checksummed');
+    const listed = (await f.get(buyer.key, '/wallets')).json().wallets;
+    assert.equal(listed.length, 1);
+    assert.deepEqual(
+      { ...listed[0], createdAt: 0 },
+      {
+        address: buyer.wallet,
+        chain: 'evm',
+        network: 'eip155:31337',
+        watchOnly: false,
+        createdAt: 0,
+        balance: 250,
+        currency: 'ETH',
+      },
+    );
+  });
+
+  it('runs the whole loop: exact wei on both sides, the proof verified on chain, status and history', async () => {
+    const buyerBefore = await f.chain.getBalance(buyer.wallet);
+    const sent = await send(buyer, {
+      recipientAddress: seller.wallet,
+      amount: 0.1,
+      resource: 'https://api.example.com/premium/data',
+      metadata: { referenceId: 'order-7' },
+    });
+    assert.equal(sent.statusCode, 200, sent.body);
+    const s = sent.json();
+    assert.match(s.paymentId, PAYMENT_ID);
+    assert.match(s.signature, TX_HASH);
+    assert.equal(s.status, 'confirmed');
+    assert.equal(s.amount, 0.1);
+    assert.equal(s.recipient, seller.wallet);
+    assert.equal(s.network, 'eip155:31337');
+    assert.equal(typeof s.blockHeight, 'number');
+    assert.equal(typeof s.estimatedConfirmation, 'string');
+    assert.match(s.paymentProof, /^0x[0-9a-f]+$/);
+
+    const receipt = await f.anvil.getTransactionReceipt({ hash: s.signature as Hex });
+    const tx = await f.anvil.getTransaction({ hash: s.signature as Hex });
+    assert.equal(Number(receipt.blockNumber), s.blockHeight);
+    assert.deepEqual(
+      decodeTransferNote(tx.input),
+      { memo: s.paymentId },
+      'the calldata carries the paymentId',
+    );
+    assert.equal(await f.chain.getBalance(seller.wallet), ETH / 10n, 'the recipient gets exactly the amount');
+    assert.equal(
+      await f.chain.getBalance(buyer.wallet),
+      buyerBefore - ETH / 10n - receipt.gasUsed * receipt.effectiveGasPrice,
+      'the sender pays the amount and gas used × effective gas price',
+    );
+
+    const received = await f.post(seller.key, '/payment/receive', {
+      walletAddress: seller.wallet,
+      paymentProof: s.paymentProof,
+      expectedAmount: 0.1,
+      resource: 'https://api.example.com/premium/data',
+    });
+    assert.equal(received.statusCode, 200, received.body);
+    const r = received.json();
+    assert.equal(r.verified, true);
+    assert.match(r.paymentId, PAYMENT_ID);
+    assert.equal(r.signature, s.signature);
+    assert.equal(r.amountReceived, 0.1);
+    assert.equal(r.sender, buyer.wallet);
+    assert.equal(r.status, 'confirmed');
+    assert.equal(r.blockHeight, s.blockHeight);
+
+    const replay = await f.post(seller.key, '/payment/receive', {
+      walletAddress: seller.wallet,
+      paymentProof: s.paymentProof,
+      expectedAmount: 0.1,
+    });
+    assert.equal(replay.statusCode, 422);
+    assert.equal(replay.json().error.code, 'INVALID_PAYMENT_PROOF');
+    assert.equal(replay.json().error.details.paymentProof, 'already_used');
+
+    await f.anvil.mine({ blocks: 2 });
+    const status = (await f.get(buyer.key, `/payment/status/${s.paymentId}`)).json();
+    assert.deepEqual(
+      { ...status, timestamp: 0 },
+      {
+        paymentId: s.paymentId,
+        type: 'sent',
+        network: 'eip155:31337',
+        signature: s.signature,
+        status: 'confirmed',
+        amount: 0.1,
+        sender: buyer.wallet,
+        recipient: seller.wallet,
+        resource: 'https://api.example.com/premium/data',
+        blockHeight: s.blockHeight,
+        confirmations: 3,
+        timestamp: 0,
+        metadata: { referenceId: 'order-7' },
+      },
+    );
+    const sellerStatus = (await f.get(seller.key, `/payment/status/${r.paymentId}`)).json();
+    assert.equal(sellerStatus.type, 'received');
+    assert.equal(sellerStatus.sender, buyer.wallet);
+    assert.equal(sellerStatus.amount, 0.1);
+    assert.equal(sellerStatus.confirmations, 3);
+
+    const buyerHistory = (await f.get(buyer.key, `/payment/history/${buyer.wallet}?type=sent`)).json();
+    assert.deepEqual(
+      buyerHistory.payments.find((e: { paymentId: string }) => e.paymentId === s.paymentId),
+      {
+        paymentId: s.paymentId,
+        type: 'sent',
+        amount: 0.1,
+        recipient: seller.wallet,
+        resource: 'https://api.example.com/premium/data',
+        status: 'confirmed',
+        timestamp: s.timestamp,
+        signature: s.signature,
+        network: 'eip155:31337',
+      },
+    );
+    const sellerHistory = (await f.get(seller.key, `/payment/history/${seller.wallet}`)).json();
+    assert.equal(sellerHistory.total, 1);
+    assert.equal(sellerHistory.payments[0].sender, buyer.wallet);
+    assert.equal(sellerHistory.payments[0].amount, 0.1);
+  });
+
+  it('refuses a proof for more than was paid, and pays lower-case addresses to the same account', async () => {
+    const sent = (await send(buyer, { recipientAddress: seller.wallet.toLowerCase(), amount: 0.002 })).json();
+    assert.equal(sent.recipient, seller.wallet, 'stored in checksum case');
+    const tooMuch = await f.post(seller.key, '/payment/receive', {
+      walletAddress: seller.wallet,
+      paymentProof: sent.paymentProof,
+      expectedAmount: 0.003,
+    });
+    assert.equal(tooMuch.statusCode, 422);
+    assert.equal(tooMuch.json().error.details.paymentProof, 'amount_too_low');
+    const ok = await f.post(seller.key, '/payment/receive', {
+      walletAddress: seller.wallet.toLowerCase(),
+      paymentProof: sent.paymentProof,
+      expectedAmount: 0.002,
+    });
+    assert.equal(ok.statusCode, 200, ok.body);
+  });
+
+  it('pays 0.001, 0.1, 0.3 and 100 ETH exactly to the wei', async () => {
+    for (const [amount, wei] of [
+      [0.001, ETH / 1000n],
+      [0.1, ETH / 10n],
+      [0.3, (3n * ETH) / 10n],
+      [100, 100n * ETH],
+    ] as const) {
+      const recipient = await f.party();
+      const sent = await send(buyer, { recipientAddress: recipient.wallet, amount });
+      assert.equal(sent.statusCode, 200, sent.body);
+      assert.equal(sent.json().amount, amount);
+      assert.equal(await f.chain.getBalance(recipient.wallet), wei, `${amount} ETH`);
+    }
+  });
+
+  it('refuses amounts out of bounds or with more decimals than wei has, before anything is signed', async () => {
+    const sentBefore = (await f.get(buyer.key, `/payment/history/${buyer.wallet}?type=sent`)).json().total;
+    for (const text of [
+      '100.000000000000000001',
+      '1.0000000000000000001',
+      '0.0000000000000000001',
+      '0.0009',
+      '100.1',
+    ]) {
+      const response = await f.gw.app.inject({
+        method: 'POST',
+        url: '/payment/send',
+        headers: { authorization: `Bearer ${buyer.key}`, 'content-type': 'application/json' },
+        payload: `{"walletAddress":"${buyer.wallet}","recipientAddress":"${seller.wallet}","amount":${text}}`,
+      });
+      assert.equal(response.statusCode, 400, text);
+      assert.equal(response.json().error.code, 'INVALID_PARAMETERS');
+      assert.ok(response.json().error.details.amount, text);
+    }
+    const history = (await f.get(buyer.key, `/payment/history/${buyer.wallet}?type=sent`)).json();
+    assert.equal(history.total, sentBefore, 'no payment was recorded');
+  });
+
+  it('gives 20 concurrent sends from one wallet 20 consecutive nonces, all mined, no gaps', async () => {
+    const payer = await f.party(10n * ETH);
+    const recipient = await f.party();
+    const sends = await Promise.all(
+      Array.from({ length: 20 }, () => send(payer, { recipientAddress: recipient.wallet, amount: 0.01 })),
+    );
+    for (const response of sends) assert.equal(response.statusCode, 200, response.body);
+    const nonces = await Promise.all(
+      sends.map(async (r) => (await f.anvil.getTransaction({ hash: r.json().signature as Hex })).nonce),
+    );
+    assert.deepEqual(
+      [...nonces].sort((a, b) => a - b),
+      Array.from({ length: 20 }, (_, i) => i),
+    );
+    assert.equal(await f.anvil.getTransactionCount({ address: payer.wallet as Hex }), 20);
+    for (const r of sends) {
+      const status = (await f.get(payer.key, `/payment/status/${r.json().paymentId}`)).json().status;
+      assert.ok(status === 'confirmed' || status === 'submitted', status);
+    }
+    await f.reconciler('worker-evm').runOnce();
+    for (const r of sends) {
+      assert.equal(
+        (await f.get(payer.key, `/payment/status/${r.json().paymentId}`)).json().status,
+        'confirmed',
+      );
+    }
+    assert.equal(await f.chain.getBalance(recipient.wallet), (20n * ETH) / 100n);
+  });
+});

@@ -1,0 +1,93 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { createTestClient, http, publicActions } from 'viem';
+import { ANVIL_CHAIN_ID } from '../../src/chains/evm/anvil-process.ts';
+import { EvmAdapter } from '../../src/chains/evm/evm-adapter.ts';
+import { NetworkRegistry } from '../../src/chains/network-registry.ts';
+import { PaymentReconciler } from '../../src/workers/payment-reconciler.ts';
+import { startTestEvm, type TestEvm } from './test-anvil.ts';
+import { bearer, startTestGateway, type TestGateway, type TestGatewayOptions } from './test-gateway.ts';
+
+export const ETH = 10n ** 18n;
+
+export interface EvmParty {
+  readonly accountId: string;
+  readonly key: string;
+  readonly wallet: string;
+}
+
+/** Calls the API of one gateway as a caller would. */
+export function callerOf(gw: TestGateway) {
+  return {
+    post: (key: string, url: string, payload: unknown): Promise<LightMyRequestResponse> =>
+      gw.app.inject({ method: 'POST', url, headers: bearer(key), payload: payload as object }),
+    get: (key: string, url: string): Promise<LightMyRequestResponse> =>
+      gw.app.inject({ method: 'GET', url, headers: bearer(key) }),
+  };
+}
+
+export interface EvmPaymentFixture extends ReturnType<typeof callerOf> {
+  readonly evm: TestEvm;
+  readonly chain: EvmAdapter;
+  readonly gw: TestGateway;
+  /** anvil's own methods (mining, automine) and public reads. */
+  readonly anvil: ReturnType<typeof anvilClient>;
+  /** A caller with a custodial EVM wallet funded with `eth` ETH. */
+  party(eth?: bigint): Promise<EvmParty>;
+  /** A reconciler on this gateway's storage that may sign replacements. */
+  reconciler(instanceId: string, gw?: TestGateway): PaymentReconciler;
+  close(): Promise<void>;
+}
+
+function anvilClient(rpcUrl: string) {
+  return createTestClient({ mode: 'anvil', transport: http(rpcUrl), cacheTime: 0 }).extend(publicActions);
+}
+
+/**
+ * A gateway on a real anvil (port 0, own DATA_DIR) whose EVM adapter polls fast and replaces a stuck
+ * transaction after `replaceAfterBlocks` blocks.
+ */
+export async function startEvmPaymentFixture(
+  options: { replaceAfterBlocks?: bigint; gateway?: TestGatewayOptions } = {},
+): Promise<EvmPaymentFixture> {
+  const evm = await startTestEvm();
+  const chain = new EvmAdapter({
+    info: evm.adapter.info,
+    rpcUrl: evm.anvil.rpcUrl,
+    chainId: ANVIL_CHAIN_ID,
+    faucet: evm.adapter.faucet,
+    pollIntervalMs: 20,
+    ...(options.replaceAfterBlocks === undefined ? {} : { replaceAfterBlocks: options.replaceAfterBlocks }),
+  });
+  const gw = await startTestGateway({ networks: new NetworkRegistry([chain]), ...options.gateway });
+  const calls = callerOf(gw);
+  return {
+    ...calls,
+    evm,
+    chain,
+    gw,
+    anvil: anvilClient(evm.anvil.rpcUrl),
+    party: async (eth = 0n) => {
+      const caller = await gw.newCaller();
+      const created = await calls.post(caller.key, '/wallets', { chain: 'evm' });
+      if (created.statusCode !== 200) throw new Error(`wallet creation failed: ${created.body}`);
+      const wallet = created.json().address as string;
+      if (eth > 0n) await chain.faucet?.fundNative(wallet, eth);
+      return { ...caller, wallet };
+    },
+    reconciler: (instanceId, on = gw) =>
+      new PaymentReconciler({
+        store: on.store,
+        networks: on.networks,
+        ledger: on.services.ledger,
+        wallets: on.services.wallets,
+        instanceId,
+        recheckMs: 0,
+      }),
+    close: async () => {
+      await gw.close();
+      await chain.close();
+      await evm.close();
+      evm.dispose();
+    },
+  };
+}
