@@ -6,8 +6,12 @@ import { callerOf } from './authentication.ts';
 
 /** Keys are kept this long (at least the 24 hours payment users expect). */
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
-/** A first request still running after this long is presumed dead, and its key may be claimed again. */
-const CLAIM_TTL_MS = 5 * 60 * 1000;
+/**
+ * A running request renews its claim every CLAIM_TTL_MS / 3; a claim not renewed for CLAIM_TTL_MS
+ * belongs to a process that died, and a retry may take it over (the payment services then find the
+ * payment the dead request stored, by its key, instead of making another).
+ */
+const CLAIM_TTL_MS = 10_000;
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
 
 declare module 'fastify' {
@@ -17,6 +21,7 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     idempotencyKey?: string;
+    idempotencyHeartbeat?: NodeJS.Timeout;
   }
 }
 
@@ -41,6 +46,9 @@ export function installIdempotency(app: FastifyInstance, store: Store, now: () =
     switch (claim.state) {
       case 'claimed':
         request.idempotencyKey = key;
+        request.idempotencyHeartbeat = setInterval(() => {
+          store.idempotency.extend(account.id, key, now() + CLAIM_TTL_MS).catch(() => {});
+        }, CLAIM_TTL_MS / 3).unref();
         return;
       case 'in_progress':
         throw new GatewayError('IDEMPOTENCY_KEY_IN_USE', { retryAfter: 1 });
@@ -52,7 +60,11 @@ export function installIdempotency(app: FastifyInstance, store: Store, now: () =
         return replay(reply, claim.status, claim.body);
     }
   };
+  const stopHeartbeat = async (request: FastifyRequest) => {
+    clearInterval(request.idempotencyHeartbeat);
+  };
   const storeAnswer = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    clearInterval(request.idempotencyHeartbeat);
     const key = request.idempotencyKey;
     if (key !== undefined && request.caller !== undefined) {
       await store.idempotency.complete(request.caller.account.id, key, reply.statusCode, String(payload));
@@ -64,6 +76,7 @@ export function installIdempotency(app: FastifyInstance, store: Store, now: () =
     if (!route.config?.idempotent) return;
     route.preHandler = [...toArray(route.preHandler), claimKey];
     route.onSend = [...toArray(route.onSend), storeAnswer];
+    route.onRequestAbort = [...toArray(route.onRequestAbort), stopHeartbeat];
   });
 }
 

@@ -49,6 +49,16 @@ export class KyselyIdempotencyRepository implements IdempotencyRepository {
     return Number(taken.numUpdatedRows) === 1 ? { state: 'claimed' } : { state: 'in_progress' };
   }
 
+  async extend(accountId: string, key: string, lockedUntil: number): Promise<void> {
+    await this.db
+      .updateTable('idempotency_keys')
+      .set({ locked_until: lockedUntil })
+      .where('account_id', '=', accountId)
+      .where('key', '=', key)
+      .where('response_status', 'is', null)
+      .execute();
+  }
+
   async complete(accountId: string, key: string, status: number, body: string): Promise<void> {
     await this.db
       .updateTable('idempotency_keys')
