@@ -147,7 +147,7 @@ describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, statu
         network: 'eip155:31337',
       },
     );
-    const sellerHistory = (await f.get(seller.key, `/payment/history/${seller.wallet}`)).json();
+    const sellerHistory = (await f.get(seller.key, `/payment/history/${seller.wallet.toLowerCase()}`)).json();
     assert.equal(sellerHistory.total, 1);
     assert.equal(sellerHistory.payments[0].sender, buyer.wallet);
     assert.equal(sellerHistory.payments[0].amount, 0.1);

@@ -1,3 +1,4 @@
+import { canonicalAddress } from '../chains/canonical-address.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
 import type { PaymentDirection } from '../domain/payment-status.ts';
@@ -58,7 +59,8 @@ export class PaymentQueryService {
     );
     const { total, payments } = await this.store.payments.history({
       accountId,
-      walletAddress: query.walletAddress,
+      // Payments are stored under the canonical spelling (EVM: checksummed), whatever case was asked.
+      walletAddress: canonicalAddress(query.walletAddress),
       direction: query.type === 'all' ? undefined : query.type,
       limit: query.limit,
       offset: query.offset,
