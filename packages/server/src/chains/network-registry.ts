@@ -3,6 +3,9 @@ import { GatewayError, invalidParameters } from '../domain/gateway-error.ts';
 import type { NetworkInfo } from '../domain/network.ts';
 import type { ChainAdapter } from './chain-adapter.ts';
 
+/** What an address must look like, wherever one is refused for its shape. */
+export const ADDRESS_RULE = 'must be a Solana (base58) or EVM (0x…) address';
+
 /**
  * The configured networks, keyed by CAIP-2 id. An address's shape picks the family; a request's
  * optional `network` picks among several networks of one family, else the family's default.
@@ -41,7 +44,7 @@ export class NetworkRegistry {
     const field = input.field ?? 'address';
     const family = addressFamily(input.address);
     if (family === undefined) {
-      throw invalidParameters({ [field]: 'must be a Solana (base58) or EVM (0x…) address' });
+      throw invalidParameters({ [field]: ADDRESS_RULE });
     }
     if (input.network !== undefined) {
       const adapter = this.byId.get(input.network);

@@ -9,3 +9,6 @@ gate402 keys revoke KEY_ID [--json]`;
 
 export const WALLETS_USAGE = `gate402 wallets create --account ACCOUNT_ID --chain solana [--json]
 gate402 wallets watch --account ACCOUNT_ID --chain solana --address ADDRESS [--json]`;
+
+export const FAUCET_USAGE = `gate402 faucet --to ADDRESS --amount N [--token USDC] [--network ID] [--json]
+    fund an address on the local chains of a running \`gate402 serve\` (no API key)`;

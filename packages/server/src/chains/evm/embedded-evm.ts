@@ -1,7 +1,8 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Address } from 'viem';
 import type { NetworkInfo } from '../../domain/network.ts';
-import { createAnvilClient } from './anvil-client.ts';
+import { type AnvilClient, createAnvilClient } from './anvil-client.ts';
 import { AnvilFaucet } from './anvil-faucet.ts';
 import { ANVIL_CHAIN_ID, type AnvilProcess, startAnvil } from './anvil-process.ts';
 import { EvmAdapter } from './evm-adapter.ts';
@@ -35,11 +36,11 @@ export interface EmbeddedEvm {
  * again on later starts), a faucet, and the adapter for it.
  */
 export async function startEmbeddedEvm(options: EmbeddedEvmOptions): Promise<EmbeddedEvm> {
-  const dir = join(options.dataDir, 'anvil');
-  await mkdir(dir, { recursive: true });
+  const files = anvilFiles(options.dataDir);
+  await mkdir(files.dir, { recursive: true });
   const anvil = await startAnvil({
     port: options.port,
-    stateFile: join(dir, 'state.json'),
+    stateFile: files.stateFile,
     stateIntervalSeconds: STATE_INTERVAL_SECONDS,
     blockTimeSeconds: options.blockTimeSeconds,
   });
@@ -50,25 +51,15 @@ export async function startEmbeddedEvm(options: EmbeddedEvmOptions): Promise<Emb
     const id = evmNetworkId(ANVIL_CHAIN_ID);
     const usdc = await ensureUsdcLike(client, {
       owner: operator,
-      recordFile: join(dir, 'deployments.json'),
+      recordFile: files.deploymentsFile,
       network: id,
     });
-    const info: NetworkInfo = {
-      id,
-      family: 'evm',
-      name: 'Anvil (embedded)',
-      nativeCurrency: { symbol: 'ETH', decimals: WEI_DECIMALS },
-      isDefault: true,
-      isLocal: true,
+    const adapter = anvilAdapter({
       rpcUrl: anvil.rpcUrl,
       wsUrl: anvil.wsUrl,
-      tokens: [{ symbol: 'USDC', address: usdc.address, decimals: 6 }],
-    };
-    const adapter = new EvmAdapter({
-      info,
-      rpcUrl: anvil.rpcUrl,
-      chainId: ANVIL_CHAIN_ID,
-      faucet: new AnvilFaucet(client, operator, { USDC: usdc.address }),
+      client,
+      operator,
+      usdc: usdc.address,
       pollIntervalMs: options.pollIntervalMs ?? 100,
     });
     return {
@@ -85,4 +76,46 @@ export async function startEmbeddedEvm(options: EmbeddedEvmOptions): Promise<Emb
     await anvil.stop();
     throw error;
   }
+}
+
+/** Where the embedded chain keeps its files: anvil's state, and the token record other tools read. */
+export function anvilFiles(dataDir: string): { dir: string; stateFile: string; deploymentsFile: string } {
+  const dir = join(dataDir, 'anvil');
+  return { dir, stateFile: join(dir, 'state.json'), deploymentsFile: join(dir, 'deployments.json') };
+}
+
+/**
+ * The adapter for a local anvil, whoever started it: a faucet paid by the dev account `operator` (which
+ * also owns the USDC-like token, when it is deployed) and the token in the network's list.
+ */
+export function anvilAdapter(options: {
+  rpcUrl: string;
+  wsUrl: string | undefined;
+  client: AnvilClient;
+  operator: Address;
+  usdc: Address | undefined;
+  pollIntervalMs?: number;
+}): EvmAdapter {
+  const info: NetworkInfo = {
+    id: evmNetworkId(ANVIL_CHAIN_ID),
+    family: 'evm',
+    name: 'Anvil (embedded)',
+    nativeCurrency: { symbol: 'ETH', decimals: WEI_DECIMALS },
+    isDefault: true,
+    isLocal: true,
+    rpcUrl: options.rpcUrl,
+    wsUrl: options.wsUrl,
+    tokens: options.usdc === undefined ? [] : [{ symbol: 'USDC', address: options.usdc, decimals: 6 }],
+  };
+  return new EvmAdapter({
+    info,
+    rpcUrl: options.rpcUrl,
+    chainId: ANVIL_CHAIN_ID,
+    faucet: new AnvilFaucet(
+      options.client,
+      options.operator,
+      options.usdc === undefined ? {} : { USDC: options.usdc },
+    ),
+    ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
+  });
 }

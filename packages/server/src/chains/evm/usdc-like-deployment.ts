@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import {
   type Address,
@@ -6,6 +6,7 @@ import {
   encodeAbiParameters,
   getContractAddress,
   type Hex,
+  isAddress,
   keccak256,
   toHex,
 } from 'viem';
@@ -62,6 +63,26 @@ export async function ensureUsdcLike(
     `${JSON.stringify({ [options.network]: { USDC: address } }, null, 2)}\n`,
   );
   return { address, deployed };
+}
+
+/**
+ * The USDC-like token recorded for `network` in `recordFile` by an earlier `ensureUsdcLike`, if the chain
+ * holds its code there: how another process (the CLI faucet) finds the token without deploying anything.
+ */
+export async function recordedUsdcLike(
+  client: AnvilClient,
+  options: { recordFile: string; network: string },
+): Promise<Address | undefined> {
+  let record: unknown;
+  try {
+    record = JSON.parse(await readFile(options.recordFile, 'utf8'));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  const address = (record as Record<string, { USDC?: unknown } | undefined> | null)?.[options.network]?.USDC;
+  if (typeof address !== 'string' || !isAddress(address)) return undefined;
+  return (await hasTokenCode(client, address)) ? address : undefined;
 }
 
 async function hasCode(client: AnvilClient, address: Address): Promise<boolean> {

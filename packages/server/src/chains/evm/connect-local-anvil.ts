@@ -1,0 +1,51 @@
+import { createPublicClient, http } from 'viem';
+import { createAnvilClient } from './anvil-client.ts';
+import { ANVIL_CHAIN_ID } from './anvil-process.ts';
+import { anvilAdapter, anvilFiles } from './embedded-evm.ts';
+import type { EvmAdapter } from './evm-adapter.ts';
+import { toChainError } from './evm-errors.ts';
+import { evmNetworkId } from './evm-networks.ts';
+import { recordedUsdcLike } from './usdc-like-deployment.ts';
+
+export interface LocalAnvil {
+  /** With a faucet, as the gateway's embedded chain has, or undefined when what answers is not anvil. */
+  readonly adapter: EvmAdapter | undefined;
+  /** Why tokens cannot be minted on this chain; undefined when they can. */
+  readonly tokensRefused: string | undefined;
+}
+
+/**
+ * The anvil another process runs (`gate402 serve`), with the same faucet as the embedded chain's: its
+ * first dev account pays ETH and mints the USDC-like token recorded in `DATA_DIR/anvil/deployments.json`.
+ * Anything that is not anvil with chain id 31337 gets no adapter. Throws ChainError `unavailable` when
+ * nothing answers.
+ */
+export async function connectLocalAnvil(options: { rpcUrl: string; dataDir: string }): Promise<LocalAnvil> {
+  const client = createAnvilClient(options.rpcUrl);
+  try {
+    const [chainId, version] = await Promise.all([
+      client.getChainId(),
+      // The test client's request type knows only anvil's own methods; this one is standard.
+      createPublicClient({ transport: http(options.rpcUrl, { retryCount: 0 }) }).request({
+        method: 'web3_clientVersion',
+      }),
+    ]);
+    if (chainId !== ANVIL_CHAIN_ID || !String(version).startsWith('anvil')) {
+      return { adapter: undefined, tokensRefused: undefined };
+    }
+    const [operator] = await client.getAddresses();
+    if (operator === undefined) return { adapter: undefined, tokensRefused: undefined };
+    const network = evmNetworkId(ANVIL_CHAIN_ID);
+    const { deploymentsFile } = anvilFiles(options.dataDir);
+    const usdc = await recordedUsdcLike(client, { recordFile: deploymentsFile, network });
+    return {
+      adapter: anvilAdapter({ rpcUrl: options.rpcUrl, wsUrl: undefined, client, operator, usdc }),
+      tokensRefused:
+        usdc === undefined
+          ? `${deploymentsFile} names no USDC-like token on this chain (tokens are minted only on the gateway's own anvil)`
+          : undefined,
+    };
+  } catch (error) {
+    throw toChainError(error);
+  }
+}
