@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import {
   AccountRole,
   type Address,
@@ -50,6 +51,7 @@ import {
   metaplexMetadataAddress,
 } from './metaplex-metadata.ts';
 import { decodeMintAccount, TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from './mint-account.ts';
+import { SignatureWatcher } from './signature-watcher.ts';
 import { toChainError } from './solana-errors.ts';
 import { generateSolanaKeypair } from './solana-keypair.ts';
 
@@ -71,6 +73,8 @@ const MICRO_LAMPORTS_PER_LAMPORT = 1_000_000n;
 /** Automatic priority fee: this percentile of the recent non-zero fees on the accounts involved. */
 const AUTO_FEE_PERCENTILE = 0.75;
 const POLL_INTERVAL_MS = 400;
+/** Block heights of recent slots, kept for confirmations that arrive together. */
+const BLOCK_HEIGHT_CACHE = 512;
 /** Solana's target slot time, used when the endpoint reports no recent performance samples. */
 const DEFAULT_SLOT_MS = 400;
 /** How long a measured slot time is reused. */
@@ -97,6 +101,9 @@ export class SolanaAdapter implements ChainAdapter {
   private readonly subscriptions: RpcSubscriptions<SolanaRpcSubscriptionsApi> | undefined;
   /** Aborted on close, so no wait outlives the adapter. */
   private readonly lifetime = new AbortController();
+  private readonly watcher: SignatureWatcher;
+  private slotFeed = false;
+  private readonly blockHeights = new Map<bigint, bigint>();
   private readonly knownSlotMs: number | undefined;
   private measuredSlotMs: { at: number; ms: Promise<number> } | undefined;
 
@@ -107,6 +114,11 @@ export class SolanaAdapter implements ChainAdapter {
     this.rpc = createSolanaRpc(options.rpcUrl);
     this.subscriptions =
       options.wsUrl === undefined ? undefined : createSolanaRpcSubscriptions(options.wsUrl);
+    setMaxListeners(0, this.lifetime.signal);
+    this.watcher = new SignatureWatcher(
+      { statuses: (signatures) => this.statusesOf(signatures), blockHeight: () => this.getBlockHeight() },
+      POLL_INTERVAL_MS,
+    );
   }
 
   async ping(): Promise<void> {
@@ -210,29 +222,19 @@ export class SolanaAdapter implements ChainAdapter {
     lastValidBlockHeight: bigint,
     timeoutMs: number,
   ): Promise<ConfirmationOutcome> {
-    const abort = new AbortController();
-    const onClose = () => abort.abort();
-    this.lifetime.signal.addEventListener('abort', onClose, { once: true });
-    const timeout = setTimeout(() => abort.abort(), timeoutMs);
-    try {
-      const sig = signature as Signature;
-      const outcome = await Promise.race([
-        this.pollConfirmation(sig, lastValidBlockHeight, abort.signal),
-        this.subscribeConfirmation(sig, abort.signal),
-      ]);
-      return outcome ?? { status: 'pending' };
-    } finally {
-      clearTimeout(timeout);
-      abort.abort();
-      this.lifetime.signal.removeEventListener('abort', onClose);
-    }
+    this.startSlotFeed();
+    const abort = AbortSignal.any([this.lifetime.signal, AbortSignal.timeout(Math.max(1, timeoutMs))]);
+    return (await this.watcher.wait(signature, lastValidBlockHeight, abort)) ?? { status: 'pending' };
   }
 
   async getSignatureStatus(signature: string): Promise<ConfirmationOutcome | undefined> {
-    return this.call(() => this.statusOf(signature as Signature));
+    const [status] = await this.call(() => this.statusesOf([signature]));
+    return status;
   }
 
   async blockHeightOf(slot: bigint): Promise<bigint> {
+    const cached = this.blockHeights.get(slot);
+    if (cached !== undefined) return cached;
     const block = await this.call(() =>
       this.rpc
         .getBlock(slot, {
@@ -245,6 +247,8 @@ export class SolanaAdapter implements ChainAdapter {
     );
     if (block === null || block.blockHeight === null)
       throw new ChainError('unavailable', `no block at slot ${slot}`);
+    if (this.blockHeights.size >= BLOCK_HEIGHT_CACHE) this.blockHeights.clear();
+    this.blockHeights.set(slot, block.blockHeight);
     return block.blockHeight;
   }
 
@@ -361,6 +365,7 @@ export class SolanaAdapter implements ChainAdapter {
 
   async close(): Promise<void> {
     this.lifetime.abort();
+    this.watcher.close();
   }
 
   /** Milliseconds per slot: known, or measured from recent performance samples (cached), or the target. */
@@ -394,62 +399,43 @@ export class SolanaAdapter implements ChainAdapter {
     return fees[Math.min(fees.length - 1, Math.floor(fees.length * AUTO_FEE_PERCENTILE))] ?? 0n;
   }
 
-  /** Polls the status and the block height; also the only path when subscriptions are unavailable. */
-  private async pollConfirmation(
-    signature: Signature,
-    lastValidBlockHeight: bigint,
-    signal: AbortSignal,
-  ): Promise<ConfirmationOutcome | undefined> {
-    while (!signal.aborted) {
-      try {
-        const outcome = await this.statusOf(signature);
-        if (outcome !== undefined) return outcome;
-        if ((await this.getBlockHeight()) > lastValidBlockHeight) {
-          // The blockhash is gone: look once more, since it may have landed just before expiring.
-          return (await this.statusOf(signature)) ?? { status: 'expired' };
-        }
-      } catch {
-        // A failed poll is retried; the caller's timeout bounds the wait.
-      }
-      await sleep(POLL_INTERVAL_MS, signal);
-    }
-    return undefined;
-  }
-
-  private async subscribeConfirmation(
-    signature: Signature,
-    signal: AbortSignal,
-  ): Promise<ConfirmationOutcome | undefined> {
-    if (this.subscriptions === undefined) return new Promise(() => {});
-    try {
-      const notifications = await this.subscriptions
-        .signatureNotifications(signature, { commitment: 'confirmed' })
-        .subscribe({ abortSignal: signal });
-      for await (const notification of notifications) {
-        const { err } = notification.value;
-        if (err === null) return { status: 'confirmed', slot: notification.context.slot };
-        return { status: 'failed', slot: notification.context.slot, error: JSON.stringify(err, jsonBigint) };
-      }
-    } catch {
-      // Subscriptions unavailable or closed: polling carries on alone.
-    }
-    return new Promise(() => {});
-  }
-
-  private async statusOf(signature: Signature): Promise<ConfirmationOutcome | undefined> {
+  /** Statuses in order; undefined for signatures not yet confirmed (or unknown). */
+  private async statusesOf(signatures: readonly string[]): Promise<(ConfirmationOutcome | undefined)[]> {
     const { value } = await this.rpc
-      .getSignatureStatuses([signature], { searchTransactionHistory: true })
+      .getSignatureStatuses(signatures as Signature[], { searchTransactionHistory: true })
       .send();
-    const status = value[0];
-    if (status == null || status.confirmationStatus === 'processed' || status.confirmationStatus === null) {
-      return undefined;
-    }
-    if (status.err !== null)
-      return { status: 'failed', slot: status.slot, error: JSON.stringify(status.err, jsonBigint) };
-    return {
-      status: status.confirmationStatus === 'finalized' ? 'finalized' : 'confirmed',
-      slot: status.slot,
-    };
+    return value.map((status) => {
+      if (status == null || status.confirmationStatus === 'processed') return undefined;
+      if (status.err !== null) {
+        return { status: 'failed', slot: status.slot, error: JSON.stringify(status.err, jsonBigint) };
+      }
+      // A null confirmation status is what nodes report for rooted, i.e. finalized, transactions.
+      return {
+        status: status.confirmationStatus === 'confirmed' ? 'confirmed' : 'finalized',
+        slot: status.slot,
+      };
+    });
+  }
+
+  /**
+   * New slots trigger the signature watcher, so a confirmation is seen in the slot it happens;
+   * without subscriptions the watcher's timer does the same a little later.
+   */
+  private startSlotFeed(): void {
+    if (this.slotFeed || this.subscriptions === undefined) return;
+    this.slotFeed = true;
+    const subscriptions = this.subscriptions;
+    void (async () => {
+      try {
+        const slots = await subscriptions
+          .slotNotifications()
+          .subscribe({ abortSignal: this.lifetime.signal });
+        for await (const _slot of slots) this.watcher.nudge();
+      } catch {
+        // Subscriptions unavailable or closed: the watcher's timer carries on alone.
+      }
+      this.slotFeed = false;
+    })();
   }
 
   /** Runs an RPC call, turning what kit throws into a ChainError. */
@@ -476,18 +462,4 @@ function base64Bytes(data: readonly [string, string] | unknown): Uint8Array {
 
 function jsonBigint(_key: string, value: unknown): unknown {
   return typeof value === 'bigint' ? value.toString() : value;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }
