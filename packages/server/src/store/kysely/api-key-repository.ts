@@ -2,6 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { ApiKeysTable, Database } from '../database-schema.ts';
 import type { ApiKeyRecord, ApiKeyRepository, KeyWithAccount } from '../store.ts';
 import { toAccount } from './account-repository.ts';
+import { compiledOnce } from './compiled-query.ts';
 
 export class KyselyApiKeyRepository implements ApiKeyRepository {
   constructor(private readonly db: Kysely<Database>) {}
@@ -23,12 +24,10 @@ export class KyselyApiKeyRepository implements ApiKeyRepository {
   }
 
   /**
-   * Authentication runs this on every request. Building and compiling a Kysely query costs several
-   * times more than SQLite takes to answer it, so the query is compiled once and re-run with new
-   * parameters.
+   * Authentication runs this on every request, so it is compiled once (see compiledOnce).
    */
-  private readonly findActiveByHashQuery = lazy(() =>
-    this.db
+  private readonly findActiveByHashQuery = compiledOnce((db: Kysely<Database>) =>
+    db
       .selectFrom('api_keys as k')
       .innerJoin('accounts as a', 'a.id', 'k.account_id')
       .select([
@@ -52,10 +51,7 @@ export class KyselyApiKeyRepository implements ApiKeyRepository {
   );
 
   async findActiveByHash(hash: string): Promise<KeyWithAccount | undefined> {
-    const compiled = this.findActiveByHashQuery();
-    const query: typeof compiled = { ...compiled, parameters: [hash] };
-    const { rows } = await this.db.executeQuery(query);
-    const row = rows[0];
+    const [row] = await this.findActiveByHashQuery(this.db, hash);
     if (row === undefined) return undefined;
     return {
       key: toApiKey(row),
@@ -103,14 +99,6 @@ export class KyselyApiKeyRepository implements ApiKeyRepository {
       .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
       .execute();
   }
-}
-
-function lazy<T>(make: () => T): () => T {
-  let value: T | undefined;
-  return () => {
-    value ??= make();
-    return value;
-  };
 }
 
 function toApiKey(row: Selectable<ApiKeysTable>): ApiKeyRecord {

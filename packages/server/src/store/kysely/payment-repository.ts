@@ -8,6 +8,7 @@ import type {
   PaymentRecord,
   PaymentRepository,
 } from '../store.ts';
+import { compiledOnce } from './compiled-query.ts';
 
 export class KyselyPaymentRepository implements PaymentRepository {
   constructor(private readonly db: Kysely<Database>) {}
@@ -69,8 +70,13 @@ export class KyselyPaymentRepository implements PaymentRepository {
       .execute();
   }
 
+  /** Status lookups run this for every request. */
+  private readonly getQuery = compiledOnce((db: Kysely<Database>) =>
+    db.selectFrom('payments').selectAll().where('id', '=', '').compile(),
+  );
+
   async get(id: string): Promise<PaymentRecord | undefined> {
-    const row = await this.db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst();
+    const [row] = await this.getQuery(this.db, id);
     return row && toPayment(row);
   }
 
