@@ -112,7 +112,7 @@ describe('the gate402 command', () => {
     const server = await serve(env);
     try {
       const before = await getAccount(server.url, created.key);
-      assert.equal(before.status, 200);
+      assert.equal(before.status, 200, `${JSON.stringify(before.body)}\n${server.output()}`);
       assert.equal(before.body.plan, 'enterprise');
       assert.deepEqual((before.body.rateLimit as { limit: number }).limit, 50);
 
