@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../packages/server/src/config.ts';
 import { newId } from '../../packages/server/src/domain/ids.ts';
 import { startServer } from '../../packages/server/src/server.ts';
-import type { PaymentRecord } from '../../packages/server/src/store/store.ts';
+import { newPayment } from '../../packages/server/src/services/new-payment.ts';
 
 const STORED_PAYMENTS = Number(process.env.BENCH_STORED_PAYMENTS ?? 100_000);
 
@@ -40,7 +40,7 @@ const base = Date.now() - STORED_PAYMENTS * 1_000;
 let last = '';
 await store.transaction(async (tx) => {
   for (let i = 0; i < STORED_PAYMENTS; i++) {
-    const payment: PaymentRecord = {
+    const payment = newPayment(base + i * 1_000, {
       id: newId('pay', base + i * 1_000),
       accountId: buyer.accountId,
       direction: i % 3 === 0 ? 'received' : 'sent',
@@ -55,19 +55,12 @@ await store.transaction(async (tx) => {
       resource: 'https://api.example.com/data',
       metadata: { i },
       signature: `bench${i}`,
-      reference: null,
-      signedTransaction: null,
-      lastValidBlockHeight: null,
-      expiresAt: null,
       slot: BigInt(i),
       blockHeight: BigInt(i),
-      error: null,
-      sourcePaymentId: null,
-      idempotencyKey: null,
       createdAt: base + i * 1_000,
       updatedAt: base + i * 1_000,
       confirmedAt: base + i * 1_000,
-    };
+    });
     await tx.payments.insert(payment);
     last = payment.id;
   }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type Hex, keccak256, parseGwei, parseTransaction } from 'viem';
 import { newId } from '../src/domain/ids.ts';
+import { newPayment } from '../src/services/new-payment.ts';
 import type { PaymentRecord } from '../src/store/store.ts';
 import {
   ETH,
@@ -185,7 +186,7 @@ describe('EVM payment recovery: replacement, resend, nonce-based expiry', () => 
       });
       const signed = await f.chain.sign(prepared, signer.secretKey);
       const at = Date.now();
-      const payment: PaymentRecord = {
+      const payment: PaymentRecord = newPayment(at, {
         id,
         accountId: buyer.accountId,
         direction: 'sent',
@@ -197,23 +198,11 @@ describe('EVM payment recovery: replacement, resend, nonce-based expiry', () => 
         recipient,
         amount,
         fee: prepared.fee,
-        resource: null,
-        metadata: null,
         signature: signed.signature,
-        reference: null,
         signedTransaction: Buffer.from(signed.wire).toString('base64'),
         lastValidBlockHeight: signed.lastValidBlockHeight,
-        expiresAt: null,
-        slot: null,
-        blockHeight: null,
-        error: null,
-        sourcePaymentId: null,
-        idempotencyKey: null,
-        createdAt: at,
-        updatedAt: at,
-        confirmedAt: null,
         nonce,
-      };
+      });
       // The dead process's lease has lapsed.
       await f.gw.services.ledger.recordIn(tx, payment, undefined, { owner: 'dead-process', until: at - 1 });
       return payment;

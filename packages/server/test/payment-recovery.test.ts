@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { newId } from '../src/domain/ids.ts';
+import { newPayment } from '../src/services/new-payment.ts';
 import type { PaymentRecord } from '../src/store/store.ts';
 import { PaymentReconciler } from '../src/workers/payment-reconciler.ts';
 import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from './support/payment-fixture.ts';
@@ -118,7 +119,7 @@ describe('payment states and recovery', () => {
     });
     const signed = await f.chain.adapter.sign(prepared, signer.secretKey);
     const at = Date.now();
-    const payment: PaymentRecord = {
+    const payment: PaymentRecord = newPayment(at, {
       id,
       accountId: buyer.accountId,
       direction: 'sent',
@@ -130,22 +131,10 @@ describe('payment states and recovery', () => {
       recipient,
       amount,
       fee: prepared.fee,
-      resource: null,
-      metadata: null,
       signature: signed.signature,
-      reference: null,
       signedTransaction: Buffer.from(signed.wire).toString('base64'),
       lastValidBlockHeight: signed.lastValidBlockHeight,
-      expiresAt: null,
-      slot: null,
-      blockHeight: null,
-      error: null,
-      sourcePaymentId: null,
-      idempotencyKey: null,
-      createdAt: at,
-      updatedAt: at,
-      confirmedAt: null,
-    };
+    });
     // The dead process's lease has lapsed.
     await f.gw.services.ledger.record(payment, { lease: { owner: 'dead-process', until: at - 1 } });
     return payment;

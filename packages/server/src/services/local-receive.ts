@@ -5,6 +5,7 @@ import type { PaymentRecord } from '../store/store.ts';
 import { atomicFromField } from './amounts.ts';
 import { freshReference, LOCAL_TRANSACTION_VALIDITY_MS } from './local-send.ts';
 import { receiptMemo } from './local-transfer.ts';
+import { newPayment } from './new-payment.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
 import type { ProofVerifier } from './proof-verifier.ts';
 import { receiveTimeoutMs } from './receive-payment.ts';
@@ -100,7 +101,7 @@ export class LocalReceiveService {
     }
     const at = this.now();
     const unsigned = Buffer.from(prepared.unsigned).toString('base64');
-    const payment: PaymentRecord = {
+    const payment: PaymentRecord = newPayment(at, {
       id: paymentId,
       accountId,
       direction: 'received',
@@ -113,7 +114,6 @@ export class LocalReceiveService {
       amount: received,
       fee: tx.fee,
       resource: input.resource ?? claims.res ?? null,
-      metadata: null,
       // The buyer's transaction: what the proof is consumed by once the receipt lands.
       signature,
       reference,
@@ -122,13 +122,8 @@ export class LocalReceiveService {
       expiresAt: at + Math.floor(Math.min(LOCAL_TRANSACTION_VALIDITY_MS, prepared.validForMs ?? Infinity)),
       slot: tx.slot,
       blockHeight,
-      error: null,
       sourcePaymentId: claims.pid,
-      idempotencyKey: null,
-      createdAt: at,
-      updatedAt: at,
-      confirmedAt: null,
-    };
+    });
     await this.deps.ledger.record(payment);
     return {
       success: true,

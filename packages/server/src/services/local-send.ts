@@ -6,6 +6,7 @@ import { newId } from '../domain/ids.ts';
 import { atomicToDecimalText, toWholeUnits } from '../domain/money.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
 import { atomicFromField } from './amounts.ts';
+import { newPayment } from './new-payment.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
 import type { PaymentProofs } from './payment-proof.ts';
 import { estimatedConfirmation, type SendInput } from './send-payment.ts';
@@ -100,7 +101,7 @@ export class LocalSendService {
 
     const at = this.now();
     const unsigned = Buffer.from(prepared.unsigned).toString('base64');
-    const payment: PaymentRecord = {
+    const payment: PaymentRecord = newPayment(at, {
       id: paymentId,
       accountId,
       direction: 'sent',
@@ -114,21 +115,13 @@ export class LocalSendService {
       fee: prepared.fee,
       resource: input.resource ?? null,
       metadata: (input.metadata as Record<string, unknown> | undefined) ?? null,
-      signature: null,
       reference,
       signedTransaction: unsigned,
       lastValidBlockHeight: prepared.lastValidBlockHeight,
       // Never later than the blockhash (as estimated from slot time), never more than 60 s.
       expiresAt: at + Math.floor(Math.min(LOCAL_TRANSACTION_VALIDITY_MS, prepared.validForMs ?? Infinity)),
-      slot: null,
-      blockHeight: null,
-      error: null,
-      sourcePaymentId: null,
       idempotencyKey: idempotencyKey ?? null,
-      createdAt: at,
-      updatedAt: at,
-      confirmedAt: null,
-    };
+    });
     await this.deps.ledger.record(payment);
     return this.result(payment, chain, unsigned);
   }

@@ -1,6 +1,7 @@
 import { newId } from '../domain/ids.ts';
 import { toWholeUnits } from '../domain/money.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
+import { newPayment } from './new-payment.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
 import { invalidProof, type ProofVerifier } from './proof-verifier.ts';
 import type { WalletService } from './wallet-service.ts';
@@ -69,7 +70,7 @@ export class ReceivePaymentService {
 
     const blockHeight = await chain.blockHeightOf(tx.slot).catch(() => null);
     const at = this.now();
-    const payment: PaymentRecord = {
+    const payment: PaymentRecord = newPayment(at, {
       id: newId('pay'),
       accountId,
       direction: 'received',
@@ -82,21 +83,13 @@ export class ReceivePaymentService {
       amount: received,
       fee: tx.fee,
       resource: input.resource ?? claims.res ?? null,
-      metadata: null,
       signature,
       reference: claims.ref ?? null,
-      signedTransaction: null,
-      lastValidBlockHeight: null,
-      expiresAt: null,
       slot: tx.slot,
       blockHeight,
-      error: null,
       sourcePaymentId: claims.pid,
-      idempotencyKey: null,
-      createdAt: at,
-      updatedAt: at,
       confirmedAt: at,
-    };
+    });
     const consumed = await this.deps.store.transaction(async (repos) => {
       if (!(await repos.proofs.consume(proofKey, payment.id, accountId, at))) return false;
       await this.deps.ledger.recordIn(repos, payment, 'payment.received');

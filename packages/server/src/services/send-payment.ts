@@ -14,6 +14,7 @@ import { newId } from '../domain/ids.ts';
 import { atomicToDecimalText, toWholeUnits } from '../domain/money.ts';
 import type { PaymentLease, PaymentRecord, Store } from '../store/store.ts';
 import { atomicFromField } from './amounts.ts';
+import { newPayment } from './new-payment.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
 import type { PaymentProofs } from './payment-proof.ts';
 import type { WalletService } from './wallet-service.ts';
@@ -141,35 +142,27 @@ export class SendPaymentService {
     }
 
     const at = this.now();
-    const draft = (signed: SignedTransaction, nonce?: bigint): PaymentRecord => ({
-      id: paymentId,
-      accountId,
-      direction: 'sent',
-      mode: 'custodial',
-      status: 'pending',
-      network: chain.info.id,
-      walletAddress,
-      sender: walletAddress,
-      recipient: recipientAddress,
-      amount,
-      fee: prepared.fee,
-      resource: input.resource ?? null,
-      metadata: (input.metadata as Record<string, unknown> | undefined) ?? null,
-      signature: signed.signature,
-      reference: null,
-      signedTransaction: Buffer.from(signed.wire).toString('base64'),
-      lastValidBlockHeight: signed.lastValidBlockHeight,
-      expiresAt: null,
-      slot: null,
-      blockHeight: null,
-      error: null,
-      sourcePaymentId: null,
-      idempotencyKey: idempotencyKey ?? null,
-      createdAt: at,
-      updatedAt: at,
-      confirmedAt: null,
-      ...(nonce === undefined ? {} : { nonce }),
-    });
+    const draft = (signed: SignedTransaction, nonce?: bigint): PaymentRecord =>
+      newPayment(at, {
+        id: paymentId,
+        accountId,
+        direction: 'sent',
+        mode: 'custodial',
+        status: 'pending',
+        network: chain.info.id,
+        walletAddress,
+        sender: walletAddress,
+        recipient: recipientAddress,
+        amount,
+        fee: prepared.fee,
+        resource: input.resource ?? null,
+        metadata: (input.metadata as Record<string, unknown> | undefined) ?? null,
+        signature: signed.signature,
+        signedTransaction: Buffer.from(signed.wire).toString('base64'),
+        lastValidBlockHeight: signed.lastValidBlockHeight,
+        idempotencyKey: idempotencyKey ?? null,
+        ...(nonce === undefined ? {} : { nonce }),
+      });
     const lease = { owner: this.deps.instanceId, until: at + this.deps.confirmTimeoutMs + LEASE_MARGIN_MS };
     // Stored, with the signed bytes, before anything reaches the chain.
     let stored: { payment: PaymentRecord; wire: Uint8Array };
