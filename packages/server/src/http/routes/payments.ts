@@ -69,23 +69,30 @@ const SendResult = Type.Object(
   { $id: 'SendResult', title: 'SendResult' },
 );
 
+/** Fields the receive endpoints (/payment/receive, /transaction/receive) share. */
+export const PaymentProofField = Type.String({
+  minLength: 1,
+  maxLength: MAX_PROOF_HEX_LENGTH,
+  description: 'From the payment header.',
+});
+export const ExpectedAmountField = Type.Number({
+  exclusiveMinimum: 0,
+  maximum: 1_000_000_000,
+  description: 'Native currency.',
+});
+export const FacilitatorUrlField = Type.String({
+  format: 'uri',
+  maxLength: 2048,
+  description: 'x402 facilitator for x402 payloads.',
+});
+
 const ReceiveBody = Type.Object(
   {
     walletAddress: Address('Receiving wallet: one of your wallets (custodial or watch-only).'),
-    paymentProof: Type.String({
-      minLength: 1,
-      maxLength: MAX_PROOF_HEX_LENGTH,
-      description: 'From the payment header.',
-    }),
-    expectedAmount: Type.Number({
-      exclusiveMinimum: 0,
-      maximum: 1_000_000_000,
-      description: 'Native currency.',
-    }),
+    paymentProof: PaymentProofField,
+    expectedAmount: ExpectedAmountField,
     resource: Type.Optional(Resource),
-    facilitatorUrl: Type.Optional(
-      Type.String({ format: 'uri', maxLength: 2048, description: 'x402 facilitator for x402 payloads.' }),
-    ),
+    facilitatorUrl: Type.Optional(FacilitatorUrlField),
     timeout: Type.Optional(
       Type.Number({ minimum: 1, maximum: MAX_RECEIVE_TIMEOUT_SECONDS, description: 'Seconds; default 30.' }),
     ),

@@ -4,10 +4,18 @@ import { Type } from 'typebox';
 import { invalidParameters } from '../../domain/gateway-error.ts';
 import type { LocalReceiveService } from '../../services/local-receive.ts';
 import type { LocalSendService } from '../../services/local-send.ts';
-import { MAX_PROOF_HEX_LENGTH } from '../../services/payment-proof.ts';
 import { MAX_RECEIVE_TIMEOUT_SECONDS } from '../../services/receive-payment.ts';
 import { callerOf } from '../plugins/authentication.ts';
-import { Address, MAX_METADATA_BYTES, Network, Resource, SendBody } from './payments.ts';
+import {
+  Address,
+  ExpectedAmountField,
+  FacilitatorUrlField,
+  MAX_METADATA_BYTES,
+  Network,
+  PaymentProofField,
+  Resource,
+  SendBody,
+} from './payments.ts';
 
 const TransactionSendBody = Type.Object(
   {
@@ -57,20 +65,10 @@ const TransactionSendResult = Type.Object(
 const TransactionReceiveBody = Type.Object(
   {
     walletAddress: Address('Receiving wallet: one of your wallets; it pays the receipt fee and signs it.'),
-    paymentProof: Type.String({
-      minLength: 1,
-      maxLength: MAX_PROOF_HEX_LENGTH,
-      description: 'From the payment header.',
-    }),
-    expectedAmount: Type.Number({
-      exclusiveMinimum: 0,
-      maximum: 1_000_000_000,
-      description: 'Native currency.',
-    }),
+    paymentProof: PaymentProofField,
+    expectedAmount: ExpectedAmountField,
     resource: Type.Optional(Resource),
-    facilitatorUrl: Type.Optional(
-      Type.String({ format: 'uri', maxLength: 2048, description: 'x402 facilitator for x402 payloads.' }),
-    ),
+    facilitatorUrl: Type.Optional(FacilitatorUrlField),
     priorityFee: Type.Optional(
       Type.Number({
         minimum: 0.00001,
