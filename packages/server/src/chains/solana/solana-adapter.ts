@@ -73,6 +73,8 @@ const MICRO_LAMPORTS_PER_LAMPORT = 1_000_000n;
 /** Automatic priority fee: this percentile of the recent non-zero fees on the accounts involved. */
 const AUTO_FEE_PERCENTILE = 0.75;
 const POLL_INTERVAL_MS = 400;
+const RECENT_FEE_REUSE_MS = 2_000;
+const RECENT_FEE_CACHE = 1_000;
 /** Block heights of recent slots, kept for confirmations that arrive together. */
 const BLOCK_HEIGHT_CACHE = 512;
 /** Solana's target slot time, used when the endpoint reports no recent performance samples. */
@@ -104,6 +106,7 @@ export class SolanaAdapter implements ChainAdapter {
   private readonly watcher: SignatureWatcher;
   private slotFeed = false;
   private readonly blockHeights = new Map<bigint, bigint>();
+  private readonly recentFees = new Map<string, { at: number; price: Promise<bigint> }>();
   private readonly knownSlotMs: number | undefined;
   private measuredSlotMs: { at: number; ms: Promise<number> } | undefined;
 
@@ -389,7 +392,20 @@ export class SolanaAdapter implements ChainAdapter {
   }
 
   /** Micro-lamports per compute unit: a percentile of recent non-zero fees on these accounts, or 0. */
-  private async recentComputeUnitPrice(accounts: Address[]): Promise<bigint> {
+  private recentComputeUnitPrice(accounts: Address[]): Promise<bigint> {
+    // Recent fees move slowly; one request serves every transfer between the same accounts for a moment.
+    const key = [...accounts].sort().join(',');
+    const now = Date.now();
+    const cached = this.recentFees.get(key);
+    if (cached !== undefined && now - cached.at < RECENT_FEE_REUSE_MS) return cached.price;
+    if (this.recentFees.size >= RECENT_FEE_CACHE) this.recentFees.clear();
+    const price = this.fetchComputeUnitPrice(accounts);
+    this.recentFees.set(key, { at: now, price });
+    price.catch(() => this.recentFees.delete(key));
+    return price;
+  }
+
+  private async fetchComputeUnitPrice(accounts: Address[]): Promise<bigint> {
     const recent = await this.call(() => this.rpc.getRecentPrioritizationFees(accounts).send());
     const fees = recent
       .map((f) => BigInt(f.prioritizationFee))
