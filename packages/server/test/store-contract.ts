@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { generateApiKey } from '../src/domain/api-key.ts';
 import { newId } from '../src/domain/ids.ts';
+import { newPayment } from '../src/services/new-payment.ts';
 import type { AccountRecord, ApiKeyRecord, PaymentRecord, Store, WalletRecord } from '../src/store/store.ts';
 
 /**
@@ -387,7 +388,7 @@ function aWallet(accountId: string, address: string): WalletRecord {
 
 function aPayment(accountId: string, overrides: Partial<PaymentRecord> = {}): PaymentRecord {
   clock += 1;
-  return {
+  return newPayment(clock, {
     id: newId('pay'),
     accountId,
     direction: 'sent',
@@ -398,24 +399,8 @@ function aPayment(accountId: string, overrides: Partial<PaymentRecord> = {}): Pa
     sender: 'WALLET',
     recipient: 'OTHER',
     amount: 1_000_000n,
-    fee: null,
-    resource: null,
-    metadata: null,
-    signature: null,
-    reference: null,
-    signedTransaction: null,
-    lastValidBlockHeight: null,
-    expiresAt: null,
-    slot: null,
-    blockHeight: null,
-    error: null,
-    sourcePaymentId: null,
-    idempotencyKey: null,
-    createdAt: clock,
-    updatedAt: clock,
-    confirmedAt: null,
     ...overrides,
-  };
+  });
 }
 
 function anEvent(accountId: string, type: string) {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 /**
  * API keys look like `g402_sk_<43 chars of base64url>`: a recognisable prefix (so secret scanners and
@@ -31,9 +31,4 @@ export function isApiKeyShape(value: string): boolean {
 
 export function hashApiKey(key: string): Buffer {
   return createHash('sha256').update(key).digest();
-}
-
-/** Compares two key hashes in constant time. */
-export function sameKeyHash(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && timingSafeEqual(a, b);
 }

@@ -37,7 +37,3 @@ export const ERROR_CATALOGUE = {
 } as const satisfies Record<string, { readonly status: number; readonly message: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
-
-export function isErrorCode(value: string): value is ErrorCode {
-  return Object.hasOwn(ERROR_CATALOGUE, value);
-}

@@ -5,7 +5,6 @@ export const ID_PREFIXES = ['acct', 'key', 'pay', 'evt', 'wal', 'whk', 'req'] as
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-const ID_BODY = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
 let lastTime = 0;
 let lastRandom = new Uint8Array(10);
@@ -23,10 +22,6 @@ export function newId(prefix: IdPrefix, now: number = Date.now()): string {
     lastRandom = new Uint8Array(randomBytes(10));
   }
   return `${prefix}_${encodeTime(now)}${encodeRandom(lastRandom)}`;
-}
-
-export function isId(prefix: IdPrefix, value: string): boolean {
-  return value.startsWith(`${prefix}_`) && ID_BODY.test(value.slice(prefix.length + 1));
 }
 
 function encodeTime(ms: number): string {

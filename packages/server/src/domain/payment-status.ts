@@ -35,10 +35,6 @@ export function statusesBefore(to: PaymentStatus): PaymentStatus[] {
   return PAYMENT_STATUSES.filter((from) => canMove(from, to));
 }
 
-export function isPaymentStatus(value: string): value is PaymentStatus {
-  return (PAYMENT_STATUSES as readonly string[]).includes(value);
-}
-
 export type PaymentDirection = 'sent' | 'received';
 /** custodial: the gateway signed (Lightning mode); local: the caller signed (local transaction mode). */
 export type PaymentMode = 'custodial' | 'local';

@@ -24,20 +24,8 @@ export type Feature = (typeof FEATURES)[number];
 
 export type PlanAccess = Readonly<Record<Plan, ReadonlySet<Feature>>>;
 
-const EVERY_PLAN: readonly Feature[] = [
-  'account',
-  'payments',
-  'transactions',
-  'status',
-  'history',
-  'verification',
-  'tokens',
-  'portfolio',
-  'networks',
-  'wallets',
-  'faucet',
-];
 const PAID_PLANS_ONLY: readonly Feature[] = ['stream', 'webhooks', 'facilitator'];
+const EVERY_PLAN: readonly Feature[] = FEATURES.filter((f) => !PAID_PLANS_ONLY.includes(f));
 
 /**
  * Default table: every plan calls the payment, transaction, status, history, verification, token and

@@ -20,13 +20,6 @@ export class MemoryRateLimiter implements RateLimiter {
     return decide(count, limit, window + this.windowMs, now);
   }
 
-  async peek(subject: string, limit: number): Promise<RateLimitDecision> {
-    const now = this.clock();
-    const window = windowStart(now, this.windowMs);
-    const entry = this.counts.get(subject);
-    return decide(entry?.window === window ? entry.count : 0, limit, window + this.windowMs, now);
-  }
-
   async close(): Promise<void> {
     this.counts.clear();
   }

@@ -5,8 +5,6 @@
 export interface RateLimiter {
   /** Counts one request of `subject` and says whether it is within `limit` for the current window. */
   hit(subject: string, limit: number): Promise<RateLimitDecision>;
-  /** The current window's state without counting a request. */
-  peek(subject: string, limit: number): Promise<RateLimitDecision>;
   close(): Promise<void>;
 }
 

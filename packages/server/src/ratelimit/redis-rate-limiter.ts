@@ -48,13 +48,6 @@ export class RedisRateLimiter implements RateLimiter {
     return decide(count, limit, window + this.windowMs, now);
   }
 
-  async peek(subject: string, limit: number): Promise<RateLimitDecision> {
-    const now = this.now();
-    const window = windowStart(now, this.windowMs);
-    const count = Number((await this.redis.get(this.key(subject, window))) ?? 0);
-    return decide(count, limit, window + this.windowMs, now);
-  }
-
   async close(): Promise<void> {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }

@@ -8,17 +8,12 @@ import { receiptMemo } from './local-transfer.ts';
 import { newPayment } from './new-payment.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
 import type { ProofVerifier } from './proof-verifier.ts';
-import { receiveTimeoutMs } from './receive-payment.ts';
+import { type ReceiveInput, receiveTimeoutMs } from './receive-payment.ts';
 import type { WalletService } from './wallet-service.ts';
 
-export interface LocalReceiveInput {
-  readonly walletAddress: string;
-  readonly paymentProof: string;
-  readonly expectedAmount: number;
-  readonly resource?: string | undefined;
+/** What /payment/receive takes, plus the priority fee of the receipt transaction. */
+export interface LocalReceiveInput extends ReceiveInput {
   readonly priorityFee?: number | undefined;
-  /** Seconds to wait for the buyer's transaction to land; default 30. */
-  readonly timeout?: number | undefined;
 }
 
 /** Spec §2.5, as the receive build answers it. */
