@@ -1,3 +1,4 @@
+import { canonicalAddress } from '../chains/canonical-address.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
 import { newId } from '../domain/ids.ts';
 import { toWholeUnits } from '../domain/money.ts';
@@ -60,10 +61,11 @@ export class LocalReceiveService {
   }
 
   async build(accountId: string, input: LocalReceiveInput): Promise<LocalReceiveResult> {
-    await this.deps.wallets.owned(accountId, input.walletAddress);
+    // The wallet as stored (EVM: checksummed, as the chain reports the receipt's payer), whatever case was sent.
+    const { address: walletAddress } = await this.deps.wallets.owned(accountId, input.walletAddress);
     const { claims, chain, tx, signature, received } = await this.deps.verifier.verify({
       paymentProof: input.paymentProof,
-      recipient: input.walletAddress,
+      recipient: walletAddress,
       expected: { whole: input.expectedAmount, field: 'expectedAmount' },
       resource: input.resource,
       timeoutMs: receiveTimeoutMs(input.timeout),
@@ -78,19 +80,19 @@ export class LocalReceiveService {
     const reference = await freshReference(chain);
     const [prepared, blockHeight, balance] = await Promise.all([
       chain.prepareTransfer({
-        from: input.walletAddress,
-        to: input.walletAddress,
+        from: walletAddress,
+        to: walletAddress,
         amount: 0n,
         memo: receiptMemo(paymentId, claims.pid),
         reference,
         ...(priorityFee === undefined ? {} : { priorityFee }),
       }),
       chain.blockHeightOf(tx.slot).catch(() => null),
-      chain.getBalance(input.walletAddress),
+      chain.getBalance(walletAddress),
     ]);
     if (balance < prepared.fee) {
       throw new GatewayError('INSUFFICIENT_BALANCE', {
-        message: `The receipt's fee is paid by ${input.walletAddress}, which cannot pay it.`,
+        message: `The receipt's fee is paid by ${walletAddress}, which cannot pay it.`,
         details: { walletAddress: 'cannot pay the receipt transaction fee' },
       });
     }
@@ -103,9 +105,9 @@ export class LocalReceiveService {
       mode: 'local',
       status: 'pending',
       network: chain.info.id,
-      walletAddress: input.walletAddress,
-      sender: claims.from,
-      recipient: input.walletAddress,
+      walletAddress,
+      sender: canonicalAddress(claims.from),
+      recipient: walletAddress,
       amount: received,
       fee: tx.fee,
       resource: input.resource ?? claims.res ?? null,
@@ -129,7 +131,7 @@ export class LocalReceiveService {
       expiresAt: payment.expiresAt ?? at,
       signature,
       amountReceived: toWholeUnits(received, decimals),
-      sender: claims.from,
+      sender: canonicalAddress(claims.from),
       status: payment.status,
       reference,
       network: payment.network,

@@ -1,3 +1,4 @@
+import { canonicalAddress } from '../chains/canonical-address.ts';
 import type { ChainAdapter } from '../chains/chain-adapter.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { addressFamily } from '../domain/address.ts';
@@ -72,6 +73,10 @@ export class LocalSendService {
     });
     const { family, nativeCurrency } = chain.info;
     checkRecipient(family, input.walletAddress, input.recipientAddress);
+    // Stored, proven and matched on chain in one spelling (EVM: checksummed), whatever case was sent:
+    // the chain reports the payer and recipient checksummed.
+    const walletAddress = canonicalAddress(input.walletAddress);
+    const recipientAddress = canonicalAddress(input.recipientAddress);
     const amount = atomicFromField('amount', input.amount, nativeCurrency.decimals, nativeCurrency.symbol);
     const priorityFee =
       input.priorityFee === undefined
@@ -82,14 +87,14 @@ export class LocalSendService {
     const reference = await freshReference(chain);
     const [prepared, balance] = await Promise.all([
       chain.prepareTransfer({
-        from: input.walletAddress,
-        to: input.recipientAddress,
+        from: walletAddress,
+        to: recipientAddress,
         amount,
         memo: paymentId,
         reference,
         ...(priorityFee === undefined ? {} : { priorityFee }),
       }),
-      chain.getBalance(input.walletAddress),
+      chain.getBalance(walletAddress),
     ]);
     if (balance < amount + prepared.fee) {
       const need = `${atomicToDecimalText(amount + prepared.fee, nativeCurrency.decimals)} ${nativeCurrency.symbol}`;
@@ -108,9 +113,9 @@ export class LocalSendService {
       mode: 'local',
       status: 'pending',
       network: chain.info.id,
-      walletAddress: input.walletAddress,
-      sender: input.walletAddress,
-      recipient: input.recipientAddress,
+      walletAddress,
+      sender: walletAddress,
+      recipient: recipientAddress,
       amount,
       fee: prepared.fee,
       resource: input.resource ?? null,
@@ -168,7 +173,7 @@ export function checkRecipient(family: string, walletAddress: string, recipientA
       details: { recipientAddress: `must be a ${family} address` },
     });
   }
-  if (recipientAddress === walletAddress) {
+  if (canonicalAddress(recipientAddress) === canonicalAddress(walletAddress)) {
     throw new GatewayError('INVALID_RECIPIENT', {
       message: 'A wallet cannot pay itself.',
       details: { recipientAddress: 'must differ from walletAddress' },

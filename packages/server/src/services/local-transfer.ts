@@ -1,3 +1,4 @@
+import { canonicalAddress } from '../chains/canonical-address.ts';
 import type { ChainAdapter, ChainTransaction } from '../chains/chain-adapter.ts';
 
 /** What a local-mode transaction was built to do; a landed transaction counts only if it does exactly this. */
@@ -43,7 +44,7 @@ export async function findBuiltReceipt(
   return findMatching(
     chain,
     built.reference,
-    (tx) => tx.feePayer === built.payer && tx.memos.includes(built.memo),
+    (tx) => sameAddress(tx.feePayer, built.payer) && tx.memos.includes(built.memo),
   );
 }
 
@@ -53,11 +54,16 @@ export function receiptMemo(receiptPaymentId: string, acceptedPaymentId: string)
 }
 
 function doesTransfer(tx: ChainTransaction, built: BuiltTransfer): boolean {
-  if (tx.feePayer !== built.payer || !tx.memos.includes(built.memo)) return false;
+  if (!sameAddress(tx.feePayer, built.payer) || !tx.memos.includes(built.memo)) return false;
   const paid = tx.nativeTransfers
-    .filter((t) => t.from === built.payer && t.to === built.recipient)
+    .filter((t) => sameAddress(t.from, built.payer) && sameAddress(t.to, built.recipient))
     .reduce((sum, t) => sum + t.amount, 0n);
   return paid === built.amount;
+}
+
+/** EVM addresses name one account in any letter case; the chain reports them checksummed. */
+function sameAddress(a: string, b: string): boolean {
+  return canonicalAddress(a) === canonicalAddress(b);
 }
 
 async function findMatching(
@@ -70,7 +76,7 @@ async function findMatching(
   // Oldest first: of two valid ones, the first to land is the payment.
   for (const candidate of [...found].reverse()) {
     const tx = await chain.getTransaction(candidate.signature);
-    if (tx === undefined || !tx.accounts.includes(reference) || !matches(tx)) continue;
+    if (tx === undefined || !tx.accounts.some((a) => sameAddress(a, reference)) || !matches(tx)) continue;
     if (tx.error === null) return tx;
     failed ??= tx;
   }
