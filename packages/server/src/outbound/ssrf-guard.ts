@@ -1,0 +1,176 @@
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+
+/**
+ * The SSRF guard for every outbound call to a URL a caller chose (webhook endpoints, facilitatorUrl).
+ *
+ * A URL is refused unless every address its host resolves to is public: loopback, private (RFC 1918,
+ * ULA), link-local (cloud metadata at 169.254.169.254 lives there), CGNAT, multicast, unspecified and
+ * the other special-purpose ranges are refused, as are IPv4-mapped IPv6 forms of them. Checking once
+ * and connecting later would let DNS rebinding answer a public address to the check and a private one
+ * to the connection, so `resolveOutbound` returns the checked addresses and `pinnedLookup` makes the
+ * connection use exactly those: the request never asks DNS again.
+ *
+ * `allowPrivate` (the ALLOW_PRIVATE_OUTBOUND_URLS setting) lifts the address check for development and
+ * tests, where receivers listen on 127.0.0.1; it also allows plain http://.
+ */
+export interface OutboundPolicy {
+  readonly allowPrivate: boolean;
+}
+
+/** Why a URL was refused; `reason` is safe to show to the caller who supplied the URL. */
+export class OutboundUrlError extends Error {
+  override readonly name = 'OutboundUrlError';
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+/** A URL that passed the guard, with the addresses a connection to it may use. */
+export interface ResolvedOutbound {
+  readonly url: URL;
+  readonly addresses: readonly { address: string; family: 4 | 6 }[];
+}
+
+const BLOCKED = new BlockList();
+for (const [network, prefix] of [
+  ['0.0.0.0', 8], // "this network", unspecified
+  ['10.0.0.0', 8], // RFC 1918
+  ['100.64.0.0', 10], // CGNAT (RFC 6598)
+  ['127.0.0.0', 8], // loopback
+  ['169.254.0.0', 16], // link-local, cloud metadata services
+  ['172.16.0.0', 12], // RFC 1918
+  ['192.0.0.0', 24], // IETF protocol assignments
+  ['192.0.2.0', 24], // TEST-NET-1
+  ['192.88.99.0', 24], // 6to4 relay anycast
+  ['192.168.0.0', 16], // RFC 1918
+  ['198.18.0.0', 15], // benchmarking
+  ['198.51.100.0', 24], // TEST-NET-2
+  ['203.0.113.0', 24], // TEST-NET-3
+  ['224.0.0.0', 4], // multicast
+  ['240.0.0.0', 4], // reserved, broadcast
+] as const) {
+  BLOCKED.addSubnet(network, prefix, 'ipv4');
+}
+for (const [network, prefix] of [
+  ['::', 128], // unspecified
+  ['::1', 128], // loopback
+  ['64:ff9b::', 96], // NAT64 (embeds IPv4; checked through its IPv4 part below as well)
+  ['100::', 64], // discard
+  ['2001::', 23], // IETF protocol assignments (Teredo, ORCHID, …)
+  ['2001:db8::', 32], // documentation
+  ['2002::', 16], // 6to4 (embeds IPv4)
+  ['fc00::', 7], // unique local (ULA)
+  ['fe80::', 10], // link-local
+  ['ff00::', 8], // multicast
+] as const) {
+  BLOCKED.addSubnet(network, prefix, 'ipv6');
+}
+
+/** True when `address` (IPv4 or IPv6 text) is in a range outbound calls must not reach. */
+export function isForbiddenAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 0) return true;
+  if (family === 4) return BLOCKED.check(address, 'ipv4');
+  const mapped = embeddedIpv4(address);
+  if (mapped !== undefined && BLOCKED.check(mapped, 'ipv4')) return true;
+  return BLOCKED.check(address, 'ipv6');
+}
+
+/** The IPv4 address inside an IPv4-mapped (::ffff:a.b.c.d) or IPv4-compatible IPv6 address. */
+function embeddedIpv4(address: string): string | undefined {
+  const lower = address.toLowerCase();
+  const dotted = /^(?:::ffff:|::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
+  if (dotted !== null) return dotted[1];
+  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
+  if (hex === null) return undefined;
+  const high = Number.parseInt(hex[1] ?? '0', 16);
+  const low = Number.parseInt(hex[2] ?? '0', 16);
+  return `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
+}
+
+/**
+ * Checks the URL's form only (scheme, no credentials): what can be said without DNS, e.g. when the URL
+ * is registered. `resolveOutbound` must still run before each connection.
+ */
+export function checkOutboundUrl(raw: string, policy: OutboundPolicy): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new OutboundUrlError('must be an absolute URL');
+  }
+  const schemes = policy.allowPrivate ? ['https:', 'http:'] : ['https:'];
+  if (!schemes.includes(url.protocol)) {
+    throw new OutboundUrlError(policy.allowPrivate ? 'must be an http(s) URL' : 'must be an https:// URL');
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw new OutboundUrlError('must not carry a user name or password');
+  }
+  const host = bareHost(url);
+  if (!policy.allowPrivate && isIP(host) !== 0 && isForbiddenAddress(host)) {
+    throw new OutboundUrlError('must not point at a private, loopback or link-local address');
+  }
+  return url;
+}
+
+/**
+ * Checks the URL and resolves its host; refuses it when any resolved address is forbidden (a host
+ * answering one public and one private address could otherwise be steered to the private one).
+ */
+export async function resolveOutbound(
+  raw: string,
+  policy: OutboundPolicy,
+  resolve: (host: string) => Promise<{ address: string; family: number }[]> = (host) =>
+    dnsLookup(host, { all: true, verbatim: true }),
+): Promise<ResolvedOutbound> {
+  const url = checkOutboundUrl(raw, policy);
+  const host = bareHost(url);
+  let found: { address: string; family: number }[];
+  if (isIP(host) !== 0) {
+    found = [{ address: host, family: isIP(host) }];
+  } else {
+    try {
+      found = await resolve(host);
+    } catch {
+      throw new OutboundUrlError(`host ${host} cannot be resolved`);
+    }
+  }
+  if (found.length === 0) throw new OutboundUrlError(`host ${host} cannot be resolved`);
+  if (!policy.allowPrivate && found.some((a) => isForbiddenAddress(a.address))) {
+    throw new OutboundUrlError('must not point at a private, loopback or link-local address');
+  }
+  return {
+    url,
+    addresses: found.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 })),
+  };
+}
+
+/**
+ * A `lookup` for http(s).request / net.connect that answers only the addresses already checked, so
+ * the connection goes where the guard looked (no second DNS answer can rebind it). TLS still verifies
+ * the certificate against the URL's host name, since the request keeps its `host`/`servername`.
+ */
+export function pinnedLookup(resolved: ResolvedOutbound): LookupFunction {
+  const addresses = resolved.addresses;
+  return (_hostname, options, callback) => {
+    const wanted = typeof options === 'object' && options !== null ? options : {};
+    const family = 'family' in wanted ? wanted.family : undefined;
+    const usable = addresses.filter((a) => family === undefined || family === 0 || a.family === family);
+    const first = usable[0];
+    if (first === undefined) {
+      callback(new OutboundUrlError('no checked address of the requested family'), '', 4);
+      return;
+    }
+    if ('all' in wanted && wanted.all === true) {
+      (callback as unknown as (e: null, all: { address: string; family: number }[]) => void)(null, usable);
+      return;
+    }
+    callback(null, first.address, first.family);
+  };
+}
+
+/** The host without IPv6 brackets. */
+function bareHost(url: URL): string {
+  return url.hostname.replace(/^\[(.*)\]$/, '$1');
+}
