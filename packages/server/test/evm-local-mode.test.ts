@@ -118,7 +118,7 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
         recipient: seller.wallet,
         resource: 'https://api.example.com/report',
         blockHeight: Number(receipt.blockNumber),
-        confirmations: 1,
+        confirmations: confirmed.confirmations,
         timestamp: 0,
         metadata: { referenceId: 'order-9' },
       },
@@ -143,7 +143,11 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
     // anvil calls a block finalized 64 blocks deep.
     await f.anvil.mine({ blocks: 64 });
     await reconciler.runOnce();
-    assert.equal((await status(buyer.key, b.paymentId)).status, 'finalized');
+    // The status read caches the chain's height for 400 ms.
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    const finalized = await status(buyer.key, b.paymentId);
+    assert.equal(finalized.status, 'finalized');
+    assert.equal(finalized.confirmations, 65, 'its own block and the 64 mined on top');
     const events = (await f.gw.store.events.listAfter(buyer.accountId, 0, 100))
       .filter((e) => e.paymentId === b.paymentId)
       .map((e) => e.type);
@@ -275,5 +279,220 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
     const again = await build(body, { 'idempotency-key': 'evm-local-1' });
     assert.equal(first.statusCode, 200, first.body);
     assert.deepEqual(again.json(), first.json());
+  });
+
+  describe('/transaction/receive on EVM: the seller signs a receipt with its own key', () => {
+    let shop: { accountId: string; key: string };
+    let shopWallet: EvmLocalWallet;
+
+    before(async () => {
+      shop = await f.gw.newCaller();
+      shopWallet = newEvmLocalWallet();
+      const watched = await f.post(shop.key, '/wallets', {
+        chain: 'evm',
+        address: shopWallet.address.toLowerCase(),
+        watchOnly: true,
+      });
+      assert.equal(watched.statusCode, 200, watched.body);
+      assert.equal(watched.json().address, shopWallet.address);
+      await f.chain.faucet?.fundNative(shopWallet.address, ETH);
+    });
+
+    /** A local-mode payment to the shop, signed and landed. */
+    async function paidShop(amount: number) {
+      const b = (await build({ recipientAddress: shopWallet.address, amount })).json();
+      const signature = await broadcast(b.transaction);
+      return { ...b, signature } as { paymentId: string; paymentProof: string; signature: Hex };
+    }
+    const receiveLocally = (proof: string, body: Record<string, unknown> = {}) =>
+      f.post(shop.key, '/transaction/receive', {
+        walletAddress: shopWallet.address,
+        paymentProof: proof,
+        expectedAmount: 0.05,
+        timeout: 1,
+        ...body,
+      });
+
+    it('consumes the proof when the receipt lands, not before; every later attempt is refused', async () => {
+      const paid = await paidShop(0.05);
+      const res = await receiveLocally(paid.paymentProof, {
+        walletAddress: shopWallet.address.toLowerCase(),
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      const r = res.json();
+      assert.equal(r.verified, true);
+      assert.match(r.paymentId, PAYMENT_ID);
+      assert.equal(r.status, 'pending');
+      assert.equal(r.signature, paid.signature);
+      assert.equal(r.amountReceived, 0.05);
+      assert.equal(r.sender, payer.address);
+      assert.equal(r.network, NETWORK);
+      const receipt = parseTransaction(bytesToHex(Buffer.from(r.transaction, 'base64')));
+      assert.equal(receipt.type, 'eip1559');
+      assert.equal(receipt.to && getAddress(receipt.to), shopWallet.address, 'a transfer to itself');
+      assert.equal(receipt.value ?? 0n, 0n, 'of nothing');
+      assert.deepEqual(decodeTransferNote(receipt.data ?? '0x'), {
+        reference: r.reference,
+        memo: `gate402 receipt ${r.paymentId} accepts ${paid.paymentId}`,
+      });
+
+      // Not consumed yet: verification still says yes.
+      const verify = await f.post(shop.key, '/v1/payments/verify', {
+        payment_proof: Buffer.from(paid.paymentProof).toString('base64'),
+        amount: 50_000_000_000_000_000,
+        recipient: shopWallet.address,
+      });
+      assert.deepEqual(verify.json(), { verified: true, transaction_id: paid.signature });
+
+      await reconciler.runOnce();
+      assert.equal((await status(shop.key, r.paymentId)).status, 'pending', 'no receipt on chain yet');
+      await broadcast(r.transaction, shopWallet.privateKey);
+      await reconciler.runOnce();
+      const seen = await status(shop.key, r.paymentId);
+      assert.equal(seen.status, 'confirmed');
+      assert.equal(seen.type, 'received');
+      assert.equal(seen.signature, paid.signature);
+      assert.equal(seen.sender, payer.address);
+      assert.equal(seen.recipient, shopWallet.address);
+      const history = (await f.get(shop.key, `/payment/history/${shopWallet.address}`)).json();
+      assert.deepEqual(
+        history.payments.map((p: { paymentId: string; status: string }) => [p.paymentId, p.status]),
+        [[r.paymentId, 'confirmed']],
+      );
+
+      for (const again of [
+        await receiveLocally(paid.paymentProof),
+        await f.post(shop.key, '/payment/receive', {
+          walletAddress: shopWallet.address,
+          paymentProof: paid.paymentProof,
+          expectedAmount: 0.05,
+        }),
+      ]) {
+        assert.equal(again.statusCode, 422, again.body);
+        assert.equal(again.json().error.code, 'INVALID_PAYMENT_PROOF');
+        assert.deepEqual(again.json().error.details, { paymentProof: 'already_used' });
+      }
+      const replayed = await f.post(shop.key, '/v1/payments/verify', {
+        payment_proof: Buffer.from(paid.paymentProof).toString('base64'),
+        amount: 1,
+        recipient: shopWallet.address,
+      });
+      assert.equal(replayed.json().verified, false);
+      assert.equal(replayed.json().reason, 'already_used');
+    });
+
+    it('leaves the proof redeemable when the receipt expires unsent', async () => {
+      const paid = await paidShop(0.05);
+      const r = (await receiveLocally(paid.paymentProof)).json();
+      await f.anvil.mine({ blocks: 151 });
+      await reconciler.runOnce();
+      assert.equal((await status(shop.key, r.paymentId)).status, 'expired');
+      const redeemed = await f.post(shop.key, '/payment/receive', {
+        walletAddress: shopWallet.address,
+        paymentProof: paid.paymentProof,
+        expectedAmount: 0.05,
+      });
+      assert.equal(redeemed.statusCode, 200, redeemed.body);
+      assert.equal(redeemed.json().signature, paid.signature);
+    });
+
+    it('refuses a proof for more than was paid, for another wallet, or for a wallet not the caller’s', async () => {
+      const paid = await paidShop(0.02);
+      const tooMuch = await receiveLocally(paid.paymentProof, { expectedAmount: 0.021 });
+      assert.equal(tooMuch.statusCode, 422);
+      assert.equal(tooMuch.json().error.code, 'PAYMENT_VERIFICATION_FAILED');
+      assert.deepEqual(tooMuch.json().error.details, { paymentProof: 'amount_too_low' });
+
+      const otherWallet = newEvmLocalWallet();
+      assert.equal(
+        (await f.post(shop.key, '/wallets', { chain: 'evm', address: otherWallet.address, watchOnly: true }))
+          .statusCode,
+        200,
+      );
+      const elsewhere = await receiveLocally(paid.paymentProof, { walletAddress: otherWallet.address });
+      assert.equal(elsewhere.statusCode, 422);
+      assert.equal(elsewhere.json().error.code, 'INVALID_PAYMENT_PROOF');
+      assert.deepEqual(elsewhere.json().error.details, { paymentProof: 'recipient_mismatch' });
+
+      const notMine = await f.post(buyer.key, '/transaction/receive', {
+        walletAddress: shopWallet.address,
+        paymentProof: paid.paymentProof,
+        expectedAmount: 0.02,
+      });
+      assert.equal(notMine.statusCode, 403);
+      assert.equal(notMine.json().error.code, 'FORBIDDEN');
+      // None of these used the proof up.
+      assert.equal((await receiveLocally(paid.paymentProof, { expectedAmount: 0.02 })).statusCode, 200);
+    });
+  });
+
+  describe('POST /v1/payments/verify with EVM proofs (amounts in wei)', () => {
+    let custodial: EvmParty;
+    let paid: { paymentProof: string; signature: string };
+    const b64 = (text: string) => Buffer.from(text).toString('base64');
+    const verify = (body: Record<string, unknown>) =>
+      f.post(seller.key, '/v1/payments/verify', {
+        payment_proof: b64(paid.paymentProof),
+        amount: 100_000_000_000_000_000,
+        recipient: seller.wallet,
+        ...body,
+      });
+
+    before(async () => {
+      custodial = await f.party(ETH);
+      const sent = await f.post(custodial.key, '/payment/send', {
+        walletAddress: custodial.wallet,
+        recipientAddress: seller.wallet,
+        amount: 0.1,
+      });
+      assert.equal(sent.statusCode, 200, sent.body);
+      paid = sent.json();
+    });
+
+    it('says verified with the transaction hash for at most the wei paid, as often as asked', async () => {
+      for (const body of [{}, { amount: 1 }, { recipient: seller.wallet.toLowerCase() }]) {
+        const res = await verify(body);
+        assert.equal(res.statusCode, 200, res.body);
+        assert.deepEqual(res.json(), { verified: true, transaction_id: paid.signature });
+      }
+    });
+
+    it('answers verified: false for one wei too many, another recipient, a tampered proof', async () => {
+      const cases: [Record<string, unknown>, string][] = [
+        [{ amount: 100_000_000_000_000_100 }, 'amount_too_low'],
+        [{ recipient: custodial.wallet }, 'recipient_mismatch'],
+        [{ payment_proof: b64(`${paid.paymentProof.slice(0, -4)}0000`) }, 'bad_signature'],
+      ];
+      for (const [body, reason] of cases) {
+        const res = await verify(body);
+        assert.equal(res.statusCode, 200, JSON.stringify(body));
+        assert.equal(res.json().verified, false, JSON.stringify(body));
+        assert.equal(res.json().reason, reason, JSON.stringify(body));
+      }
+    });
+
+    it('refuses an amount a JSON number cannot hold exactly instead of rounding it', async () => {
+      const res = await f.gw.app.inject({
+        method: 'POST',
+        url: '/v1/payments/verify',
+        headers: { authorization: `Bearer ${seller.key}`, 'content-type': 'application/json' },
+        payload: `{"payment_proof":"${b64(paid.paymentProof)}","amount":100000000000000001,"recipient":"${seller.wallet}"}`,
+      });
+      assert.equal(res.statusCode, 400);
+      assert.equal(res.json().error.code, 'INVALID_PARAMETERS');
+      assert.ok(res.json().error.details.amount);
+    });
+
+    it('says already_used once the proof is redeemed', async () => {
+      const redeemed = await f.post(seller.key, '/payment/receive', {
+        walletAddress: seller.wallet,
+        paymentProof: paid.paymentProof,
+        expectedAmount: 0.1,
+      });
+      assert.equal(redeemed.statusCode, 200, redeemed.body);
+      const res = await verify({});
+      assert.equal(res.json().verified, false);
+      assert.equal(res.json().reason, 'already_used');
+    });
   });
 });

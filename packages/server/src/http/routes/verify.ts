@@ -7,6 +7,9 @@ import { MAX_PROOF_HEX_LENGTH } from '../../services/payment-proof.ts';
 import type { VerifyPaymentService } from '../../services/verify-payment.ts';
 import { Address } from './payments.ts';
 
+/** 10^30 atomic units: a trillion whole units of an 18-decimal currency, beyond any payment. */
+const MAX_ATOMIC_AMOUNT = 1e30;
+
 const VerifyBody = Type.Object(
   {
     payment_proof: Type.String({
@@ -16,10 +19,13 @@ const VerifyBody = Type.Object(
       'x-error': 'must be base64',
       description: "Base64 of the payment proof's text (a gate402 proof, `0x…`).",
     }),
+    // Not capped at 2^53: 0.01 ETH is already 10^16 wei. A number a double cannot hold exactly is
+    // refused by the exact-JSON parser before this schema is checked, so BigInt(amount) is what was written.
     amount: Type.Integer({
       minimum: 1,
-      maximum: Number.MAX_SAFE_INTEGER,
-      description: 'The least that must have been paid, in atomic units (lamports, wei), as x402 does.',
+      maximum: MAX_ATOMIC_AMOUNT,
+      description:
+        'The least that must have been paid, in atomic units (lamports, wei), as x402 does. Any integer a JSON number holds exactly (e.g. 100000000000000000 wei = 0.1 ETH); one with more than 15 significant digits that a double would round is refused with 400 — round it down to one that holds.',
     }),
     recipient: Address('The wallet that must have been paid.'),
     metadata: Type.Optional(
