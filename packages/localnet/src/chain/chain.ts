@@ -23,6 +23,7 @@ import { isStaticWritable, type WireTransaction } from '../wire/wire-transaction
 import { BlockhashWindow, MAX_PROCESSING_AGE } from './blockhash-window.ts';
 import { transactionFee } from './fee.ts';
 import { LedgerStore } from './ledger-store.ts';
+import { MEMO_PROGRAMS, serveNewMemoProgram } from './memo-programs.ts';
 import { RecentSignatures } from './recent-signatures.ts';
 import {
   decodeMint,
@@ -101,11 +102,7 @@ const STATUS_CACHE_SLOTS = 300;
 const SLOTS_PER_EPOCH = 432_000;
 const SNAPSHOT_INTERVAL_MS = 1000;
 const TOKEN_ACCOUNT_CACHE_LIMIT = 100_000;
-const MEMO_PROGRAMS = new Set(
-  ['MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr', 'Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo'].map(
-    rawKeyOf,
-  ),
-);
+const MEMO_PROGRAM_KEYS = new Set(MEMO_PROGRAMS.map(rawKeyOf));
 const TOKEN_PROGRAMS = new Set([TOKEN_PROGRAM, TOKEN_2022_PROGRAM].map(rawKeyOf));
 const ADDRESS_LOOKUP_TABLE = rawKeyOf('AddressLookupTab1e1111111111111111111111111');
 
@@ -147,6 +144,7 @@ export class Chain {
     svm.setBlockhashCheck(false);
     svm.setTransactionHistory(0n);
     svm.setSigverify(true);
+    serveNewMemoProgram(svm);
     const blocks = ledger.recentBlocks(MAX_PROCESSING_AGE + 1).reverse();
     for (const block of blocks)
       this.window.push(decodeBase58(block.blockhash) as Uint8Array, block.blockHeight);
@@ -736,7 +734,7 @@ function extractMemo(tx: WireTransaction): string | null {
   const memos: string[] = [];
   for (const ix of tx.instructions) {
     const program = tx.staticKeys[ix.programIdIndex];
-    if (program && MEMO_PROGRAMS.has(rawKey(program))) {
+    if (program && MEMO_PROGRAM_KEYS.has(rawKey(program))) {
       memos.push(`[${ix.data.length}] ${Buffer.from(ix.data).toString('utf8')}`);
     }
   }

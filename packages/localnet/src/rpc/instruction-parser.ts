@@ -1,15 +1,14 @@
 // jsonParsed instructions: System, SPL Token (and Token-2022, same layouts for these), Associated
 // Token Account and Memo, in Agave's `ParsedInstruction` shape. Anything else (or anything that
 // fails to parse) is `PartiallyDecoded`: program id, account addresses, base58 data.
+
+import { MEMO_PROGRAMS } from '../chain/memo-programs.ts';
 import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM, uiTokenAmount } from '../chain/token-account.ts';
 import { encodeBase58 } from '../wire/base58.ts';
 
 const SYSTEM_PROGRAM = '11111111111111111111111111111111';
 const ATA_PROGRAM = 'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL';
-const MEMO_PROGRAMS = new Set([
-  'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr',
-  'Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo',
-]);
+const MEMO_PROGRAM_IDS = new Set(MEMO_PROGRAMS);
 
 type Parsed = { type: string; info: Record<string, unknown> };
 
@@ -31,7 +30,7 @@ export function parseInstruction(
     } else if (programId === ATA_PROGRAM) {
       program = 'spl-associated-token-account';
       parsed = parseAssociatedTokenAccount(accounts, data);
-    } else if (MEMO_PROGRAMS.has(programId)) {
+    } else if (MEMO_PROGRAM_IDS.has(programId)) {
       program = 'spl-memo';
       parsed = new TextDecoder('utf-8', { fatal: true }).decode(data);
     }

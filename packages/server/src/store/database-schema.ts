@@ -11,6 +11,9 @@ export interface Database {
   events: EventsTable;
   payment_counts: PaymentCountsTable;
   wallet_nonces: WalletNoncesTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  outbox_cursors: OutboxCursorsTable;
 }
 
 /** The next nonce of each EVM sender per network (see NonceRepository). */
@@ -111,6 +114,41 @@ export interface IdempotencyKeysTable {
   response_status: number | null;
   response_body: string | null;
   created_at: number;
+}
+
+/** Webhook endpoints (see WebhookRepository). */
+export interface WebhooksTable {
+  id: string;
+  account_id: string;
+  url: string;
+  /** JSON array of event types. */
+  event_types: string;
+  secret: string;
+  created_at: number;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  webhook_id: string;
+  account_id: string;
+  event_id: string;
+  event_seq: number;
+  status: string;
+  attempts: number;
+  next_attempt_at: number | null;
+  lease_owner: string | null;
+  lease_until: number | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  last_attempt_at: number | null;
+  delivered_at: number | null;
+  created_at: number;
+}
+
+/** How far each outbox consumer (e.g. the webhook fan-out) has read. */
+export interface OutboxCursorsTable {
+  name: string;
+  seq: number;
 }
 
 export interface EventsTable {

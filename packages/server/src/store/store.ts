@@ -16,6 +16,11 @@ export interface Store extends Repositories {
   /** Resolves when storage answers a trivial query; used by /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Calls `listener` after each commit in this process that appended outbox events, so the stream and
+   * webhook workers wake at once instead of polling; returns the unsubscribe function.
+   */
+  onEventsCommitted(listener: () => void): () => void;
 }
 
 export interface Repositories {
@@ -27,6 +32,8 @@ export interface Repositories {
   readonly events: EventRepository;
   readonly idempotency: IdempotencyRepository;
   readonly nonces: NonceRepository;
+  readonly webhooks: WebhookRepository;
+  readonly webhookDeliveries: WebhookDeliveryRepository;
 }
 
 export interface AccountRecord {
@@ -264,10 +271,98 @@ export interface EventRecord {
   readonly createdAt: number;
 }
 
+/**
+ * The outbox. `seq` is assigned in commit order (on PostgreSQL `append` serialises the appending
+ * transactions from the append to their commit), so a reader that has seen every event up to seq N
+ * never finds a later-committed event below N: "everything after N" is a gap-free resume position.
+ */
 export interface EventRepository {
   append(event: Omit<EventRecord, 'seq'>): Promise<number>;
   /** The account's events after `afterSeq`, oldest first. */
   listAfter(accountId: string, afterSeq: number, limit: number): Promise<EventRecord[]>;
+  /** Every account's events after `afterSeq`, oldest first: what one instance fans out. */
+  listAllAfter(afterSeq: number, limit: number): Promise<EventRecord[]>;
+  /** The seq of the account's event `id`; undefined for an unknown id or another account's. */
+  seqOf(accountId: string, id: string): Promise<number | undefined>;
+  /** The highest seq committed so far (0 when there is none). */
+  lastSeq(): Promise<number>;
+}
+
+export interface WebhookRecord {
+  readonly id: string;
+  readonly accountId: string;
+  readonly url: string;
+  /** Event types it receives; empty: every type. */
+  readonly eventTypes: readonly string[];
+  /** The Standard Webhooks signing secret (whsec_…), sealed under the master key. */
+  readonly sealedSecret: string;
+  readonly createdAt: number;
+}
+
+export interface WebhookRepository {
+  insert(webhook: WebhookRecord): Promise<void>;
+  get(id: string): Promise<WebhookRecord | undefined>;
+  /** Oldest first. */
+  listByAccount(accountId: string): Promise<WebhookRecord[]>;
+  /** Every endpoint of these accounts, for the fan-out. */
+  listForAccounts(accountIds: readonly string[]): Promise<WebhookRecord[]>;
+  /** Deletes the endpoint and its delivery log; false when the account has no such endpoint. */
+  delete(accountId: string, id: string): Promise<boolean>;
+}
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface WebhookDeliveryRecord {
+  readonly id: string;
+  readonly webhookId: string;
+  readonly accountId: string;
+  readonly eventId: string;
+  readonly eventSeq: number;
+  readonly status: DeliveryStatus;
+  readonly attempts: number;
+  /** When the next attempt is due; null once it succeeded or was given up. */
+  readonly nextAttemptAt: number | null;
+  readonly lastStatusCode: number | null;
+  readonly lastError: string | null;
+  readonly lastAttemptAt: number | null;
+  readonly deliveredAt: number | null;
+  readonly createdAt: number;
+}
+
+/** The outcome of one attempt, written by the instance holding the delivery's lease. */
+export interface DeliveryAttempt {
+  readonly status: DeliveryStatus;
+  readonly attempts: number;
+  readonly nextAttemptAt: number | null;
+  readonly lastStatusCode: number | null;
+  readonly lastError: string | null;
+  readonly lastAttemptAt: number;
+  readonly deliveredAt: number | null;
+}
+
+export interface WebhookDeliveryRepository {
+  /**
+   * Takes the outbox cursor `name` for the rest of the transaction (a write, so a second instance
+   * waits for this one's commit) and returns the seq it has reached. Call inside `Store.transaction`.
+   */
+  claimCursor(name: string): Promise<number>;
+  advanceCursor(name: string, seq: number): Promise<void>;
+  /** Inserts deliveries; one that exists for the same (webhook, event) is left as it is. */
+  insertMany(deliveries: readonly WebhookDeliveryRecord[]): Promise<void>;
+  get(id: string): Promise<WebhookDeliveryRecord | undefined>;
+  /** The endpoint's deliveries, newest event first. */
+  listByWebhook(webhookId: string, limit: number): Promise<WebhookDeliveryRecord[]>;
+  /**
+   * Leases up to `limit` pending deliveries due by `now` whose lease is free or lapsed to `owner`
+   * until `until`: with several instances, one attempts each delivery at a time.
+   */
+  leaseDue(owner: string, now: number, until: number, limit: number): Promise<WebhookDeliveryRecord[]>;
+  /** Writes an attempt's outcome and ends the lease, only while `owner` still holds it. */
+  recordAttempt(id: string, owner: string, attempt: DeliveryAttempt): Promise<boolean>;
+  /** Makes a delivery due again now (manual redeliver), whatever its status. */
+  redeliver(id: string, now: number): Promise<WebhookDeliveryRecord | undefined>;
+  /** The earliest `next_attempt_at` of a pending delivery, so the worker knows when to wake. */
+  nextDueAt(): Promise<number | undefined>;
 }
 
 export type IdempotencyClaim =
