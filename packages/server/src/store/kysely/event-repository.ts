@@ -1,11 +1,39 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../database-schema.ts';
+import { type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely';
+import type { Database, EventsTable } from '../database-schema.ts';
 import type { EventRecord, EventRepository } from '../store.ts';
 
+/**
+ * The outbox on SQL.
+ *
+ * Readers resume "after seq N" (the stream, the webhook fan-out), which is only gap-free if seqs
+ * become visible in the order they were assigned. SQLite has one writer at a time, so its seqs commit
+ * in order. PostgreSQL takes a sequence value when the row is inserted, and two transactions may commit
+ * in the other order: a reader could see seq 8, move its cursor past 7, and then 7 commits. So on
+ * PostgreSQL `append` first takes a transaction-scoped advisory lock (one per schema), held until the
+ * appending transaction commits or rolls back: transactions that append events commit one after the
+ * other, and a seq is visible only after every smaller seq is committed (or rolled back, leaving a
+ * harmless hole). The lock is held only from the append to the commit: the ledger appends its event as
+ * the last write of each transaction, so this serialises milliseconds, not whole payments. We chose this
+ * over snapshot-xmin tracking or re-read windows because the resume position stays one plain number
+ * that any instance, webhook cursor or client can compare.
+ */
 export class KyselyEventRepository implements EventRepository {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    /** Told after each append, so the store can wake listeners once the transaction commits. */
+    private readonly appended: () => void = () => {},
+  ) {}
 
   async append(event: Omit<EventRecord, 'seq'>): Promise<number> {
+    if (isPostgres(this.db) && !this.db.isTransaction) {
+      return this.db
+        .transaction()
+        .execute((trx) => new KyselyEventRepository(trx, this.appended).append(event));
+    }
+    if (isPostgres(this.db)) {
+      // Key space 4020 ("gate402" outbox), one lock per schema so separate deployments do not wait on each other.
+      await sql`select pg_advisory_xact_lock(4020, hashtext(current_schema()))`.execute(this.db);
+    }
     const row = await this.db
       .insertInto('events')
       .values({
@@ -18,6 +46,7 @@ export class KyselyEventRepository implements EventRepository {
       })
       .returning('seq')
       .executeTakeFirstOrThrow();
+    this.appended();
     return Number(row.seq);
   }
 
@@ -30,14 +59,51 @@ export class KyselyEventRepository implements EventRepository {
       .orderBy('seq', 'asc')
       .limit(limit)
       .execute();
-    return rows.map((row) => ({
-      seq: Number(row.seq),
-      id: row.id,
-      accountId: row.account_id,
-      type: row.type,
-      paymentId: row.payment_id,
-      data: JSON.parse(row.data) as Record<string, unknown>,
-      createdAt: Number(row.created_at),
-    }));
+    return rows.map(toEvent);
   }
+
+  async listAllAfter(afterSeq: number, limit: number): Promise<EventRecord[]> {
+    const rows = await this.db
+      .selectFrom('events')
+      .selectAll()
+      .where('seq', '>', afterSeq)
+      .orderBy('seq', 'asc')
+      .limit(limit)
+      .execute();
+    return rows.map(toEvent);
+  }
+
+  async seqOf(accountId: string, id: string): Promise<number | undefined> {
+    const row = await this.db
+      .selectFrom('events')
+      .select('seq')
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
+    return row === undefined ? undefined : Number(row.seq);
+  }
+
+  async lastSeq(): Promise<number> {
+    const row = await this.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.max('seq').as('seq'))
+      .executeTakeFirst();
+    return Number(row?.seq ?? 0);
+  }
+}
+
+function toEvent(row: Selectable<EventsTable>): EventRecord {
+  return {
+    seq: Number(row.seq),
+    id: row.id,
+    accountId: row.account_id,
+    type: row.type,
+    paymentId: row.payment_id,
+    data: JSON.parse(row.data) as Record<string, unknown>,
+    createdAt: Number(row.created_at),
+  };
+}
+
+function isPostgres(db: Kysely<Database>): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
 }

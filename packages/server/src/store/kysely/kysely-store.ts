@@ -9,6 +9,8 @@ import { KyselyNonceRepository } from './nonce-repository.ts';
 import { KyselyPaymentRepository } from './payment-repository.ts';
 import { KyselyProofRepository } from './proof-repository.ts';
 import { KyselyWalletRepository } from './wallet-repository.ts';
+import { KyselyWebhookDeliveryRepository } from './webhook-delivery-repository.ts';
+import { KyselyWebhookRepository } from './webhook-repository.ts';
 
 /** The Store on SQL, one code path for SQLite and PostgreSQL. */
 export class KyselyStore implements Store {
@@ -20,9 +22,13 @@ export class KyselyStore implements Store {
   readonly events;
   readonly idempotency;
   readonly nonces;
+  readonly webhooks;
+  readonly webhookDeliveries;
+  private readonly eventListeners = new Set<() => void>();
 
   constructor(private readonly db: Kysely<Database>) {
-    const repositories = repositoriesOn(db);
+    // Outside a transaction an append commits by itself, so listeners are told at once.
+    const repositories = repositoriesOn(db, () => this.eventsCommitted());
     this.accounts = repositories.accounts;
     this.apiKeys = repositories.apiKeys;
     this.wallets = repositories.wallets;
@@ -31,10 +37,31 @@ export class KyselyStore implements Store {
     this.events = repositories.events;
     this.idempotency = repositories.idempotency;
     this.nonces = repositories.nonces;
+    this.webhooks = repositories.webhooks;
+    this.webhookDeliveries = repositories.webhookDeliveries;
   }
 
-  transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute((trx) => work(repositoriesOn(trx)));
+  async transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
+    let appended = false;
+    const result = await this.db.transaction().execute((trx) =>
+      work(
+        repositoriesOn(trx, () => {
+          appended = true;
+        }),
+      ),
+    );
+    // Only after the commit: a listener that reads the outbox must find the events.
+    if (appended) this.eventsCommitted();
+    return result;
+  }
+
+  onEventsCommitted(listener: () => void): () => void {
+    this.eventListeners.add(listener);
+    return () => this.eventListeners.delete(listener);
+  }
+
+  private eventsCommitted(): void {
+    for (const listener of this.eventListeners) listener();
   }
 
   async ping(): Promise<void> {
@@ -46,15 +73,17 @@ export class KyselyStore implements Store {
   }
 }
 
-function repositoriesOn(db: Kysely<Database>): Repositories {
+function repositoriesOn(db: Kysely<Database>, eventAppended: () => void): Repositories {
   return {
     accounts: new KyselyAccountRepository(db),
     apiKeys: new KyselyApiKeyRepository(db),
     wallets: new KyselyWalletRepository(db),
     payments: new KyselyPaymentRepository(db),
     proofs: new KyselyProofRepository(db),
-    events: new KyselyEventRepository(db),
+    events: new KyselyEventRepository(db, eventAppended),
     idempotency: new KyselyIdempotencyRepository(db),
     nonces: new KyselyNonceRepository(db),
+    webhooks: new KyselyWebhookRepository(db),
+    webhookDeliveries: new KyselyWebhookDeliveryRepository(db),
   };
 }

@@ -3,6 +3,7 @@ import { accountsAndApiKeys } from './0001-accounts-and-api-keys.ts';
 import { walletsPaymentsEvents } from './0002-wallets-payments-events.ts';
 import { paymentCounts } from './0003-payment-counts.ts';
 import { evmNonces } from './0004-evm-nonces.ts';
+import { webhooks } from './0006-webhooks.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -13,4 +14,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0002-wallets-payments-events': walletsPaymentsEvents,
   '0003-payment-counts': paymentCounts,
   '0004-evm-nonces': evmNonces,
+  '0006-webhooks': webhooks,
 };

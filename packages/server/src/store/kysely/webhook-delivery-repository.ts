@@ -1,0 +1,172 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Database, WebhookDeliveriesTable } from '../database-schema.ts';
+import type {
+  DeliveryAttempt,
+  DeliveryStatus,
+  WebhookDeliveryRecord,
+  WebhookDeliveryRepository,
+} from '../store.ts';
+
+export class KyselyWebhookDeliveryRepository implements WebhookDeliveryRepository {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async claimCursor(name: string): Promise<number> {
+    // A no-op update is a write: it takes the row lock (PostgreSQL) or the write lock (SQLite) first,
+    // so two instances fanning out at once run one after the other instead of both reading the cursor.
+    const row = await this.db
+      .updateTable('outbox_cursors')
+      .set((eb) => ({ seq: eb.ref('seq') }))
+      .where('name', '=', name)
+      .returning('seq')
+      .executeTakeFirst();
+    if (row !== undefined) return Number(row.seq);
+    await this.db
+      .insertInto('outbox_cursors')
+      .values({ name, seq: 0 })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .execute();
+    return this.claimCursor(name);
+  }
+
+  async advanceCursor(name: string, seq: number): Promise<void> {
+    await this.db.updateTable('outbox_cursors').set({ seq }).where('name', '=', name).execute();
+  }
+
+  async insertMany(deliveries: readonly WebhookDeliveryRecord[]): Promise<void> {
+    if (deliveries.length === 0) return;
+    await this.db
+      .insertInto('webhook_deliveries')
+      .values(
+        deliveries.map((d) => ({
+          id: d.id,
+          webhook_id: d.webhookId,
+          account_id: d.accountId,
+          event_id: d.eventId,
+          event_seq: d.eventSeq,
+          status: d.status,
+          attempts: d.attempts,
+          next_attempt_at: d.nextAttemptAt,
+          lease_owner: null,
+          lease_until: null,
+          last_status_code: d.lastStatusCode,
+          last_error: d.lastError,
+          last_attempt_at: d.lastAttemptAt,
+          delivered_at: d.deliveredAt,
+          created_at: d.createdAt,
+        })),
+      )
+      .onConflict((oc) => oc.columns(['webhook_id', 'event_id']).doNothing())
+      .execute();
+  }
+
+  async get(id: string): Promise<WebhookDeliveryRecord | undefined> {
+    const row = await this.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row && toDelivery(row);
+  }
+
+  async listByWebhook(webhookId: string, limit: number): Promise<WebhookDeliveryRecord[]> {
+    const rows = await this.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('webhook_id', '=', webhookId)
+      .orderBy('event_seq', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map(toDelivery);
+  }
+
+  /** Each candidate is taken with a compare-and-set on its lease, as payments are (payment-repository). */
+  async leaseDue(owner: string, now: number, until: number, limit: number): Promise<WebhookDeliveryRecord[]> {
+    const candidates = await this.db
+      .selectFrom('webhook_deliveries')
+      .select(['id', 'lease_until'])
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', now)
+      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+      .orderBy('next_attempt_at', 'asc')
+      .limit(limit)
+      .execute();
+    const leased: WebhookDeliveryRecord[] = [];
+    for (const candidate of candidates) {
+      const row = await this.db
+        .updateTable('webhook_deliveries')
+        .set({ lease_owner: owner, lease_until: until })
+        .where('id', '=', candidate.id)
+        .where('status', '=', 'pending')
+        .where((eb) =>
+          candidate.lease_until === null
+            ? eb('lease_until', 'is', null)
+            : eb('lease_until', '=', candidate.lease_until),
+        )
+        .returningAll()
+        .executeTakeFirst();
+      if (row !== undefined) leased.push(toDelivery(row));
+    }
+    return leased;
+  }
+
+  async recordAttempt(id: string, owner: string, attempt: DeliveryAttempt): Promise<boolean> {
+    const result = await this.db
+      .updateTable('webhook_deliveries')
+      .set({
+        status: attempt.status,
+        attempts: attempt.attempts,
+        next_attempt_at: attempt.nextAttemptAt,
+        last_status_code: attempt.lastStatusCode,
+        last_error: attempt.lastError,
+        last_attempt_at: attempt.lastAttemptAt,
+        delivered_at: attempt.deliveredAt,
+        lease_owner: null,
+        lease_until: null,
+      })
+      .where('id', '=', id)
+      .where('lease_owner', '=', owner)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  async redeliver(id: string, now: number): Promise<WebhookDeliveryRecord | undefined> {
+    const row = await this.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'pending', next_attempt_at: now, lease_owner: null, lease_until: null })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+    return row && toDelivery(row);
+  }
+
+  async nextDueAt(): Promise<number | undefined> {
+    const row = await this.db
+      .selectFrom('webhook_deliveries')
+      .select((eb) => eb.fn.min('next_attempt_at').as('at'))
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    return row?.at === null || row?.at === undefined ? undefined : Number(row.at);
+  }
+}
+
+function toDelivery(row: Selectable<WebhookDeliveriesTable>): WebhookDeliveryRecord {
+  return {
+    id: row.id,
+    webhookId: row.webhook_id,
+    accountId: row.account_id,
+    eventId: row.event_id,
+    eventSeq: Number(row.event_seq),
+    status: row.status as DeliveryStatus,
+    attempts: Number(row.attempts),
+    nextAttemptAt: nullableNumber(row.next_attempt_at),
+    lastStatusCode: nullableNumber(row.last_status_code),
+    lastError: row.last_error,
+    lastAttemptAt: nullableNumber(row.last_attempt_at),
+    deliveredAt: nullableNumber(row.delivered_at),
+    createdAt: Number(row.created_at),
+  };
+}
+
+function nullableNumber(value: number | string | null): number | null {
+  return value === null ? null : Number(value);
+}
