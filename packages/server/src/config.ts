@@ -49,7 +49,8 @@ export const SETTINGS = {
   }),
   redisUrl: setting<string | undefined>({
     env: 'REDIS_URL',
-    description: 'Redis URL for rate limits shared by every instance. Unset: counted in-process.',
+    description:
+      'Redis URL for rate limits and payment-event wake-ups shared by every instance. Unset: in-process.',
     fallback: () => undefined,
     parse: urlWithProtocol(['redis:', 'rediss:']),
   }),
@@ -160,6 +161,47 @@ export const SETTINGS = {
     description: 'Trust X-Forwarded-* headers (set when behind a reverse proxy).',
     fallback: () => false,
     parse: boolean,
+  }),
+  allowPrivateOutboundUrls: setting({
+    env: 'ALLOW_PRIVATE_OUTBOUND_URLS',
+    description:
+      'Let webhook URLs and facilitatorUrl reach loopback, private and link-local addresses, and use plain http://. For development and tests only.',
+    fallback: () => false,
+    parse: boolean,
+  }),
+  eventsPollMs: setting({
+    env: 'EVENTS_POLL_MS',
+    description:
+      'How often an instance reads the event outbox when nothing woke it (a commit here, or Redis from another instance).',
+    fallback: () => 1_000,
+    parse: integerIn(10, 60_000),
+  }),
+  streamHeartbeatMs: setting({
+    env: 'STREAM_HEARTBEAT_MS',
+    description:
+      'Interval of WebSocket pings on the payment stream; a connection that has not answered the previous ping is dropped.',
+    fallback: () => 30_000,
+    parse: integerIn(100, 600_000),
+  }),
+  streamMaxBufferedBytes: setting({
+    env: 'STREAM_MAX_BUFFERED_BYTES',
+    description:
+      'Bytes a payment stream connection may have waiting unsent before it is closed as too slow (close code 4008).',
+    fallback: () => 1_048_576,
+    parse: integerIn(1_024, 268_435_456),
+  }),
+  webhookRetryBaseMs: setting({
+    env: 'WEBHOOK_RETRY_BASE_MS',
+    description:
+      'Wait before the second attempt of a webhook delivery; each later wait doubles, up to one hour.',
+    fallback: () => 5_000,
+    parse: integerIn(10, 3_600_000),
+  }),
+  webhookRetryHours: setting({
+    env: 'WEBHOOK_RETRY_HOURS',
+    description: 'How long a webhook delivery is retried before it is marked failed.',
+    fallback: () => 24,
+    parse: integerIn(24, 720),
   }),
 } as const;
 
