@@ -309,6 +309,71 @@ export function describePaymentStoreContract(
       assert.equal(await store.proofs.isConsumed('solana:test:SIGX'), true);
     });
 
+    it('stores a token payment with its asset exactly', async () => {
+      const payment = aPayment(account.id, {
+        direction: 'received',
+        mode: 'facilitator',
+        amount: 10_000n,
+        asset: { address: 'MINT', decimals: 6 },
+      });
+      await store.payments.insert(payment);
+      assert.deepEqual(await store.payments.get(payment.id), payment);
+    });
+
+    it('keeps facilitator fee-payer keys once per address, per family, oldest first', async () => {
+      const first = { address: 'FEEPAYER1', family: 'solana' as const, encryptedSecret: 's1', createdAt: 1 };
+      const second = { address: 'FEEPAYER2', family: 'solana' as const, encryptedSecret: 's2', createdAt: 2 };
+      assert.equal(await store.facilitatorSigners.insert(second), true);
+      assert.equal(await store.facilitatorSigners.insert(first), true);
+      assert.equal(await store.facilitatorSigners.insert({ ...first, encryptedSecret: 'other' }), false);
+      assert.deepEqual(await store.facilitatorSigners.list('solana'), [first, second]);
+      assert.deepEqual(await store.facilitatorSigners.list('evm'), []);
+    });
+
+    it('claims a settlement once, even when many try at the same instant, and moves it by compare-and-set', async () => {
+      const settlement = {
+        key: 'solana:test:TX1',
+        network: 'solana:test',
+        payer: 'BUYER',
+        payTo: 'SELLER',
+        asset: 'MINT',
+        amount: 123_456_789_012_345_678_901n,
+        transactionId: 'TX1',
+        signedTransaction: 'AQID',
+        lastValidBlockHeight: 9_007_199_254_740_000n,
+        status: 'claimed' as const,
+        error: null,
+        paymentId: null,
+        createdAt: 5,
+        updatedAt: 5,
+      };
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          store.settlements.claim({ ...settlement, transactionId: `TX${i === 0 ? 1 : `1-${i}`}` }),
+        ),
+      );
+      assert.equal(results.filter(Boolean).length, 1);
+      const stored = await store.settlements.get(settlement.key);
+      assert.equal(stored?.amount, settlement.amount);
+      assert.equal(stored?.lastValidBlockHeight, settlement.lastValidBlockHeight);
+      const moved = await store.settlements.transition(
+        settlement.key,
+        ['claimed', 'submitted'],
+        'settled',
+        { paymentId: 'pay_1' },
+        9,
+      );
+      assert.equal(moved?.status, 'settled');
+      assert.equal(moved?.paymentId, 'pay_1');
+      assert.equal(moved?.updatedAt, 9);
+      assert.equal(moved?.error, null);
+      assert.equal(
+        await store.settlements.transition(settlement.key, ['claimed', 'submitted'], 'failed', {}, 10),
+        undefined,
+      );
+      assert.equal(await store.settlements.get('solana:test:NONE'), undefined);
+    });
+
     it('appends events with increasing positions and lists them per account', async () => {
       const owner = anAccount();
       await store.accounts.insert(owner);

@@ -36,8 +36,11 @@ export function statusesBefore(to: PaymentStatus): PaymentStatus[] {
 }
 
 export type PaymentDirection = 'sent' | 'received';
-/** custodial: the gateway signed (Lightning mode); local: the caller signed (local transaction mode). */
-export type PaymentMode = 'custodial' | 'local';
+/**
+ * custodial: the gateway signed (Lightning mode); local: the caller signed (local transaction mode);
+ * facilitator: an x402 payment the buyer signed and the built-in facilitator settled (paying the fee).
+ */
+export type PaymentMode = 'custodial' | 'local' | 'facilitator';
 
 /** The event written to the outbox when a payment enters a state. */
 export const EVENT_TYPES = [

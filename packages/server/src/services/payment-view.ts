@@ -16,6 +16,8 @@ export interface PaymentView {
   confirmations: number;
   timestamp: number;
   metadata?: Record<string, unknown>;
+  /** A token payment (x402 `exact`): the mint or contract; `amount` is then in that token's whole units. */
+  asset?: string;
 }
 
 /**
@@ -32,7 +34,7 @@ export function paymentView(
     network: payment.network,
     signature: payment.signature,
     status: payment.status,
-    amount: toWholeUnits(payment.amount, decimals),
+    amount: toWholeUnits(payment.amount, payment.asset?.decimals ?? decimals),
     sender: payment.sender,
     recipient: payment.recipient,
     blockHeight: payment.blockHeight === null ? null : Number(payment.blockHeight),
@@ -41,6 +43,7 @@ export function paymentView(
   };
   if (payment.resource !== null) view.resource = payment.resource;
   if (payment.metadata !== null) view.metadata = { ...payment.metadata };
+  if (payment.asset !== undefined) view.asset = payment.asset.address;
   return view;
 }
 

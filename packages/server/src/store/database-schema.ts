@@ -14,6 +14,34 @@ export interface Database {
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   outbox_cursors: OutboxCursorsTable;
+  facilitator_signers: FacilitatorSignersTable;
+  x402_settlements: X402SettlementsTable;
+}
+
+/** Fee-payer keys of the x402 facilitator (see FacilitatorSignerRepository). */
+export interface FacilitatorSignersTable {
+  address: string;
+  family: string;
+  encrypted_secret: string;
+  created_at: number;
+}
+
+/** One row per x402 settlement (see SettlementRepository). */
+export interface X402SettlementsTable {
+  settlement_key: string;
+  network: string;
+  payer: string;
+  pay_to: string;
+  asset: string;
+  amount: string;
+  transaction_id: string;
+  signed_transaction: string;
+  last_valid_block_height: number | string | null;
+  status: string;
+  error: string | null;
+  payment_id: string | null;
+  created_at: number;
+  updated_at: number;
 }
 
 /** The next nonce of each EVM sender per network (see NonceRepository). */
@@ -97,6 +125,9 @@ export interface PaymentsTable {
   nonce: number | null;
   /** JSON array of replaced transaction hashes. */
   replaced_signatures: string | null;
+  /** Token payments (x402 `exact`): the mint or contract and its decimals; null: native currency. */
+  asset: string | null;
+  asset_decimals: number | null;
 }
 
 export interface ConsumedProofsTable {

@@ -34,6 +34,8 @@ export interface Repositories {
   readonly nonces: NonceRepository;
   readonly webhooks: WebhookRepository;
   readonly webhookDeliveries: WebhookDeliveryRepository;
+  readonly facilitatorSigners: FacilitatorSignerRepository;
+  readonly settlements: SettlementRepository;
 }
 
 export interface AccountRecord {
@@ -158,6 +160,11 @@ export interface PaymentRecord {
    * higher fees) took the place of, oldest first. Any of them may still be the one that lands.
    */
   readonly replacedSignatures?: readonly string[];
+  /**
+   * A payment in a token (x402 `exact`: an SPL mint or ERC-20 contract) rather than the native
+   * currency; `amount` is then in the token's atomic units. Absent: native currency.
+   */
+  readonly asset?: { readonly address: string; readonly decimals: number };
 }
 
 export type PaymentChanges = Partial<
@@ -390,4 +397,61 @@ export interface IdempotencyRepository {
   release(accountId: string, key: string): Promise<void>;
   /** Deletes keys created before `before`; returns how many. */
   purge(before: number): Promise<number>;
+}
+
+/** A fee-payer key of the built-in x402 facilitator, sealed like a custodial wallet key. */
+export interface FacilitatorSignerRecord {
+  readonly address: string;
+  readonly family: ChainFamily;
+  readonly encryptedSecret: string;
+  readonly createdAt: number;
+}
+
+export interface FacilitatorSignerRepository {
+  /** False when the address is already there. */
+  insert(signer: FacilitatorSignerRecord): Promise<boolean>;
+  /** Oldest first. */
+  list(family: ChainFamily): Promise<FacilitatorSignerRecord[]>;
+}
+
+/**
+ * claimed: the signed transaction is stored, not known to be broadcast; submitted: broadcast, not yet
+ * confirmed; settled: confirmed on chain; failed: landed with an error or can no longer land.
+ */
+export type SettlementStatus = 'claimed' | 'submitted' | 'settled' | 'failed';
+
+/** One x402 settlement, keyed by what makes the payment unique (its transaction or authorization). */
+export interface SettlementRecord {
+  readonly key: string;
+  readonly network: string;
+  readonly payer: string;
+  readonly payTo: string;
+  readonly asset: string;
+  /** Atomic units of the asset. */
+  readonly amount: bigint;
+  /** The transaction that settles it (Solana signature, EVM hash): known before broadcast. */
+  readonly transactionId: string;
+  /** Base64 wire bytes, stored before the first broadcast so a retry resends exactly these. */
+  readonly signedTransaction: string;
+  readonly lastValidBlockHeight: bigint | null;
+  readonly status: SettlementStatus;
+  readonly error: string | null;
+  /** The received payment recorded for the payTo wallet's account, once settled (if any owns it). */
+  readonly paymentId: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface SettlementRepository {
+  /** Inserts the settlement; false when one with this key exists (the primary key decides a race). */
+  claim(settlement: SettlementRecord): Promise<boolean>;
+  get(key: string): Promise<SettlementRecord | undefined>;
+  /** Compare-and-set: moves it to `status` only from one of `from`; undefined when another writer did. */
+  transition(
+    key: string,
+    from: readonly SettlementStatus[],
+    status: SettlementStatus,
+    changes: { readonly error?: string | null; readonly paymentId?: string | null },
+    at: number,
+  ): Promise<SettlementRecord | undefined>;
 }

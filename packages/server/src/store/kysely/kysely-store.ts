@@ -4,10 +4,12 @@ import type { Repositories, Store } from '../store.ts';
 import { KyselyAccountRepository } from './account-repository.ts';
 import { KyselyApiKeyRepository } from './api-key-repository.ts';
 import { KyselyEventRepository } from './event-repository.ts';
+import { KyselyFacilitatorSignerRepository } from './facilitator-signer-repository.ts';
 import { KyselyIdempotencyRepository } from './idempotency-repository.ts';
 import { KyselyNonceRepository } from './nonce-repository.ts';
 import { KyselyPaymentRepository } from './payment-repository.ts';
 import { KyselyProofRepository } from './proof-repository.ts';
+import { KyselySettlementRepository } from './settlement-repository.ts';
 import { KyselyWalletRepository } from './wallet-repository.ts';
 import { KyselyWebhookDeliveryRepository } from './webhook-delivery-repository.ts';
 import { KyselyWebhookRepository } from './webhook-repository.ts';
@@ -25,6 +27,8 @@ export class KyselyStore implements Store {
   readonly webhooks;
   readonly webhookDeliveries;
   private readonly eventListeners = new Set<() => void>();
+  readonly facilitatorSigners;
+  readonly settlements;
 
   constructor(private readonly db: Kysely<Database>) {
     // Outside a transaction an append commits by itself, so listeners are told at once.
@@ -39,6 +43,8 @@ export class KyselyStore implements Store {
     this.nonces = repositories.nonces;
     this.webhooks = repositories.webhooks;
     this.webhookDeliveries = repositories.webhookDeliveries;
+    this.facilitatorSigners = repositories.facilitatorSigners;
+    this.settlements = repositories.settlements;
   }
 
   async transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
@@ -85,5 +91,7 @@ function repositoriesOn(db: Kysely<Database>, eventAppended: () => void): Reposi
     nonces: new KyselyNonceRepository(db),
     webhooks: new KyselyWebhookRepository(db),
     webhookDeliveries: new KyselyWebhookDeliveryRepository(db),
+    facilitatorSigners: new KyselyFacilitatorSignerRepository(db),
+    settlements: new KyselySettlementRepository(db),
   };
 }

@@ -66,6 +66,8 @@ export class KyselyPaymentRepository implements PaymentRepository {
         confirmed_at: payment.confirmedAt,
         nonce: toNumber(payment.nonce ?? null),
         replaced_signatures: signatureList(payment.replacedSignatures),
+        asset: payment.asset?.address ?? null,
+        asset_decimals: payment.asset?.decimals ?? null,
       })
       .execute();
   }
@@ -280,5 +282,8 @@ function toPayment(row: Selectable<PaymentsTable>): PaymentRecord {
     ...(row.replaced_signatures === null
       ? {}
       : { replacedSignatures: JSON.parse(row.replaced_signatures) as string[] }),
+    ...(row.asset === null || row.asset_decimals === null
+      ? {}
+      : { asset: { address: row.asset, decimals: Number(row.asset_decimals) } }),
   };
 }

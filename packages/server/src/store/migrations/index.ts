@@ -4,6 +4,7 @@ import { walletsPaymentsEvents } from './0002-wallets-payments-events.ts';
 import { paymentCounts } from './0003-payment-counts.ts';
 import { evmNonces } from './0004-evm-nonces.ts';
 import { webhooks } from './0006-webhooks.ts';
+import { x402Facilitator } from './0007-x402-facilitator.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -15,4 +16,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0003-payment-counts': paymentCounts,
   '0004-evm-nonces': evmNonces,
   '0006-webhooks': webhooks,
+  '0007-x402-facilitator': x402Facilitator,
 };

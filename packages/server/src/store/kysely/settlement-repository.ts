@@ -1,0 +1,82 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Database, X402SettlementsTable } from '../database-schema.ts';
+import type { SettlementRecord, SettlementRepository, SettlementStatus } from '../store.ts';
+
+export class KyselySettlementRepository implements SettlementRepository {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** The primary key decides: of two instances claiming the same payment at once, one row wins. */
+  async claim(s: SettlementRecord): Promise<boolean> {
+    const result = await this.db
+      .insertInto('x402_settlements')
+      .values({
+        settlement_key: s.key,
+        network: s.network,
+        payer: s.payer,
+        pay_to: s.payTo,
+        asset: s.asset,
+        amount: s.amount.toString(),
+        transaction_id: s.transactionId,
+        signed_transaction: s.signedTransaction,
+        last_valid_block_height: s.lastValidBlockHeight === null ? null : s.lastValidBlockHeight.toString(),
+        status: s.status,
+        error: s.error,
+        payment_id: s.paymentId,
+        created_at: s.createdAt,
+        updated_at: s.updatedAt,
+      })
+      .onConflict((oc) => oc.column('settlement_key').doNothing())
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0n) === 1;
+  }
+
+  async get(key: string): Promise<SettlementRecord | undefined> {
+    const row = await this.db
+      .selectFrom('x402_settlements')
+      .selectAll()
+      .where('settlement_key', '=', key)
+      .executeTakeFirst();
+    return row && toSettlement(row);
+  }
+
+  async transition(
+    key: string,
+    from: readonly SettlementStatus[],
+    status: SettlementStatus,
+    changes: { readonly error?: string | null; readonly paymentId?: string | null },
+    at: number,
+  ): Promise<SettlementRecord | undefined> {
+    const row = await this.db
+      .updateTable('x402_settlements')
+      .set({
+        status,
+        updated_at: at,
+        ...(changes.error === undefined ? {} : { error: changes.error }),
+        ...(changes.paymentId === undefined ? {} : { payment_id: changes.paymentId }),
+      })
+      .where('settlement_key', '=', key)
+      .where('status', 'in', [...from])
+      .returningAll()
+      .executeTakeFirst();
+    return row && toSettlement(row);
+  }
+}
+
+function toSettlement(row: Selectable<X402SettlementsTable>): SettlementRecord {
+  return {
+    key: row.settlement_key,
+    network: row.network,
+    payer: row.payer,
+    payTo: row.pay_to,
+    asset: row.asset,
+    amount: BigInt(row.amount),
+    transactionId: row.transaction_id,
+    signedTransaction: row.signed_transaction,
+    lastValidBlockHeight: row.last_valid_block_height === null ? null : BigInt(row.last_valid_block_height),
+    status: row.status as SettlementStatus,
+    error: row.error,
+    paymentId: row.payment_id,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  };
+}
