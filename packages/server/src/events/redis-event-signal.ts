@@ -1,0 +1,47 @@
+import { Redis } from 'ioredis';
+import type { EventSignal } from './event-signal.ts';
+
+/**
+ * The signal across instances: Redis pub/sub on one channel. Publishing is fire-and-forget (a message
+ * lost while Redis is away is made up by each instance's outbox poll), and the subscriber connection
+ * reconnects and resubscribes by itself (ioredis).
+ */
+export class RedisEventSignal implements EventSignal {
+  private readonly publisher: Redis;
+  private readonly subscriber: Redis;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(
+    url: string,
+    private readonly channel = 'gate402:events',
+    onError: (error: Error) => void = () => {},
+  ) {
+    this.publisher = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, commandTimeout: 1_000 });
+    this.subscriber = new Redis(url, { lazyConnect: true });
+    this.publisher.on('error', onError);
+    this.subscriber.on('error', onError);
+    this.subscriber.on('message', (channel: string) => {
+      if (channel !== this.channel) return;
+      for (const listener of this.listeners) listener();
+    });
+  }
+
+  async connect(): Promise<void> {
+    await Promise.all([this.publisher.connect(), this.subscriber.connect()]);
+    await this.subscriber.subscribe(this.channel);
+  }
+
+  publish(): void {
+    this.publisher.publish(this.channel, '1').catch(() => {});
+  }
+
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.listeners.clear();
+    await Promise.all([this.publisher, this.subscriber].map((r) => r.quit().catch(() => r.disconnect())));
+  }
+}

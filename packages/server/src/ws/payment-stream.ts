@@ -1,0 +1,339 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import { GatewayError, toErrorBody } from '../domain/gateway-error.ts';
+import type { PlanAccess } from '../domain/plan-access.ts';
+import type { EventHub } from '../events/event-hub.ts';
+import type { RateLimiter } from '../ratelimit/rate-limiter.ts';
+import { type AccountService, view } from '../services/account-service.ts';
+import { STREAM_CLOSE } from './stream-close-codes.ts';
+import { StreamConnection } from './stream-connection.ts';
+import { isEventId, parseSubscribe } from './stream-subscription.ts';
+
+export const STREAM_PATH = '/v1/payments/stream';
+
+export interface PaymentStreamDeps {
+  readonly hub: EventHub;
+  readonly accounts: AccountService;
+  readonly rateLimiter: RateLimiter;
+  readonly planAccess: PlanAccess;
+  readonly heartbeatMs: number;
+  readonly maxBufferedBytes: number;
+  /** How long a connection without credentials on the upgrade may take to send its `auth` message. */
+  readonly authTimeoutMs?: number;
+}
+
+const DEFAULT_AUTH_TIMEOUT_MS = 5_000;
+const BEARER = /^Bearer +(\S+)$/i;
+/** Client messages are small JSON objects; anything bigger is refused by ws (close 1009). */
+const MAX_MESSAGE_BYTES = 16 * 1024;
+
+type Authorized = { ok: true; accountId: string } | { ok: false; error: GatewayError };
+
+/**
+ * The payment stream (spec §6) at `ws(s)://{host}/v1/payments/stream`, served on the API's own port.
+ *
+ * Authentication, in order: `Authorization: Bearer <key>` on the upgrade request; or the subprotocol
+ * pair `Sec-WebSocket-Protocol: bearer, <key>` for clients that cannot set headers (the server answers
+ * with `bearer`, never echoing the key); or, with neither, a first message `{"type":"auth","apiKey":…}`
+ * within 5 s. Credentials on the upgrade are checked before it is accepted (401/403/429 with the usual
+ * error body); an `auth` message is answered by a close code (stream-close-codes.ts) when refused.
+ * The attempt counts against the account's rate limit like one request.
+ */
+export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDeps): void {
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: MAX_MESSAGE_BYTES,
+    handleProtocols: (protocols) => (protocols.has('bearer') ? 'bearer' : false),
+  });
+  const alive = new WeakSet<WebSocket>();
+
+  app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    handleUpgrade(request, socket, head).catch((error) => {
+      app.log.error({ err: error }, 'payment stream upgrade failed');
+      refuse(socket, new GatewayError('INTERNAL_ERROR'));
+    });
+  });
+
+  async function handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    if (url.pathname.replace(/\/$/, '') !== STREAM_PATH) {
+      return refuse(socket, new GatewayError('NOT_FOUND', { message: `No WebSocket at ${url.pathname}.` }));
+    }
+    const since = url.searchParams.get('since') ?? undefined;
+    if (since !== undefined && !isEventId(since)) {
+      return refuse(socket, invalidSince());
+    }
+    const key = presentedKey(request);
+    let accountId: string | undefined;
+    let sinceSeq: number | undefined;
+    if (key !== undefined) {
+      const authorized = await authorize(key);
+      if (!authorized.ok) return refuse(socket, authorized.error);
+      accountId = authorized.accountId;
+      if (since !== undefined) {
+        sinceSeq = await deps.hub.store.events.seqOf(accountId, since);
+        if (sinceSeq === undefined) return refuse(socket, invalidSince());
+      }
+    }
+    wss.handleUpgrade(request, socket, head, (ws) => {
+      alive.add(ws);
+      ws.on('pong', () => alive.add(ws));
+      serve(ws, accountId, sinceSeq, since);
+    });
+  }
+
+  /**
+   * Messages are handled one after another, in arrival order, so a `subscribe` sent right behind the
+   * `auth` message waits for the authentication instead of being lost or overtaking it.
+   */
+  function serve(
+    ws: WebSocket,
+    authorizedAccount: string | undefined,
+    sinceSeq: number | undefined,
+    since: string | undefined,
+  ): void {
+    let connection: StreamConnection | undefined;
+    let accountId = authorizedAccount;
+    if (accountId !== undefined) connection = start(ws, accountId, sinceSeq);
+    const timer =
+      accountId === undefined
+        ? setTimeout(
+            () => ws.close(STREAM_CLOSE.UNAUTHORIZED, 'no auth message in time'),
+            deps.authTimeoutMs ?? DEFAULT_AUTH_TIMEOUT_MS,
+          )
+        : undefined;
+    ws.once('close', () => clearTimeout(timer));
+    let queue = Promise.resolve();
+    ws.on('message', (data) => {
+      queue = queue.then(async () => {
+        if (ws.readyState !== ws.OPEN) return;
+        try {
+          if (connection !== undefined && accountId !== undefined) {
+            await onMessage(ws, connection, accountId, data);
+            return;
+          }
+          clearTimeout(timer);
+          const authorized = await authenticateMessage(ws, data);
+          if (authorized === undefined) return;
+          accountId = authorized;
+          const seq = since === undefined ? undefined : await deps.hub.store.events.seqOf(accountId, since);
+          if (since !== undefined && seq === undefined) sendError(ws, invalidSince());
+          connection = start(ws, accountId, seq);
+        } catch (error) {
+          app.log.warn({ err: error }, 'payment stream message failed');
+          if (connection === undefined)
+            ws.close(STREAM_CLOSE.UNAVAILABLE, 'authentication unavailable; retry');
+          else sendError(ws, new GatewayError('SERVICE_UNAVAILABLE', { retryAfter: 1 }));
+        }
+      });
+    });
+  }
+
+  /** The account of a valid first `auth` message; otherwise closes the connection with the code that says why. */
+  async function authenticateMessage(ws: WebSocket, data: RawData): Promise<string | undefined> {
+    const message = parseMessage(data);
+    if (message?.type !== 'auth' || typeof message.apiKey !== 'string') {
+      ws.close(STREAM_CLOSE.UNAUTHORIZED, 'the first message must be {"type":"auth","apiKey":…}');
+      return undefined;
+    }
+    const authorized = await authorize(message.apiKey);
+    if (!authorized.ok) {
+      ws.close(closeCodeOf(authorized.error), authorized.error.message.slice(0, 120));
+      return undefined;
+    }
+    return authorized.accountId;
+  }
+
+  function start(ws: WebSocket, accountId: string, sinceSeq: number | undefined): StreamConnection {
+    const connection = new StreamConnection(
+      ws,
+      accountId,
+      deps.hub,
+      deps.maxBufferedBytes,
+      (message, error) => app.log.warn({ err: error }, message),
+    );
+    ws.send(JSON.stringify({ type: 'authenticated', accountId }));
+    if (sinceSeq !== undefined) connection.subscribe({ wallets: undefined, types: undefined }, sinceSeq);
+    return connection;
+  }
+
+  async function onMessage(ws: WebSocket, connection: StreamConnection, accountId: string, data: RawData) {
+    const message = parseMessage(data);
+    if (message === undefined) {
+      return sendError(
+        ws,
+        new GatewayError('INVALID_PARAMETERS', { details: { message: 'must be a JSON object' } }),
+      );
+    }
+    switch (message.type) {
+      case 'ping':
+        ws.send(JSON.stringify({ type: 'pong' }));
+        return;
+      case 'auth':
+        return sendError(
+          ws,
+          new GatewayError('INVALID_PARAMETERS', {
+            details: { type: 'this connection is already authenticated' },
+          }),
+        );
+      case 'subscribe': {
+        const parsed = parseSubscribe(message);
+        if (!parsed.ok)
+          return sendError(ws, new GatewayError('INVALID_PARAMETERS', { details: parsed.details }));
+        const { filter, since } = parsed.value;
+        const sinceSeq =
+          since === undefined ? undefined : await deps.hub.store.events.seqOf(accountId, since);
+        if (since !== undefined && sinceSeq === undefined) return sendError(ws, invalidSince());
+        ws.send(
+          JSON.stringify({
+            type: 'subscribed',
+            wallets: filter.wallets === undefined ? null : [...filter.wallets],
+            types: filter.types === undefined ? null : [...filter.types],
+            since: since ?? null,
+          }),
+        );
+        connection.subscribe(filter, sinceSeq);
+        return;
+      }
+      default:
+        return sendError(
+          ws,
+          new GatewayError('INVALID_PARAMETERS', { details: { type: 'must be subscribe, auth or ping' } }),
+        );
+    }
+  }
+
+  /** The same checks as an HTTP request to a `stream` route: key, rate limit, plan (authentication.ts). */
+  async function authorize(key: string): Promise<Authorized> {
+    const found = await deps.accounts.authenticate(key);
+    if (found === undefined) return { ok: false, error: new GatewayError('UNAUTHORIZED') };
+    const account = view(found.account);
+    let rate: Awaited<ReturnType<RateLimiter['hit']>>;
+    try {
+      rate = await deps.rateLimiter.hit(account.id, account.rateLimit);
+    } catch (error) {
+      return {
+        ok: false,
+        error: new GatewayError('SERVICE_UNAVAILABLE', { retryAfter: 1, cause: error }),
+      };
+    }
+    if (!rate.allowed) {
+      return {
+        ok: false,
+        error: new GatewayError('RATE_LIMIT_EXCEEDED', { retryAfter: rate.resetSeconds }),
+      };
+    }
+    if (!deps.planAccess[account.plan].has('stream')) {
+      return {
+        ok: false,
+        error: new GatewayError('FORBIDDEN', {
+          message: `The ${account.plan} plan does not include stream.`,
+        }),
+      };
+    }
+    return { ok: true, accountId: account.id };
+  }
+
+  // Heartbeat: a connection that did not answer the previous ping is gone (half-open TCP); drop it.
+  const heartbeat = setInterval(() => {
+    for (const ws of wss.clients) {
+      if (!alive.has(ws)) {
+        ws.terminate();
+        continue;
+      }
+      alive.delete(ws);
+      ws.ping();
+    }
+  }, deps.heartbeatMs);
+  heartbeat.unref();
+
+  app.addHook('preClose', async () => {
+    clearInterval(heartbeat);
+    for (const ws of wss.clients) ws.close(STREAM_CLOSE.GOING_AWAY, 'server shutting down');
+    await new Promise<void>((resolve) => {
+      const deadline = setTimeout(() => {
+        for (const ws of wss.clients) ws.terminate();
+        resolve();
+      }, 1_000);
+      const check = setInterval(() => {
+        if (wss.clients.size === 0) {
+          clearTimeout(deadline);
+          clearInterval(check);
+          resolve();
+        }
+      }, 10);
+    });
+    wss.close();
+  });
+}
+
+function presentedKey(request: IncomingMessage): string | undefined {
+  const header = BEARER.exec(request.headers.authorization ?? '')?.[1];
+  if (header !== undefined) return header;
+  const protocols = (request.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
+  const at = protocols.indexOf('bearer');
+  return at >= 0 ? protocols[at + 1] : undefined;
+}
+
+function invalidSince(): GatewayError {
+  return new GatewayError('INVALID_PARAMETERS', {
+    details: { since: 'must be the id of one of your events (evt_…)' },
+  });
+}
+
+function closeCodeOf(error: GatewayError): number {
+  switch (error.code) {
+    case 'FORBIDDEN':
+      return STREAM_CLOSE.FORBIDDEN;
+    case 'RATE_LIMIT_EXCEEDED':
+      return STREAM_CLOSE.RATE_LIMITED;
+    case 'UNAUTHORIZED':
+      return STREAM_CLOSE.UNAUTHORIZED;
+    default:
+      return STREAM_CLOSE.UNAVAILABLE;
+  }
+}
+
+function parseMessage(data: RawData): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(data.toString());
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function sendError(ws: WebSocket, error: GatewayError): void {
+  if (ws.readyState !== ws.OPEN) return;
+  ws.send(JSON.stringify({ type: 'error', ...toErrorBody(error) }));
+}
+
+/** Refuses an upgrade with an HTTP answer carrying the usual error body (spec §7). */
+function refuse(socket: Duplex, error: GatewayError): void {
+  if (socket.destroyed) return;
+  const body = JSON.stringify(toErrorBody(error));
+  const reason = STATUS_TEXT[error.status] ?? 'Error';
+  const headers = [
+    `HTTP/1.1 ${error.status} ${reason}`,
+    'Content-Type: application/json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+  ];
+  if (error.status === 401) headers.push('WWW-Authenticate: Bearer realm="gate402"');
+  if (error.retryAfter !== undefined) headers.push(`Retry-After: ${error.retryAfter}`);
+  socket.end(`${headers.join('\r\n')}\r\n\r\n${body}`);
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};

@@ -1,0 +1,18 @@
+/**
+ * Close codes of the payment stream (documented in the README and the AsyncAPI document). 4xxx codes
+ * mirror the HTTP status of the same meaning where there is one.
+ */
+export const STREAM_CLOSE = {
+  /** The server is shutting down; reconnect (to another instance) and resume with `since`. */
+  GOING_AWAY: 1001,
+  /** Missing, invalid or revoked API key, or no `auth` message within 5 seconds. */
+  UNAUTHORIZED: 4001,
+  /** The account's plan does not include the stream. */
+  FORBIDDEN: 4003,
+  /** The consumer did not read fast enough: more than STREAM_MAX_BUFFERED_BYTES waited unsent. */
+  TOO_SLOW: 4008,
+  /** The account is over its rate limit (the connection attempt counts as a request). */
+  RATE_LIMITED: 4029,
+  /** Storage or Redis failed while authenticating; retry shortly. */
+  UNAVAILABLE: 4503,
+} as const;
