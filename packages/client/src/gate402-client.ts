@@ -1,0 +1,229 @@
+import { Gate402Error, Gate402TransportError, isErrorBody } from './gate402-error.ts';
+import {
+  type HttpMethod,
+  OPERATIONS,
+  type OperationName,
+  type QueryParameters,
+  type RequestBody,
+  type ResponseBody,
+} from './operations.ts';
+
+export interface Gate402ClientOptions {
+  /** The gateway's base URL, e.g. `http://127.0.0.1:8402`. */
+  readonly url: string | URL;
+  /** An API key (`g402_sk_…`). Only the public endpoints (health, proof keys) work without one. */
+  readonly apiKey?: string;
+  /** Give up on a request after this long. Default 150 s: a receive may wait up to 120 s for the chain. */
+  readonly timeoutMs?: number;
+  /** The fetch to use; default the global one. */
+  readonly fetch?: typeof fetch;
+}
+
+export interface RequestOptions {
+  /**
+   * Sent as `Idempotency-Key` on the POSTs that move money: the same key and body answer the first
+   * answer again, so a retry after a lost answer never pays twice.
+   */
+  readonly idempotencyKey?: string;
+  readonly signal?: AbortSignal;
+}
+
+/** Every answer type of the SDK, by method name: `ResponseOf<'sendPayment'>` is a send result. */
+export type ResponseOf<N extends OperationName> = ResponseBody<N>;
+export type BodyOf<N extends OperationName> = RequestBody<N>;
+
+/** GET /readyz answers 503 with the same shape when a check fails; readiness() returns both. */
+export type Readiness = ResponseBody<'readiness'>;
+
+interface CallParts {
+  readonly path?: Readonly<Record<string, string>>;
+  readonly query?: Readonly<Record<string, string | number | undefined>>;
+  readonly body?: unknown;
+  readonly options?: RequestOptions | undefined;
+  /** Statuses besides 200 whose JSON body is an answer, not an error. */
+  readonly alsoOk?: readonly number[];
+}
+
+/**
+ * A typed client for every endpoint of a gate402 gateway. Request and answer types come from the
+ * gateway's OpenAPI document (src/generated/openapi-types.ts). A refusal throws {@link Gate402Error}
+ * carrying the error catalogue's `code`; a transport failure throws {@link Gate402TransportError}.
+ *
+ * @example
+ * const gate402 = new Gate402Client({ url: 'http://127.0.0.1:8402', apiKey: process.env.GATE402_API_KEY });
+ * const { address } = await gate402.createWallet({ chain: 'solana' });
+ * const sent = await gate402.sendPayment({ walletAddress: address, recipientAddress: seller, amount: 0.01 });
+ */
+export class Gate402Client {
+  readonly url: URL;
+  readonly #apiKey: string | undefined;
+  readonly #timeoutMs: number;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: Gate402ClientOptions) {
+    this.url = new URL(options.url);
+    this.#apiKey = options.apiKey;
+    this.#timeoutMs = options.timeoutMs ?? 150_000;
+    this.#fetch = options.fetch ?? globalThis.fetch;
+  }
+
+  /** GET /healthz: the process answers. */
+  health(options?: RequestOptions): Promise<ResponseOf<'health'>> {
+    return this.#call('health', { options });
+  }
+
+  /** GET /readyz: storage, Redis and every chain answer (`status: 'ready'`), or which check failed. */
+  readiness(options?: RequestOptions): Promise<Readiness> {
+    return this.#call('readiness', { options, alsoOk: [503] });
+  }
+
+  /** GET /.well-known/gate402.json: the public keys that sign this gateway's payment proofs. */
+  proofKeys(options?: RequestOptions): Promise<ResponseOf<'proofKeys'>> {
+    return this.#call('proofKeys', { options });
+  }
+
+  /** GET /account: the caller's account, plan and rate limit. */
+  account(options?: RequestOptions): Promise<ResponseOf<'account'>> {
+    return this.#call('account', { options });
+  }
+
+  /** GET /networks: the configured networks (CAIP-2 id, native currency, RPC URLs, tokens). */
+  networks(options?: RequestOptions): Promise<ResponseOf<'networks'>> {
+    return this.#call('networks', { options });
+  }
+
+  /** POST /faucet: free funds on a local network. */
+  faucet(body: BodyOf<'faucet'>, options?: RequestOptions): Promise<ResponseOf<'faucet'>> {
+    return this.#call('faucet', { body, options });
+  }
+
+  /** POST /wallets: a custodial wallet, or a watch-only address. */
+  createWallet(body: BodyOf<'createWallet'>, options?: RequestOptions): Promise<ResponseOf<'createWallet'>> {
+    return this.#call('createWallet', { body, options });
+  }
+
+  /** GET /wallets: the caller's wallets with their balances. */
+  wallets(options?: RequestOptions): Promise<ResponseOf<'wallets'>> {
+    return this.#call('wallets', { options });
+  }
+
+  /** POST /payment/send (spec §4.1): pay from a custodial wallet; the answer's `paymentProof` goes to the seller. */
+  sendPayment(body: BodyOf<'sendPayment'>, options?: RequestOptions): Promise<ResponseOf<'sendPayment'>> {
+    return this.#call('sendPayment', { body, options });
+  }
+
+  /** POST /payment/receive (spec §4.2): verify a proof for one of the caller's wallets; once per proof. */
+  receivePayment(
+    body: BodyOf<'receivePayment'>,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'receivePayment'>> {
+    return this.#call('receivePayment', { body, options });
+  }
+
+  /** GET /payment/status/{paymentId} (spec §4.3). */
+  paymentStatus(paymentId: string, options?: RequestOptions): Promise<ResponseOf<'paymentStatus'>> {
+    return this.#call('paymentStatus', { path: { paymentId }, options });
+  }
+
+  /** GET /payment/history/{walletAddress} (spec §4.4), newest first; `type` all, `limit` 50, `offset` 0 by default. */
+  paymentHistory(
+    walletAddress: string,
+    query: Partial<QueryParameters<'paymentHistory'>> = {},
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'paymentHistory'>> {
+    return this.#call('paymentHistory', { path: { walletAddress }, query, options });
+  }
+
+  /** POST /transaction/send (spec §4.6): an unsigned payment for the caller's own wallet to sign and broadcast. */
+  buildSendTransaction(
+    body: BodyOf<'buildSendTransaction'>,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'buildSendTransaction'>> {
+    return this.#call('buildSendTransaction', { body, options });
+  }
+
+  /** POST /transaction/receive (spec §4.7): verify a proof and build an unsigned receipt. */
+  buildReceiveTransaction(
+    body: BodyOf<'buildReceiveTransaction'>,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'buildReceiveTransaction'>> {
+    return this.#call('buildReceiveTransaction', { body, options });
+  }
+
+  /** POST /v1/payments/verify (spec §4.5): does this proof pay `amount` atomic units to `recipient`? Never consumes it. */
+  verifyPayment(
+    body: BodyOf<'verifyPayment'>,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'verifyPayment'>> {
+    return this.#call('verifyPayment', { body, options });
+  }
+
+  /** GET /token/info/{mint_address}: a mint or ERC-20 contract. */
+  tokenInfo(mintAddress: string, options?: RequestOptions): Promise<ResponseOf<'tokenInfo'>> {
+    return this.#call('tokenInfo', { path: { mint_address: mintAddress }, options });
+  }
+
+  /** GET /portfolio/{public_key}: native balance and token accounts of any address. */
+  portfolio(publicKey: string, options?: RequestOptions): Promise<ResponseOf<'portfolio'>> {
+    return this.#call('portfolio', { path: { public_key: publicKey }, options });
+  }
+
+  async #call<N extends OperationName>(name: N, parts: CallParts): Promise<ResponseBody<N>> {
+    const operation: { method: HttpMethod; path: string } = OPERATIONS[name];
+    const url = new URL(this.url);
+    const basePath = url.pathname.replace(/\/$/, '');
+    url.pathname =
+      basePath +
+      operation.path.replace(/\{(\w+)\}/g, (_, key: string) => encodeURIComponent(parts.path?.[key] ?? ''));
+    for (const [key, value] of Object.entries(parts.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    }
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.#apiKey !== undefined) headers.authorization = `Bearer ${this.#apiKey}`;
+    if (parts.body !== undefined) headers['content-type'] = 'application/json';
+    if (parts.options?.idempotencyKey !== undefined)
+      headers['idempotency-key'] = parts.options.idempotencyKey;
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    const signal =
+      parts.options?.signal === undefined ? timeout : AbortSignal.any([parts.options.signal, timeout]);
+
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.#fetch(url, {
+        method: operation.method.toUpperCase(),
+        headers,
+        ...(parts.body === undefined ? {} : { body: JSON.stringify(parts.body) }),
+        signal,
+      });
+      text = await response.text();
+    } catch (error) {
+      throw new Gate402TransportError(
+        `${operation.method.toUpperCase()} ${operation.path}: ${describe(error)}`,
+        {
+          cause: error,
+        },
+      );
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new Gate402TransportError(
+        `${operation.method.toUpperCase()} ${operation.path} answered ${response.status} without JSON`,
+        { status: response.status },
+      );
+    }
+    if (response.ok || parts.alsoOk?.includes(response.status)) return json as ResponseBody<N>;
+    if (isErrorBody(json)) throw new Gate402Error(response.status, json);
+    throw new Gate402TransportError(
+      `${operation.method.toUpperCase()} ${operation.path} answered ${response.status} without an error body`,
+      { status: response.status },
+    );
+  }
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error && error.name === 'TimeoutError') return 'timed out';
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,32 @@
+export { fromAtomicUnits, toAtomicUnits } from './decimal-amount.ts';
+export {
+  type BodyOf,
+  Gate402Client,
+  type Gate402ClientOptions,
+  type Readiness,
+  type RequestOptions,
+  type ResponseOf,
+} from './gate402-client.ts';
+export {
+  type ErrorBody,
+  type ErrorCode,
+  Gate402Error,
+  Gate402TransportError,
+  isGate402Error,
+} from './gate402-error.ts';
+export { OPERATIONS, type OperationName } from './operations.ts';
+export {
+  type PayingFetchOptions,
+  PaymentDeclinedError,
+  payingFetch,
+  paymentResponseOf,
+} from './paying-fetch.ts';
+export {
+  type Gate402Payment,
+  Gate402Paywall,
+  type PaywallDecision,
+  type PaywallRequest,
+  type ProtectOptions,
+} from './paywall.ts';
+export { GATE402_NATIVE_SCHEME, NATIVE_ASSET } from './x402/gate402-native.ts';
+export * from './x402/headers.ts';

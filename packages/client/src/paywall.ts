@@ -1,0 +1,307 @@
+import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
+import type { PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
+import { fromAtomicUnits, toAtomicUnits, toJsonNumber } from './decimal-amount.ts';
+import type { Gate402Client, ResponseOf } from './gate402-client.ts';
+import { Gate402Error, isGate402Error } from './gate402-error.ts';
+import { NetworkCatalog, type NetworkInfo } from './network-catalog.ts';
+import {
+  GATE402_NATIVE_SCHEME,
+  isGate402NativePayload,
+  NATIVE_ASSET,
+  sameRequirement,
+} from './x402/gate402-native.ts';
+import {
+  EXPOSED_HEADERS,
+  PAYMENT_REQUIRED_HEADER,
+  PAYMENT_RESPONSE_HEADER,
+  PAYMENT_SIGNATURE_HEADER,
+  X_PAYMENT_HEADER,
+  X_PAYMENT_RESPONSE_HEADER,
+} from './x402/headers.ts';
+import { decodeHeaderJson } from './x402/wire.ts';
+
+/** The gateway's send limits (spec §4.1): a price outside them could not be paid with POST /payment/send. */
+const MIN_PRICE = 0.001;
+const MAX_PRICE = 100;
+
+export interface ProtectOptions {
+  /** The price in the network's native currency (SOL, ETH), as a decimal: `'0.01'` or `0.01`. 0.001 to 100. */
+  readonly price: string | number;
+  /** The wallet that is paid: one of the seller's wallets on its gateway account (custodial or watch-only). */
+  readonly payTo: string;
+  /** The URL the payment is for; default the request's own URL. A proof made for another resource is refused. */
+  readonly resource?: string;
+  /** CAIP-2 network id; default the gateway's default network for `payTo`'s address family. */
+  readonly network?: string;
+  /** Shown to buyers in the 402. */
+  readonly description?: string;
+  readonly mimeType?: string;
+  /** How long a buyer may take to pay; default 60 s. */
+  readonly maxTimeoutSeconds?: number;
+}
+
+/** A payment the paywall accepted, attached to the request it let through. */
+export interface Gate402Payment {
+  readonly scheme: typeof GATE402_NATIVE_SCHEME;
+  readonly network: string;
+  /** Who paid. */
+  readonly payer: string;
+  /** The transaction signature (Solana) or hash (EVM). */
+  readonly transaction: string;
+  /** In the native currency, exact: `'0.01'`. */
+  readonly amount: string;
+  /** The gateway's record of the receipt (POST /payment/receive's answer). */
+  readonly receipt: ResponseOf<'receivePayment'>;
+}
+
+/** What a framework adapter needs from the request. */
+export interface PaywallRequest {
+  /** The absolute URL the request was made to. */
+  readonly url: string;
+  header(name: string): string | undefined;
+}
+
+/** What the adapter does: let the request through with headers set, or answer for it. */
+export type PaywallDecision =
+  | { readonly paid: true; readonly payment: Gate402Payment; readonly headers: Record<string, string> }
+  | {
+      readonly paid: false;
+      readonly status: number;
+      readonly headers: Record<string, string>;
+      readonly body: unknown;
+    };
+
+/** A payment that arrived in a request header, before it is checked. */
+interface PresentedPayment {
+  /** Which answer header the buyer reads: v2 PAYMENT-RESPONSE, v1 X-PAYMENT-RESPONSE. */
+  readonly version: 1 | 2;
+  readonly scheme: unknown;
+  readonly network: unknown;
+  /** v2 only: the requirement the buyer says it paid. */
+  readonly accepted?: unknown;
+  readonly payload: unknown;
+}
+
+/**
+ * The framework-neutral core of the seller middleware: the 402 challenge, and the check of a presented
+ * payment with the gateway. The Express, Fastify and Hono adapters only translate requests and answers.
+ */
+export class Gate402Paywall {
+  readonly #networks: NetworkCatalog;
+
+  constructor(readonly gateway: Gate402Client) {
+    this.#networks = new NetworkCatalog(gateway);
+  }
+
+  /**
+   * A protected resource. The price and address are checked now, so a mistake shows at start-up,
+   * not at the first request.
+   */
+  protect(options: ProtectOptions): ProtectedResource {
+    return new ProtectedResource(this.gateway, this.#networks, options);
+  }
+}
+
+export class ProtectedResource {
+  /** The price as an exact decimal string. */
+  readonly #price: string;
+
+  constructor(
+    private readonly gateway: Gate402Client,
+    private readonly networks: NetworkCatalog,
+    private readonly options: ProtectOptions,
+  ) {
+    const price = typeof options.price === 'number' ? String(options.price) : options.price.trim();
+    // 18 decimals (wei) hold every native currency; the network's own decimals are checked per request.
+    const atomic = toAtomicUnits(price, 18);
+    if (atomic < toAtomicUnits(MIN_PRICE, 18) || atomic > toAtomicUnits(MAX_PRICE, 18)) {
+      throw new RangeError(`price must be from ${MIN_PRICE} to ${MAX_PRICE} (native currency), got ${price}`);
+    }
+    this.#price = fromAtomicUnits(atomic, 18);
+    toJsonNumber(this.#price);
+    if (options.payTo.trim() === '') throw new RangeError('payTo must name the wallet to be paid');
+  }
+
+  /** Answers the request: a 402 challenge, a refusal, or the payment and the headers to set. */
+  async handle(request: PaywallRequest): Promise<PaywallDecision> {
+    let network: NetworkInfo | undefined;
+    try {
+      network = await this.networks.resolve(this.options.payTo, this.options.network);
+    } catch (error) {
+      return gatewayFailure(error);
+    }
+    if (network === undefined) {
+      return failure(500, {
+        error: `the gateway serves no network ${this.options.network ?? `for the address ${this.options.payTo}`}`,
+      });
+    }
+    let offer: PaymentRequired;
+    try {
+      offer = this.#offer(network, request.url);
+    } catch (error) {
+      return failure(500, { error: `price ${this.#price}: ${(error as Error).message} for ${network.id}` });
+    }
+    const presented = readPayment(request);
+    if (presented === undefined) return challenge(offer, 'payment required');
+    if (typeof presented === 'string') return challenge(offer, presented);
+
+    const requirement = offer.accepts[0] as PaymentRequirements;
+    if (presented.scheme !== GATE402_NATIVE_SCHEME || presented.network !== network.id) {
+      return challenge(
+        offer,
+        `no payment option for scheme ${String(presented.scheme)} on ${String(presented.network)}`,
+      );
+    }
+    if (presented.accepted !== undefined && !sameRequirement(requirement, presented.accepted)) {
+      return challenge(offer, 'the payment accepted other requirements than the ones offered');
+    }
+    if (!isGate402NativePayload(presented.payload)) {
+      return challenge(offer, 'the payload carries no paymentProof');
+    }
+
+    let receipt: ResponseOf<'receivePayment'>;
+    try {
+      receipt = await this.gateway.receivePayment({
+        walletAddress: this.options.payTo,
+        paymentProof: presented.payload.paymentProof,
+        expectedAmount: toJsonNumber(this.#price),
+        resource: offer.resource.url,
+      });
+    } catch (error) {
+      if (isRefusedPayment(error)) return challenge(offer, reasonOf(error));
+      return gatewayFailure(error);
+    }
+    if (receipt.network !== network.id) {
+      return challenge(offer, `the payment was made on ${receipt.network}, not ${network.id}`);
+    }
+    const settlement: SettleResponse = {
+      success: true,
+      payer: receipt.sender,
+      transaction: receipt.signature,
+      network: receipt.network as SettleResponse['network'],
+    };
+    return {
+      paid: true,
+      payment: {
+        scheme: GATE402_NATIVE_SCHEME,
+        network: receipt.network,
+        payer: receipt.sender,
+        transaction: receipt.signature,
+        amount: this.#price,
+        receipt,
+      },
+      headers: {
+        [presented.version === 2 ? PAYMENT_RESPONSE_HEADER : X_PAYMENT_RESPONSE_HEADER]:
+          encodePaymentResponseHeader(settlement),
+        'Access-Control-Expose-Headers': EXPOSED_HEADERS,
+      },
+    };
+  }
+
+  #offer(network: NetworkInfo, requestUrl: string): PaymentRequired {
+    const requirement: PaymentRequirements = {
+      scheme: GATE402_NATIVE_SCHEME,
+      network: network.id as PaymentRequirements['network'],
+      asset: NATIVE_ASSET,
+      amount: toAtomicUnits(this.#price, network.nativeCurrency.decimals).toString(),
+      payTo: this.options.payTo,
+      maxTimeoutSeconds: this.options.maxTimeoutSeconds ?? 60,
+      extra: { currency: network.nativeCurrency.symbol, decimals: network.nativeCurrency.decimals },
+    };
+    return {
+      x402Version: 2,
+      resource: {
+        url: this.options.resource ?? requestUrl,
+        ...(this.options.description === undefined ? {} : { description: this.options.description }),
+        ...(this.options.mimeType === undefined ? {} : { mimeType: this.options.mimeType }),
+      },
+      accepts: [requirement],
+    };
+  }
+}
+
+/** The payment in PAYMENT-SIGNATURE (v2) or X-PAYMENT (v1, or a bare gate402 proof as in spec §1); a string says what is wrong. */
+function readPayment(request: PaywallRequest): PresentedPayment | string | undefined {
+  const v2 = request.header(PAYMENT_SIGNATURE_HEADER);
+  if (v2 !== undefined && v2 !== '') {
+    const decoded = decodeHeaderJson(v2);
+    if (decoded === undefined) return `${PAYMENT_SIGNATURE_HEADER} is not base64 JSON`;
+    const accepted = decoded.accepted as Record<string, unknown> | undefined;
+    return {
+      version: 2,
+      scheme: accepted?.scheme,
+      network: accepted?.network,
+      accepted,
+      payload: decoded.payload,
+    };
+  }
+  const v1 = request.header(X_PAYMENT_HEADER);
+  if (v1 === undefined || v1 === '') return undefined;
+  // The spec's own pattern: the proof from POST /payment/send, as it is, in X-PAYMENT.
+  if (v1.startsWith('0x'))
+    return { version: 1, scheme: GATE402_NATIVE_SCHEME, network: undefined, payload: { paymentProof: v1 } };
+  const decoded = decodeHeaderJson(v1);
+  if (decoded === undefined) return `${X_PAYMENT_HEADER} is neither a gate402 proof nor base64 JSON`;
+  return { version: 1, scheme: decoded.scheme, network: decoded.network, payload: decoded.payload };
+}
+
+/** The 402: v2 challenge in PAYMENT-REQUIRED, the same offer as a v1 body for v1 clients. */
+function challenge(offer: PaymentRequired, error: string): PaywallDecision {
+  const v2: PaymentRequired = { ...offer, error };
+  return {
+    paid: false,
+    status: 402,
+    headers: {
+      [PAYMENT_REQUIRED_HEADER]: encodePaymentRequiredHeader(v2),
+      'Access-Control-Expose-Headers': EXPOSED_HEADERS,
+    },
+    body: {
+      x402Version: 1,
+      error,
+      accepts: offer.accepts.map((r) => ({
+        scheme: r.scheme,
+        network: r.network,
+        maxAmountRequired: r.amount,
+        resource: offer.resource.url,
+        description: offer.resource.description ?? '',
+        mimeType: offer.resource.mimeType ?? '',
+        payTo: r.payTo,
+        maxTimeoutSeconds: r.maxTimeoutSeconds,
+        asset: r.asset,
+        extra: r.extra,
+      })),
+    },
+  };
+}
+
+/** The buyer's payment was refused: a 402 naming the reason, so a new payment can be made. */
+function isRefusedPayment(error: unknown): error is Gate402Error {
+  if (isGate402Error(error, 'INVALID_PAYMENT_PROOF', 'PAYMENT_VERIFICATION_FAILED', 'PAYMENT_FAILED'))
+    return true;
+  // A proof too long or empty is a bad proof, not a bad seller.
+  return (
+    isGate402Error(error, 'INVALID_PARAMETERS') &&
+    Object.keys(error.details ?? {}).every((field) => field === 'paymentProof')
+  );
+}
+
+function reasonOf(error: Gate402Error): string {
+  const detail = error.details?.paymentProof;
+  return `${error.code}: ${error.message}${detail === undefined || error.message.includes(detail) ? '' : ` (${detail})`}`;
+}
+
+/** The gateway could not check the payment (unreachable, rate-limited, misconfigured key): not the buyer's fault. */
+function gatewayFailure(error: unknown): PaywallDecision {
+  const retryAfter = error instanceof Gate402Error ? error.retryAfter : undefined;
+  const reason = error instanceof Gate402Error ? `${error.code}: ${error.message}` : (error as Error).message;
+  return failure(502, { error: `the payment gateway could not check the payment: ${reason}` }, retryAfter);
+}
+
+function failure(status: number, body: unknown, retryAfter?: number): PaywallDecision {
+  return {
+    paid: false,
+    status,
+    headers: retryAfter === undefined ? {} : { 'Retry-After': String(retryAfter) },
+    body,
+  };
+}
