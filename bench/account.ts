@@ -1,12 +1,13 @@
 import type { Benchmark, BenchRow } from './bench-row.ts';
-import { load, startServerProcess } from './http-load.ts';
+import { load, loadInTurns, startServerProcess } from './http-load.ts';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 12);
+const ROUNDS = 4;
 const TARGET_RATIO = 0.6;
 
 /**
  * GET /account (authenticated, rate-limited, reads storage) against a bare Fastify route returning a
- * constant, measured one after the other in this run with the same load, each server in its own process.
+ * constant, loaded in turns in this run with the same load, each server in its own process.
  */
 const accountBenchmark: Benchmark = async () => {
   const bare = await startServerProcess(new URL('./servers/bare-fastify.ts', import.meta.url).pathname, [
@@ -23,8 +24,12 @@ const accountBenchmark: Benchmark = async () => {
     // Warm both up (JIT, connection pools) before measuring.
     await load(bareUrl, {}, 2);
     await load(gatewayUrl, auth, 2);
-    const reference = await load(bareUrl, {}, SECONDS);
-    const measured = await load(gatewayUrl, auth, SECONDS);
+    const [reference, measured] = await loadInTurns(
+      [{ url: bareUrl }, { url: gatewayUrl, headers: auth }],
+      ROUNDS,
+      SECONDS / ROUNDS,
+    );
+    if (reference === undefined || measured === undefined) throw new Error('no load results');
     if (measured.non2xx > 0) throw new Error(`GET /account answered ${measured.non2xx} non-2xx responses`);
     const ratio = measured.requestsPerSecond / reference.requestsPerSecond;
     const rows: BenchRow[] = [

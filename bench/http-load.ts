@@ -48,3 +48,36 @@ export async function load(
     non2xx: result.non2xx + result.errors,
   };
 }
+
+export interface LoadTarget {
+  readonly url: string;
+  readonly headers?: Record<string, string>;
+}
+
+/**
+ * Several servers loaded in turns — A, B, A, B, … for `rounds` rounds of `seconds` each — so that
+ * whatever else the machine is doing at a moment weighs on all of them alike. Requests/s is the total
+ * over all rounds; p99 is the median of the rounds' p99s.
+ */
+export async function loadInTurns(
+  targets: readonly LoadTarget[],
+  rounds: number,
+  seconds: number,
+): Promise<LoadResult[]> {
+  const results = targets.map(() => [] as LoadResult[]);
+  for (let round = 0; round < rounds; round++) {
+    for (const [i, target] of targets.entries()) {
+      results[i]?.push(await load(target.url, target.headers ?? {}, seconds));
+    }
+  }
+  return results.map((runs) => ({
+    requestsPerSecond: runs.reduce((sum, r) => sum + r.requestsPerSecond, 0) / runs.length,
+    p99Ms: median(runs.map((r) => r.p99Ms)),
+    non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0),
+  }));
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}

@@ -3,6 +3,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { NetworkRegistry } from './chains/network-registry.ts';
 import type { Config } from './config.ts';
+import type { PaymentEvents } from './events/payment-events.ts';
+import { LazyRequestLogger } from './http/lazy-request-logger.ts';
 import { installAuthentication } from './http/plugins/authentication.ts';
 import { installErrorHandling } from './http/plugins/errors.ts';
 import { installExactJson } from './http/plugins/exact-json.ts';
@@ -10,6 +12,7 @@ import { installIdempotency } from './http/plugins/idempotency.ts';
 import { installOpenApi } from './http/plugins/openapi.ts';
 import { installValidation } from './http/plugins/validation.ts';
 import { accountRoutes } from './http/routes/account.ts';
+import { asyncApiRoutes } from './http/routes/asyncapi.ts';
 import { faucetRoutes } from './http/routes/faucet.ts';
 import { healthRoutes, type ReadinessCheck } from './http/routes/health.ts';
 import { networkRoutes } from './http/routes/networks.ts';
@@ -19,12 +22,14 @@ import { tokenRoutes } from './http/routes/tokens.ts';
 import { transactionRoutes } from './http/routes/transactions.ts';
 import { verifyRoutes } from './http/routes/verify.ts';
 import { walletRoutes } from './http/routes/wallets.ts';
+import { webhookRoutes } from './http/routes/webhooks.ts';
 import { wellKnownRoutes } from './http/routes/well-known.ts';
 import './http/fastify-types.ts';
 import type { RateLimiter } from './ratelimit/rate-limiter.ts';
 import type { GatewayServices } from './services/gateway-services.ts';
 import type { Store } from './store/store.ts';
 import { GATE402_VERSION } from './version.ts';
+import { installPaymentStream } from './ws/payment-stream.ts';
 
 export interface AppDeps {
   readonly config: Pick<Config, 'bodyLimitBytes' | 'planAccess' | 'trustProxy'>;
@@ -34,6 +39,8 @@ export interface AppDeps {
   readonly networks: NetworkRegistry;
   /** What /readyz asks: storage always, then Redis and chains when configured. */
   readonly readiness: readonly ReadinessCheck[];
+  /** The payment stream and webhooks; without it neither is served. */
+  readonly events?: PaymentEvents;
   /** A pino logger; tests leave it out for silence. */
   readonly logger?: FastifyBaseLogger;
 }
@@ -54,13 +61,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : `req_${randomUUID()}`;
     },
+    childLoggerFactory: (logger, bindings, options) => new LazyRequestLogger(logger, bindings, options),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.addHook('onRequest', async (request, reply) => {
+  // A callback hook, not an async one: it runs on every request and needs no promise.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 
   installValidation(app);
@@ -86,6 +96,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(verifyRoutes, services);
   await app.register(tokenRoutes, services);
   await app.register(portfolioRoutes, services);
+  await app.register(asyncApiRoutes, { version: GATE402_VERSION });
+  if (deps.events !== undefined) {
+    await app.register(webhookRoutes, { webhooks: deps.events.webhooks });
+    installPaymentStream(app, {
+      ...deps.events.stream,
+      hub: deps.events.hub,
+      accounts: services.accounts,
+      rateLimiter: deps.rateLimiter,
+      planAccess: deps.config.planAccess,
+    });
+  }
 
   return app;
 }

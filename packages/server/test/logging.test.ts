@@ -50,4 +50,38 @@ describe('logs', () => {
       await gw.close();
     }
   });
+
+  it("write a request's entries only at enabled levels, each with its request id", async () => {
+    const { lines, stream } = capture();
+    const logger = createLogger({ logLevel: 'warn' }, stream);
+    const gw = await startTestGateway({
+      logger,
+      extraRoutes: (app) =>
+        app.get('/test/levels', { config: { feature: 'account' } }, async (request) => {
+          request.log.info('below the level');
+          request.log.warn({ step: 1 }, 'at the level');
+          request.log.child({ part: 'inner' }).error('from a child');
+          return { level: request.log.level };
+        }),
+    });
+    try {
+      const { key } = await gw.newCaller();
+      const response = await gw.app.inject({
+        method: 'GET',
+        url: '/test/levels',
+        headers: { ...bearer(key), 'x-request-id': 'levels-1' },
+      });
+      assert.deepEqual(response.json(), { level: 'warn' });
+      const entries = lines.map((l) => JSON.parse(l));
+      assert.deepEqual(
+        entries.map((e) => [e.msg, e.reqId, e.part]),
+        [
+          ['at the level', 'levels-1', undefined],
+          ['from a child', 'levels-1', 'inner'],
+        ],
+      );
+    } finally {
+      await gw.close();
+    }
+  });
 });

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /**
  * API keys look like `g402_sk_<43 chars of base64url>`: a recognisable prefix (so secret scanners and
@@ -29,6 +29,7 @@ export function isApiKeyShape(value: string): boolean {
   return API_KEY_SHAPE.test(value);
 }
 
+/** SHA-256 of the key; the one-shot `hash` costs half of createHash's, and this runs on every request. */
 export function hashApiKey(key: string): Buffer {
-  return createHash('sha256').update(key).digest();
+  return hash('sha256', key, 'buffer');
 }

@@ -1,8 +1,9 @@
+import { timingSafeEqual } from 'node:crypto';
 import { generateApiKey, hashApiKey, isApiKeyShape } from '../domain/api-key.ts';
 import { GatewayError, invalidParameters } from '../domain/gateway-error.ts';
 import { newId } from '../domain/ids.ts';
 import { isPlan, MAX_RATE_LIMIT_PER_MINUTE, PLANS, type Plan, rateLimitOf } from '../domain/plan.ts';
-import type { AccountRecord, ApiKeyRecord, KeyWithAccount, Store } from '../store/store.ts';
+import type { AccountRecord, ApiKeyRecord, Store } from '../store/store.ts';
 
 const MAX_NAME_LENGTH = 100;
 /** last_used_at is written at most this often per key, so authentication is not a write per request. */
@@ -19,6 +20,12 @@ export interface AccountView extends AccountRecord {
   readonly rateLimit: number;
 }
 
+/** Who presented a key: the key, and its account with the plan's figures already worked out. */
+export interface AuthenticatedKey {
+  readonly key: ApiKeyRecord;
+  readonly account: AccountView;
+}
+
 /** How many authenticated keys the cache holds before it starts afresh. */
 const AUTH_CACHE_MAX_ENTRIES = 10_000;
 
@@ -30,7 +37,7 @@ export class AccountService {
    * plan) drop the entries at once; changes made elsewhere (another instance, the CLI) are seen within
    * `authCacheMs`. Unknown keys are not cached, so random keys cannot fill memory.
    */
-  private readonly authCache = new Map<string, { at: number; found: KeyWithAccount }>();
+  private readonly authCache = new Map<string, { at: number; found: AuthenticatedKey }>();
 
   constructor(
     private readonly store: Store,
@@ -117,20 +124,23 @@ export class AccountService {
 
   /**
    * The key and account behind a presented secret, or undefined for anything that is not an active key.
-   * The stored hash is found through a unique index on SHA-256(key): an attacker learns nothing from
-   * timing, since finding a hash says nothing about the keys whose hashes are near it.
+   * The stored hash is found through a unique index on SHA-256(key), then compared in constant time:
+   * the index lookup teaches an attacker nothing (finding a hash says nothing about keys whose hashes
+   * are near it), and the explicit comparison keeps that true whatever the store's equality is.
    */
-  async authenticate(presented: string): Promise<KeyWithAccount | undefined> {
+  async authenticate(presented: string): Promise<AuthenticatedKey | undefined> {
     if (!isApiKeyShape(presented)) return undefined;
-    const hash = hashApiKey(presented).toString('hex');
+    const digest = hashApiKey(presented);
+    const hash = digest.toString('hex');
     const at = this.now();
     const cached = this.authCache.get(hash);
     if (cached !== undefined && at - cached.at < this.authCacheMs) return cached.found;
-    const found = await this.store.apiKeys.findActiveByHash(hash);
-    if (found === undefined) {
+    const stored = await this.store.apiKeys.findActiveByHash(hash);
+    if (stored === undefined || !sameDigest(stored.key.hash, digest)) {
       this.authCache.delete(hash);
       return undefined;
     }
+    const found: AuthenticatedKey = { key: stored.key, account: view(stored.account) };
     if (this.authCacheMs > 0) {
       if (this.authCache.size >= AUTH_CACHE_MAX_ENTRIES) this.authCache.clear();
       this.authCache.set(hash, { at, found });
@@ -140,6 +150,11 @@ export class AccountService {
     }
     return found;
   }
+}
+
+function sameDigest(storedHex: string, digest: Buffer): boolean {
+  const stored = Buffer.from(storedHex, 'hex');
+  return stored.length === digest.length && timingSafeEqual(stored, digest);
 }
 
 export function view(account: AccountRecord): AccountView {

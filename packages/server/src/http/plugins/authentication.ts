@@ -3,7 +3,7 @@ import { GatewayError } from '../../domain/gateway-error.ts';
 import { RATE_WINDOW_MS } from '../../domain/plan.ts';
 import type { PlanAccess } from '../../domain/plan-access.ts';
 import type { RateLimitDecision, RateLimiter } from '../../ratelimit/rate-limiter.ts';
-import { type AccountService, view } from '../../services/account-service.ts';
+import type { AccountService } from '../../services/account-service.ts';
 import { sendError } from './errors.ts';
 
 export interface AuthenticationDeps {
@@ -34,7 +34,7 @@ export function installAuthentication(app: FastifyInstance, deps: Authentication
       return sendError(reply, request, new GatewayError('UNAUTHORIZED'));
     }
 
-    const account = view(found.account);
+    const { account } = found;
     const rate = await countRequest(deps.rateLimiter, account.id, account.rateLimit);
     setRateLimitHeaders(reply, account.plan, rate);
     if (!rate.allowed) {
