@@ -1,0 +1,104 @@
+import type { Config } from '../config.ts';
+import type { OutboundPolicy } from '../outbound/ssrf-guard.ts';
+import { SecretBox } from '../services/custody/secret-box.ts';
+import type { Store } from '../store/store.ts';
+import { WebhookService } from '../webhooks/webhook-service.ts';
+import { WebhookWorker } from '../workers/webhook-worker.ts';
+import { EventHub } from './event-hub.ts';
+import { type EventSignal, InProcessEventSignal } from './event-signal.ts';
+import { RedisEventSignal } from './redis-event-signal.ts';
+
+export type PaymentEventsConfig = Pick<
+  Config,
+  | 'redisUrl'
+  | 'allowPrivateOutboundUrls'
+  | 'eventsPollMs'
+  | 'streamHeartbeatMs'
+  | 'streamMaxBufferedBytes'
+  | 'webhookRetryBaseMs'
+  | 'webhookRetryHours'
+>;
+
+/** Everything that reads the outbox on one instance: the hub (stream), webhook endpoints and their worker. */
+export interface PaymentEvents {
+  readonly hub: EventHub;
+  readonly webhooks: WebhookService;
+  readonly worker: WebhookWorker;
+  readonly stream: {
+    readonly heartbeatMs: number;
+    readonly maxBufferedBytes: number;
+    readonly authTimeoutMs?: number;
+  };
+  /** Starts reading the outbox and delivering webhooks. */
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface PaymentEventsParts {
+  readonly store: Store;
+  readonly masterKey: Uint8Array;
+  readonly instanceId: string;
+  readonly config: PaymentEventsConfig;
+  /** Redis channel for wake-ups; tests use their own. */
+  readonly redisChannel?: string;
+  readonly authTimeoutMs?: number;
+  readonly log?: (message: string, error: unknown) => void;
+}
+
+/**
+ * Builds the event side of an instance. With REDIS_URL, instances wake each other through Redis
+ * pub/sub; without it, a commit wakes this instance at once and other processes on the same storage
+ * within EVENTS_POLL_MS.
+ */
+export async function createPaymentEvents(parts: PaymentEventsParts): Promise<PaymentEvents> {
+  const { config, store } = parts;
+  let signal: EventSignal;
+  if (config.redisUrl === undefined) {
+    signal = new InProcessEventSignal();
+  } else {
+    const redis = new RedisEventSignal(config.redisUrl, parts.redisChannel, (error) =>
+      parts.log?.('redis event signal problem', error),
+    );
+    await redis.connect();
+    signal = redis;
+  }
+  const policy: OutboundPolicy = { allowPrivate: config.allowPrivateOutboundUrls };
+  const hub = new EventHub({
+    store,
+    signal,
+    pollIntervalMs: config.eventsPollMs,
+    ...(parts.log === undefined ? {} : { log: parts.log }),
+  });
+  const webhooks = new WebhookService(store, new SecretBox(parts.masterKey), policy);
+  const worker = new WebhookWorker({
+    store,
+    hub,
+    webhooks,
+    policy,
+    instanceId: parts.instanceId,
+    retryBaseMs: config.webhookRetryBaseMs,
+    retryForMs: config.webhookRetryHours * 3_600_000,
+    pollIntervalMs: config.eventsPollMs,
+    ...(parts.log === undefined ? {} : { log: parts.log }),
+  });
+  webhooks.onDeliveryDue = () => worker.wake();
+  return {
+    hub,
+    webhooks,
+    worker,
+    stream: {
+      heartbeatMs: config.streamHeartbeatMs,
+      maxBufferedBytes: config.streamMaxBufferedBytes,
+      ...(parts.authTimeoutMs === undefined ? {} : { authTimeoutMs: parts.authTimeoutMs }),
+    },
+    start: async () => {
+      await hub.start();
+      worker.start();
+    },
+    close: async () => {
+      await worker.stop();
+      await hub.stop();
+      await signal.close();
+    },
+  };
+}

@@ -1,0 +1,155 @@
+import type { FastifyInstance } from 'fastify';
+import { EVENT_TYPES } from '../../domain/payment-status.ts';
+import { STREAM_PATH } from '../../ws/payment-stream.ts';
+import { STREAM_CLOSE } from '../../ws/stream-close-codes.ts';
+
+/**
+ * GET /asyncapi.json: the payment stream described in AsyncAPI 3.0, beside /openapi.json (which cannot
+ * describe a WebSocket). Written by hand from the same constants the stream uses (path, event types,
+ * close codes); test/payment-stream.test.ts checks it against what the stream does.
+ */
+export async function asyncApiRoutes(app: FastifyInstance, opts: { version: string }) {
+  const document = asyncApiDocument(opts.version);
+  app.get('/asyncapi.json', { schema: { hide: true } }, async () => document);
+}
+
+export function asyncApiDocument(version: string) {
+  const payment = {
+    type: 'object',
+    description: 'The payment as GET /payment/status shows it (spec §2.1), when the event was written.',
+    required: ['paymentId', 'type', 'network', 'status', 'amount', 'sender', 'recipient', 'timestamp'],
+    properties: {
+      paymentId: { type: 'string' },
+      type: { type: 'string', enum: ['sent', 'received'] },
+      network: { type: 'string', description: 'CAIP-2 id' },
+      signature: { type: ['string', 'null'] },
+      status: { type: 'string' },
+      amount: { type: 'number' },
+      sender: { type: 'string' },
+      recipient: { type: 'string' },
+      resource: { type: 'string' },
+      blockHeight: { type: ['integer', 'null'] },
+      confirmations: { type: 'integer' },
+      timestamp: { type: 'integer' },
+      metadata: { type: 'object' },
+    },
+  };
+  return {
+    asyncapi: '3.0.0',
+    info: {
+      title: 'gate402 payment stream',
+      version,
+      description: [
+        'Real-time payment events of the authenticated account (spec §6).',
+        'Authenticate with `Authorization: Bearer <key>` on the upgrade, or `Sec-WebSocket-Protocol: bearer, <key>`, or a first message `{"type":"auth","apiKey":"…"}` within 5 s.',
+        'Resume with `?since=<event id>` or `{"type":"subscribe","since":"<event id>"}`: missed events are replayed from the outbox in order, then live ones follow, with no gap and no duplicate.',
+        `Close codes: ${Object.entries(STREAM_CLOSE)
+          .map(([name, code]) => `${code} ${name}`)
+          .join(', ')}.`,
+      ].join('\n\n'),
+    },
+    servers: {
+      gateway: { host: '{host}', protocol: 'ws', variables: { host: { default: '127.0.0.1:8402' } } },
+    },
+    channels: {
+      payments: {
+        address: STREAM_PATH,
+        bindings: {
+          ws: {
+            method: 'GET',
+            query: {
+              type: 'object',
+              properties: { since: { type: 'string', description: 'Replay the events after this one.' } },
+            },
+          },
+        },
+        messages: {
+          paymentEvent: {
+            name: 'paymentEvent',
+            summary: 'A payment changed state.',
+            payload: {
+              type: 'object',
+              required: ['id', 'type', 'createdAt', 'amount', 'data'],
+              properties: {
+                id: { type: 'string', description: '`evt_…`, time-sortable; use it as `since` to resume.' },
+                type: { type: 'string', enum: [...EVENT_TYPES] },
+                createdAt: { type: 'integer', description: 'Unix ms' },
+                amount: {
+                  type: 'number',
+                  description: 'The payment amount in its currency, as the REST API answers it.',
+                },
+                data: payment,
+              },
+            },
+          },
+          control: {
+            name: 'control',
+            summary: 'Answers of the server: authenticated, subscribed, pong, error.',
+            payload: {
+              type: 'object',
+              required: ['type'],
+              properties: {
+                type: { type: 'string', enum: ['authenticated', 'subscribed', 'pong', 'error'] },
+                accountId: { type: 'string' },
+                wallets: { type: ['array', 'null'], items: { type: 'string' } },
+                types: { type: ['array', 'null'], items: { type: 'string' } },
+                since: { type: ['string', 'null'] },
+                success: { const: false },
+                error: {
+                  type: 'object',
+                  description: 'The error object of spec §7 (code, message, details).',
+                },
+              },
+            },
+          },
+          auth: {
+            name: 'auth',
+            payload: {
+              type: 'object',
+              required: ['type', 'apiKey'],
+              properties: { type: { const: 'auth' }, apiKey: { type: 'string' } },
+            },
+          },
+          subscribe: {
+            name: 'subscribe',
+            summary: 'Replace the filter (all fields optional); with `since`, replay from there first.',
+            payload: {
+              type: 'object',
+              required: ['type'],
+              additionalProperties: false,
+              properties: {
+                type: { const: 'subscribe' },
+                wallets: { type: 'array', maxItems: 100, items: { type: 'string' } },
+                types: { type: 'array', items: { type: 'string', enum: [...EVENT_TYPES] } },
+                since: { type: 'string' },
+              },
+            },
+          },
+          ping: {
+            name: 'ping',
+            payload: { type: 'object', required: ['type'], properties: { type: { const: 'ping' } } },
+          },
+        },
+      },
+    },
+    operations: {
+      receivePaymentEvents: {
+        action: 'send',
+        channel: { $ref: '#/channels/payments' },
+        messages: [
+          { $ref: '#/channels/payments/messages/paymentEvent' },
+          { $ref: '#/channels/payments/messages/control' },
+        ],
+      },
+      controlSubscription: {
+        action: 'receive',
+        channel: { $ref: '#/channels/payments' },
+        messages: [
+          { $ref: '#/channels/payments/messages/auth' },
+          { $ref: '#/channels/payments/messages/subscribe' },
+          { $ref: '#/channels/payments/messages/ping' },
+        ],
+      },
+    },
+  };
+}

@@ -1,0 +1,73 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import {
+  type OutboundPolicy,
+  OutboundUrlError,
+  pinnedLookup,
+  resolveOutbound,
+} from '../outbound/ssrf-guard.ts';
+
+/** What one POST to an endpoint came to: a status code, or why there was none. */
+export type SendOutcome =
+  | { readonly ok: boolean; readonly statusCode: number; readonly error: null }
+  | { readonly ok: false; readonly statusCode: null; readonly error: string };
+
+const TIMEOUT_MS = 10_000;
+/** The endpoint's answer is not used; at most this much of it is read before the connection closes. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/**
+ * POSTs a signed payload to a webhook URL through the SSRF guard: the host is resolved, every address
+ * checked, and the connection pinned to them. No redirects are followed (a 3xx is a failed attempt),
+ * so an endpoint cannot bounce the request somewhere the guard did not look. Time-limited, size-limited.
+ */
+export async function postWebhook(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  policy: OutboundPolicy,
+): Promise<SendOutcome> {
+  let resolved: Awaited<ReturnType<typeof resolveOutbound>>;
+  try {
+    resolved = await resolveOutbound(url, policy);
+  } catch (error) {
+    return {
+      ok: false,
+      statusCode: null,
+      error: error instanceof OutboundUrlError ? error.reason : 'refused',
+    };
+  }
+  const send = resolved.url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve) => {
+    const req = send(
+      resolved.url,
+      {
+        method: 'POST',
+        lookup: pinnedLookup(resolved),
+        timeout: TIMEOUT_MS,
+        headers: {
+          ...headers,
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
+          'user-agent': 'gate402-webhooks',
+        },
+      },
+      (res) => {
+        let read = 0;
+        res.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read > MAX_RESPONSE_BYTES) res.destroy();
+        });
+        const done = () => {
+          const statusCode = res.statusCode ?? 0;
+          resolve({ ok: statusCode >= 200 && statusCode < 300, statusCode, error: null });
+        };
+        res.on('end', done);
+        res.on('close', done);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${TIMEOUT_MS / 1000} s`)));
+    req.on('error', (error) => resolve({ ok: false, statusCode: null, error: error.message.slice(0, 200) }));
+    req.end(body);
+  });
+}
