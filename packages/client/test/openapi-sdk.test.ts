@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import {
+  Gate402Client,
+  Gate402Error,
+  Gate402TransportError,
+  isGate402Error,
+  OPERATIONS,
+  toAtomicUnits,
+} from '../src/index.ts';
+import { type InProcessGateway, startGateway } from './support/gateway.ts';
+import { GENERATED_TYPES_PATH, typesFromOpenApi } from './support/openapi-types.ts';
+
+/** The SDK against the document and the endpoints of a real gateway (SQLite, localnet, anvil) over HTTP. */
+describe('SDK and the served OpenAPI document', () => {
+  let gateway: InProcessGateway;
+  let document: { paths: Record<string, Record<string, unknown>> };
+
+  before(async () => {
+    gateway = await startGateway();
+    const response = await fetch(new URL('/openapi.json', gateway.url));
+    document = (await response.json()) as typeof document;
+  });
+  after(() => gateway?.close());
+
+  it('has types generated from exactly the document the gateway serves', async () => {
+    const committed = readFileSync(GENERATED_TYPES_PATH, 'utf8');
+    assert.equal(
+      await typesFromOpenApi(document),
+      committed,
+      'src/generated/openapi-types.ts is stale: run `npm run generate -w packages/client` and add an SDK method for any new operation',
+    );
+  });
+
+  it('has one SDK method for every operation of the document, and none for an operation it lacks', () => {
+    const served = Object.entries(document.paths)
+      .flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`))
+      .sort();
+    const covered = Object.values(OPERATIONS)
+      .map((op) => `${op.method.toUpperCase()} ${op.path}`)
+      .sort();
+    assert.deepEqual(covered, served);
+    const client = new Gate402Client({ url: gateway.url });
+    for (const name of Object.keys(OPERATIONS)) {
+      assert.equal(typeof (client as unknown as Record<string, unknown>)[name], 'function', name);
+    }
+  });
+
+  it('calls every endpoint with the types of the document', async () => {
+    const sdk = new Gate402Client({ url: gateway.url, apiKey: await gateway.newApiKey() });
+    assert.deepEqual(await sdk.health(), { status: 'ok' });
+    const readiness = await sdk.readiness();
+    assert.equal(readiness.status, 'ready');
+    const keys = await sdk.proofKeys();
+    assert.equal(keys.service, 'gate402');
+    assert.equal(keys.proofKeys[0]?.alg, 'Ed25519');
+    const account = await sdk.account();
+    assert.equal(account.plan, 'standard');
+    assert.equal(account.rateLimit.limit, 100);
+
+    const { networks } = await sdk.networks();
+    const solana = networks.find((n) => n.family === 'solana' && n.isDefault);
+    const evm = networks.find((n) => n.family === 'evm' && n.isDefault);
+    assert.ok(solana && evm);
+    assert.deepEqual(solana.nativeCurrency, { symbol: 'SOL', decimals: 9 });
+    assert.equal(evm.id, 'eip155:31337');
+    const usdc = solana.tokens.find((t) => t.symbol === 'USDC');
+    assert.ok(usdc);
+
+    const buyer = await sdk.createWallet({ chain: 'solana' });
+    const seller = await sdk.createWallet({ chain: 'solana' });
+    assert.equal(buyer.chain, 'solana');
+    const funded = await sdk.faucet({ address: buyer.address, amount: 2 });
+    assert.equal(funded.amount, 2);
+    const { wallets } = await sdk.wallets();
+    assert.equal(wallets.find((w) => w.address === buyer.address)?.balance, 2);
+
+    const sent = await sdk.sendPayment(
+      {
+        walletAddress: buyer.address,
+        recipientAddress: seller.address,
+        amount: 0.25,
+        resource: 'https://x.example/a',
+      },
+      { idempotencyKey: 'sdk-test-send-1' },
+    );
+    assert.equal(sent.status, 'confirmed');
+    assert.match(sent.paymentProof, /^0x[0-9a-f]+$/);
+    // The same Idempotency-Key answers the first answer again: no second payment.
+    const again = await sdk.sendPayment(
+      {
+        walletAddress: buyer.address,
+        recipientAddress: seller.address,
+        amount: 0.25,
+        resource: 'https://x.example/a',
+      },
+      { idempotencyKey: 'sdk-test-send-1' },
+    );
+    assert.equal(again.paymentId, sent.paymentId);
+
+    const verified = await sdk.verifyPayment({
+      payment_proof: Buffer.from(sent.paymentProof).toString('base64'),
+      amount: Number(toAtomicUnits('0.25', 9)),
+      recipient: seller.address,
+    });
+    assert.deepEqual(verified, { verified: true, transaction_id: sent.signature });
+    const received = await sdk.receivePayment({
+      walletAddress: seller.address,
+      paymentProof: sent.paymentProof,
+      expectedAmount: 0.25,
+      resource: 'https://x.example/a',
+    });
+    assert.equal(received.amountReceived, 0.25);
+    assert.equal(received.sender, buyer.address);
+
+    const status = await sdk.paymentStatus(sent.paymentId);
+    assert.equal(status.paymentId, sent.paymentId);
+    assert.equal(status.amount, 0.25);
+    const history = await sdk.paymentHistory(seller.address, { type: 'received' });
+    assert.deepEqual(
+      history.payments.map((p) => [p.type, p.amount, p.sender]),
+      [['received', 0.25, buyer.address]],
+    );
+    assert.equal(history.limit, 50);
+
+    const built = await sdk.buildSendTransaction({
+      walletAddress: buyer.address,
+      recipientAddress: seller.address,
+      amount: 0.01,
+    });
+    assert.ok(Buffer.from(built.transaction, 'base64').length > 100);
+    assert.ok(built.expiresAt > Date.now());
+    // A second proof of the same payment is not needed: the receive build refuses a used proof by code.
+    await assert.rejects(
+      sdk.buildReceiveTransaction({
+        walletAddress: seller.address,
+        paymentProof: sent.paymentProof,
+        expectedAmount: 0.25,
+      }),
+      (error: unknown) => isGate402Error(error, 'INVALID_PAYMENT_PROOF'),
+    );
+
+    const token = await sdk.tokenInfo(usdc.address);
+    assert.equal(token.decimals, 6);
+    const portfolio = await sdk.portfolio(seller.address);
+    assert.equal(portfolio.publicKey, seller.address);
+    assert.deepEqual([portfolio.native.symbol, portfolio.native.amount], ['SOL', '250000000']);
+  });
+
+  it('throws refusals as Gate402Error carrying the code of the error catalogue', async () => {
+    const sdk = new Gate402Client({ url: gateway.url, apiKey: await gateway.newApiKey() });
+    const wallet = await sdk.createWallet({ chain: 'solana' });
+
+    const tooMuch = await sdk
+      .sendPayment({ walletAddress: wallet.address, recipientAddress: wallet.address, amount: 1000 })
+      .catch((e: unknown) => e);
+    assert.ok(tooMuch instanceof Gate402Error);
+    assert.equal(tooMuch.code, 'INVALID_PARAMETERS');
+    assert.equal(tooMuch.status, 400);
+    assert.ok(tooMuch.details?.amount, JSON.stringify(tooMuch.details));
+    assert.match(tooMuch.requestId ?? '', /^req_/);
+
+    await assert.rejects(sdk.paymentStatus('pay_00000000000000000000000000'), (e: unknown) =>
+      isGate402Error(e, 'PAYMENT_NOT_FOUND'),
+    );
+    await assert.rejects(
+      new Gate402Client({ url: gateway.url, apiKey: 'g402_sk_not-a-key' }).account(),
+      (e: unknown) => e instanceof Gate402Error && e.code === 'UNAUTHORIZED' && e.status === 401,
+    );
+    await assert.rejects(
+      sdk.sendPayment({ walletAddress: wallet.address, recipientAddress: wallet.address, amount: 1 }),
+      (e: unknown) => isGate402Error(e, 'INSUFFICIENT_BALANCE', 'INVALID_RECIPIENT'),
+    );
+  });
+
+  it('throws Gate402TransportError when no gateway answers', async () => {
+    const unreachable = new Gate402Client({ url: 'http://127.0.0.1:9', timeoutMs: 2_000 });
+    await assert.rejects(
+      unreachable.health(),
+      (e: unknown) => e instanceof Gate402TransportError && e.status === undefined,
+    );
+  });
+});
