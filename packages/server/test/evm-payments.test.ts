@@ -209,11 +209,13 @@ describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, statu
     assert.equal(history.total, sentBefore, 'no payment was recorded');
   });
 
-  it('gives 20 concurrent sends from one wallet 20 consecutive nonces, all mined, no gaps', async () => {
-    const payer = await f.party(10n * ETH);
+  it('gives 50 concurrent sends from one wallet 50 consecutive nonces, all mined, no gaps', async () => {
+    const SENDS = 50;
+    // Premium: 50 sends and 100 status reads are over the Standard plan's 100 requests a minute.
+    const payer = await f.party(10n * ETH, 'premium');
     const recipient = await f.party();
     const sends = await Promise.all(
-      Array.from({ length: 20 }, () => send(payer, { recipientAddress: recipient.wallet, amount: 0.01 })),
+      Array.from({ length: SENDS }, () => send(payer, { recipientAddress: recipient.wallet, amount: 0.01 })),
     );
     for (const response of sends) assert.equal(response.statusCode, 200, response.body);
     const nonces = await Promise.all(
@@ -221,9 +223,9 @@ describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, statu
     );
     assert.deepEqual(
       [...nonces].sort((a, b) => a - b),
-      Array.from({ length: 20 }, (_, i) => i),
+      Array.from({ length: SENDS }, (_, i) => i),
     );
-    assert.equal(await f.anvil.getTransactionCount({ address: payer.wallet as Hex }), 20);
+    assert.equal(await f.anvil.getTransactionCount({ address: payer.wallet as Hex }), SENDS);
     for (const r of sends) {
       const status = (await f.get(payer.key, `/payment/status/${r.json().paymentId}`)).json().status;
       assert.ok(status === 'confirmed' || status === 'submitted', status);
@@ -235,6 +237,6 @@ describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, statu
         'confirmed',
       );
     }
-    assert.equal(await f.chain.getBalance(recipient.wallet), (20n * ETH) / 100n);
+    assert.equal(await f.chain.getBalance(recipient.wallet), (BigInt(SENDS) * ETH) / 100n);
   });
 });

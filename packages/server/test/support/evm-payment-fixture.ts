@@ -31,8 +31,8 @@ export interface EvmPaymentFixture extends ReturnType<typeof callerOf> {
   readonly gw: TestGateway;
   /** anvil's own methods (mining, automine) and public reads. */
   readonly anvil: ReturnType<typeof anvilClient>;
-  /** A caller with a custodial EVM wallet funded with `eth` ETH. */
-  party(eth?: bigint): Promise<EvmParty>;
+  /** A caller (Standard plan unless asked) with a custodial EVM wallet funded with `eth` wei. */
+  party(eth?: bigint, plan?: 'standard' | 'premium'): Promise<EvmParty>;
   /** A reconciler on this gateway's storage that may sign replacements. */
   reconciler(instanceId: string, gw?: TestGateway): PaymentReconciler;
   close(): Promise<void>;
@@ -66,8 +66,8 @@ export async function startEvmPaymentFixture(
     chain,
     gw,
     anvil: anvilClient(evm.anvil.rpcUrl),
-    party: async (eth = 0n) => {
-      const caller = await gw.newCaller();
+    party: async (eth = 0n, plan = 'standard') => {
+      const caller = await gw.newCaller(plan);
       const created = await calls.post(caller.key, '/wallets', { chain: 'evm' });
       if (created.statusCode !== 200) throw new Error(`wallet creation failed: ${created.body}`);
       const wallet = created.json().address as string;
