@@ -4,7 +4,7 @@ import { newId } from '../domain/ids.ts';
 import { EVENT_TYPES } from '../domain/payment-status.ts';
 import { type OutboundPolicy, OutboundUrlError, resolveOutbound } from '../outbound/ssrf-guard.ts';
 import type { SecretBox } from '../services/custody/secret-box.ts';
-import type { Store, WebhookDeliveryRecord, WebhookRecord } from '../store/store.ts';
+import type { DeliveryStatus, Store, WebhookDeliveryRecord, WebhookRecord } from '../store/store.ts';
 
 /** A webhook endpoint as the API shows it; the secret only once, when it is created. */
 export interface WebhookView {
@@ -22,7 +22,7 @@ export interface CreatedWebhook extends WebhookView {
 export interface DeliveryView {
   id: string;
   eventId: string;
-  status: string;
+  status: DeliveryStatus;
   attempts: number;
   nextAttemptAt: number | null;
   lastStatusCode: number | null;
