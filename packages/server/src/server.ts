@@ -7,6 +7,7 @@ import { connectEvm } from './chains/evm/connect-evm.ts';
 import { NetworkRegistry } from './chains/network-registry.ts';
 import { connectSolana } from './chains/solana/connect-solana.ts';
 import type { Config } from './config.ts';
+import { createPaymentEvents } from './events/payment-events.ts';
 import type { ReadinessCheck } from './http/routes/health.ts';
 import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.ts';
 import type { RateLimiter } from './ratelimit/rate-limiter.ts';
@@ -103,7 +104,17 @@ export async function startServer(
     });
     const demo = config.demoAccount ? await ensureDemoAccount(store, services.accounts) : undefined;
 
-    const app = await buildApp({ config, store, services, rateLimiter, networks, readiness, logger });
+    const events = await createPaymentEvents({
+      store,
+      masterKey: loadMasterKey(config, () => {}),
+      instanceId,
+      config,
+      log: (message, error) => logger.warn({ err: error }, message),
+    });
+    closers.unshift(() => events.close());
+    await events.start();
+
+    const app = await buildApp({ config, store, services, rateLimiter, networks, readiness, logger, events });
     closers.unshift(() => app.close());
     const reconciler = new PaymentReconciler({
       store,

@@ -1,3 +1,4 @@
+import { canonicalAddress } from '../chains/canonical-address.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { toWholeUnits } from '../domain/money.ts';
 
@@ -38,7 +39,8 @@ export class PortfolioService {
     const { symbol, decimals } = chain.info.nativeCurrency;
     const known = new Map(chain.info.tokens.map((t) => [t.address, t.symbol]));
     return {
-      publicKey,
+      // EVM: checksummed, as every EVM address gate402 answers, whatever case was asked.
+      publicKey: canonicalAddress(publicKey),
       network: chain.info.id,
       native: { symbol, decimals, amount: lamports.toString(), uiAmount: toWholeUnits(lamports, decimals) },
       tokens: holdings

@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { type Address, createPublicClient, erc20Abi, http } from 'viem';
+import { NetworkRegistry } from '../src/chains/network-registry.ts';
+import { startTestEvm, type TestEvm } from './support/test-anvil.ts';
+import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
+
+/** anvil's preinstalled CREATE2 deployer: a contract, but not an ERC-20. */
+const CREATE2_DEPLOYER = '0x4e59b44847b379578588920cA78FbF26c0B4956C';
+
+describe('GET /token/info and GET /portfolio on EVM (anvil, the USDC-like ERC-20)', () => {
+  let evm: TestEvm;
+  let gw: TestGateway;
+  let key: string;
+
+  before(async () => {
+    evm = await startTestEvm();
+    gw = await startTestGateway({ networks: new NetworkRegistry([evm.adapter]) });
+    ({ key } = await gw.newCaller());
+  });
+  after(async () => {
+    await gw.close();
+    await evm.close();
+    evm.dispose();
+  });
+
+  const get = (url: string) => gw.app.inject({ method: 'GET', url, headers: bearer(key) });
+  const faucet = (payload: Record<string, unknown>) =>
+    gw.app.inject({ method: 'POST', url: '/faucet', headers: bearer(key), payload });
+  const totalSupply = () =>
+    createPublicClient({ transport: http(evm.anvil.rpcUrl) }).readContract({
+      address: evm.usdc.address as Address,
+      abi: erc20Abi,
+      functionName: 'totalSupply',
+    });
+
+  it('describes the ERC-20 exactly: name, symbol, decimals, supply to the atomic unit, owner', async () => {
+    const holder = await evm.adapter.generateKeypair();
+    assert.equal((await faucet({ address: holder.address, amount: 1234.5, token: 'USDC' })).statusCode, 200);
+    const supply = await totalSupply();
+    assert.ok(supply >= 1_234_500_000n);
+
+    const res = await get(`/token/info/${evm.usdc.address.toLowerCase()}`);
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(res.json(), {
+      address: evm.usdc.address,
+      network: 'eip155:31337',
+      program: 'erc20',
+      decimals: 6,
+      supply: supply.toString(),
+      uiSupply: Number(supply) / 1e6,
+      mintAuthority: evm.operator,
+      freezeAuthority: null,
+      name: 'USD Coin',
+      symbol: 'USDC',
+      uri: null,
+    });
+
+    // The supply is read from the chain each time: a mint shows at once.
+    await faucet({ address: holder.address, amount: 0.000001, token: 'USDC' });
+    assert.equal((await get(`/token/info/${evm.usdc.address}`)).json().supply, (supply + 1n).toString());
+  });
+
+  it('answers 404 TOKEN_NOT_FOUND for an account without code and a contract that is no ERC-20', async () => {
+    const nobody = await evm.adapter.generateKeypair();
+    for (const address of [nobody.address, CREATE2_DEPLOYER]) {
+      const res = await get(`/token/info/${address}`);
+      assert.equal(res.statusCode, 404, address);
+      assert.equal(res.json().error.code, 'TOKEN_NOT_FOUND');
+      assert.deepEqual(res.json().error.details, { mint_address: 'is not a token mint' });
+    }
+    const malformed = await get('/token/info/0x1234');
+    assert.equal(malformed.statusCode, 400);
+    assert.equal(malformed.json().error.code, 'INVALID_PARAMETERS');
+    const wrongNetwork = await get(`/token/info/${evm.usdc.address}?network=eip155:8453`);
+    assert.equal(wrongNetwork.statusCode, 400, wrongNetwork.body);
+    assert.equal(wrongNetwork.json().error.code, 'INVALID_PARAMETERS');
+  });
+
+  it('lists ETH and the USDC held by an address, exactly, and zero and nothing for an empty one', async () => {
+    const wallet = await evm.adapter.generateKeypair();
+    const empty = await get(`/portfolio/${wallet.address}`);
+    assert.equal(empty.statusCode, 200, empty.body);
+    assert.deepEqual(empty.json(), {
+      publicKey: wallet.address,
+      network: 'eip155:31337',
+      native: { symbol: 'ETH', decimals: 18, amount: '0', uiAmount: 0 },
+      tokens: [],
+    });
+
+    assert.equal((await faucet({ address: wallet.address, amount: 1.5 })).statusCode, 200);
+    assert.equal((await faucet({ address: wallet.address, amount: 250.75, token: 'USDC' })).statusCode, 200);
+    const res = await get(`/portfolio/${wallet.address.toLowerCase()}`);
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(res.json(), {
+      publicKey: wallet.address,
+      network: 'eip155:31337',
+      native: { symbol: 'ETH', decimals: 18, amount: '1500000000000000000', uiAmount: 1.5 },
+      tokens: [
+        {
+          account: evm.usdc.address,
+          mint: evm.usdc.address,
+          program: 'erc20',
+          decimals: 6,
+          amount: '250750000',
+          uiAmount: 250.75,
+          symbol: 'USDC',
+        },
+      ],
+    });
+
+    const malformed = await get('/portfolio/0xnothex0000000000000000000000000000000000');
+    assert.equal(malformed.statusCode, 400);
+    assert.equal(malformed.json().error.code, 'INVALID_PARAMETERS');
+  });
+});
