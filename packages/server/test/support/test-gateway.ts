@@ -4,6 +4,11 @@ import { buildApp } from '../../src/app.ts';
 import { NetworkRegistry } from '../../src/chains/network-registry.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { PlanAccess } from '../../src/domain/plan-access.ts';
+import {
+  createPaymentEvents,
+  type PaymentEvents,
+  type PaymentEventsConfig,
+} from '../../src/events/payment-events.ts';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.ts';
 import type { RateLimiter } from '../../src/ratelimit/rate-limiter.ts';
 import type { AccountService } from '../../src/services/account-service.ts';
@@ -19,6 +24,8 @@ export interface TestGateway {
   readonly networks: NetworkRegistry;
   readonly accounts: AccountService;
   readonly masterKey: Uint8Array;
+  /** The stream and webhooks, when the gateway was started with `events`. */
+  readonly events: PaymentEvents | undefined;
   /** Creates an account with one key and returns both; the key is the secret. */
   newCaller(
     plan?: 'standard' | 'premium' | 'enterprise',
@@ -44,6 +51,12 @@ export interface TestGatewayOptions {
   readonly planAccess?: PlanAccess;
   readonly bodyLimitBytes?: number;
   readonly logger?: FastifyBaseLogger;
+  /** Serve the payment stream and webhooks; settings default as in production unless given. */
+  readonly events?: {
+    readonly config?: Partial<PaymentEventsConfig>;
+    readonly redisChannel?: string;
+    readonly authTimeoutMs?: number;
+  };
   /** Routes a test adds before the app is sealed, e.g. one that throws. */
   readonly extraRoutes?: (app: FastifyInstance) => void;
 }
@@ -66,6 +79,18 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   });
   const rateLimiter = options.rateLimiter ?? new MemoryRateLimiter();
   const defaults = loadConfig({});
+  const events =
+    options.events === undefined
+      ? undefined
+      : await createPaymentEvents({
+          store,
+          masterKey,
+          instanceId: `test-events-${randomBytes(3).toString('hex')}`,
+          config: { ...defaults, ...options.events.config },
+          ...(options.events.redisChannel === undefined ? {} : { redisChannel: options.events.redisChannel }),
+          ...(options.events.authTimeoutMs === undefined ? {} : { authTimeoutMs: options.events.authTimeoutMs }),
+        });
+  await events?.start();
   const app = await buildApp({
     config: {
       bodyLimitBytes: options.bodyLimitBytes ?? defaults.bodyLimitBytes,
@@ -77,6 +102,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     rateLimiter,
     networks,
     readiness: [{ name: 'storage', check: () => store.ping() }],
+    ...(events === undefined ? {} : { events }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
   });
   options.extraRoutes?.(app);
@@ -89,6 +115,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     networks,
     accounts,
     masterKey,
+    events,
     newCaller: async (plan = 'standard', rateLimit) => {
       const account = await accounts.createAccount({
         name: `test ${plan}`,
@@ -100,6 +127,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     },
     close: async () => {
       await app.close();
+      await events?.close();
       await rateLimiter.close();
       await store.close();
       if (options.disposeStorage !== false) await storage.dispose();
