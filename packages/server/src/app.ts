@@ -13,6 +13,7 @@ import { installOpenApi } from './http/plugins/openapi.ts';
 import { installValidation } from './http/plugins/validation.ts';
 import { accountRoutes } from './http/routes/account.ts';
 import { asyncApiRoutes } from './http/routes/asyncapi.ts';
+import { facilitatorRoutes } from './http/routes/facilitator.ts';
 import { faucetRoutes } from './http/routes/faucet.ts';
 import { healthRoutes, type ReadinessCheck } from './http/routes/health.ts';
 import { networkRoutes } from './http/routes/networks.ts';
@@ -96,6 +97,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(verifyRoutes, services);
   await app.register(tokenRoutes, services);
   await app.register(portfolioRoutes, services);
+  await app.register(facilitatorRoutes, services);
   await app.register(asyncApiRoutes, { version: GATE402_VERSION });
   if (deps.events !== undefined) {
     await app.register(webhookRoutes, { webhooks: deps.events.webhooks });

@@ -162,6 +162,13 @@ export const SETTINGS = {
     fallback: () => false,
     parse: boolean,
   }),
+  x402LocalnetAsDevnet: setting({
+    env: 'X402_LOCALNET_AS_DEVNET',
+    description:
+      "The built-in x402 facilitator also serves the embedded Solana localnet under Solana devnet's CAIP-2 id (and v1 name `solana-devnet`), since stock @x402/svm clients accept only mainnet, devnet and testnet; they reach the localnet with an rpcUrl override. Never applies to a real cluster.",
+    fallback: () => true,
+    parse: boolean,
+  }),
   allowPrivateOutboundUrls: setting({
     env: 'ALLOW_PRIVATE_OUTBOUND_URLS',
     description:

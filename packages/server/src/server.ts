@@ -101,7 +101,9 @@ export async function startServer(
       confirmTimeoutMs: config.confirmTimeoutMs,
       proofMaxAgeMs: config.proofMaxAgeSeconds * 1000,
       authCacheMs: config.authCacheMs,
+      x402LocalnetAsDevnet: config.x402LocalnetAsDevnet,
     });
+    await services.facilitator.start();
     const demo = config.demoAccount ? await ensureDemoAccount(store, services.accounts) : undefined;
 
     const events = await createPaymentEvents({

@@ -2,6 +2,7 @@ import type { NetworkRegistry } from '../chains/network-registry.ts';
 import type { Store } from '../store/store.ts';
 import { AccountService } from './account-service.ts';
 import { SecretBox } from './custody/secret-box.ts';
+import { FacilitatorService } from './facilitator/facilitator-service.ts';
 import { FaucetService } from './faucet-service.ts';
 import { LocalReceiveService } from './local-receive.ts';
 import { LocalSendService } from './local-send.ts';
@@ -31,6 +32,8 @@ export interface GatewayServices {
   readonly verify: VerifyPaymentService;
   readonly tokens: TokenInfoService;
   readonly portfolio: PortfolioService;
+  /** The built-in x402 facilitator; `start()` it before serving (it loads its fee-payer keys). */
+  readonly facilitator: FacilitatorService;
 }
 
 export interface ServiceParts {
@@ -44,6 +47,8 @@ export interface ServiceParts {
   readonly trustedProofKeys?: readonly PublishedKey[];
   /** How long an authenticated key is trusted without asking storage again; 0: never. */
   readonly authCacheMs?: number;
+  /** Serve the embedded Solana localnet under devnet's id to x402 clients too (default true). */
+  readonly x402LocalnetAsDevnet?: boolean;
   readonly now?: () => number;
 }
 
@@ -73,5 +78,14 @@ export function createServices(parts: ServiceParts): GatewayServices {
     verify: new VerifyPaymentService(verifier),
     tokens: new TokenInfoService(networks),
     portfolio: new PortfolioService(networks),
+    facilitator: new FacilitatorService({
+      store,
+      networks,
+      ledger,
+      secrets: new SecretBox(parts.masterKey),
+      settleWaitMs: parts.confirmTimeoutMs,
+      localnetAsDevnet: parts.x402LocalnetAsDevnet ?? true,
+      now,
+    }),
   };
 }

@@ -1,0 +1,367 @@
+import { createHash, createPublicKey, verify as verifySignature } from 'node:crypto';
+import {
+  address,
+  type CompiledTransactionMessage,
+  createKeyPairFromBytes,
+  createSolanaRpc,
+  getAddressEncoder,
+  getBase64EncodedWireTransaction,
+  getBase64Encoder,
+  getCompiledTransactionMessageDecoder,
+  getSignatureFromTransaction,
+  getTransactionDecoder,
+  getTransactionEncoder,
+  partiallySignTransaction,
+  type Rpc,
+  type SolanaRpcApi,
+  type Transaction,
+} from '@solana/kit';
+import { findAssociatedTokenPda } from '@solana-program/token';
+import {
+  type ExactRefusal,
+  type ExactRequirements,
+  type ExactScheme,
+  type ExactVerdict,
+  type PreparedSettlementTx,
+  refuse,
+} from '../exact-scheme.ts';
+import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from './mint-account.ts';
+import { MEMO_PROGRAM } from './solana-adapter.ts';
+import { toChainError } from './solana-errors.ts';
+
+/**
+ * Caps that keep a payer from draining the fee payer: the facilitator pays the base fee of every
+ * signature and the priority fee (price × limit), so each is bounded. At the caps one settlement
+ * costs the fee payer at most 2 × 5,000 + 5,000,000 × 50,000 / 10^6 = 260,000 lamports (0.00026 SOL).
+ */
+export const SVM_MAX_COMPUTE_UNIT_PRICE_MICROLAMPORTS = 5_000_000n;
+export const SVM_MAX_COMPUTE_UNIT_LIMIT = 50_000;
+/** The fee payer and the transfer authority: nothing else needs to sign an `exact` payment. */
+export const SVM_MAX_SIGNATURES = 2;
+/** Compute-unit limit, compute-unit price, transferChecked, and at most three memos. */
+export const SVM_MAX_INSTRUCTIONS = 6;
+
+const COMPUTE_BUDGET_PROGRAM = 'ComputeBudget111111111111111111111111111111';
+/** SPL Memo v1 and v2, and the id @solana-program/memo 0.15 defaults to (the localnet serves all three). */
+const MEMO_PROGRAMS = new Set<string>([
+  MEMO_PROGRAM,
+  'Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo',
+  'Memo4c2pN8afCj432Lb7RMVKi9PbQnnW7ewFFaV3oAH',
+]);
+const SET_COMPUTE_UNIT_LIMIT = 2;
+const SET_COMPUTE_UNIT_PRICE = 3;
+const TRANSFER_CHECKED = 12;
+/** A blockhash is valid for 150 blocks: the latest a transaction signed now can land. */
+const BLOCKHASH_VALIDITY_BLOCKS = 150n;
+const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+
+export interface SvmFeePayer {
+  readonly address: string;
+  /** Solana's 64-byte form (seed ‖ public key). */
+  readonly secretKey: Uint8Array;
+}
+
+/** Legacy and v0 messages: what x402 buyers build (v1 messages are refused as undecodable). */
+type PaymentMessage = Extract<CompiledTransactionMessage, { version: 'legacy' | 0 }>;
+
+interface Decoded {
+  readonly transaction: Transaction;
+  readonly message: PaymentMessage;
+}
+
+/** x402 `exact` on Solana (see ExactScheme); the facilitator co-signs as fee payer. */
+export class ExactSvmScheme implements ExactScheme {
+  readonly family = 'solana' as const;
+  private readonly rpc: Rpc<SolanaRpcApi>;
+  private readonly feePayers: Map<string, SvmFeePayer>;
+
+  constructor(
+    rpcUrl: string,
+    feePayers: readonly SvmFeePayer[],
+    private readonly network: string,
+  ) {
+    this.rpc = createSolanaRpc(rpcUrl);
+    this.feePayers = new Map(feePayers.map((f) => [f.address, f]));
+  }
+
+  signers(): string[] {
+    return [...this.feePayers.keys()];
+  }
+
+  supportedExtra(): Record<string, unknown> {
+    return { feePayer: this.signers()[0] };
+  }
+
+  settlementKey(payload: Readonly<Record<string, unknown>>): string | undefined {
+    const decoded = decode(payload);
+    if (decoded === undefined) return undefined;
+    // The message is what the buyer signed: the same message is the same payment however it is relayed.
+    const digest = createHash('sha256')
+      .update(new Uint8Array(decoded.transaction.messageBytes))
+      .digest('hex');
+    return `${this.network}:exact:${digest}`;
+  }
+
+  async verify(payload: Readonly<Record<string, unknown>>, req: ExactRequirements): Promise<ExactVerdict> {
+    const decoded = decode(payload);
+    if (decoded === undefined) {
+      return refuse(
+        'invalid_exact_svm_payload_transaction_could_not_be_decoded',
+        'payload.transaction is not a base64 Solana transaction',
+      );
+    }
+    const layout = await this.checkLayout(decoded, req);
+    if (!layout.valid) return layout;
+    const simulated = await this.simulate(decoded, layout.feePayer);
+    if (simulated !== undefined) return refuse(simulated.reason, simulated.message, layout.payer);
+    return { valid: true, payer: layout.payer, decimals: layout.decimals };
+  }
+
+  async prepare(payload: Readonly<Record<string, unknown>>): Promise<PreparedSettlementTx> {
+    const decoded = decode(payload);
+    if (decoded === undefined) throw new Error('prepare() called on a payload that was not verified');
+    const feePayer = this.feePayers.get(decoded.message.staticAccounts[0] ?? '');
+    if (feePayer === undefined) throw new Error('prepare() called on a payload for another fee payer');
+    const signed = await this.cosign(decoded.transaction, feePayer);
+    const height = await this.rpc
+      .getBlockHeight({ commitment: 'confirmed' })
+      .send()
+      .catch((error: unknown) => {
+        throw toChainError(error);
+      });
+    return {
+      payer: transferAuthority(decoded.message) ?? '',
+      transactionId: getSignatureFromTransaction(signed),
+      wire: new Uint8Array(getTransactionEncoder().encode(signed)),
+      lastValidBlockHeight: height + BLOCKHASH_VALIDITY_BLOCKS,
+    };
+  }
+
+  private async cosign(transaction: Transaction, feePayer: SvmFeePayer): Promise<Transaction> {
+    const keys = await createKeyPairFromBytes(feePayer.secretKey);
+    return partiallySignTransaction([keys], transaction);
+  }
+
+  /** The instruction layout of spec `scheme_exact_svm`, the caps, and the buyer's signatures. */
+  private async checkLayout(
+    { transaction, message }: Decoded,
+    req: ExactRequirements,
+  ): Promise<{ valid: true; payer: string; decimals: number; feePayer: SvmFeePayer } | ExactRefusal> {
+    const accounts = message.staticAccounts.map(String);
+    const feePayerAddress = accounts[0] ?? '';
+    const expectedFeePayer = req.extra.feePayer;
+    const feePayer = this.feePayers.get(feePayerAddress);
+    if (
+      typeof expectedFeePayer !== 'string' ||
+      feePayer === undefined ||
+      expectedFeePayer !== feePayerAddress
+    ) {
+      return refuse(
+        'invalid_exact_svm_payload_missing_fee_payer',
+        "the transaction's fee payer is not this facilitator's (extra.feePayer from GET /facilitator/supported)",
+      );
+    }
+    if (message.version === 0 && (message.addressTableLookups?.length ?? 0) > 0) {
+      return refuse('invalid_exact_svm_payload_transaction', 'address lookup tables are not accepted');
+    }
+    if (message.header.numSignerAccounts > SVM_MAX_SIGNATURES) {
+      return refuse(
+        'invalid_exact_svm_payload_excessive_signers',
+        `at most ${SVM_MAX_SIGNATURES} signatures (the fee payer and the transfer authority)`,
+      );
+    }
+    const ixs = message.instructions;
+    if (ixs.length < 3 || ixs.length > SVM_MAX_INSTRUCTIONS) {
+      return refuse(
+        'invalid_exact_svm_payload_transaction_instructions_length',
+        `the transaction must have 3 to ${SVM_MAX_INSTRUCTIONS} instructions`,
+      );
+    }
+    const program = (i: number) => accounts[ixs[i]?.programAddressIndex ?? -1];
+    const data = (i: number) => ixs[i]?.data ?? new Uint8Array();
+    // The first two: compute-unit limit and price, in either order, each within its cap.
+    let limit: number | undefined;
+    let price: bigint | undefined;
+    for (const i of [0, 1]) {
+      const d = data(i);
+      if (program(i) !== COMPUTE_BUDGET_PROGRAM) break;
+      const view = new DataView(d.buffer, d.byteOffset, d.byteLength);
+      if (d[0] === SET_COMPUTE_UNIT_LIMIT && d.length === 5) limit = view.getUint32(1, true);
+      if (d[0] === SET_COMPUTE_UNIT_PRICE && d.length === 9) price = view.getBigUint64(1, true);
+    }
+    if (limit === undefined) {
+      return refuse(
+        'invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction',
+        'the transaction must begin with SetComputeUnitLimit and SetComputeUnitPrice',
+      );
+    }
+    if (price === undefined) {
+      return refuse(
+        'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction',
+        'the transaction must begin with SetComputeUnitLimit and SetComputeUnitPrice',
+      );
+    }
+    if (limit > SVM_MAX_COMPUTE_UNIT_LIMIT) {
+      return refuse(
+        'invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction_too_high',
+        `compute-unit limit ${limit} is over ${SVM_MAX_COMPUTE_UNIT_LIMIT}`,
+      );
+    }
+    if (price > SVM_MAX_COMPUTE_UNIT_PRICE_MICROLAMPORTS) {
+      return refuse(
+        'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high',
+        `compute-unit price ${price} micro-lamports is over ${SVM_MAX_COMPUTE_UNIT_PRICE_MICROLAMPORTS}`,
+      );
+    }
+    // The third: transferChecked of SPL Token or Token-2022.
+    const tokenProgram = program(2);
+    const transfer = ixs[2];
+    const d = data(2);
+    if (
+      (tokenProgram !== TOKEN_PROGRAM && tokenProgram !== TOKEN_2022_PROGRAM) ||
+      transfer === undefined ||
+      d[0] !== TRANSFER_CHECKED ||
+      d.length !== 10
+    ) {
+      return refuse(
+        'invalid_exact_svm_payload_no_transfer_instruction',
+        'the third instruction must be transferChecked of SPL Token or Token-2022',
+      );
+    }
+    const [source, mint, destination, authority] = (transfer.accountIndices ?? []).map((i) => accounts[i]);
+    if (source === undefined || mint === undefined || destination === undefined || authority === undefined) {
+      return refuse('invalid_exact_svm_payload_no_transfer_instruction', 'transferChecked lacks accounts');
+    }
+    // The fee payer signs only to pay fees: it must not appear in any instruction, so it cannot be the
+    // transfer authority or a source of funds.
+    const feePayerIndex = 0;
+    if (ixs.some((ix) => ix.accountIndices?.includes(feePayerIndex))) {
+      return refuse(
+        'invalid_exact_svm_payload_transaction_fee_payer_transferring_funds',
+        'the fee payer must not be an account of any instruction',
+        authority,
+      );
+    }
+    if (mint !== req.asset) {
+      return refuse(
+        'invalid_exact_svm_payload_mint_mismatch',
+        `the transfer moves ${mint}, not ${req.asset}`,
+        authority,
+      );
+    }
+    const [expectedDestination] = await findAssociatedTokenPda({
+      mint: address(req.asset),
+      owner: address(req.payTo),
+      tokenProgram: address(tokenProgram),
+    });
+    if (destination !== expectedDestination) {
+      return refuse(
+        'invalid_exact_svm_payload_recipient_mismatch',
+        `the transfer does not pay the associated token account of ${req.payTo}`,
+        authority,
+      );
+    }
+    const amount = new DataView(d.buffer, d.byteOffset, d.byteLength).getBigUint64(1, true);
+    if (amount !== req.amount) {
+      return refuse(
+        'invalid_exact_svm_payload_amount_mismatch',
+        `the transfer moves ${amount} atomic units, not ${req.amount}`,
+        authority,
+      );
+    }
+    // Anything after the transfer: memos only, and the seller's memo when it asked for one.
+    const memos: string[] = [];
+    for (let i = 3; i < ixs.length; i += 1) {
+      if (!MEMO_PROGRAMS.has(program(i) ?? '')) {
+        return refuse(
+          'invalid_exact_svm_payload_unknown_optional_instruction',
+          `instruction ${i + 1} is not a memo`,
+          authority,
+        );
+      }
+      memos.push(Buffer.from(data(i)).toString('utf8'));
+    }
+    const sellerMemo = req.extra.memo;
+    if (typeof sellerMemo === 'string' && !memos.includes(sellerMemo)) {
+      return refuse(
+        'invalid_exact_svm_payload_memo_mismatch',
+        'the transaction lacks the memo asked for',
+        authority,
+      );
+    }
+    if (!this.buyerSignaturesValid(transaction, accounts, feePayerAddress)) {
+      return refuse(
+        'invalid_exact_svm_payload_signature_invalid',
+        'a signature other than the fee payer’s is missing or does not verify',
+        authority,
+      );
+    }
+    return { valid: true, payer: authority, decimals: d[9] ?? 0, feePayer };
+  }
+
+  /** Every signer but the fee payer has signed the message, and each signature verifies. */
+  private buyerSignaturesValid(transaction: Transaction, accounts: string[], feePayer: string): boolean {
+    for (const [signer, signature] of Object.entries(transaction.signatures)) {
+      if (signer === feePayer) continue;
+      if (signature === null || !accounts.includes(signer)) return false;
+      const key = createPublicKey({
+        key: Buffer.concat([ED25519_SPKI_PREFIX, Buffer.from(getAddressEncoder().encode(address(signer)))]),
+        format: 'der',
+        type: 'spki',
+      });
+      if (!verifySignature(null, new Uint8Array(transaction.messageBytes), key, new Uint8Array(signature)))
+        return false;
+    }
+    return true;
+  }
+
+  /** Simulates the co-signed transaction with signatures checked; undefined when it would succeed. */
+  private async simulate(
+    { transaction }: Decoded,
+    feePayer: SvmFeePayer,
+  ): Promise<{ reason: string; message: string } | undefined> {
+    const signed = await this.cosign(transaction, feePayer);
+    const { value } = await this.rpc
+      .simulateTransaction(getBase64EncodedWireTransaction(signed), {
+        encoding: 'base64',
+        sigVerify: true,
+        commitment: 'confirmed',
+      })
+      .send()
+      .catch((error: unknown) => {
+        throw toChainError(error);
+      });
+    if (value.err === null) return undefined;
+    const logs = (value.logs ?? []).join('\n');
+    const error = JSON.stringify(value.err, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
+    if (/insufficient funds/i.test(logs)) {
+      return {
+        reason: 'insufficient_funds',
+        message: 'the payer’s token account holds less than the amount',
+      };
+    }
+    return {
+      reason: 'invalid_exact_svm_payload_transaction_simulation_failed',
+      message: `the transaction would fail: ${error}`,
+    };
+  }
+}
+
+function decode(payload: Readonly<Record<string, unknown>>): Decoded | undefined {
+  const text = payload.transaction;
+  if (typeof text !== 'string' || text.length === 0 || text.length > 4096) return undefined;
+  try {
+    const transaction = getTransactionDecoder().decode(getBase64Encoder().encode(text));
+    const message = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes);
+    if (message.version !== 'legacy' && message.version !== 0) return undefined;
+    return { transaction, message };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The transfer authority of the transferChecked instruction: who pays. */
+function transferAuthority(message: PaymentMessage): string | undefined {
+  const index = message.instructions[2]?.accountIndices?.[3];
+  return index === undefined ? undefined : String(message.staticAccounts[index]);
+}

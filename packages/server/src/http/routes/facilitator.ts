@@ -1,0 +1,126 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { FacilitatorService } from '../../services/facilitator/facilitator-service.ts';
+
+/** x402's facilitator request; the payload and requirements are read by version (v1 or v2) in the service. */
+const FacilitatorRequest = Type.Object(
+  {
+    x402Version: Type.Integer({ minimum: 1, maximum: 2, description: '1 or 2.' }),
+    paymentPayload: Type.Object(
+      {},
+      { additionalProperties: true, description: 'x402 PaymentPayload (v1 or v2).' },
+    ),
+    paymentRequirements: Type.Object(
+      {},
+      {
+        additionalProperties: true,
+        description: 'x402 PaymentRequirements (v1 or v2) the payload must meet.',
+      },
+    ),
+  },
+  // x402 clients may add fields in later versions; they are ignored rather than refused.
+  { additionalProperties: true },
+);
+
+const VerifyResponse = Type.Object(
+  {
+    isValid: Type.Boolean(),
+    invalidReason: Type.Optional(
+      Type.String({ description: 'x402 reason code, e.g. insufficient_funds, duplicate_settlement.' }),
+    ),
+    invalidMessage: Type.Optional(Type.String()),
+    payer: Type.Optional(Type.String()),
+  },
+  { $id: 'X402VerifyResponse', title: 'X402VerifyResponse' },
+);
+
+const SettleResponse = Type.Object(
+  {
+    success: Type.Boolean(),
+    errorReason: Type.Optional(
+      Type.String({
+        description:
+          'x402 reason code; `duplicate_settlement` (already settled), `settlement_pending` (sent, not confirmed yet: settle again, it is never sent twice), `transaction_failed`, or a verification reason.',
+      }),
+    ),
+    errorMessage: Type.Optional(Type.String()),
+    payer: Type.Optional(Type.String()),
+    transaction: Type.String({
+      description: 'The settling transaction (Solana signature, EVM hash); empty when none.',
+    }),
+    network: Type.String({ description: 'As the request named it (v1 name or CAIP-2 id).' }),
+  },
+  { $id: 'X402SettleResponse', title: 'X402SettleResponse' },
+);
+
+const SupportedResponse = Type.Object(
+  {
+    kinds: Type.Array(
+      Type.Object({
+        x402Version: Type.Integer(),
+        scheme: Type.String(),
+        network: Type.String(),
+        extra: Type.Optional(Type.Object({}, { additionalProperties: true })),
+      }),
+    ),
+    extensions: Type.Array(Type.String()),
+    signers: Type.Record(Type.String(), Type.Array(Type.String())),
+  },
+  { $id: 'X402SupportedResponse', title: 'X402SupportedResponse' },
+);
+
+/**
+ * The built-in x402 facilitator (x402 "Facilitator HTTP interface"): point `@x402/core`'s
+ * `HTTPFacilitatorClient({url: "<gateway>/facilitator", createAuthHeaders})` here. Refusals are
+ * answers (200 with isValid/success false and an x402 reason), as x402 facilitators give them.
+ */
+export async function facilitatorRoutes(app: FastifyInstance, deps: { facilitator: FacilitatorService }) {
+  const routes = app.withTypeProvider<TypeBoxTypeProvider>();
+  const config = { feature: 'facilitator' as const };
+
+  routes.get(
+    '/facilitator/supported',
+    {
+      config,
+      schema: {
+        tags: ['facilitator'],
+        summary: 'x402: the payment kinds this facilitator settles.',
+        description:
+          'Scheme `exact` on every configured network, in x402 v2 (CAIP-2 ids) and v1 (network names) form. On Solana `extra.feePayer` is the fee payer sellers copy into their requirements.',
+        response: { 200: SupportedResponse },
+      },
+    },
+    async () => deps.facilitator.supported(),
+  );
+
+  routes.post(
+    '/facilitator/verify',
+    {
+      config,
+      schema: {
+        tags: ['facilitator'],
+        summary: 'x402: verify a payment payload against requirements, without settling it.',
+        body: FacilitatorRequest,
+        response: { 200: VerifyResponse },
+      },
+    },
+    async (request) => deps.facilitator.verify(request.body.paymentPayload, request.body.paymentRequirements),
+  );
+
+  routes.post(
+    '/facilitator/settle',
+    {
+      config,
+      schema: {
+        tags: ['facilitator'],
+        summary: 'x402: settle a payment payload on chain, exactly once.',
+        description:
+          'Verifies, signs (Solana: as fee payer; EVM: transferWithAuthorization) and stores the transaction before broadcasting it, then waits for `confirmed`. The same payload again: `duplicate_settlement`. Not confirmed within PAYMENT_CONFIRM_TIMEOUT_MS: `settlement_pending` with the transaction; settling again looks at that transaction and never sends another.',
+        body: FacilitatorRequest,
+        response: { 200: SettleResponse },
+      },
+    },
+    async (request) => deps.facilitator.settle(request.body.paymentPayload, request.body.paymentRequirements),
+  );
+}

@@ -1,0 +1,424 @@
+import { canonicalAddress } from '../../chains/canonical-address.ts';
+import type { ChainAdapter, ConfirmationOutcome } from '../../chains/chain-adapter.ts';
+import { ChainError } from '../../chains/chain-error.ts';
+import { ExactEvmScheme } from '../../chains/evm/exact-evm-scheme.ts';
+import type { ExactRequirements, ExactScheme } from '../../chains/exact-scheme.ts';
+import type { NetworkRegistry } from '../../chains/network-registry.ts';
+import { ExactSvmScheme } from '../../chains/solana/exact-svm-scheme.ts';
+import { newId } from '../../domain/ids.ts';
+import type { SettlementRecord, Store } from '../../store/store.ts';
+import { SOLANA_DEVNET_ID, v1NameOf } from '../../x402/network-names.ts';
+import { parsePaymentRequest, type X402Payment } from '../../x402/payment-request.ts';
+import type { SecretBox } from '../custody/secret-box.ts';
+import { newPayment } from '../new-payment.ts';
+import type { PaymentLedger } from '../payment-ledger.ts';
+import { FeePayerKeys } from './fee-payer-keys.ts';
+
+/** x402 facilitator answers, exactly as x402 defines them (VerifyResponse, SettleResponse, SupportedResponse). */
+export interface VerifyAnswer {
+  isValid: boolean;
+  invalidReason?: string;
+  invalidMessage?: string;
+  payer?: string;
+}
+export interface SettleAnswer {
+  success: boolean;
+  errorReason?: string;
+  errorMessage?: string;
+  payer?: string;
+  transaction: string;
+  network: string;
+}
+export interface SupportedAnswer {
+  kinds: { x402Version: number; scheme: string; network: string; extra?: Record<string, unknown> }[];
+  extensions: string[];
+  signers: Record<string, string[]>;
+}
+
+export interface FacilitatorDeps {
+  readonly store: Store;
+  readonly networks: NetworkRegistry;
+  readonly ledger: PaymentLedger;
+  readonly secrets: SecretBox;
+  /** How long a settle waits for confirmation before answering `settlement_pending`. */
+  readonly settleWaitMs: number;
+  /** Serve the embedded Solana localnet under devnet's CAIP-2 id too (stock @x402/svm clients know no other). */
+  readonly localnetAsDevnet: boolean;
+  readonly now?: () => number;
+  readonly log?: (message: string) => void;
+}
+
+interface Route {
+  readonly chain: ChainAdapter;
+  readonly scheme: ExactScheme;
+}
+
+/** Fee-payer balance the facilitator tops itself up to on local networks (SOL, ETH): 10 units. */
+const LOCAL_FEE_PAYER_FUNDING = 10n;
+
+/**
+ * The built-in x402 facilitator: `exact` on every configured network. Settlement is exactly once across
+ * restarts and instances: a settlement row keyed by the payload's identity is claimed, with the signed
+ * transaction in it, before the first broadcast. A second settle of a settled payload is
+ * `duplicate_settlement`; a settle that outlives its wait is `settlement_pending` with the transaction,
+ * and a retry looks at (and resends) that same transaction instead of making another. A settled payment
+ * is recorded, with its outbox event, for the account whose wallet is the payTo.
+ */
+export class FacilitatorService {
+  private readonly routes = new Map<string, Route>();
+  private readonly now: () => number;
+
+  constructor(private readonly deps: FacilitatorDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  /** Loads (or creates) the fee-payer keys and sets up a scheme per network; funds them on local chains. */
+  async start(): Promise<void> {
+    const keys = new FeePayerKeys(this.deps.store, this.deps.secrets, this.now);
+    for (const chain of this.deps.networks.all()) {
+      const family = chain.info.family;
+      const key = await keys.ensure(family, () => chain.generateKeypair());
+      const scheme =
+        family === 'solana'
+          ? new ExactSvmScheme(chain.info.rpcUrl, [key], chain.info.id)
+          : new ExactEvmScheme(chain.info.rpcUrl, key, chain.info.id, this.now);
+      this.routes.set(chain.info.id, { chain, scheme });
+      if (chain.info.isLocal && chain.faucet !== undefined) await this.fund(chain, key.address);
+    }
+    const local = this.deps.networks.all().find((c) => c.info.family === 'solana' && c.info.isLocal);
+    if (this.deps.localnetAsDevnet && local !== undefined && !this.routes.has(SOLANA_DEVNET_ID)) {
+      const route = this.routes.get(local.info.id);
+      if (route !== undefined) this.routes.set(SOLANA_DEVNET_ID, route);
+    }
+  }
+
+  supported(): SupportedAnswer {
+    const kinds: SupportedAnswer['kinds'] = [];
+    const signers: Record<string, string[]> = {};
+    for (const [network, { scheme }] of this.routes) {
+      const extra = scheme.supportedExtra();
+      const kind = (x402Version: number, name: string) =>
+        kinds.push({
+          x402Version,
+          scheme: 'exact',
+          network: name,
+          ...(extra === undefined ? {} : { extra }),
+        });
+      kind(2, network);
+      const v1 = v1NameOf(network);
+      if (v1 !== undefined) kind(1, v1);
+      const family = scheme.family === 'solana' ? 'solana:*' : 'eip155:*';
+      signers[family] = [...new Set([...(signers[family] ?? []), ...scheme.signers()])];
+    }
+    return { kinds, extensions: [], signers };
+  }
+
+  async verify(paymentPayload: unknown, paymentRequirements: unknown): Promise<VerifyAnswer> {
+    const resolved = this.resolve(paymentPayload, paymentRequirements);
+    if (!resolved.ok)
+      return { isValid: false, invalidReason: resolved.reason, invalidMessage: resolved.message };
+    const { route, payment, requirements } = resolved;
+    const key = route.scheme.settlementKey(payment.payload);
+    if (key === undefined)
+      return {
+        isValid: false,
+        invalidReason: 'invalid_payload',
+        invalidMessage: 'the payload cannot be decoded',
+      };
+    const settled = await this.deps.store.settlements.get(key);
+    if (settled !== undefined) {
+      return {
+        isValid: false,
+        invalidReason: 'duplicate_settlement',
+        invalidMessage: `this payment was already settled by ${settled.transactionId}`,
+        payer: settled.payer,
+      };
+    }
+    const verdict = await route.scheme.verify(payment.payload, requirements);
+    return verdict.valid
+      ? { isValid: true, payer: verdict.payer }
+      : {
+          isValid: false,
+          invalidReason: verdict.reason,
+          invalidMessage: verdict.message,
+          ...(verdict.payer === undefined ? {} : { payer: verdict.payer }),
+        };
+  }
+
+  async settle(paymentPayload: unknown, paymentRequirements: unknown): Promise<SettleAnswer> {
+    const resolved = this.resolve(paymentPayload, paymentRequirements);
+    const networkAsSent = resolved.ok
+      ? resolved.payment.networkAsSent
+      : stringField(paymentRequirements, 'network');
+    const fail = (reason: string, message: string, extra: { payer?: string; transaction?: string } = {}) => ({
+      success: false,
+      errorReason: reason,
+      errorMessage: message,
+      ...(extra.payer === undefined ? {} : { payer: extra.payer }),
+      transaction: extra.transaction ?? '',
+      network: networkAsSent,
+    });
+    if (!resolved.ok) return fail(resolved.reason, resolved.message);
+    const { route, payment, requirements } = resolved;
+    const key = route.scheme.settlementKey(payment.payload);
+    if (key === undefined) return fail('invalid_payload', 'the payload cannot be decoded');
+
+    const existing = await this.deps.store.settlements.get(key);
+    if (existing !== undefined) return this.answer(await this.resume(route, existing, false), networkAsSent);
+
+    const verdict = await route.scheme.verify(payment.payload, requirements);
+    if (!verdict.valid)
+      return fail(
+        verdict.reason,
+        verdict.message,
+        verdict.payer === undefined ? {} : { payer: verdict.payer },
+      );
+    const decimals = verdict.decimals;
+    const claimed = await this.claim(route, key, payment, requirements);
+    if (claimed === undefined) {
+      // Another request (here or on another instance) claimed it first: this one is the duplicate.
+      const winner = await this.deps.store.settlements.get(key);
+      if (winner === undefined) throw new Error(`settlement ${key} neither claimed nor found`);
+      return this.answer(await this.resume(route, winner, false), networkAsSent);
+    }
+    return this.answer(await this.broadcastAndWait(route, claimed, decimals, true), networkAsSent);
+  }
+
+  /** The route and requirements of a request, or why it cannot be served. */
+  private resolve(
+    paymentPayload: unknown,
+    paymentRequirements: unknown,
+  ):
+    | { ok: true; route: Route; payment: X402Payment; requirements: ExactRequirements }
+    | { ok: false; reason: string; message: string } {
+    const parsed = parsePaymentRequest(paymentPayload, paymentRequirements);
+    if (!parsed.ok) return parsed;
+    const { payment } = parsed;
+    if (payment.scheme !== 'exact') {
+      return {
+        ok: false,
+        reason: 'invalid_scheme',
+        message: `scheme ${payment.scheme} is not supported; see GET /facilitator/supported`,
+      };
+    }
+    const route = payment.network === undefined ? undefined : this.routes.get(payment.network);
+    if (route === undefined) {
+      return {
+        ok: false,
+        reason: 'invalid_network',
+        message: `network ${payment.networkAsSent} is not served here; see GET /facilitator/supported`,
+      };
+    }
+    return {
+      ok: true,
+      route,
+      payment,
+      requirements: { ...payment.requirements, network: route.chain.info.id },
+    };
+  }
+
+  /** Signs the settlement and stores it, claimed, in one database transaction; undefined when already claimed. */
+  private async claim(
+    route: Route,
+    key: string,
+    payment: X402Payment,
+    requirements: ExactRequirements,
+  ): Promise<SettlementRecord | undefined> {
+    const lost = Symbol('lost');
+    try {
+      return await this.deps.store.transaction(async (repos) => {
+        const prepared = await route.scheme.prepare(payment.payload, requirements, repos.nonces);
+        const at = this.now();
+        const record: SettlementRecord = {
+          key,
+          network: route.chain.info.id,
+          payer: prepared.payer,
+          payTo: canonicalAddress(requirements.payTo),
+          asset: requirements.asset,
+          amount: requirements.amount,
+          transactionId: prepared.transactionId,
+          signedTransaction: Buffer.from(prepared.wire).toString('base64'),
+          lastValidBlockHeight: prepared.lastValidBlockHeight,
+          status: 'claimed',
+          error: null,
+          paymentId: null,
+          createdAt: at,
+          updatedAt: at,
+        };
+        // Rolled back when lost, so an EVM nonce allocated for it is given back.
+        if (!(await repos.settlements.claim(record))) throw lost;
+        return record;
+      });
+    } catch (error) {
+      if (error === lost) return undefined;
+      throw error;
+    }
+  }
+
+  /** A settlement found already claimed: settled is a duplicate; open ones are looked at, never re-signed. */
+  private async resume(route: Route, settlement: SettlementRecord, first: boolean): Promise<Outcome> {
+    if (settlement.status === 'settled') return { kind: 'duplicate', settlement };
+    if (settlement.status === 'failed')
+      return { kind: 'failed', settlement, message: settlement.error ?? 'failed' };
+    const decimals = await this.decimalsOf(route, settlement.asset);
+    return this.broadcastAndWait(route, settlement, decimals, first);
+  }
+
+  /**
+   * Sends the stored bytes (again, if need be: the same bytes can land only once) and waits for them.
+   * Confirmed → settled, with the payment recorded; whoever moves the row answers success, the others
+   * `duplicate_settlement`.
+   */
+  private async broadcastAndWait(
+    route: Route,
+    settlement: SettlementRecord,
+    decimals: number,
+    first: boolean,
+  ): Promise<Outcome> {
+    const { chain } = route;
+    const known = first ? undefined : await chain.getSignatureStatus(settlement.transactionId);
+    let outcome: ConfirmationOutcome | undefined = known;
+    if (outcome === undefined) {
+      try {
+        await chain.broadcast(Buffer.from(settlement.signedTransaction, 'base64'));
+      } catch (error) {
+        // A first broadcast the node refuses outright can never land; a resend may be refused only
+        // because the transaction is already known or landed, which the wait below tells apart.
+        if (first && error instanceof ChainError && error.kind === 'rejected') {
+          return this.markFailed(settlement, `the network refused the transaction: ${error.message}`);
+        }
+      }
+      await this.deps.store.settlements.transition(settlement.key, ['claimed'], 'submitted', {}, this.now());
+      outcome = await chain.waitForConfirmation(
+        settlement.transactionId,
+        settlement.lastValidBlockHeight ?? BigInt(Number.MAX_SAFE_INTEGER),
+        this.deps.settleWaitMs,
+      );
+    }
+    switch (outcome.status) {
+      case 'confirmed':
+      case 'finalized':
+        return this.markSettled(route, settlement, decimals, outcome.slot);
+      case 'failed':
+        return this.markFailed(settlement, `the transaction failed on chain: ${outcome.error}`);
+      case 'expired':
+        return this.markFailed(settlement, 'the transaction expired before it landed');
+      case 'pending':
+        return { kind: 'pending', settlement };
+    }
+  }
+
+  private async markSettled(
+    route: Route,
+    settlement: SettlementRecord,
+    decimals: number,
+    slot: bigint,
+  ): Promise<Outcome> {
+    const { chain } = route;
+    const wallet = await this.deps.store.wallets.findByAddress(chain.info.family, settlement.payTo);
+    const [blockHeight, tx] = await Promise.all([
+      chain.blockHeightOf(slot).catch(() => null),
+      chain.getTransaction(settlement.transactionId).catch(() => undefined),
+    ]);
+    const at = this.now();
+    const payment =
+      wallet === undefined
+        ? undefined
+        : newPayment(at, {
+            id: newId('pay'),
+            accountId: wallet.accountId,
+            direction: 'received',
+            mode: 'facilitator',
+            status: 'confirmed',
+            network: chain.info.id,
+            walletAddress: settlement.payTo,
+            sender: settlement.payer,
+            recipient: settlement.payTo,
+            amount: settlement.amount,
+            asset: { address: settlement.asset, decimals },
+            fee: tx?.fee ?? null,
+            signature: settlement.transactionId,
+            slot,
+            blockHeight,
+            confirmedAt: at,
+          });
+    const moved = await this.deps.store.transaction(async (repos) => {
+      const row = await repos.settlements.transition(
+        settlement.key,
+        ['claimed', 'submitted'],
+        'settled',
+        { paymentId: payment?.id ?? null },
+        at,
+      );
+      if (row !== undefined && payment !== undefined)
+        await this.deps.ledger.recordIn(repos, payment, 'payment.received');
+      return row;
+    });
+    return moved === undefined ? { kind: 'duplicate', settlement } : { kind: 'settled', settlement: moved };
+  }
+
+  private async markFailed(settlement: SettlementRecord, message: string): Promise<Outcome> {
+    await this.deps.store.settlements.transition(
+      settlement.key,
+      ['claimed', 'submitted'],
+      'failed',
+      { error: message },
+      this.now(),
+    );
+    return { kind: 'failed', settlement, message };
+  }
+
+  private async decimalsOf(route: Route, asset: string): Promise<number> {
+    const known = route.chain.info.tokens.find((t) => t.address === asset);
+    if (known !== undefined) return known.decimals;
+    return (await route.chain.getTokenInfo(asset))?.decimals ?? 0;
+  }
+
+  private answer(outcome: Outcome, network: string): SettleAnswer {
+    const { settlement } = outcome;
+    const common = { payer: settlement.payer, transaction: settlement.transactionId, network };
+    switch (outcome.kind) {
+      case 'settled':
+        return { success: true, ...common };
+      case 'duplicate':
+        return {
+          success: false,
+          errorReason: 'duplicate_settlement',
+          errorMessage: `this payment was already settled by ${settlement.transactionId}`,
+          ...common,
+        };
+      case 'pending':
+        return {
+          success: false,
+          errorReason: 'settlement_pending',
+          errorMessage: `the transaction was sent but not confirmed within ${Math.round(this.deps.settleWaitMs / 1000)} s; settle again to look at it (it is never sent twice)`,
+          ...common,
+        };
+      case 'failed':
+        return {
+          success: false,
+          errorReason: 'transaction_failed',
+          errorMessage: outcome.message,
+          ...common,
+        };
+    }
+  }
+
+  private async fund(chain: ChainAdapter, address: string): Promise<void> {
+    const unit = 10n ** BigInt(chain.info.nativeCurrency.decimals);
+    const balance = await chain.getBalance(address);
+    if (balance >= unit) return;
+    await chain.faucet?.fundNative(address, LOCAL_FEE_PAYER_FUNDING * unit);
+    this.deps.log?.(`x402 facilitator: fee payer ${address} funded on ${chain.info.name}`);
+  }
+}
+
+type Outcome =
+  | { readonly kind: 'settled' | 'duplicate' | 'pending'; readonly settlement: SettlementRecord }
+  | { readonly kind: 'failed'; readonly settlement: SettlementRecord; readonly message: string };
+
+function stringField(value: unknown, field: string): string {
+  const v =
+    typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[field] : undefined;
+  return typeof v === 'string' ? v : '';
+}
