@@ -3,7 +3,12 @@ import { after, before, describe, it } from 'node:test';
 import { bytesToHex, getAddress, type Hex, parseTransaction, serializeTransaction } from 'viem';
 import { decodeTransferNote } from '../src/chains/evm/transfer-calldata.ts';
 import { PaymentReconciler } from '../src/workers/payment-reconciler.ts';
-import { type EvmLocalWallet, newEvmLocalWallet, signAndBroadcastEvm } from './support/evm-local-signer.ts';
+import {
+  type EvmLocalWallet,
+  newEvmLocalWallet,
+  signAndBroadcastEvm,
+  signEvm,
+} from './support/evm-local-signer.ts';
 import {
   ETH,
   type EvmParty,
@@ -173,14 +178,9 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
     assert.equal(seen.signature, hash);
   });
 
-  it('expires a transaction never broadcast: by block height, and by expiresAt', async () => {
-    const byHeight = (await build({ recipientAddress: seller.wallet, amount: 0.5 })).json();
-    const byTime = (await build({ recipientAddress: seller.wallet, amount: 0.6 })).json();
-    await reconciler.runOnce();
-    assert.equal((await status(buyer.key, byHeight.paymentId)).status, 'pending');
-
-    // A worker whose clock is 61 s ahead: past expiresAt, still within lastValidBlockHeight.
-    const timeTravel = new PaymentReconciler({
+  /** A worker whose clock is 61 s ahead: past expiresAt, still within lastValidBlockHeight. */
+  const lateReconciler = () =>
+    new PaymentReconciler({
       store: f.gw.store,
       networks: f.gw.networks,
       ledger: f.gw.services.ledger,
@@ -188,18 +188,50 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
       recheckMs: 0,
       now: () => Date.now() + 61_000,
     });
-    await timeTravel.runOnce();
-    const expired = await status(buyer.key, byTime.paymentId);
-    assert.equal(expired.status, 'expired');
-    assert.equal(expired.signature, null);
+  const eventsOf = async (paymentId: string) =>
+    (await f.gw.store.events.listAfter(buyer.accountId, 0, 1000))
+      .filter((e) => e.paymentId === paymentId)
+      .map((e) => e.type);
 
+  it('expires a transaction never broadcast: by block height, and by expiresAt', async () => {
+    const byHeight = (await build({ recipientAddress: seller.wallet, amount: 0.5 })).json();
+    await reconciler.runOnce();
+    assert.equal((await status(buyer.key, byHeight.paymentId)).status, 'pending');
     await f.anvil.mine({ blocks: 151 });
     await reconciler.runOnce();
     assert.equal((await status(buyer.key, byHeight.paymentId)).status, 'expired');
-    const events = (await f.gw.store.events.listAfter(buyer.accountId, 0, 1000))
-      .filter((e) => e.paymentId === byHeight.paymentId)
-      .map((e) => e.type);
-    assert.deepEqual(events, ['payment.expired']);
+    assert.deepEqual(await eventsOf(byHeight.paymentId), ['payment.expired']);
+
+    const byTime = (await build({ recipientAddress: seller.wallet, amount: 0.6 })).json();
+    await reconciler.runOnce();
+    assert.equal((await status(buyer.key, byTime.paymentId)).status, 'pending');
+    await lateReconciler().runOnce();
+    const expired = await status(buyer.key, byTime.paymentId);
+    assert.equal(expired.status, 'expired');
+    assert.equal(expired.signature, null);
+    assert.deepEqual(await eventsOf(byTime.paymentId), ['payment.expired']);
+  });
+
+  it('does not expire a transaction broadcast in time that is mined after expiresAt', async () => {
+    const b = (await build({ recipientAddress: seller.wallet, amount: 0.007 })).json();
+    // A busy chain: the transaction waits in the pool past expiresAt.
+    await f.anvil.setAutomine(false);
+    try {
+      const hash = await f.anvil.sendRawTransaction({
+        serializedTransaction: await signEvm(b.transaction, payer.privateKey),
+      });
+      const late = lateReconciler();
+      await late.runOnce();
+      assert.equal((await status(buyer.key, b.paymentId)).status, 'pending', 'waiting in the pool');
+      await f.anvil.mine({ blocks: 1 });
+      await late.runOnce();
+      const seen = await status(buyer.key, b.paymentId);
+      assert.equal(seen.status, 'confirmed');
+      assert.equal(seen.signature, hash);
+      assert.deepEqual(await eventsOf(b.paymentId), ['payment.confirmed']);
+    } finally {
+      await f.anvil.setAutomine(true);
+    }
   });
 
   it('never confirms a tampered copy that reuses the reference with another amount or recipient', async () => {

@@ -100,6 +100,11 @@ export interface PreparedTransaction {
 export interface AccountNonces {
   /** How many of the sender's transactions are in blocks: every nonce below it is used for good. */
   minedCount(address: string): Promise<bigint>;
+  /**
+   * Whether the node holds transactions of the sender that are not mined yet (its pending count is
+   * ahead of the mined count): a transaction broadcast in time may still be waiting for a block.
+   */
+  hasWaiting(address: string): Promise<boolean>;
   /** The prepared transaction with another nonce, and nothing else changed; no network call. */
   withNonce(prepared: PreparedTransaction, nonce: bigint): PreparedTransaction;
   /** Whether a transaction prepared with `lastValidBlockHeight` has waited long enough, at `height`, to be replaced. */

@@ -125,6 +125,7 @@ export class PaymentReconciler {
     let tx = await findBuiltTransfer(chain, built);
     if (tx === undefined) {
       if (!(await this.isPast(payment, chain))) return;
+      if (await this.mayStillBeMined(payment, chain)) return;
       // Past its validity: look once more, since it may have landed just before.
       tx = await findBuiltTransfer(chain, built);
       if (tx === undefined) {
@@ -183,6 +184,18 @@ export class PaymentReconciler {
         });
       }
     });
+  }
+
+  /**
+   * EVM: nothing on chain ends a transaction at `expiresAt` (signed bytes stay valid until their nonce
+   * is used), so one the caller broadcast in time may still wait in the pool for a block. While the
+   * payer has transactions waiting and `lastValidBlockHeight` is not passed, the payment stays pending
+   * rather than be called expired and then be mined.
+   */
+  private async mayStillBeMined(payment: PaymentRecord, chain: ChainAdapter): Promise<boolean> {
+    if (chain.nonces === undefined || payment.lastValidBlockHeight === null) return false;
+    if ((await chain.getBlockHeight()) > payment.lastValidBlockHeight) return false;
+    return chain.nonces.hasWaiting(payment.sender);
   }
 
   /** Whether a local-mode transaction can no longer be sent: its expiresAt or blockhash is past. */

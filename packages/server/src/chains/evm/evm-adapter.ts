@@ -400,6 +400,14 @@ export class EvmAdapter implements ChainAdapter {
           await this.call(() => this.client.getTransactionCount({ address, blockTag: 'latest' })),
         );
       },
+      hasWaiting: async (owner) => {
+        const address = toAddress(owner, 'address');
+        const [mined, pending] = await Promise.all([
+          this.call(() => this.client.getTransactionCount({ address, blockTag: 'latest' })),
+          this.call(() => this.client.getTransactionCount({ address, blockTag: 'pending' })),
+        ]);
+        return pending > mined;
+      },
       withNonce: (prepared, nonce) => {
         const transaction = parseTransaction(bytesToHex(prepared.unsigned));
         if (transaction.type !== 'eip1559') {
