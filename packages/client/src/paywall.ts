@@ -146,7 +146,9 @@ export class ProtectedResource {
     if (typeof presented === 'string') return challenge(offer, presented);
 
     const requirement = offer.accepts[0] as PaymentRequirements;
-    if (presented.scheme !== GATE402_NATIVE_SCHEME || presented.network !== network.id) {
+    // A bare proof names no network: the gateway's receipt says which, and is checked below.
+    const networkNamed = presented.network !== undefined;
+    if (presented.scheme !== GATE402_NATIVE_SCHEME || (networkNamed && presented.network !== network.id)) {
       return challenge(
         offer,
         `no payment option for scheme ${String(presented.scheme)} on ${String(presented.network)}`,

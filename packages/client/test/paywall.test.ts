@@ -1,0 +1,218 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { decodePaymentRequiredHeader, decodePaymentSignatureHeader } from '@x402/core/http';
+import { expressPaywall } from '../src/express.ts';
+import {
+  GATE402_NATIVE_SCHEME,
+  Gate402Client,
+  PaymentDeclinedError,
+  payingFetch,
+  paymentResponseOf,
+} from '../src/index.ts';
+import { type InProcessGateway, startGateway } from './support/gateway.ts';
+import { type Framework, type SellerApp, startSellerApp } from './support/seller-apps.ts';
+
+/**
+ * Seller middleware and buyer fetch against one real gateway (localnet and anvil): two accounts, as a
+ * seller and a buyer would have, paying native SOL and ETH over HTTP.
+ */
+describe('gate402 paywall and paying fetch', () => {
+  let gateway: InProcessGateway;
+  let seller: Gate402Client;
+  let buyer: Gate402Client;
+  const wallets = { sellerSol: '', sellerEth: '', buyerSol: '', buyerEth: '' };
+  const apps: SellerApp[] = [];
+
+  before(async () => {
+    gateway = await startGateway();
+    seller = new Gate402Client({ url: gateway.url, apiKey: await gateway.newApiKey() });
+    buyer = new Gate402Client({ url: gateway.url, apiKey: await gateway.newApiKey() });
+    wallets.sellerSol = (await seller.createWallet({ chain: 'solana' })).address;
+    wallets.sellerEth = (await seller.createWallet({ chain: 'evm' })).address;
+    wallets.buyerSol = (await buyer.createWallet({ chain: 'solana' })).address;
+    wallets.buyerEth = (await buyer.createWallet({ chain: 'evm' })).address;
+    await buyer.faucet({ address: wallets.buyerSol, amount: 5 });
+    await buyer.faucet({ address: wallets.buyerEth, amount: 5 });
+  });
+  after(async () => {
+    for (const app of apps) await app.close();
+    await gateway?.close();
+  });
+
+  async function sellerApp(framework: Framework, price: string, payTo: string): Promise<SellerApp> {
+    const app = await startSellerApp(framework, seller, { price, payTo, description: 'the forecast' });
+    apps.push(app);
+    return app;
+  }
+
+  for (const framework of ['express', 'fastify', 'hono'] as const) {
+    it(`${framework}: answers 402 with the x402 offer, then 200 once the buyer pays native SOL`, async () => {
+      const app = await sellerApp(framework, '0.01', wallets.sellerSol);
+
+      const unpaid = await fetch(app.url);
+      assert.equal(unpaid.status, 402);
+      const challenge = decodePaymentRequiredHeader(unpaid.headers.get('payment-required') ?? '');
+      const { networks } = await seller.networks();
+      const solana = networks.find((n) => n.family === 'solana' && n.isDefault);
+      assert.deepEqual(challenge, {
+        x402Version: 2,
+        error: 'payment required',
+        resource: { url: app.url, description: 'the forecast' },
+        accepts: [
+          {
+            scheme: GATE402_NATIVE_SCHEME,
+            network: solana?.id,
+            asset: 'native',
+            amount: '10000000',
+            payTo: wallets.sellerSol,
+            maxTimeoutSeconds: 60,
+            extra: { currency: 'SOL', decimals: 9 },
+          },
+        ],
+      });
+      const v1 = (await unpaid.json()) as { x402Version: number; accepts: Record<string, unknown>[] };
+      assert.equal(v1.x402Version, 1);
+      assert.equal(v1.accepts[0]?.maxAmountRequired, '10000000');
+      assert.equal(v1.accepts[0]?.resource, app.url);
+
+      const sent: string[] = [];
+      const pay = payingFetch({
+        gateway: buyer,
+        wallet: wallets.buyerSol,
+        maxAmount: '0.05',
+        onPayment: (payment) => sent.push(payment.signature),
+      });
+      const paid = await pay(app.url);
+      assert.equal(paid.status, 200);
+      const body = (await paid.json()) as { forecast: string; payment: Record<string, unknown> };
+      assert.equal(body.forecast, 'sunny');
+      assert.equal(sent.length, 1);
+      assert.equal(body.payment.transaction, sent[0]);
+      assert.equal(body.payment.payer, wallets.buyerSol);
+      assert.equal(body.payment.amount, '0.01');
+      assert.deepEqual(paymentResponseOf(paid), {
+        success: true,
+        payer: wallets.buyerSol,
+        transaction: sent[0],
+        network: solana?.id,
+      });
+      const received = await seller.paymentHistory(wallets.sellerSol, { type: 'received' });
+      assert.ok(
+        received.payments.some((p) => p.signature === sent[0] && p.amount === 0.01 && p.resource === app.url),
+      );
+    });
+  }
+
+  it('refuses a replayed proof with 402 and the reason, and serves once per payment', async () => {
+    const app = await sellerApp('express', '0.01', wallets.sellerSol);
+    let proofHeader = '';
+    const recording: typeof fetch = async (input, init) => {
+      const request = new Request(input, init);
+      proofHeader = request.headers.get('payment-signature') ?? proofHeader;
+      return fetch(request);
+    };
+    const pay = payingFetch({
+      gateway: buyer,
+      wallet: wallets.buyerSol,
+      maxAmount: '0.01',
+      fetch: recording,
+    });
+    assert.equal((await pay(app.url)).status, 200);
+    assert.equal(decodePaymentSignatureHeader(proofHeader).accepted.scheme, GATE402_NATIVE_SCHEME);
+
+    const replay = await fetch(app.url, { headers: { 'payment-signature': proofHeader } });
+    assert.equal(replay.status, 402);
+    const error = decodePaymentRequiredHeader(replay.headers.get('payment-required') ?? '').error ?? '';
+    assert.match(error, /^INVALID_PAYMENT_PROOF: /);
+    assert.match(error, /already/);
+    assert.equal(((await replay.json()) as { error: string }).error, error);
+  });
+
+  it('refuses a forged proof, a payment for another price and a header that is not x402, each with a reason', async () => {
+    const app = await sellerApp('fastify', '0.02', wallets.sellerSol);
+    const reasonOf = async (headers: Record<string, string>) => {
+      const response = await fetch(app.url, { headers });
+      assert.equal(response.status, 402);
+      return decodePaymentRequiredHeader(response.headers.get('payment-required') ?? '').error;
+    };
+    assert.match((await reasonOf({ 'x-payment': '0x01deadbeef' })) ?? '', /^INVALID_PAYMENT_PROOF: /);
+    assert.match((await reasonOf({ 'payment-signature': 'not base64!' })) ?? '', /not base64 JSON/);
+
+    // A proof of 0.01 SOL presented (as the spec's bare X-PAYMENT) for a 0.02 SOL resource.
+    const cheap = await buyer.sendPayment({
+      walletAddress: wallets.buyerSol,
+      recipientAddress: wallets.sellerSol,
+      amount: 0.01,
+      resource: app.url,
+    });
+    assert.match(
+      (await reasonOf({ 'x-payment': cheap.paymentProof })) ?? '',
+      /^PAYMENT_VERIFICATION_FAILED: /,
+    );
+  });
+
+  it('takes the bare gate402 proof in X-PAYMENT (spec §1) and answers X-PAYMENT-RESPONSE', async () => {
+    const app = await sellerApp('hono', '0.01', wallets.sellerSol);
+    const sent = await buyer.sendPayment({
+      walletAddress: wallets.buyerSol,
+      recipientAddress: wallets.sellerSol,
+      amount: 0.01,
+      resource: app.url,
+    });
+    const paid = await fetch(app.url, { headers: { 'x-payment': sent.paymentProof } });
+    assert.equal(paid.status, 200);
+    assert.equal(paid.headers.get('payment-response'), null);
+    assert.equal(paymentResponseOf(paid)?.transaction, sent.signature);
+  });
+
+  it('pays native ETH on the EVM network', async () => {
+    const app = await sellerApp('express', '0.01', wallets.sellerEth);
+    const unpaid = await fetch(app.url);
+    const offer = decodePaymentRequiredHeader(unpaid.headers.get('payment-required') ?? '').accepts[0];
+    assert.deepEqual(
+      [offer?.network, offer?.amount, offer?.extra],
+      ['eip155:31337', '10000000000000000', { currency: 'ETH', decimals: 18 }],
+    );
+    const pay = payingFetch({ gateway: buyer, wallet: wallets.buyerEth, maxAmount: 0.01 });
+    const paid = await pay(app.url);
+    assert.equal(paid.status, 200);
+    const settlement = paymentResponseOf(paid);
+    assert.equal(settlement?.network, 'eip155:31337');
+    assert.match(settlement?.transaction ?? '', /^0x[0-9a-f]{64}$/);
+    const status = await seller.paymentHistory(wallets.sellerEth, { type: 'received' });
+    assert.equal(status.payments[0]?.signature, settlement?.transaction);
+  });
+
+  it('declines a price above maxAmount before paying anything', async () => {
+    const app = await sellerApp('express', '0.5', wallets.sellerSol);
+    const before = (await buyer.paymentHistory(wallets.buyerSol)).total;
+    const pay = payingFetch({ gateway: buyer, wallet: wallets.buyerSol, maxAmount: '0.1' });
+    await assert.rejects(
+      pay(app.url),
+      (e: unknown) => e instanceof PaymentDeclinedError && /0\.5 SOL/.test(e.message),
+    );
+    assert.equal((await buyer.paymentHistory(wallets.buyerSol)).total, before);
+    // A 402 without a gate402 option (a buyer with only an EVM wallet) is returned as it is.
+    const evmOnly = payingFetch({ gateway: buyer, wallet: wallets.buyerEth, maxAmount: '1' });
+    assert.equal((await evmOnly(app.url)).status, 402);
+  });
+
+  it('answers 502, not 402, when the gateway cannot check payments (a bad seller key)', async () => {
+    const misconfigured = new Gate402Client({ url: gateway.url, apiKey: 'g402_sk_revoked' });
+    const app = await startSellerApp('express', misconfigured, { price: '0.01', payTo: wallets.sellerSol });
+    apps.push(app);
+    const response = await fetch(app.url, { headers: { 'x-payment': '0x01' } });
+    assert.equal(response.status, 502);
+    assert.match(((await response.json()) as { error: string }).error, /UNAUTHORIZED/);
+  });
+
+  it('refuses a price the gateway could not send at start-up', () => {
+    const { protect } = expressPaywall(seller);
+    assert.throws(
+      () => protect({ price: '0.0001', payTo: wallets.sellerSol }),
+      /price must be from 0.001 to 100/,
+    );
+    assert.throws(() => protect({ price: '-1', payTo: wallets.sellerSol }), /not a non-negative decimal/);
+    assert.throws(() => protect({ price: '0.01', payTo: ' ' }), /payTo/);
+  });
+});
