@@ -82,6 +82,11 @@ export class EventHub {
     };
   }
 
+  /** How many connections of the account listen on this instance (for tests and metrics). */
+  subscriberCount(accountId: string): number {
+    return this.listeners.get(accountId)?.size ?? 0;
+  }
+
   /** Calls `listener` whenever the position moved (the webhook fan-out wakes on it). */
   onAdvance(listener: () => void): () => void {
     this.advanceListeners.add(listener);

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import { GatewayError, toErrorBody } from '../domain/gateway-error.ts';
+import { GatewayError, invalidParameters, toErrorBody } from '../domain/gateway-error.ts';
 import type { PlanAccess } from '../domain/plan-access.ts';
 import type { EventHub } from '../events/event-hub.ts';
 import type { RateLimiter } from '../ratelimit/rate-limiter.ts';
@@ -162,26 +162,17 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
   async function onMessage(ws: WebSocket, connection: StreamConnection, accountId: string, data: RawData) {
     const message = parseMessage(data);
     if (message === undefined) {
-      return sendError(
-        ws,
-        new GatewayError('INVALID_PARAMETERS', { details: { message: 'must be a JSON object' } }),
-      );
+      return sendError(ws, invalidParameters({ message: 'must be a JSON object' }));
     }
     switch (message.type) {
       case 'ping':
         ws.send(JSON.stringify({ type: 'pong' }));
         return;
       case 'auth':
-        return sendError(
-          ws,
-          new GatewayError('INVALID_PARAMETERS', {
-            details: { type: 'this connection is already authenticated' },
-          }),
-        );
+        return sendError(ws, invalidParameters({ type: 'this connection is already authenticated' }));
       case 'subscribe': {
         const parsed = parseSubscribe(message);
-        if (!parsed.ok)
-          return sendError(ws, new GatewayError('INVALID_PARAMETERS', { details: parsed.details }));
+        if (!parsed.ok) return sendError(ws, invalidParameters(parsed.details));
         const { filter, since } = parsed.value;
         const sinceSeq =
           since === undefined ? undefined : await deps.hub.store.events.seqOf(accountId, since);
@@ -198,10 +189,7 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
         return;
       }
       default:
-        return sendError(
-          ws,
-          new GatewayError('INVALID_PARAMETERS', { details: { type: 'must be subscribe, auth or ping' } }),
-        );
+        return sendError(ws, invalidParameters({ type: 'must be subscribe, auth or ping' }));
     }
   }
 
@@ -278,9 +266,7 @@ function presentedKey(request: IncomingMessage): string | undefined {
 }
 
 function invalidSince(): GatewayError {
-  return new GatewayError('INVALID_PARAMETERS', {
-    details: { since: 'must be the id of one of your events (evt_…)' },
-  });
+  return invalidParameters({ since: 'must be the id of one of your events (evt_…)' });
 }
 
 function closeCodeOf(error: GatewayError): number {

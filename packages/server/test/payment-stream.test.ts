@@ -1,0 +1,255 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { STREAM_CLOSE } from '../src/ws/stream-close-codes.ts';
+import { recordReceived } from './support/payment-events.ts';
+import { openStream } from './support/stream-client.ts';
+import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
+
+describe('payment stream', () => {
+  let gw: TestGateway;
+  let url: string;
+
+  before(async () => {
+    gw = await startTestGateway({ events: { authTimeoutMs: 300 } });
+    const address = await gw.app.listen({ port: 0, host: '127.0.0.1' });
+    url = `${address.replace('http', 'ws')}/v1/payments/stream`;
+  });
+  after(() => gw.close());
+
+  const connect = async (key: string, query = '') => {
+    const client = await openStream(`${url}${query}`, { headers: bearer(key) });
+    await client.until((c) => c.messages.some((m) => m.type === 'authenticated'), 5_000, 'authenticated');
+    return client;
+  };
+
+  it('shows each of two accounts subscribed at once only its own events, in order', async () => {
+    const a = await gw.newCaller('premium');
+    const b = await gw.newCaller('premium');
+    const [streamA, streamB] = await Promise.all([connect(a.key), connect(b.key)]);
+    const ids: Record<string, string[]> = { [a.accountId]: [], [b.accountId]: [] };
+    for (let i = 0; i < 10; i++) {
+      const owner = i % 3 === 0 ? b : a;
+      const payment = await recordReceived(gw.services.ledger, owner.accountId, {
+        amount: BigInt(i + 1) * 10_000_000n,
+      });
+      ids[owner.accountId]?.push(payment.id);
+    }
+    await streamA.until((c) => c.events().length === 6, 5_000, 'six events for A');
+    await streamB.until((c) => c.events().length === 4, 5_000, 'four events for B');
+    assert.deepEqual(
+      streamA.events().map((e) => (e.data as { paymentId: string }).paymentId),
+      ids[a.accountId],
+    );
+    assert.deepEqual(
+      streamB.events().map((e) => (e.data as { paymentId: string }).paymentId),
+      ids[b.accountId],
+    );
+    const first = streamA.events()[0];
+    assert.ok(first !== undefined);
+    assert.deepEqual(Object.keys(first).sort(), ['amount', 'createdAt', 'data', 'id', 'type']);
+    assert.equal(first.type, 'payment.received');
+    assert.equal(first.amount, 0.02);
+    assert.match(String(first.id), /^evt_/);
+    assert.equal((first.data as { amount: number; status: string }).amount, 0.02);
+    assert.equal((first.data as { status: string }).status, 'submitted');
+    // Nothing else arrives later either.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(streamA.events().length, 6);
+    assert.equal(streamB.events().length, 4);
+    streamA.close();
+    streamB.close();
+  });
+
+  it('authenticates by header, by subprotocol, or by a first auth message; refuses otherwise', async () => {
+    const caller = await gw.newCaller('premium');
+    const byProtocol = await openStream(url, { protocols: ['bearer', caller.key] });
+    assert.equal(byProtocol.ws.protocol, 'bearer', 'the key is never echoed back');
+    await byProtocol.until((c) => c.messages[0]?.type === 'authenticated');
+    byProtocol.close();
+
+    const byMessage = await openStream(url);
+    byMessage.send({ type: 'auth', apiKey: caller.key });
+    byMessage.send({ type: 'subscribe', types: ['payment.failed'] });
+    await byMessage.until((c) => c.messages.some((m) => m.type === 'subscribed'));
+    assert.deepEqual(byMessage.messages[0], { type: 'authenticated', accountId: caller.accountId });
+    assert.deepEqual(byMessage.messages[1], {
+      type: 'subscribed',
+      wallets: null,
+      types: ['payment.failed'],
+      since: null,
+    });
+    byMessage.close();
+
+    const wrongKey = await openStream(url).then((c) => {
+      c.send({ type: 'auth', apiKey: 'g402_sk_nope' });
+      return c.closed;
+    });
+    assert.equal(wrongKey.code, STREAM_CLOSE.UNAUTHORIZED);
+
+    const silent = await openStream(url);
+    assert.equal((await silent.closed).code, STREAM_CLOSE.UNAUTHORIZED, 'no auth message in time');
+
+    const standard = await gw.newCaller('standard');
+    const standardByMessage = await openStream(url);
+    standardByMessage.send({ type: 'auth', apiKey: standard.key });
+    assert.equal((await standardByMessage.closed).code, STREAM_CLOSE.FORBIDDEN);
+
+    await assert.rejects(
+      openStream(url, { headers: bearer(standard.key) }),
+      (error: { status: number; body: string }) => {
+        assert.equal(error.status, 403);
+        assert.equal(JSON.parse(error.body).error.code, 'FORBIDDEN');
+        return true;
+      },
+    );
+    await assert.rejects(
+      openStream(url, { headers: bearer('g402_sk_invalid') }),
+      (error: { status: number; body: string }) => {
+        assert.equal(error.status, 401);
+        assert.deepEqual(JSON.parse(error.body), {
+          success: false,
+          error: { code: 'UNAUTHORIZED', message: 'API key missing or invalid.' },
+        });
+        return true;
+      },
+    );
+    await assert.rejects(
+      openStream(`${url}?since=nonsense`, { headers: bearer(caller.key) }),
+      (error: { status: number; body: string }) => {
+        assert.equal(error.status, 400);
+        assert.equal(
+          JSON.parse(error.body).error.details.since,
+          'must be the id of one of your events (evt_…)',
+        );
+        return true;
+      },
+    );
+  });
+
+  it('filters by wallet and type, and answers a bad subscribe with INVALID_PARAMETERS details', async () => {
+    const caller = await gw.newCaller('premium');
+    const stream = await connect(caller.key);
+    stream.send({ type: 'subscribe', wallets: ['WalletTwo'], types: ['payment.received'], extra: 1 });
+    await stream.until((c) => c.messages.some((m) => m.type === 'error'));
+    assert.deepEqual(
+      stream.messages.find((m) => m.type === 'error'),
+      {
+        type: 'error',
+        success: false,
+        error: {
+          code: 'INVALID_PARAMETERS',
+          message: 'Invalid request parameters: extra.',
+          details: { extra: 'is not a known field' },
+        },
+      },
+    );
+    stream.send({ type: 'subscribe', types: ['payment.nope'] });
+    await stream.until((c) => c.messages.filter((m) => m.type === 'error').length === 2);
+    stream.send({ type: 'subscribe', wallets: ['WalletTwo'], types: ['payment.received'] });
+    await stream.until((c) => c.messages.some((m) => m.type === 'subscribed'));
+    await recordReceived(gw.services.ledger, caller.accountId, { wallet: 'WalletOne' });
+    const two = await recordReceived(gw.services.ledger, caller.accountId, { wallet: 'WalletTwo' });
+    await stream.until((c) => c.events().length === 1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.deepEqual(
+      stream.events().map((e) => (e.data as { paymentId: string }).paymentId),
+      [two.id],
+    );
+    stream.close();
+  });
+
+  it('resumes after a disconnect with since: every missed event once, in order, then live ones', async () => {
+    const caller = await gw.newCaller('premium');
+    const first = await connect(caller.key);
+    const written: string[] = [];
+    const write = async (n: number) => {
+      for (let i = 0; i < n; i++)
+        written.push((await recordReceived(gw.services.ledger, caller.accountId)).id);
+    };
+    await write(3);
+    await first.until((c) => c.events().length === 3);
+    const lastSeen = first.events().at(-1)?.id as string;
+    first.close();
+    await first.closed;
+    await write(450); // more than one replay page while nobody listens
+
+    const resumed = await connect(caller.key, `?since=${lastSeen}`);
+    // More events while the replay runs: they must come once, after the missed ones.
+    await write(50);
+    await resumed.until((c) => c.events().length >= 500, 15_000, '500 events');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const got = resumed.events().map((e) => (e.data as { paymentId: string }).paymentId);
+    assert.equal(got.length, 500);
+    assert.deepEqual(got, written.slice(3));
+
+    // The same through a subscribe message on an open connection.
+    const again = await connect(caller.key);
+    again.send({ type: 'subscribe', since: lastSeen, types: ['payment.received'] });
+    await again.until((c) => c.events().length === 500, 15_000, 'replay by message');
+    assert.deepEqual(
+      again.events().map((e) => (e.data as { paymentId: string }).paymentId),
+      written.slice(3),
+    );
+    resumed.close();
+    again.close();
+  });
+
+  it('closes a consumer that does not read with 4008; it resumes from its last event and loses nothing', async () => {
+    const small = await startTestGateway({ events: { config: { streamMaxBufferedBytes: 64 * 1024 } } });
+    try {
+      const address = await small.app.listen({ port: 0, host: '127.0.0.1' });
+      const streamUrl = `${address.replace('http', 'ws')}/v1/payments/stream`;
+      const caller = await small.newCaller('premium');
+      const slow = await openStream(streamUrl, { headers: bearer(caller.key) });
+      await slow.until((c) => c.messages.length > 0);
+      slow.ws.pause(); // reads nothing from now on: the kernel buffers fill, then the server's queue
+      const written: string[] = [];
+      const filler = 'x'.repeat(32 * 1024);
+      const hub = small.events?.hub;
+      assert.ok(hub !== undefined);
+      while (hub.subscriberCount(caller.accountId) > 0) {
+        assert.ok(written.length < 3_000, 'the slow consumer was never dropped');
+        const payment = await recordReceived(small.services.ledger, caller.accountId, {
+          metadata: { filler },
+        });
+        written.push(payment.id);
+        if (written.length % 20 === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      slow.ws.resume();
+      const { code } = await slow.closed;
+      assert.equal(code, STREAM_CLOSE.TOO_SLOW);
+      const received = slow.events().map((e) => (e.data as { paymentId: string }).paymentId);
+      assert.ok(received.length < written.length, 'it was dropped before it got everything');
+      assert.deepEqual(received, written.slice(0, received.length), 'what it got came in order');
+
+      const lastId = slow.events().at(-1)?.id;
+      const resumed = await openStream(`${streamUrl}${lastId === undefined ? '' : `?since=${lastId}`}`, {
+        headers: bearer(caller.key),
+      });
+      await resumed.until((c) => c.events().length === written.length - received.length, 20_000, 'the rest');
+      assert.deepEqual(
+        resumed.events().map((e) => (e.data as { paymentId: string }).paymentId),
+        written.slice(received.length),
+      );
+      resumed.close();
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('serves the AsyncAPI document of the stream beside /openapi.json', async () => {
+    const response = await gw.app.inject({ method: 'GET', url: '/asyncapi.json' });
+    assert.equal(response.statusCode, 200);
+    const doc = response.json();
+    assert.equal(doc.asyncapi, '3.0.0');
+    assert.equal(doc.channels.payments.address, '/v1/payments/stream');
+    assert.deepEqual(doc.channels.payments.messages.paymentEvent.payload.required, [
+      'id',
+      'type',
+      'createdAt',
+      'amount',
+      'data',
+    ]);
+    assert.match(doc.info.description, /4008 TOO_SLOW/);
+  });
+});
