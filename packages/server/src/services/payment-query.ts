@@ -21,6 +21,8 @@ export interface HistoryEntry {
   timestamp: number;
   signature: string | null;
   network: string;
+  /** Token payments (x402 `exact`): the mint or contract. */
+  asset?: string;
 }
 
 /** Status and history, always scoped to the caller's account. */
@@ -92,6 +94,7 @@ export class PaymentQueryService {
     if (payment.direction === 'sent') entry.recipient = payment.recipient;
     else entry.sender = payment.sender;
     if (view.resource !== undefined) entry.resource = view.resource;
+    if (view.asset !== undefined) entry.asset = view.asset;
     return entry;
   }
 

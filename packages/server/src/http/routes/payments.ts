@@ -132,6 +132,12 @@ const PaymentSchema = Type.Object(
     confirmations: Type.Integer({ description: 'Blocks since (and including) the one holding the payment.' }),
     timestamp: Type.Integer(),
     metadata: Type.Optional(Type.Object({}, { additionalProperties: true })),
+    asset: Type.Optional(
+      Type.String({
+        description:
+          'Token payments (x402 `exact`): the mint or ERC-20 contract; `amount` is in its whole units. Absent: native currency.',
+      }),
+    ),
   },
   { $id: 'Payment', title: 'Payment' },
 );
@@ -147,6 +153,12 @@ const HistoryEntry = Type.Object({
   timestamp: Type.Integer(),
   signature: Type.Union([Type.String(), Type.Null()]),
   network: Type.String(),
+  asset: Type.Optional(
+    Type.String({
+      description:
+        'Token payments (x402 `exact`): the mint or ERC-20 contract; `amount` is in its whole units. Absent: native currency.',
+    }),
+  ),
 });
 
 export interface PaymentRouteDeps {

@@ -1,0 +1,224 @@
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { generateKeyPairSigner } from '@solana/kit';
+import { x402Client } from '@x402/core/client';
+import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from '@x402/core/http';
+import { HTTPFacilitatorClient } from '@x402/core/server';
+import { ExactEvmScheme as EvmBuyerScheme } from '@x402/evm/exact/client';
+import { ExactEvmScheme as EvmSellerScheme } from '@x402/evm/exact/server';
+import { paymentMiddleware, x402ResourceServer } from '@x402/express';
+import { wrapFetchWithPayment } from '@x402/fetch';
+import { ExactSvmScheme as SvmBuyerScheme } from '@x402/svm/exact/client';
+import { ExactSvmScheme as SvmSellerScheme } from '@x402/svm/exact/server';
+import express from 'express';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { NetworkRegistry } from '../src/chains/network-registry.ts';
+import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
+import { startTestEvm, type TestEvm } from './support/test-anvil.ts';
+import { startTestGateway, type TestGateway } from './support/test-gateway.ts';
+import { startTestChain, type TestChain } from './support/test-localnet.ts';
+
+/**
+ * Stock x402 parts against gate402's facilitator, on the embedded chains: an `@x402/express` seller
+ * whose facilitator is gate402 (`HTTPFacilitatorClient` at /facilitator with a Bearer key), and an
+ * `@x402/fetch` buyer paying with `@x402/svm` (the localnet reached under devnet's id, rpcUrl
+ * overridden) or `@x402/evm` (anvil, eip155:31337).
+ */
+describe('x402 facilitator with stock @x402 sellers and buyers', () => {
+  let chain: TestChain;
+  let evm: TestEvm;
+  let gw: TestGateway;
+  let gatewayUrl: string;
+  let seller: { key: string; solana: string; evm: string };
+  let shop: ReturnType<typeof express>;
+  let shopUrl: string;
+  let closeShop: () => Promise<void>;
+
+  const api = async (key: string, method: string, url: string, payload?: object) => {
+    const res = await gw.app.inject({
+      method: method as 'GET' | 'POST',
+      url,
+      headers: { authorization: `Bearer ${key}` },
+      ...(payload === undefined ? {} : { payload }),
+    });
+    return { status: res.statusCode, body: res.json() };
+  };
+
+  before(async () => {
+    [chain, evm] = await Promise.all([startTestChain(), startTestEvm()]);
+    gw = await startTestGateway({ networks: new NetworkRegistry([chain.adapter, evm.adapter]) });
+    await gw.services.facilitator.start();
+    await gw.app.listen({ port: 0, host: '127.0.0.1' });
+    gatewayUrl = `http://127.0.0.1:${(gw.app.server.address() as AddressInfo).port}`;
+
+    const caller = await gw.newCaller('premium');
+    const solanaWallet = await api(caller.key, 'POST', '/wallets', { chain: 'solana' });
+    const evmWallet = await api(caller.key, 'POST', '/wallets', { chain: 'evm' });
+    seller = { key: caller.key, solana: solanaWallet.body.address, evm: evmWallet.body.address };
+    // x402 `exact` does not create the seller's token account: a first USDC mint does.
+    await api(caller.key, 'POST', '/faucet', { address: seller.solana, amount: 0.01, token: 'USDC' });
+
+    const facilitator = new HTTPFacilitatorClient({
+      url: `${gatewayUrl}/facilitator`,
+      createAuthHeaders: async () => {
+        const headers = { Authorization: `Bearer ${caller.key}` };
+        return { verify: headers, settle: headers, supported: headers };
+      },
+    });
+    const server = new x402ResourceServer(facilitator)
+      .register(SOLANA_DEVNET_ID, new SvmSellerScheme())
+      .register(evm.adapter.info.id, new EvmSellerScheme());
+    const solanaUsdc = chain.localnet.usdcMint.address;
+    shop = express();
+    shop.use(
+      paymentMiddleware(
+        {
+          'GET /solana-report': {
+            accepts: {
+              scheme: 'exact',
+              network: SOLANA_DEVNET_ID,
+              payTo: seller.solana,
+              price: { amount: '10000', asset: solanaUsdc },
+            },
+            description: 'a report paid in localnet USDC',
+          },
+          'GET /evm-report': {
+            accepts: {
+              scheme: 'exact',
+              network: evm.adapter.info.id as `eip155:${string}`,
+              payTo: seller.evm,
+              price: { amount: '20000', asset: evm.usdc.address, extra: { name: 'USD Coin', version: '2' } },
+            },
+            description: 'a report paid in anvil USDC',
+          },
+        },
+        server,
+      ),
+    );
+    shop.get('/solana-report', (_req, res) => void res.json({ report: 'solana' }));
+    shop.get('/evm-report', (_req, res) => void res.json({ report: 'evm' }));
+    const listening = shop.listen(0, '127.0.0.1');
+    await new Promise((resolve) => listening.once('listening', resolve));
+    shopUrl = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
+    closeShop = () => new Promise((resolve) => listening.close(() => resolve()));
+  });
+
+  after(async () => {
+    await closeShop?.();
+    await gw?.close();
+    await Promise.all([chain?.close(), evm?.close()]);
+    evm?.dispose();
+  });
+
+  it('answers /facilitator/supported with exact on every network, the Solana fee payer, and v1 names', async () => {
+    const caller = seller;
+    const { status, body } = await api(caller.key, 'GET', '/facilitator/supported');
+    assert.equal(status, 200);
+    const kinds = body.kinds as { x402Version: number; network: string; extra?: { feePayer?: string } }[];
+    const feePayer = kinds.find((k) => k.network === chain.adapter.info.id)?.extra?.feePayer;
+    assert.ok(feePayer !== undefined && body.signers['solana:*'].includes(feePayer));
+    assert.deepEqual(
+      kinds.map((k) => `${k.x402Version}:${k.network}`).sort(),
+      [
+        `2:${chain.adapter.info.id}`,
+        `2:${evm.adapter.info.id}`,
+        `2:${SOLANA_DEVNET_ID}`,
+        '1:solana-devnet',
+      ].sort(),
+    );
+    assert.equal(body.signers['eip155:*'].length, 1);
+  });
+
+  it('refuses the facilitator to a Standard plan (feature facilitator) and to a missing key', async () => {
+    const standard = await gw.newCaller('standard');
+    assert.equal((await api(standard.key, 'GET', '/facilitator/supported')).status, 403);
+    const res = await gw.app.inject({ method: 'GET', url: '/facilitator/supported' });
+    assert.equal(res.statusCode, 401);
+  });
+
+  it('Solana: @x402/fetch + @x402/svm pays the @x402/express seller through gate402 → 200, PAYMENT-RESPONSE, and the payment is the seller’s', async () => {
+    const buyer = await generateKeyPairSigner();
+    const funded = await api(seller.key, 'POST', '/faucet', {
+      address: buyer.address,
+      amount: 1,
+      token: 'USDC',
+    });
+    assert.equal(funded.status, 200, JSON.stringify(funded.body));
+    const client = x402Client.fromConfig({
+      schemes: [
+        { network: SOLANA_DEVNET_ID, client: new SvmBuyerScheme(buyer, { rpcUrl: chain.localnet.rpcUrl }) },
+      ],
+      spendControls: {
+        allowedAssets: [{ network: SOLANA_DEVNET_ID, asset: chain.localnet.usdcMint.address }],
+      },
+    });
+    const sent: string[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      const header = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+      const signature = header.get('payment-signature');
+      if (signature !== null) sent.push(signature);
+      return fetch(input, init);
+    };
+    const pay = wrapFetchWithPayment(recording, client);
+    const res = await pay(`${shopUrl}/solana-report`);
+    assert.equal(res.status, 200, await res.clone().text());
+    assert.deepEqual(await res.json(), { report: 'solana' });
+    const settled = decodePaymentResponseHeader(res.headers.get('payment-response') ?? '');
+    assert.equal(settled.success, true);
+    assert.equal(settled.payer, buyer.address);
+
+    const history = await api(seller.key, 'GET', `/payment/history/${seller.solana}`);
+    const entry = history.body.payments.find((p: { paymentId: string }) => p.paymentId !== undefined);
+    assert.equal(entry.type, 'received');
+    assert.equal(entry.amount, 0.01);
+    assert.equal(entry.sender, buyer.address);
+    const status = await api(seller.key, 'GET', `/payment/status/${entry.paymentId}`);
+    assert.equal(status.body.signature, settled.transaction);
+    assert.equal(status.body.status, 'confirmed');
+    assert.equal(status.body.asset, chain.localnet.usdcMint.address);
+
+    // The same payment again, straight to the facilitator and through the seller: refused, never re-sent.
+    assert.equal(sent.length, 1);
+    const payload = decodePaymentSignatureHeader(sent[0] ?? '');
+    const request = { x402Version: 2, paymentPayload: payload, paymentRequirements: payload.accepted };
+    const again = await api(seller.key, 'POST', '/facilitator/settle', request);
+    assert.equal(again.status, 200);
+    assert.equal(again.body.success, false);
+    assert.equal(again.body.errorReason, 'duplicate_settlement');
+    assert.equal(again.body.transaction, settled.transaction);
+    const verified = await api(seller.key, 'POST', '/facilitator/verify', request);
+    assert.deepEqual(
+      { isValid: verified.body.isValid, invalidReason: verified.body.invalidReason },
+      { isValid: false, invalidReason: 'duplicate_settlement' },
+    );
+    const replay = await fetch(`${shopUrl}/solana-report`, { headers: { 'payment-signature': sent[0] ?? '' } });
+    assert.equal(replay.status, 402);
+    const payments = await api(seller.key, 'GET', `/payment/history/${seller.solana}`);
+    assert.equal(payments.body.total, 1);
+  });
+
+  it('EVM: @x402/fetch + @x402/evm pays the @x402/express seller through gate402 → 200 and PAYMENT-RESPONSE', async () => {
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    const funded = await api(seller.key, 'POST', '/faucet', {
+      address: buyer.address,
+      amount: 1,
+      token: 'USDC',
+    });
+    assert.equal(funded.status, 200, JSON.stringify(funded.body));
+    const client = x402Client.fromConfig({
+      schemes: [{ network: evm.adapter.info.id as `eip155:${string}`, client: new EvmBuyerScheme(buyer) }],
+      spendControls: {
+        allowedAssets: [{ network: evm.adapter.info.id as `eip155:${string}`, asset: evm.usdc.address }],
+      },
+    });
+    const res = await wrapFetchWithPayment(fetch, client)(`${shopUrl}/evm-report`);
+    assert.equal(res.status, 200, await res.clone().text());
+    const settled = decodePaymentResponseHeader(res.headers.get('payment-response') ?? '');
+    assert.equal(settled.success, true);
+    assert.equal(settled.payer, buyer.address);
+    const history = await api(seller.key, 'GET', `/payment/history/${seller.evm}`);
+    assert.equal(history.body.payments[0].amount, 0.02);
+    assert.equal(history.body.payments[0].sender, buyer.address);
+  });
+});
