@@ -1,0 +1,61 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+
+export interface ReceivedWebhook {
+  readonly headers: Record<string, string>;
+  readonly body: string;
+  /** The payload as the standardwebhooks library verified it; undefined when verification failed. */
+  readonly verified: unknown;
+  readonly answeredWith: number;
+}
+
+/**
+ * A webhook endpoint on 127.0.0.1 that checks every request with the standardwebhooks library, as a
+ * receiver in production would, and answers with the status `answer` picks for the n-th request.
+ */
+export class WebhookReceiver {
+  readonly received: ReceivedWebhook[] = [];
+  secret: string | undefined;
+  private readonly server: Server;
+
+  constructor(private readonly answer: (n: number) => number = () => 200) {
+    this.server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => {
+        body += chunk;
+      });
+      req.on('end', () => {
+        const headers = Object.fromEntries(
+          Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : (v ?? '')]),
+        );
+        let verified: unknown;
+        try {
+          verified = this.secret === undefined ? undefined : new Webhook(this.secret).verify(body, headers);
+        } catch {
+          verified = undefined;
+        }
+        const status = this.answer(this.received.length + 1);
+        this.received.push({ headers, body, verified, answeredWith: status });
+        res.writeHead(status).end();
+      });
+    });
+  }
+
+  async start(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hooks`;
+  }
+
+  async until(count: number, timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.received.length < count) {
+      if (Date.now() > deadline) throw new Error(`got ${this.received.length} of ${count} webhook requests`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}

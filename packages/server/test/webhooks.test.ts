@@ -1,0 +1,189 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { recordReceived } from './support/payment-events.ts';
+import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
+import { WebhookReceiver } from './support/webhook-receiver.ts';
+
+const EVENTS_FOR_TESTS = { allowPrivateOutboundUrls: true, webhookRetryBaseMs: 50 };
+
+describe('webhooks', () => {
+  let gw: TestGateway;
+
+  before(async () => {
+    gw = await startTestGateway({ events: { config: EVENTS_FOR_TESTS } });
+  });
+  after(() => gw.close());
+
+  const create = (key: string, payload: unknown) =>
+    gw.app.inject({ method: 'POST', url: '/webhooks', headers: bearer(key), payload: payload as object });
+
+  it('signs deliveries per Standard Webhooks; a receiver failing three times gets the event on the fourth try', async () => {
+    const receiver = new WebhookReceiver((n) => (n <= 3 ? 500 : 204));
+    const url = await receiver.start();
+    try {
+      const caller = await gw.newCaller('premium');
+      const created = await create(caller.key, { url });
+      assert.equal(created.statusCode, 200, created.body);
+      const webhook = created.json();
+      assert.match(webhook.id, /^whk_/);
+      assert.match(webhook.secret, /^whsec_/);
+      assert.deepEqual(webhook.eventTypes, []);
+      receiver.secret = webhook.secret;
+
+      const payment = await recordReceived(gw.services.ledger, caller.accountId, { amount: 250_000_000n });
+      await receiver.until(4);
+      const [first, , , last] = receiver.received;
+      assert.ok(first !== undefined && last !== undefined);
+      assert.deepEqual(
+        receiver.received.map((r) => r.answeredWith),
+        [500, 500, 500, 204],
+      );
+      const message = last.verified as Record<string, unknown>;
+      assert.ok(message !== undefined, 'the standardwebhooks library accepts the signature');
+      assert.equal(message.type, 'payment.received');
+      assert.equal(message.amount, 0.25);
+      assert.equal((message.data as { paymentId: string }).paymentId, payment.id);
+      assert.equal(last.headers['webhook-id'], message.id, 'webhook-id is the event id');
+      assert.equal(first.headers['webhook-id'], last.headers['webhook-id'], 'the same id on every attempt');
+      // A signature made with another secret is refused by the same library.
+      assert.throws(() =>
+        new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(last.body, last.headers),
+      );
+
+      // The receiver answered; the worker writes the outcome right after.
+      let delivery: Record<string, unknown> = {};
+      for (let tries = 0; delivery.status !== 'succeeded' && tries < 100; tries++) {
+        const log = await gw.app.inject({
+          method: 'GET',
+          url: `/webhooks/${webhook.id}/deliveries`,
+          headers: bearer(caller.key),
+        });
+        assert.equal(log.statusCode, 200);
+        delivery = log.json().deliveries[0];
+        if (delivery.status !== 'succeeded') await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.equal(delivery.status, 'succeeded');
+      assert.equal(delivery.attempts, 4);
+      assert.equal(delivery.lastStatusCode, 204);
+      assert.equal(delivery.eventId, message.id);
+      assert.equal(delivery.nextAttemptAt, null);
+
+      const redelivered = await gw.app.inject({
+        method: 'POST',
+        url: `/webhooks/${webhook.id}/deliveries/${delivery.id}/redeliver`,
+        headers: bearer(caller.key),
+      });
+      assert.equal(redelivered.statusCode, 200, redelivered.body);
+      await receiver.until(5);
+      assert.equal(receiver.received[4]?.headers['webhook-id'], message.id);
+      assert.ok(receiver.received[4]?.verified !== undefined);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('delivers only the event types asked for, and nothing after the endpoint is deleted', async () => {
+    const receiver = new WebhookReceiver();
+    const url = await receiver.start();
+    try {
+      const caller = await gw.newCaller('premium');
+      const webhook = (await create(caller.key, { url, eventTypes: ['payment.confirmed'] })).json();
+      receiver.secret = webhook.secret;
+      const payment = await recordReceived(gw.services.ledger, caller.accountId);
+      await gw.services.ledger.move(payment, 'confirmed', { confirmedAt: Date.now() });
+      await receiver.until(1);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.deepEqual(
+        receiver.received.map((r) => (r.verified as { type: string }).type),
+        ['payment.confirmed'],
+      );
+      const deleted = await gw.app.inject({
+        method: 'DELETE',
+        url: `/webhooks/${webhook.id}`,
+        headers: bearer(caller.key),
+      });
+      assert.deepEqual(deleted.json(), { id: webhook.id, deleted: true });
+      const again = await recordReceived(gw.services.ledger, caller.accountId);
+      await gw.services.ledger.move(again, 'confirmed', { confirmedAt: Date.now() });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(receiver.received.length, 1);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('lists an account its own endpoints only, never secrets; another account sees 404', async () => {
+    const owner = await gw.newCaller('premium');
+    const other = await gw.newCaller('enterprise', 5_000);
+    const webhook = (await create(owner.key, { url: 'http://127.0.0.1:9/a' })).json();
+    const listed = await gw.app.inject({ method: 'GET', url: '/webhooks', headers: bearer(owner.key) });
+    assert.deepEqual(listed.json(), {
+      webhooks: [
+        { id: webhook.id, url: 'http://127.0.0.1:9/a', eventTypes: [], createdAt: webhook.createdAt },
+      ],
+    });
+    const othersList = await gw.app.inject({ method: 'GET', url: '/webhooks', headers: bearer(other.key) });
+    assert.deepEqual(othersList.json(), { webhooks: [] });
+    for (const [method, path] of [
+      ['DELETE', `/webhooks/${webhook.id}`],
+      ['GET', `/webhooks/${webhook.id}/deliveries`],
+    ] as const) {
+      const response = await gw.app.inject({ method, url: path, headers: bearer(other.key) });
+      assert.equal(response.statusCode, 404, `${method} ${path}`);
+      assert.equal(response.json().error.code, 'NOT_FOUND');
+    }
+  });
+
+  it('refuses bad input with per-field details, and standard plans with 403', async () => {
+    const caller = await gw.newCaller('premium');
+    const badType = await create(caller.key, { url: 'https://example.com/h', eventTypes: ['payment.nope'] });
+    assert.equal(badType.statusCode, 400);
+    assert.equal(badType.json().error.code, 'INVALID_PARAMETERS');
+    assert.ok(Object.keys(badType.json().error.details).some((k) => k.startsWith('eventTypes')));
+    const notUrl = await create(caller.key, { url: 'not a url' });
+    assert.deepEqual(notUrl.json().error.details, { url: 'must be an absolute URL' });
+    const unknownField = await create(caller.key, { url: 'https://example.com/h', secret: 'mine' });
+    assert.equal(unknownField.statusCode, 400);
+    const badId = await gw.app.inject({
+      method: 'DELETE',
+      url: '/webhooks/whk_nope',
+      headers: bearer(caller.key),
+    });
+    assert.equal(badId.statusCode, 400);
+    assert.ok('id' in badId.json().error.details);
+
+    const standard = await gw.newCaller('standard');
+    const refused = await create(standard.key, { url: 'https://example.com/h' });
+    assert.equal(refused.statusCode, 403);
+    assert.equal(refused.json().error.code, 'FORBIDDEN');
+  });
+
+  it('refuses loopback, private and link-local URLs unless ALLOW_PRIVATE_OUTBOUND_URLS is set', async () => {
+    const strict = await startTestGateway({ events: {} });
+    try {
+      const caller = await strict.newCaller('premium');
+      for (const [url, reason] of [
+        ['http://127.0.0.1:8080/h', 'must be an https:// URL'],
+        ['https://127.0.0.1/h', 'must not point at a private, loopback or link-local address'],
+        [
+          'https://169.254.169.254/latest/meta-data',
+          'must not point at a private, loopback or link-local address',
+        ],
+        ['https://[::1]/h', 'must not point at a private, loopback or link-local address'],
+        ['https://localhost/h', 'must not point at a private, loopback or link-local address'],
+      ]) {
+        const response = await strict.app.inject({
+          method: 'POST',
+          url: '/webhooks',
+          headers: bearer(caller.key),
+          payload: { url },
+        });
+        assert.equal(response.statusCode, 400, url);
+        assert.deepEqual(response.json().error.details, { url: reason }, url);
+      }
+    } finally {
+      await strict.close();
+    }
+  });
+});
