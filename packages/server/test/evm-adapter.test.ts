@@ -108,6 +108,17 @@ describe('EVM adapter against the embedded anvil', () => {
     const found = await chain.findSignatures(reference.address);
     assert.deepEqual(found, [{ signature: signed.signature, slot: receipt.blockNumber, error: null }]);
     assert.deepEqual(await chain.findSignatures(reference.address.toLowerCase(), { limit: 1 }), found);
+    // Told when it was prepared, the scan starts there (that block included, to be safe): it still finds
+    // it, and a search for a transaction prepared after its block does not.
+    assert.deepEqual(
+      await chain.findSignatures(reference.address, { preparedFor: prepared.lastValidBlockHeight }),
+      found,
+    );
+    assert.deepEqual(
+      await chain.findSignatures(reference.address, { preparedFor: prepared.lastValidBlockHeight + 2n }),
+      [],
+      'a transaction prepared after the block it is in cannot be this one',
+    );
     assert.deepEqual(await chain.getSignatureStatus(signed.signature), {
       status: 'confirmed',
       slot: receipt.blockNumber,

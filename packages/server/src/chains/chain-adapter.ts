@@ -48,7 +48,7 @@ export interface ChainAdapter {
   /** A landed transaction, or undefined when the chain has none with this signature. */
   getTransaction(signature: string): Promise<ChainTransaction | undefined>;
   /** Signatures of transactions that mention `address` (e.g. a payment's reference), newest first. */
-  findSignatures(address: string, options?: { limit?: number }): Promise<SignatureInfo[]>;
+  findSignatures(address: string, options?: FindSignaturesOptions): Promise<SignatureInfo[]>;
   /** A token mint (Solana) or contract (EVM), or undefined when `address` is not one. */
   getTokenInfo(address: string): Promise<ChainTokenInfo | undefined>;
   /**
@@ -58,6 +58,17 @@ export interface ChainAdapter {
   getTokenAccounts(owner: string): Promise<ChainTokenAccount[]>;
 
   close(): Promise<void>;
+}
+
+export interface FindSignaturesOptions {
+  /** At most this many, newest first; default 100. */
+  readonly limit?: number;
+  /**
+   * The `lastValidBlockHeight` the wanted transactions were prepared with, when known: none of them can
+   * be in a block before it was prepared, so a chain that has to scan blocks for them (EVM) starts
+   * there instead of at its whole scan window. Chains with an index (Solana) ignore it.
+   */
+  readonly preparedFor?: bigint | null;
 }
 
 export interface TransferRequest {

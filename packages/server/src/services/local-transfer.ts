@@ -12,6 +12,8 @@ export interface BuiltTransfer {
   readonly amount: bigint;
   /** The memo the transaction carries (the paymentId). */
   readonly memo: string;
+  /** The lastValidBlockHeight it was built with, when known: narrows the search on chains that scan. */
+  readonly lastValidBlockHeight?: bigint | null;
 }
 
 /** At most this many transactions mentioning one reference are looked at: a reference is fresh per build. */
@@ -27,7 +29,7 @@ export async function findBuiltTransfer(
   chain: ChainAdapter,
   built: BuiltTransfer,
 ): Promise<ChainTransaction | undefined> {
-  return findMatching(chain, built.reference, (tx) => doesTransfer(tx, built));
+  return findMatching(chain, built, (tx) => doesTransfer(tx, built));
 }
 
 /** A seller's receipt: a memo transaction paid by `payer`, carrying `memo`, found by `reference`. */
@@ -35,6 +37,7 @@ export interface BuiltReceipt {
   readonly reference: string;
   readonly payer: string;
   readonly memo: string;
+  readonly lastValidBlockHeight?: bigint | null;
 }
 
 export async function findBuiltReceipt(
@@ -43,7 +46,7 @@ export async function findBuiltReceipt(
 ): Promise<ChainTransaction | undefined> {
   return findMatching(
     chain,
-    built.reference,
+    built,
     (tx) => sameAddress(tx.feePayer, built.payer) && tx.memos.includes(built.memo),
   );
 }
@@ -68,10 +71,14 @@ function sameAddress(a: string, b: string): boolean {
 
 async function findMatching(
   chain: ChainAdapter,
-  reference: string,
+  built: { readonly reference: string; readonly lastValidBlockHeight?: bigint | null },
   matches: (tx: ChainTransaction) => boolean,
 ): Promise<ChainTransaction | undefined> {
-  const found = await chain.findSignatures(reference, { limit: MAX_CANDIDATES });
+  const { reference } = built;
+  const found = await chain.findSignatures(reference, {
+    limit: MAX_CANDIDATES,
+    preparedFor: built.lastValidBlockHeight ?? null,
+  });
   let failed: ChainTransaction | undefined;
   // Oldest first: of two valid ones, the first to land is the payment.
   for (const candidate of [...found].reverse()) {

@@ -165,7 +165,19 @@ export class ProofVerifier {
       recipient: claims.to,
       amount: BigInt(claims.amt),
       memo: claims.pid,
+      lastValidBlockHeight: await this.builtWith(claims),
     });
+  }
+
+  /**
+   * The lastValidBlockHeight this gateway built the proof's transaction with, when it did: only a hint
+   * that narrows the search on chains that scan blocks (EVM); the chain still decides everything.
+   */
+  private async builtWith(claims: ProofClaims): Promise<bigint | null> {
+    const payment = await this.deps.store.payments.get(claims.pid);
+    if (payment === undefined || payment.network !== claims.net || payment.reference !== claims.ref)
+      return null;
+    return payment.lastValidBlockHeight;
   }
 }
 

@@ -121,6 +121,7 @@ export class PaymentReconciler {
       recipient: payment.recipient,
       amount: payment.amount,
       memo: payment.id,
+      lastValidBlockHeight: payment.lastValidBlockHeight,
     };
     let tx = await findBuiltTransfer(chain, built);
     if (tx === undefined) {
@@ -160,6 +161,7 @@ export class PaymentReconciler {
       reference: payment.reference ?? '',
       payer: payment.walletAddress,
       memo: receiptMemo(payment.id, payment.sourcePaymentId ?? ''),
+      lastValidBlockHeight: payment.lastValidBlockHeight,
     };
     let receipt = await findBuiltReceipt(chain, built);
     if (receipt === undefined && (await this.isPast(payment, chain)))

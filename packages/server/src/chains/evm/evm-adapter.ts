@@ -27,6 +27,7 @@ import type {
   ChainTokenInfo,
   ChainTransaction,
   ConfirmationOutcome,
+  FindSignaturesOptions,
   LocalFaucet,
   PreparedTransaction,
   SignatureInfo,
@@ -297,13 +298,17 @@ export class EvmAdapter implements ChainAdapter {
   /**
    * Transactions that name `address` as sender, recipient or anywhere in their calldata (a gate402
    * reference), newest first. EVM nodes have no index for this, so the last `scanBlocks` blocks are
-   * read whole: bounded work, and a reference is found while its payment is recent.
+   * read whole: bounded work, and a reference is found while its payment is recent. With `preparedFor`,
+   * only the blocks since the transaction was prepared: a pending local-mode payment costs a block or
+   * two per look rather than `scanBlocks`.
    */
-  async findSignatures(address: string, options: { limit?: number } = {}): Promise<SignatureInfo[]> {
+  async findSignatures(address: string, options: FindSignaturesOptions = {}): Promise<SignatureInfo[]> {
     const needle = toAddress(address, 'address').slice(2).toLowerCase();
     const limit = options.limit ?? 100;
     const latest = await this.getBlockHeight();
-    const oldest = latest - BigInt(this.scanBlocks) + 1n > 0n ? latest - BigInt(this.scanBlocks) + 1n : 0n;
+    // A transaction prepared at block N (lastValidBlockHeight - expiryBlocks) is mined after N at the earliest.
+    const preparedAt = options.preparedFor == null ? 0n : options.preparedFor - this.expiryBlocks;
+    const oldest = max(max(latest - BigInt(this.scanBlocks) + 1n, preparedAt), 0n);
     const found: { hash: Hex; block: bigint }[] = [];
     for (let top = latest; top >= oldest && found.length < limit; top -= BigInt(SCAN_CONCURRENCY)) {
       const numbers: bigint[] = [];
