@@ -409,6 +409,31 @@ export function describePaymentStoreContract(
       assert.equal((await store.payments.get(payment.id))?.id, payment.id);
     });
 
+    it('keeps concurrent transactions apart: one that fails leaves no trace, the others all commit', async () => {
+      const payments = Array.from({ length: 20 }, () => aPayment(account.id));
+      const results = await Promise.allSettled(
+        payments.map((payment, i) =>
+          store.transaction(async (tx) => {
+            await tx.payments.insert(payment);
+            await tx.events.append(anEvent(account.id, 'payment.sent'));
+            if (i % 5 === 2) throw new Error(`unit ${i} fails after writing`);
+            return i;
+          }),
+        ),
+      );
+      for (const [i, result] of results.entries()) {
+        const stored = await store.payments.get(payments[i]?.id ?? '');
+        if (i % 5 === 2) {
+          assert.equal(result.status, 'rejected');
+          assert.match(String((result as PromiseRejectedResult).reason), new RegExp(`unit ${i} fails`));
+          assert.equal(stored, undefined, `payment ${i} was rolled back`);
+        } else {
+          assert.deepEqual(result, { status: 'fulfilled', value: i });
+          assert.equal(stored?.id, payments[i]?.id, `payment ${i} was committed`);
+        }
+      }
+    });
+
     it('claims idempotency keys: new, in progress, mismatch, completed, lapsed', async () => {
       const repo = store.idempotency;
       assert.deepEqual(await repo.claim(account.id, 'k1', 'h1', 1_000, 2_000), { state: 'claimed' });

@@ -39,7 +39,7 @@ export async function openStore(location: StorageLocation): Promise<OpenedStore>
   const db = await createKysely(location);
   try {
     const migrated = await migrate(db, location);
-    return { store: new KyselyStore(db), migrated };
+    return { store: new KyselyStore(db, { groupCommit: location.kind === 'sqlite' }), migrated };
   } catch (error) {
     await db.destroy();
     throw error;

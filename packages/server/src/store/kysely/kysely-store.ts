@@ -1,10 +1,11 @@
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../database-schema.ts';
 import type { Repositories, Store } from '../store.ts';
 import { KyselyAccountRepository } from './account-repository.ts';
 import { KyselyApiKeyRepository } from './api-key-repository.ts';
 import { KyselyEventRepository } from './event-repository.ts';
 import { KyselyFacilitatorSignerRepository } from './facilitator-signer-repository.ts';
+import { GroupCommit } from './group-commit.ts';
 import { KyselyIdempotencyRepository } from './idempotency-repository.ts';
 import { KyselyNonceRepository } from './nonce-repository.ts';
 import { KyselyPaymentRepository } from './payment-repository.ts';
@@ -30,7 +31,14 @@ export class KyselyStore implements Store {
   readonly facilitatorSigners;
   readonly settlements;
 
-  constructor(private readonly db: Kysely<Database>) {
+  /** SQLite only: concurrent transactions share one commit (see GroupCommit). */
+  private readonly groupCommit: GroupCommit | undefined;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    options: { groupCommit?: boolean } = {},
+  ) {
+    this.groupCommit = options.groupCommit === true ? new GroupCommit(db) : undefined;
     // Outside a transaction an append commits by itself, so listeners are told at once.
     const repositories = repositoriesOn(db, () => this.eventsCommitted());
     this.accounts = repositories.accounts;
@@ -49,13 +57,13 @@ export class KyselyStore implements Store {
 
   async transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
     let appended = false;
-    const result = await this.db.transaction().execute((trx) =>
+    const unit = (trx: Transaction<Database>) =>
       work(
         repositoriesOn(trx, () => {
           appended = true;
         }),
-      ),
-    );
+      );
+    const result = await (this.groupCommit?.run(unit) ?? this.db.transaction().execute(unit));
     // Only after the commit: a listener that reads the outbox must find the events.
     if (appended) this.eventsCommitted();
     return result;
