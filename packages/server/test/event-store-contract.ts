@@ -1,0 +1,227 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { newId } from '../src/domain/ids.ts';
+import type { Store, WebhookDeliveryRecord, WebhookRecord } from '../src/store/store.ts';
+
+/**
+ * What the outbox readers (stream, webhooks) rely on from every Store: commit-ordered seqs, webhook
+ * endpoints, deliveries leased to one owner at a time, and the fan-out cursor. Runs on SQLite and
+ * PostgreSQL (event-store.test.ts).
+ */
+export function describeEventStoreContract(
+  name: string,
+  open: () => Promise<{ store: Store; dispose(): Promise<void> }>,
+  options: { skip?: string | false } = {},
+): void {
+  describe(`Event store contract: ${name}`, { skip: options.skip ?? false }, () => {
+    let store: Store;
+    let dispose: () => Promise<void>;
+    let accountId: string;
+
+    before(async () => {
+      ({ store, dispose } = await open());
+      accountId = await anAccount(store);
+    });
+    after(async () => {
+      await store?.close();
+      await dispose?.();
+    });
+
+    it('lists every account’s events in seq order, finds an event’s seq for its own account only', async () => {
+      const other = await anAccount(store);
+      const start = await store.events.lastSeq();
+      const mine = await store.events.append(anEvent(accountId));
+      const theirs = await store.events.append(anEvent(other));
+      assert.ok(theirs > mine && mine > start);
+      assert.equal(await store.events.lastSeq(), theirs);
+      const all = await store.events.listAllAfter(start, 10);
+      assert.deepEqual(
+        all.map((e) => [e.seq, e.accountId]),
+        [
+          [mine, accountId],
+          [theirs, other],
+        ],
+      );
+      const id = all[0]?.id as string;
+      assert.equal(await store.events.seqOf(accountId, id), mine);
+      assert.equal(await store.events.seqOf(other, id), undefined, 'another account’s event is unknown');
+      assert.equal(await store.events.seqOf(accountId, 'evt_missing'), undefined);
+    });
+
+    it('makes seqs visible in commit order: a reader tailing "after seq N" misses none and repeats none', async () => {
+      const start = await store.events.lastSeq();
+      const appended: string[] = [];
+      let writing = true;
+      const seen: { seq: number; id: string }[] = [];
+      // The reader tails as fast as it can while transactions append and then take a while to commit.
+      const reader = (async () => {
+        let cursor = start;
+        for (;;) {
+          const done = !writing;
+          for (const event of await store.events.listAllAfter(cursor, 100)) {
+            seen.push({ seq: event.seq, id: event.id });
+            cursor = event.seq;
+          }
+          if (done) return;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      })();
+      await Promise.all(
+        Array.from({ length: 24 }, async (_, i) => {
+          await new Promise((resolve) => setTimeout(resolve, (i * 7) % 11));
+          await store.transaction(async (tx) => {
+            const event = anEvent(accountId);
+            await tx.events.append(event);
+            // Commit late, and in a different order than the seqs were taken.
+            await new Promise((resolve) => setTimeout(resolve, (24 - i) % 5 === 0 ? 30 : (i * 13) % 9));
+            appended.push(event.id);
+          });
+        }),
+      );
+      writing = false;
+      await reader;
+      assert.deepEqual(seen.map((e) => e.id).sort(), [...appended].sort(), 'every event seen exactly once');
+      for (let i = 1; i < seen.length; i++) assert.ok((seen[i]?.seq ?? 0) > (seen[i - 1]?.seq ?? 0));
+    });
+
+    it('stores webhook endpoints per account and deletes them with their deliveries', async () => {
+      const other = await anAccount(store);
+      const hook = aWebhook(accountId, ['payment.confirmed']);
+      const theirs = aWebhook(other, []);
+      await store.webhooks.insert(hook);
+      await store.webhooks.insert(theirs);
+      assert.deepEqual(await store.webhooks.get(hook.id), hook);
+      assert.deepEqual(await store.webhooks.listByAccount(other), [theirs]);
+      const both = await store.webhooks.listForAccounts([accountId, other]);
+      assert.ok(both.some((w) => w.id === hook.id) && both.some((w) => w.id === theirs.id));
+      assert.deepEqual(await store.webhooks.listForAccounts([]), []);
+      await store.webhookDeliveries.insertMany([aDelivery(theirs, 1)]);
+      assert.equal(await store.webhooks.delete(accountId, theirs.id), false, 'not the owner');
+      assert.equal(await store.webhooks.delete(other, theirs.id), true);
+      assert.equal(await store.webhooks.get(theirs.id), undefined);
+      assert.deepEqual(await store.webhookDeliveries.listByWebhook(theirs.id, 10), []);
+      assert.equal(await store.webhooks.delete(other, theirs.id), false);
+    });
+
+    it('creates a delivery once per endpoint and event, leases it to one owner, records attempts under the lease', async () => {
+      const hook = aWebhook(accountId, []);
+      await store.webhooks.insert(hook);
+      const deliveries = Array.from({ length: 6 }, (_, i) => aDelivery(hook, 1_000 + i));
+      await store.webhookDeliveries.insertMany(deliveries);
+      await store.webhookDeliveries.insertMany([
+        { ...deliveries[0], id: newId('dlv') } as WebhookDeliveryRecord,
+      ]);
+      const log = await store.webhookDeliveries.listByWebhook(hook.id, 10);
+      assert.deepEqual(
+        log.map((d) => d.id),
+        deliveries.map((d) => d.id).reverse(),
+        'newest event first, the repeat ignored',
+      );
+      assert.deepEqual(await store.webhookDeliveries.get(deliveries[0]?.id as string), deliveries[0]);
+
+      const now = 50_000;
+      const [a, b] = await Promise.all([
+        store.webhookDeliveries.leaseDue('owner-a', now, now + 60_000, 4),
+        store.webhookDeliveries.leaseDue('owner-b', now, now + 60_000, 4),
+      ]);
+      const leasedIds = [...a, ...b].map((d) => d.id).filter((id) => deliveries.some((d) => d.id === id));
+      assert.equal(new Set(leasedIds).size, leasedIds.length, 'no delivery leased twice');
+      const taken = a.find((d) => d.webhookId === hook.id) ?? b.find((d) => d.webhookId === hook.id);
+      assert.ok(taken !== undefined);
+      const holder = a.includes(taken) ? 'owner-a' : 'owner-b';
+      const outcome = {
+        status: 'pending' as const,
+        attempts: 1,
+        nextAttemptAt: now + 5_000,
+        lastStatusCode: 500,
+        lastError: 'answered HTTP 500',
+        lastAttemptAt: now,
+        deliveredAt: null,
+      };
+      assert.equal(await store.webhookDeliveries.recordAttempt(taken.id, 'someone-else', outcome), false);
+      assert.equal(await store.webhookDeliveries.recordAttempt(taken.id, holder, outcome), true);
+      assert.deepEqual(await store.webhookDeliveries.get(taken.id), { ...taken, ...outcome });
+      // Not due until its next attempt; due again at once when redelivered.
+      const later = await store.webhookDeliveries.leaseDue('owner-c', now + 1, now + 60_000, 100);
+      assert.ok(!later.some((d) => d.id === taken.id));
+      const redelivered = await store.webhookDeliveries.redeliver(taken.id, now + 2);
+      assert.equal(redelivered?.nextAttemptAt, now + 2);
+      assert.equal(redelivered?.status, 'pending');
+      assert.ok((await store.webhookDeliveries.nextDueAt()) !== undefined);
+      assert.equal(await store.webhookDeliveries.redeliver('dlv_missing', now), undefined);
+    });
+
+    it('hands the outbox cursor to one transaction at a time', async () => {
+      const name = `test-${newId('evt')}`;
+      const order: string[] = [];
+      await Promise.all(
+        ['first', 'second'].map((who) =>
+          store.transaction(async (tx) => {
+            const seq = await tx.webhookDeliveries.claimCursor(name);
+            order.push(`${who} read ${seq}`);
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            await tx.webhookDeliveries.advanceCursor(name, seq + 10);
+          }),
+        ),
+      );
+      assert.deepEqual(
+        order.map((o) => o.replace(/^\w+ /, '')),
+        ['read 0', 'read 10'],
+        'the second claim saw the first one’s advance',
+      );
+    });
+  });
+}
+
+async function anAccount(store: Store): Promise<string> {
+  const id = newId('acct');
+  await store.accounts.insert({
+    id,
+    name: 'events',
+    plan: 'premium',
+    customRateLimit: null,
+    createdAt: 1,
+    updatedAt: 1,
+  });
+  return id;
+}
+
+function anEvent(accountId: string) {
+  return {
+    id: newId('evt'),
+    accountId,
+    type: 'payment.received',
+    paymentId: newId('pay'),
+    data: { amount: 1.5, status: 'submitted' },
+    createdAt: Date.now(),
+  };
+}
+
+function aWebhook(accountId: string, eventTypes: string[]): WebhookRecord {
+  return {
+    id: newId('whk'),
+    accountId,
+    url: 'https://example.com/hook',
+    eventTypes,
+    sealedSecret: 'v1:sealed',
+    createdAt: Date.now(),
+  };
+}
+
+function aDelivery(webhook: WebhookRecord, eventSeq: number): WebhookDeliveryRecord {
+  return {
+    id: newId('dlv'),
+    webhookId: webhook.id,
+    accountId: webhook.accountId,
+    eventId: newId('evt'),
+    eventSeq,
+    status: 'pending',
+    attempts: 0,
+    nextAttemptAt: 10_000,
+    lastStatusCode: null,
+    lastError: null,
+    lastAttemptAt: null,
+    deliveredAt: null,
+    createdAt: 10_000,
+  };
+}
