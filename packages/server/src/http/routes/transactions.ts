@@ -29,14 +29,14 @@ const TransactionSendBody = Type.Object(
 
 const Base64Transaction = Type.String({
   description:
-    'Base64 wire bytes of a v0 transaction with empty signature slots: sign with your own key and broadcast through any RPC endpoint of the network (GET /networks).',
+    'Base64 of the unsigned transaction: on Solana the wire bytes of a v0 transaction with empty signature slots; on EVM an RLP-serialised EIP-1559 (type 2) transaction without signature (parse it, e.g. viem `parseTransaction`, and sign it). Sign with your own key and broadcast through any RPC endpoint of the network (GET /networks).',
 });
 const LastValidBlockHeight = Type.Integer({
   description: 'The transaction can land only while the block height is at most this.',
 });
 const ExpiresAt = Type.Integer({
   description:
-    'Unix ms: do not send after this (at most 60 s after building, never after the blockhash is estimated to expire); build a new one.',
+    'Unix ms: do not send after this (at most 60 s after building, never after the blockhash is estimated to expire); build a new one. On EVM nothing on chain enforces it (a signed transaction stays valid until its nonce is used): to be sure an unsent one never lands, spend its nonce.',
 });
 
 const TransactionSendResult = Type.Object(
@@ -55,7 +55,8 @@ const TransactionSendResult = Type.Object(
     recipient: Type.String(),
     status: Type.String({ description: '`pending` until the transaction is seen on chain.' }),
     reference: Type.String({
-      description: 'The read-only account that identifies this transaction on chain.',
+      description:
+        'Identifies this transaction on chain: a read-only account (Solana), or the first 20 bytes of the calldata (EVM).',
     }),
     network: Type.String(),
   },
@@ -123,7 +124,7 @@ export async function transactionRoutes(app: FastifyInstance, deps: TransactionR
         tags: ['transactions'],
         summary: 'Build an unsigned payment transaction for your own wallet to sign and broadcast.',
         description:
-          'Same rules as /payment/send, but `walletAddress` may be any address: it is the fee payer and signer, and its key never reaches the gateway. The transaction carries a compute-unit limit and price, the transfer with a fresh read-only reference account, and a memo with the paymentId. The payment is `pending` until the gateway sees the transaction on chain by its reference (and checks it is exactly the one built: payer, recipient, amount, memo); then `confirmed` and `finalized`. Not seen before `lastValidBlockHeight` or `expiresAt`: `expired`. Send an `Idempotency-Key` header to get the same transaction on a retry.',
+          "Same rules as /payment/send, but `walletAddress` may be any address: it is the fee payer and signer, and its key never reaches the gateway. On Solana the transaction carries a compute-unit limit and price, the transfer with a fresh read-only reference account, and a memo with the paymentId. On EVM it is an EIP-1559 transfer of `amount` (in wei) with the sender's next nonce, whose calldata is the reference (20 bytes) followed by the paymentId; you may re-sign it with another nonce or higher fees. The payment is `pending` until the gateway sees the transaction on chain by its reference (and checks it is exactly the one built: payer, recipient, amount, memo); then `confirmed` and `finalized`. Not seen before `lastValidBlockHeight` or `expiresAt`: `expired` (on EVM not while the sender has transactions waiting in the node's pool and `lastValidBlockHeight` is not passed, since one broadcast in time may still be mined). Send an `Idempotency-Key` header to get the same transaction on a retry.",
         body: TransactionSendBody,
         response: { 200: TransactionSendResult },
       },
@@ -148,7 +149,7 @@ export async function transactionRoutes(app: FastifyInstance, deps: TransactionR
         tags: ['transactions'],
         summary: 'Verify a payment proof and build an unsigned receipt for your wallet to sign.',
         description:
-          "Verifies the proof exactly like /payment/receive (waiting up to `timeout` for the buyer's transaction to land). The answer is a receipt transaction, fee payer = `walletAddress`: a memo naming this receipt's paymentId and the buyer's paymentId it accepts, and a zero-value transfer to itself that carries a fresh reference. **The proof is consumed when the receipt lands on chain, not before**: until then the received payment is `pending`; once the gateway sees the receipt it becomes `confirmed` and the proof can never be redeemed again (by either endpoint). If the receipt is not sent before `expiresAt`, the payment becomes `expired` and the proof stays redeemable. If the proof was redeemed elsewhere before the receipt landed, the payment becomes `failed`.",
+          "Verifies the proof exactly like /payment/receive (waiting up to `timeout` for the buyer's transaction to land). The answer is a receipt transaction, fee payer = `walletAddress`: a memo naming this receipt's paymentId and the buyer's paymentId it accepts, and a zero-value transfer to itself that carries a fresh reference (on EVM both in the calldata of one 0 ETH transfer to itself). **The proof is consumed when the receipt lands on chain, not before**: until then the received payment is `pending`; once the gateway sees the receipt it becomes `confirmed` and the proof can never be redeemed again (by either endpoint). If the receipt is not sent before `expiresAt`, the payment becomes `expired` and the proof stays redeemable. If the proof was redeemed elsewhere before the receipt landed, the payment becomes `failed`.",
         body: TransactionReceiveBody,
         response: { 200: TransactionReceiveResult },
       },
