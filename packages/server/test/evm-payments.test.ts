@@ -24,8 +24,13 @@ describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, statu
   });
   after(() => f.close());
 
-  const send = (payer: EvmParty, body: Record<string, unknown>) =>
-    f.post(payer.key, '/payment/send', { walletAddress: payer.wallet, ...body });
+  const send = (payer: EvmParty, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+    f.gw.app.inject({
+      method: 'POST',
+      url: '/payment/send',
+      headers: { authorization: `Bearer ${payer.key}`, ...headers },
+      payload: { walletAddress: payer.wallet, ...body },
+    });
 
   it('creates custodial EVM wallets with EIP-55 addresses and lists their ETH balances', async () => {
     assert.match(buyer.wallet, /^0x[0-9a-fA-F]{40}$/);
@@ -207,6 +212,96 @@ describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, statu
     }
     const history = (await f.get(buyer.key, `/payment/history/${buyer.wallet}?type=sent`)).json();
     assert.equal(history.total, sentBefore, 'no payment was recorded');
+  });
+
+  it('accepts a proof once: of 20 simultaneous receives exactly one succeeds', async () => {
+    const sent = (await send(buyer, { recipientAddress: seller.wallet, amount: 0.002 })).json();
+    const attempts = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        f.post(seller.key, '/payment/receive', {
+          walletAddress: seller.wallet,
+          paymentProof: sent.paymentProof,
+          expectedAmount: 0.002,
+        }),
+      ),
+    );
+    assert.equal(attempts.filter((a) => a.statusCode === 200).length, 1);
+    for (const refused of attempts.filter((a) => a.statusCode !== 200)) {
+      assert.equal(refused.statusCode, 422);
+      assert.deepEqual(refused.json().error.details, { paymentProof: 'already_used' });
+    }
+  });
+
+  it('refuses proofs that are forged, for someone else or for another resource, without using them up', async () => {
+    const third = await f.party();
+    const sent = (
+      await send(buyer, {
+        recipientAddress: seller.wallet,
+        amount: 0.01,
+        resource: 'https://api.example.com/a',
+      })
+    ).json();
+    const receive = (party: EvmParty, body: Record<string, unknown>) =>
+      f.post(party.key, '/payment/receive', {
+        walletAddress: party.wallet,
+        paymentProof: sent.paymentProof,
+        expectedAmount: 0.01,
+        ...body,
+      });
+    const tampered = `${sent.paymentProof.slice(0, -4)}${sent.paymentProof.endsWith('00') ? 'ffff' : '0000'}`;
+    const cases: [EvmParty, Record<string, unknown>, string][] = [
+      [seller, { paymentProof: tampered }, 'bad_signature'],
+      [third, {}, 'recipient_mismatch'],
+      [seller, { resource: 'https://api.example.com/b' }, 'resource_mismatch'],
+    ];
+    for (const [party, body, reason] of cases) {
+      const res = await receive(party, body);
+      assert.equal(res.statusCode, 422, JSON.stringify(body));
+      assert.equal(res.json().error.code, 'INVALID_PAYMENT_PROOF');
+      assert.deepEqual(res.json().error.details, { paymentProof: reason }, JSON.stringify(body));
+    }
+    assert.equal((await receive(seller, {})).statusCode, 200, 'the refusals did not use the proof up');
+  });
+
+  it('refuses to spend what the wallet does not hold before taking a nonce: the next send takes it', async () => {
+    const poor = await f.party(ETH / 2n);
+    const res = await send(poor, { recipientAddress: seller.wallet, amount: 0.5 });
+    assert.equal(res.statusCode, 422, res.body);
+    assert.equal(res.json().error.code, 'INSUFFICIENT_BALANCE');
+    assert.equal(await f.chain.getBalance(poor.wallet), ETH / 2n, 'nothing moved');
+    const ok = await send(poor, { recipientAddress: seller.wallet, amount: 0.1 });
+    assert.equal(ok.statusCode, 200, ok.body);
+    const tx = await f.anvil.getTransaction({ hash: ok.json().signature as Hex });
+    assert.equal(tx.nonce, 0, 'the refused send left no gap');
+  });
+
+  it('answers a retry with the same Idempotency-Key without paying twice', async () => {
+    const recipient = await f.party();
+    const body = { recipientAddress: recipient.wallet, amount: 0.005 };
+    const first = await send(buyer, body, { 'idempotency-key': 'evm-order-7' });
+    const again = await send(buyer, body, { 'idempotency-key': 'evm-order-7' });
+    assert.equal(first.statusCode, 200, first.body);
+    assert.deepEqual(again.json(), first.json());
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(await f.chain.getBalance(recipient.wallet), ETH / 200n, 'paid once');
+    const other = await send(buyer, { ...body, amount: 0.006 }, { 'idempotency-key': 'evm-order-7' });
+    assert.equal(other.statusCode, 422);
+    assert.equal(other.json().error.code, 'IDEMPOTENCY_KEY_REUSED');
+  });
+
+  it('keeps accounts apart: another account’s EVM wallet is 403, its payment 404', async () => {
+    const sent = (await send(buyer, { recipientAddress: seller.wallet, amount: 0.001 })).json();
+    const spend = await send(
+      { ...seller, wallet: buyer.wallet },
+      { recipientAddress: seller.wallet, amount: 0.001 },
+    );
+    assert.equal(spend.statusCode, 403);
+    assert.equal(spend.json().error.code, 'FORBIDDEN');
+    const status = await f.get(seller.key, `/payment/status/${sent.paymentId}`);
+    assert.equal(status.statusCode, 404);
+    assert.equal(status.json().error.code, 'PAYMENT_NOT_FOUND');
+    const history = await f.get(seller.key, `/payment/history/${buyer.wallet}`);
+    assert.equal(history.statusCode, 403);
   });
 
   it('gives 50 concurrent sends from one wallet 50 consecutive nonces, all mined, no gaps', async () => {

@@ -2,7 +2,7 @@ import { ConfigError } from '../config.ts';
 import { GatewayError, toErrorBody } from '../domain/gateway-error.ts';
 import { GATE402_VERSION } from '../version.ts';
 import { type CliContext, createContext, UsageError } from './cli-context.ts';
-import { ACCOUNTS_USAGE, FAUCET_USAGE, KEYS_USAGE, WALLETS_USAGE } from './usage.ts';
+import { ACCOUNTS_USAGE, FAUCET_USAGE, KEYS_USAGE, WALLETS_USAGE, WEBHOOKS_USAGE } from './usage.ts';
 
 const USAGE = `gate402 ${GATE402_VERSION}: self-hostable x402 payment gateway
 
@@ -14,6 +14,7 @@ Usage:
 ${ACCOUNTS_USAGE.replace(/^/gm, '  ')}
 ${KEYS_USAGE.replace(/^/gm, '  ')}
 ${WALLETS_USAGE.replace(/^/gm, '  ')}
+${WEBHOOKS_USAGE.replace(/^/gm, '  ')}
 ${FAUCET_USAGE.replace(/^/gm, '  ')}
 
 Storage is the same as the server's: DATABASE_URL if set, else the SQLite file in DATA_DIR (default ./data).
@@ -66,6 +67,8 @@ async function run(ctx: CliContext, command: string, args: string[]): Promise<vo
       return (await import('./key-commands.ts')).keysCommand(ctx, args);
     case 'wallets':
       return (await import('./wallet-commands.ts')).walletsCommand(ctx, args);
+    case 'webhooks':
+      return (await import('./webhook-commands.ts')).webhooksCommand(ctx, args);
     case 'faucet':
       return (await import('./faucet-command.ts')).faucetCommand(ctx, args);
     default:

@@ -10,5 +10,9 @@ gate402 keys revoke KEY_ID [--json]`;
 export const WALLETS_USAGE = `gate402 wallets create --account ACCOUNT_ID --chain solana [--json]
 gate402 wallets watch --account ACCOUNT_ID --chain solana --address ADDRESS [--json]`;
 
+export const WEBHOOKS_USAGE = `gate402 webhooks create --account ACCOUNT_ID --url URL [--events payment.received,payment.confirmed] [--json]
+gate402 webhooks list --account ACCOUNT_ID [--json]
+gate402 webhooks delete WEBHOOK_ID --account ACCOUNT_ID [--json]`;
+
 export const FAUCET_USAGE = `gate402 faucet --to ADDRESS --amount N [--token USDC] [--network ID] [--json]
     fund an address on the local chains of a running \`gate402 serve\` (no API key)`;
