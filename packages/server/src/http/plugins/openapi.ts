@@ -45,7 +45,7 @@ export async function installOpenApi(app: FastifyInstance, version: string): Pro
         title: 'gate402',
         version,
         description:
-          'Self-hostable payment gateway for the x402 protocol. Every error answers `{success:false, error:{code, message, details?, retryAfter?}}`.',
+          'Self-hostable payment gateway for the x402 protocol. Every error answers `{success:false, error:{code, message, details?, retryAfter?}}`. The WebSocket payment stream at /v1/payments/stream is described in AsyncAPI 3.0 at /asyncapi.json.',
       },
       components: {
         securitySchemes: {
