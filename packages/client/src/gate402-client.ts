@@ -168,6 +168,63 @@ export class Gate402Client {
     return this.#call('portfolio', { path: { public_key: publicKey }, options });
   }
 
+  /** GET /facilitator/supported: the x402 kinds (scheme, network) the built-in facilitator verifies and settles. */
+  facilitatorSupported(options?: RequestOptions): Promise<ResponseOf<'facilitatorSupported'>> {
+    return this.#call('facilitatorSupported', { options });
+  }
+
+  /** POST /facilitator/verify: x402's verify (`{x402Version, paymentPayload, paymentRequirements}`). */
+  facilitatorVerify(
+    body: BodyOf<'facilitatorVerify'>,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'facilitatorVerify'>> {
+    return this.#call('facilitatorVerify', { body, options });
+  }
+
+  /** POST /facilitator/settle: x402's settle; once per payment (`duplicate_settlement` after). */
+  facilitatorSettle(
+    body: BodyOf<'facilitatorSettle'>,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'facilitatorSettle'>> {
+    return this.#call('facilitatorSettle', { body, options });
+  }
+
+  /** POST /webhooks: a webhook endpoint; the answer holds its signing secret, shown once. */
+  createWebhook(
+    body: BodyOf<'createWebhook'>,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'createWebhook'>> {
+    return this.#call('createWebhook', { body, options });
+  }
+
+  /** GET /webhooks: the caller's webhook endpoints (never their secrets). */
+  webhooks(options?: RequestOptions): Promise<ResponseOf<'webhooks'>> {
+    return this.#call('webhooks', { options });
+  }
+
+  /** DELETE /webhooks/{id}: the endpoint and its delivery log. */
+  deleteWebhook(id: string, options?: RequestOptions): Promise<ResponseOf<'deleteWebhook'>> {
+    return this.#call('deleteWebhook', { path: { id }, options });
+  }
+
+  /** GET /webhooks/{id}/deliveries: the endpoint's delivery log, newest event first. */
+  webhookDeliveries(
+    id: string,
+    query: Partial<QueryParameters<'webhookDeliveries'>> = {},
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'webhookDeliveries'>> {
+    return this.#call('webhookDeliveries', { path: { id }, query, options });
+  }
+
+  /** POST /webhooks/{id}/deliveries/{deliveryId}/redeliver: send a delivery again now. */
+  redeliverWebhook(
+    id: string,
+    deliveryId: string,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'redeliverWebhook'>> {
+    return this.#call('redeliverWebhook', { path: { id, deliveryId }, options });
+  }
+
   async #call<N extends OperationName>(name: N, parts: CallParts): Promise<ResponseBody<N>> {
     const operation: { method: HttpMethod; path: string } = OPERATIONS[name];
     const url = new URL(this.url);

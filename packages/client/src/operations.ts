@@ -1,7 +1,7 @@
 import type { paths } from './generated/openapi-types.ts';
 
 /** HTTP methods the gateway's operations use, as openapi-typescript names them. */
-export type HttpMethod = 'get' | 'post';
+export type HttpMethod = 'get' | 'post' | 'delete';
 
 /** A path of the served OpenAPI document. */
 export type ApiPath = keyof paths;
@@ -29,6 +29,14 @@ export const OPERATIONS = {
   verifyPayment: { method: 'post', path: '/v1/payments/verify' },
   tokenInfo: { method: 'get', path: '/token/info/{mint_address}' },
   portfolio: { method: 'get', path: '/portfolio/{public_key}' },
+  facilitatorSupported: { method: 'get', path: '/facilitator/supported' },
+  facilitatorVerify: { method: 'post', path: '/facilitator/verify' },
+  facilitatorSettle: { method: 'post', path: '/facilitator/settle' },
+  createWebhook: { method: 'post', path: '/webhooks' },
+  webhooks: { method: 'get', path: '/webhooks' },
+  deleteWebhook: { method: 'delete', path: '/webhooks/{id}' },
+  webhookDeliveries: { method: 'get', path: '/webhooks/{id}/deliveries' },
+  redeliverWebhook: { method: 'post', path: '/webhooks/{id}/deliveries/{deliveryId}/redeliver' },
 } as const satisfies Record<string, { readonly method: HttpMethod; readonly path: ApiPath }>;
 
 export type OperationName = keyof typeof OPERATIONS;
@@ -47,4 +55,4 @@ export type ResponseBody<N extends OperationName> =
 
 /** The query parameters of an operation. */
 export type QueryParameters<N extends OperationName> =
-  OperationOf<N> extends { parameters: { query: infer Q } } ? Q : never;
+  OperationOf<N> extends { parameters: { query?: infer Q } } ? NonNullable<Q> : never;

@@ -18,7 +18,7 @@ describe('SDK and the served OpenAPI document', () => {
   let document: { paths: Record<string, Record<string, unknown>> };
 
   before(async () => {
-    gateway = await startGateway();
+    gateway = await startGateway({ ALLOW_PRIVATE_OUTBOUND_URLS: 'true' });
     const response = await fetch(new URL('/openapi.json', gateway.url));
     document = (await response.json()) as typeof document;
   });
@@ -146,6 +146,33 @@ describe('SDK and the served OpenAPI document', () => {
     const portfolio = await sdk.portfolio(seller.address);
     assert.equal(portfolio.publicKey, seller.address);
     assert.deepEqual([portfolio.native.symbol, portfolio.native.amount], ['SOL', '250000000']);
+  });
+
+  it('calls the facilitator and webhook endpoints (Premium plan)', async () => {
+    const sdk = new Gate402Client({ url: gateway.url, apiKey: await gateway.newApiKey('premium') });
+    const supported = await sdk.facilitatorSupported();
+    assert.ok(supported.kinds.some((k) => k.scheme === 'exact' && k.network === 'eip155:31337'));
+    // An empty payload is refused as x402 refuses it: data, not an exception.
+    const verdict = await sdk.facilitatorVerify({
+      x402Version: 2,
+      paymentPayload: {},
+      paymentRequirements: {},
+    });
+    assert.equal(verdict.isValid, false);
+    assert.match(verdict.invalidReason ?? '', /^invalid_/);
+
+    const hook = await sdk.createWebhook({ url: 'https://127.0.0.1:9/hook', eventTypes: [] });
+    assert.match(hook.secret, /^whsec_/);
+    assert.deepEqual(
+      (await sdk.webhooks()).webhooks.map((w) => w.id),
+      [hook.id],
+    );
+    assert.deepEqual(await sdk.webhookDeliveries(hook.id, { limit: 5 }), { deliveries: [] });
+    await assert.rejects(sdk.redeliverWebhook(hook.id, 'whd_unknown'), (e: unknown) =>
+      isGate402Error(e, 'INVALID_PARAMETERS', 'NOT_FOUND'),
+    );
+    assert.deepEqual(await sdk.deleteWebhook(hook.id), { id: hook.id, deleted: true });
+    assert.deepEqual((await sdk.webhooks()).webhooks, []);
   });
 
   it('throws refusals as Gate402Error carrying the code of the error catalogue', async () => {
