@@ -262,7 +262,7 @@ function runConnection(
     const socket = connect({ host: url.hostname, port: Number(url.port) });
     socket.setNoDelay(true);
     let current: InFlight | undefined;
-    let pending = Buffer.alloc(0);
+    let pending: Buffer = Buffer.alloc(0);
     const sendNext = () => {
       current = take();
       if (current) socket.write(current.bytes);
