@@ -6,11 +6,11 @@ import {
   appendTransactionMessageInstructions,
   type Base64EncodedWireTransaction,
   compileTransaction,
-  createKeyPairFromBytes,
   createNoopSigner,
   createSolanaRpc,
   createSolanaRpcSubscriptions,
   createTransactionMessage,
+  getAddressDecoder,
   getSignatureFromTransaction,
   getTransactionDecoder,
   getTransactionEncoder,
@@ -19,11 +19,11 @@ import {
   type Rpc,
   type RpcSubscriptions,
   type Signature,
+  type SignatureBytes,
   type SolanaRpcApi,
   type SolanaRpcSubscriptionsApi,
   setTransactionMessageFeePayer,
   setTransactionMessageLifetimeUsingBlockhash,
-  signTransaction,
 } from '@solana/kit';
 import {
   getSetComputeUnitLimitInstruction,
@@ -45,6 +45,7 @@ import type {
   TransferRequest,
 } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
+import { InFlightReads } from '../in-flight-reads.ts';
 import {
   decodeMetaplexMetadata,
   METAPLEX_METADATA_PROGRAM,
@@ -53,7 +54,7 @@ import {
 import { decodeMintAccount, TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from './mint-account.ts';
 import { SignatureWatcher } from './signature-watcher.ts';
 import { toChainError } from './solana-errors.ts';
-import { generateSolanaKeypair } from './solana-keypair.ts';
+import { generateSolanaKeypair, signWithSecretKey } from './solana-keypair.ts';
 
 /**
  * The SPL Memo program every Solana cluster runs (v2). @solana-program/memo now defaults to another
@@ -104,6 +105,7 @@ export class SolanaAdapter implements ChainAdapter {
   /** Aborted on close, so no wait outlives the adapter. */
   private readonly lifetime = new AbortController();
   private readonly watcher: SignatureWatcher;
+  private readonly reads = new InFlightReads();
   private slotFeed = false;
   private readonly blockHeights = new Map<bigint, bigint>();
   private readonly recentFees = new Map<string, { at: number; price: Promise<bigint> }>();
@@ -129,8 +131,8 @@ export class SolanaAdapter implements ChainAdapter {
   }
 
   async getBalance(owner: string): Promise<bigint> {
-    const { value } = await this.call(() =>
-      this.rpc.getBalance(address(owner), { commitment: 'confirmed' }).send(),
+    const { value } = await this.reads.share(`balance ${owner}`, () =>
+      this.call(() => this.rpc.getBalance(address(owner), { commitment: 'confirmed' }).send()),
     );
     return value;
   }
@@ -146,9 +148,13 @@ export class SolanaAdapter implements ChainAdapter {
   async prepareTransfer(request: TransferRequest): Promise<PreparedTransaction> {
     const from = address(request.from);
     const to = address(request.to);
-    const [{ value: blockhash }, height, slotMs, computeUnitPrice] = await Promise.all([
-      this.call(() => this.rpc.getLatestBlockhash({ commitment: 'confirmed' }).send()),
-      this.call(() => this.rpc.getBlockHeight({ commitment: 'processed' }).send()),
+    const [[{ value: blockhash }, height], slotMs, computeUnitPrice] = await Promise.all([
+      this.reads.share('blockhash', () =>
+        Promise.all([
+          this.call(() => this.rpc.getLatestBlockhash({ commitment: 'confirmed' }).send()),
+          this.call(() => this.rpc.getBlockHeight({ commitment: 'processed' }).send()),
+        ]),
+      ),
       this.slotMs(),
       request.priorityFee === undefined
         ? this.recentComputeUnitPrice([from, to])
@@ -204,8 +210,13 @@ export class SolanaAdapter implements ChainAdapter {
 
   async sign(prepared: PreparedTransaction, secretKey: Uint8Array): Promise<SignedTransaction> {
     const transaction = getTransactionDecoder().decode(prepared.unsigned);
-    const keyPair = await createKeyPairFromBytes(secretKey);
-    const signed = await signTransaction([keyPair], transaction);
+    const signer = address(getAddressDecoder().decode(secretKey.subarray(32)));
+    if (!(signer in transaction.signatures)) throw new Error(`${signer} is not a signer of this transaction`);
+    const signature = signWithSecretKey(
+      secretKey,
+      new Uint8Array(transaction.messageBytes),
+    ) as SignatureBytes;
+    const signed = { ...transaction, signatures: { ...transaction.signatures, [signer]: signature } };
     return {
       wire: new Uint8Array(getTransactionEncoder().encode(signed)),
       signature: getSignatureFromTransaction(signed),
@@ -238,15 +249,18 @@ export class SolanaAdapter implements ChainAdapter {
   async blockHeightOf(slot: bigint): Promise<bigint> {
     const cached = this.blockHeights.get(slot);
     if (cached !== undefined) return cached;
-    const block = await this.call(() =>
-      this.rpc
-        .getBlock(slot, {
-          commitment: 'confirmed',
-          transactionDetails: 'none',
-          rewards: false,
-          maxSupportedTransactionVersion: 0,
-        })
-        .send(),
+    // Sends confirmed in the same slot ask for the same block at once.
+    const block = await this.reads.share(`block ${slot}`, () =>
+      this.call(() =>
+        this.rpc
+          .getBlock(slot, {
+            commitment: 'confirmed',
+            transactionDetails: 'none',
+            rewards: false,
+            maxSupportedTransactionVersion: 0,
+          })
+          .send(),
+      ),
     );
     if (block === null || block.blockHeight === null)
       throw new ChainError('unavailable', `no block at slot ${slot}`);
