@@ -12,7 +12,7 @@ export interface Gate402ClientOptions {
   /** The gateway's base URL, e.g. `http://127.0.0.1:8402`. */
   readonly url: string | URL;
   /** An API key (`g402_sk_…`). Only the public endpoints (health, proof keys) work without one. */
-  readonly apiKey?: string;
+  readonly apiKey?: string | undefined;
   /** Give up on a request after this long. Default 150 s: a receive may wait up to 120 s for the chain. */
   readonly timeoutMs?: number;
   /** The fetch to use; default the global one. */
