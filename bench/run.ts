@@ -9,6 +9,7 @@ const BENCHMARKS: Record<string, () => Promise<{ default: Benchmark }>> = {
   account: () => import('./account.ts'),
   payments: () => import('./payments.ts'),
   localnet: () => import('./localnet.ts'),
+  events: () => import('./events.ts'),
 };
 
 const only = process.argv.slice(2);
