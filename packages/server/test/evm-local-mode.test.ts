@@ -428,6 +428,27 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
       assert.equal(redeemed.json().signature, paid.signature);
     });
 
+    it('does not expire a receipt broadcast in time that is mined after expiresAt', async () => {
+      const paid = await paidShop(0.05);
+      const r = (await receiveLocally(paid.paymentProof)).json();
+      await f.anvil.setAutomine(false);
+      try {
+        await f.anvil.sendRawTransaction({
+          serializedTransaction: await signEvm(r.transaction, shopWallet.privateKey),
+        });
+        const late = lateReconciler();
+        await late.runOnce();
+        assert.equal((await status(shop.key, r.paymentId)).status, 'pending', 'waiting in the pool');
+        await f.anvil.mine({ blocks: 1 });
+        await late.runOnce();
+        assert.equal((await status(shop.key, r.paymentId)).status, 'confirmed');
+      } finally {
+        await f.anvil.setAutomine(true);
+      }
+      const again = await receiveLocally(paid.paymentProof);
+      assert.deepEqual(again.json().error.details, { paymentProof: 'already_used' });
+    });
+
     it('refuses a proof for more than was paid, for another wallet, or for a wallet not the caller’s', async () => {
       const paid = await paidShop(0.02);
       const tooMuch = await receiveLocally(paid.paymentProof, { expectedAmount: 0.021 });

@@ -126,7 +126,7 @@ export class PaymentReconciler {
     let tx = await findBuiltTransfer(chain, built);
     if (tx === undefined) {
       if (!(await this.isPast(payment, chain))) return;
-      if (await this.mayStillBeMined(payment, chain)) return;
+      if (await this.mayStillBeMined(payment, chain, payment.sender)) return;
       // Past its validity: look once more, since it may have landed just before.
       tx = await findBuiltTransfer(chain, built);
       if (tx === undefined) {
@@ -167,11 +167,12 @@ export class PaymentReconciler {
     if (receipt === undefined && (await this.isPast(payment, chain)))
       receipt = await findBuiltReceipt(chain, built);
     if (receipt === undefined || receipt.error !== null) {
-      if (await this.isPast(payment, chain)) {
-        await this.deps.ledger.move(payment, 'expired', {
-          error: 'the receipt was not seen on chain before it expired; the proof is still unused',
-        });
-      }
+      if (!(await this.isPast(payment, chain))) return;
+      if (receipt === undefined && (await this.mayStillBeMined(payment, chain, payment.walletAddress)))
+        return;
+      await this.deps.ledger.move(payment, 'expired', {
+        error: 'the receipt was not seen on chain before it expired; the proof is still unused',
+      });
       return;
     }
     const { ledger, store } = this.deps;
@@ -191,13 +192,18 @@ export class PaymentReconciler {
   /**
    * EVM: nothing on chain ends a transaction at `expiresAt` (signed bytes stay valid until their nonce
    * is used), so one the caller broadcast in time may still wait in the pool for a block. While the
-   * payer has transactions waiting and `lastValidBlockHeight` is not passed, the payment stays pending
-   * rather than be called expired and then be mined.
+   * payer (the buyer of a local send, the seller of a receipt) has transactions waiting and
+   * `lastValidBlockHeight` is not passed, the payment stays pending rather than be called expired and
+   * then be mined.
    */
-  private async mayStillBeMined(payment: PaymentRecord, chain: ChainAdapter): Promise<boolean> {
+  private async mayStillBeMined(
+    payment: PaymentRecord,
+    chain: ChainAdapter,
+    payer: string,
+  ): Promise<boolean> {
     if (chain.nonces === undefined || payment.lastValidBlockHeight === null) return false;
     if ((await chain.getBlockHeight()) > payment.lastValidBlockHeight) return false;
-    return chain.nonces.hasWaiting(payment.sender);
+    return chain.nonces.hasWaiting(payer);
   }
 
   /** Whether a local-mode transaction can no longer be sent: its expiresAt or blockhash is past. */
