@@ -62,6 +62,22 @@ function stop(child: ChildProcess): Promise<number | null> {
   });
 }
 
+async function answers(rpcUrl: string, method: string): Promise<boolean> {
+  try {
+    const res = await fetch(rpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: [] }),
+      signal: AbortSignal.timeout(2_000),
+    });
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 async function getAccount(url: string, key: string) {
   const res = await fetch(`${url}/account`, { headers: { authorization: `Bearer ${key}` } });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
@@ -185,6 +201,33 @@ describe('the gate402 command', () => {
       assert.equal(res.body.plan, 'standard');
     } finally {
       assert.equal(await stop(server.child), 0);
+      fresh.dispose();
+    }
+  });
+
+  it('runs the embedded chains in processes that stop with the gateway, even when it is killed', async () => {
+    const fresh = tempDir();
+    const server = await serve({ DATA_DIR: fresh.path, GATE402_DEMO: 'false', LOG_LEVEL: 'info' });
+    try {
+      const solana = /embedded Solana localnet: RPC (http:\/\/[^\s,]+)/.exec(server.output())?.[1];
+      const evm = /embedded EVM chain \(anvil\): RPC (http:\/\/[^\s,]+)/.exec(server.output())?.[1];
+      assert.ok(solana && evm, `both chains announced:\n${server.output()}`);
+      assert.equal(await answers(solana, 'getHealth'), true);
+      assert.equal(await answers(evm, 'eth_chainId'), true);
+
+      const killed = new Promise((resolve) => server.child.once('exit', resolve));
+      server.child.kill('SIGKILL');
+      await killed;
+      for (const [name, url, method] of [
+        ['localnet', solana, 'getHealth'],
+        ['anvil', evm, 'eth_chainId'],
+      ] as const) {
+        const deadline = Date.now() + 15_000;
+        while ((await answers(url, method)) && Date.now() < deadline) await sleep(200);
+        assert.equal(await answers(url, method), false, `${name} stopped with the gateway`);
+      }
+    } finally {
+      server.child.kill('SIGKILL');
       fresh.dispose();
     }
   });

@@ -40,6 +40,10 @@ export interface LocalSolanaOptions {
   readonly wsUrl: string | undefined;
   /** The USDC-like mint's authority, as the localnet writes it (solana-keygen 64-byte JSON array). */
   readonly mintAuthorityFile: string;
+  /** How the network is shown; default "Solana Localnet". */
+  readonly name?: string;
+  /** The chain's slot length when known (0: manual slots); otherwise it is measured. */
+  readonly slotMs?: number;
 }
 
 export interface LocalSolana {
@@ -69,7 +73,7 @@ export async function connectLocalSolana(options: LocalSolanaOptions): Promise<L
   const info = (tokens: TokenInfo[]): NetworkInfo => ({
     id,
     family: 'solana',
-    name: known?.name ?? 'Solana Localnet',
+    name: known?.name ?? options.name ?? 'Solana Localnet',
     nativeCurrency: { symbol: 'SOL', decimals: LAMPORTS_DECIMALS },
     isDefault: true,
     isLocal: known === undefined,
@@ -153,6 +157,7 @@ export async function connectLocalSolana(options: LocalSolanaOptions): Promise<L
     rpcUrl: options.rpcUrl,
     wsUrl: options.wsUrl,
     faucet,
+    ...(options.slotMs === undefined ? {} : { slotMs: options.slotMs }),
   });
   return { adapter, tokensRefused: 'refused' in usdc ? usdc.refused : undefined };
 }

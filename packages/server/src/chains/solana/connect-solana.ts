@@ -1,20 +1,22 @@
 import { join } from 'node:path';
-import { type Localnet, startLocalnet } from '@gate402/localnet';
+import type { Localnet } from '@gate402/localnet';
 import { createSolanaRpc } from '@solana/kit';
 import type { Config } from '../../config.ts';
 import type { NetworkInfo, TokenInfo } from '../../domain/network.ts';
 import type { LocalFaucet } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
+import { connectLocalSolana } from './connect-local-solana.ts';
+import { startLocalnetProcess } from './localnet-process.ts';
 import { SolanaAdapter } from './solana-adapter.ts';
 import { toChainError } from './solana-errors.ts';
 import { KNOWN_SOLANA_CLUSTERS, LAMPORTS_DECIMALS, solanaNetworkId } from './solana-networks.ts';
 
 export interface SolanaConnection {
   readonly adapter: SolanaAdapter;
-  /** Set when gate402 started its own chain. */
-  readonly localnet: Localnet | undefined;
   close(): Promise<void>;
 }
+
+const EMBEDDED_LOCALNET_NAME = 'Solana Localnet (embedded)';
 
 type SolanaConfig = Pick<
   Config,
@@ -22,8 +24,9 @@ type SolanaConfig = Pick<
 >;
 
 /**
- * The Solana network gate402 talks to: the endpoint in SOLANA_RPC_URL, or else an embedded localnet
- * (ledger in DATA_DIR/localnet, so balances and history survive restarts) with a faucet.
+ * The Solana network gate402 talks to: the endpoint in SOLANA_RPC_URL, or else an embedded localnet in a
+ * process of its own (ledger in DATA_DIR/localnet, so balances and history survive restarts) with a
+ * faucet.
  */
 export async function connectSolana(
   config: SolanaConfig,
@@ -49,25 +52,33 @@ export async function connectSolana(
       tokens: known?.usdc === undefined ? [] : [known.usdc],
     });
     const adapter = new SolanaAdapter({ info, rpcUrl, wsUrl });
-    return { adapter, localnet: undefined, close: () => adapter.close() };
+    return { adapter, close: () => adapter.close() };
   }
 
-  const localnet = await startLocalnet({
-    port: config.localnetPort,
-    ledgerDir: join(config.dataDir, 'localnet'),
-    slotMs: config.localnetSlotMs,
-    logger: { info: log, error: (message) => log(message) },
-  });
+  const localnet = await startLocalnetProcess(
+    { port: config.localnetPort, ledgerDir: join(config.dataDir, 'localnet'), slotMs: config.localnetSlotMs },
+    (_level, message) => log(message),
+  );
   log(`embedded Solana localnet: RPC ${localnet.rpcUrl}, WebSocket ${localnet.wsUrl}, ${localnet.network}`);
-  const adapter = localnetAdapter(localnet, config.localnetSlotMs);
-  return {
-    adapter,
-    localnet,
-    close: async () => {
-      await adapter.close();
-      await localnet.close();
-    },
-  };
+  try {
+    const { adapter } = await connectLocalSolana({
+      rpcUrl: localnet.rpcUrl,
+      wsUrl: localnet.wsUrl,
+      mintAuthorityFile: localnet.mintAuthorityFile,
+      name: EMBEDDED_LOCALNET_NAME,
+      slotMs: config.localnetSlotMs,
+    });
+    return {
+      adapter,
+      close: async () => {
+        await adapter.close();
+        await localnet.close();
+      },
+    };
+  } catch (error) {
+    await localnet.close();
+    throw error;
+  }
 }
 
 /**
@@ -82,7 +93,7 @@ export function localnetAdapter(localnet: Localnet, slotMs?: number): SolanaAdap
   };
   const info = networkInfo({
     id: localnet.network,
-    name: 'Solana Localnet (embedded)',
+    name: EMBEDDED_LOCALNET_NAME,
     isLocal: true,
     rpcUrl: localnet.rpcUrl,
     wsUrl: localnet.wsUrl,
