@@ -62,9 +62,10 @@ describe('payment stream on a real chain', () => {
     assert.equal(received.statusCode, 200, received.body);
     await sellerStream.until((c) => c.events().length > 0, 10_000, 'the receipt');
     const [receipt] = sellerStream.events();
-    assert.equal(receipt?.type, 'payment.received');
-    assert.equal(receipt?.amount, 0.125);
-    assert.equal((receipt?.data as { paymentId: string }).paymentId, received.json().paymentId);
+    assert.ok(receipt !== undefined);
+    assert.equal(receipt.type, 'payment.received');
+    assert.equal(receipt.amount, 0.125);
+    assert.equal((receipt.data as { paymentId: string }).paymentId, received.json().paymentId);
     assert.ok(
       !buyerStream
         .events()

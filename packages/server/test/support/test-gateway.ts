@@ -88,7 +88,9 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
           instanceId: `test-events-${randomBytes(3).toString('hex')}`,
           config: { ...defaults, ...options.events.config },
           ...(options.events.redisChannel === undefined ? {} : { redisChannel: options.events.redisChannel }),
-          ...(options.events.authTimeoutMs === undefined ? {} : { authTimeoutMs: options.events.authTimeoutMs }),
+          ...(options.events.authTimeoutMs === undefined
+            ? {}
+            : { authTimeoutMs: options.events.authTimeoutMs }),
         });
   await events?.start();
   const app = await buildApp({
