@@ -102,6 +102,7 @@ export async function startServer(
       proofMaxAgeMs: config.proofMaxAgeSeconds * 1000,
       authCacheMs: config.authCacheMs,
       x402LocalnetAsDevnet: config.x402LocalnetAsDevnet,
+      outbound: { allowPrivate: config.allowPrivateOutboundUrls },
     });
     await services.facilitator.start();
     const demo = config.demoAccount ? await ensureDemoAccount(store, services.accounts) : undefined;

@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { generateKeyPairSigner } from '@solana/kit';
+import { generateKeyPairSigner, getBase58Decoder } from '@solana/kit';
 import { x402Client } from '@x402/core/client';
-import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from '@x402/core/http';
+import {
+  decodePaymentResponseHeader,
+  decodePaymentSignatureHeader,
+  encodePaymentSignatureHeader,
+} from '@x402/core/http';
 import { HTTPFacilitatorClient } from '@x402/core/server';
 import { ExactEvmScheme as EvmBuyerScheme } from '@x402/evm/exact/client';
 import { ExactEvmScheme as EvmSellerScheme } from '@x402/evm/exact/server';
@@ -13,6 +17,8 @@ import { ExactSvmScheme as SvmBuyerScheme } from '@x402/svm/exact/client';
 import { ExactSvmScheme as SvmSellerScheme } from '@x402/svm/exact/server';
 import express from 'express';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { createSigner as createV1Signer } from 'x402/types';
+import { wrapFetchWithPayment as wrapV1FetchWithPayment } from 'x402-fetch';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
 import { startTestEvm, type TestEvm } from './support/test-anvil.ts';
@@ -192,7 +198,9 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       { isValid: verified.body.isValid, invalidReason: verified.body.invalidReason },
       { isValid: false, invalidReason: 'duplicate_settlement' },
     );
-    const replay = await fetch(`${shopUrl}/solana-report`, { headers: { 'payment-signature': sent[0] ?? '' } });
+    const replay = await fetch(`${shopUrl}/solana-report`, {
+      headers: { 'payment-signature': sent[0] ?? '' },
+    });
     assert.equal(replay.status, 402);
     const payments = await api(seller.key, 'GET', `/payment/history/${seller.solana}`);
     assert.equal(payments.body.total, 1);
@@ -220,5 +228,244 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     const history = await api(seller.key, 'GET', `/payment/history/${seller.evm}`);
     assert.equal(history.body.payments[0].amount, 0.02);
     assert.equal(history.body.payments[0].sender, buyer.address);
+  });
+
+  /** A stock @x402/svm buyer's v2 PAYMENT-SIGNATURE value for `amount` USDC atomic units to `payTo`. */
+  const svmPayment = async (payTo: string, feePayer: string, amount = '10000') => {
+    const buyer = await generateKeyPairSigner();
+    await api(seller.key, 'POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const client = x402Client.fromConfig({
+      schemes: [
+        { network: SOLANA_DEVNET_ID, client: new SvmBuyerScheme(buyer, { rpcUrl: chain.localnet.rpcUrl }) },
+      ],
+      spendControls: false,
+    });
+    const payload = await client.createPaymentPayload({
+      x402Version: 2,
+      resource: { url: 'https://shop.example/report' },
+      accepts: [
+        {
+          scheme: 'exact',
+          network: SOLANA_DEVNET_ID,
+          asset: chain.localnet.usdcMint.address,
+          amount,
+          payTo,
+          maxTimeoutSeconds: 60,
+          extra: { feePayer },
+        },
+      ],
+    });
+    return { buyer: buyer.address, header: encodePaymentSignatureHeader(payload) };
+  };
+  const feePayerOf = async (key: string, on = gw) => {
+    const res = await on.app.inject({
+      method: 'GET',
+      url: '/facilitator/supported',
+      headers: { authorization: `Bearer ${key}` },
+    });
+    return res.json().kinds.find((k: { network: string }) => k.network === SOLANA_DEVNET_ID).extra
+      .feePayer as string;
+  };
+
+  it('POST /payment/receive takes a PAYMENT-SIGNATURE value: verified, settled by the built-in facilitator, once', async () => {
+    const { buyer, header } = await svmPayment(seller.solana, await feePayerOf(seller.key));
+    const check = await api(seller.key, 'POST', '/v1/payments/verify', {
+      payment_proof: header,
+      amount: 10000,
+      recipient: seller.solana,
+    });
+    assert.equal(check.status, 200);
+    assert.equal(check.body.verified, true);
+    const tooMuch = await api(seller.key, 'POST', '/v1/payments/verify', {
+      payment_proof: header,
+      amount: 10001,
+      recipient: seller.solana,
+    });
+    assert.deepEqual([tooMuch.body.verified, tooMuch.body.reason], [false, 'amount_too_low']);
+
+    const body = { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.01 };
+    const received = await api(seller.key, 'POST', '/payment/receive', body);
+    assert.equal(received.status, 200, JSON.stringify(received.body));
+    assert.equal(received.body.amountReceived, 0.01);
+    assert.equal(received.body.sender, buyer);
+    assert.equal(received.body.status, 'confirmed');
+    assert.equal(received.body.network, chain.adapter.info.id);
+    const onChain = await chain.adapter.getSignatureStatus(received.body.signature);
+    assert.equal(onChain?.status === 'confirmed' || onChain?.status === 'finalized', true);
+
+    const again = await api(seller.key, 'POST', '/payment/receive', body);
+    assert.equal(again.status, 422);
+    assert.equal(again.body.error.code, 'INVALID_PAYMENT_PROOF');
+    assert.equal(again.body.error.details.paymentProof, 'already_used');
+    const after = await api(seller.key, 'POST', '/v1/payments/verify', {
+      payment_proof: header,
+      amount: 10000,
+      recipient: seller.solana,
+    });
+    assert.deepEqual([after.body.verified, after.body.reason], [false, 'duplicate_settlement']);
+  });
+
+  it('POST /payment/receive refuses an x402 payment for another wallet or below the expected amount', async () => {
+    const other = await api(seller.key, 'POST', '/wallets', { chain: 'solana' });
+    const { header } = await svmPayment(seller.solana, await feePayerOf(seller.key));
+    const wrong = await api(seller.key, 'POST', '/payment/receive', {
+      walletAddress: other.body.address,
+      paymentProof: header,
+      expectedAmount: 0.01,
+    });
+    assert.equal(wrong.status, 422);
+    assert.deepEqual(
+      [wrong.body.error.code, wrong.body.error.details.paymentProof],
+      ['INVALID_PAYMENT_PROOF', 'recipient_mismatch'],
+    );
+    const low = await api(seller.key, 'POST', '/payment/receive', {
+      walletAddress: seller.solana,
+      paymentProof: header,
+      expectedAmount: 0.02,
+    });
+    assert.equal(low.status, 422);
+    assert.deepEqual(
+      [low.body.error.code, low.body.error.details.paymentProof],
+      ['PAYMENT_VERIFICATION_FAILED', 'amount_too_low'],
+    );
+  });
+
+  it('facilitatorUrl sends verification and settlement to another gate402 instance; a refusal there is PAYMENT_VERIFICATION_FAILED with its reason', async () => {
+    // The seller's own gateway (its own storage) lets facilitatorUrl reach 127.0.0.1; the facilitator
+    // is the first gateway, reached over HTTP with the seller's key there.
+    const sellerGateway = await startTestGateway({
+      networks: new NetworkRegistry([chain.adapter, evm.adapter]),
+      allowPrivateOutboundUrls: true,
+    });
+    try {
+      const owner = await sellerGateway.newCaller('standard');
+      const watched = await sellerGateway.app.inject({
+        method: 'POST',
+        url: '/wallets',
+        headers: { authorization: `Bearer ${owner.key}` },
+        payload: { chain: 'solana', address: seller.solana, watchOnly: true },
+      });
+      assert.equal(watched.statusCode, 200, watched.body);
+      const { buyer, header } = await svmPayment(seller.solana, await feePayerOf(seller.key));
+      const receive = (facilitatorAuthorization: string) =>
+        sellerGateway.app.inject({
+          method: 'POST',
+          url: '/payment/receive',
+          headers: { authorization: `Bearer ${owner.key}` },
+          payload: {
+            walletAddress: seller.solana,
+            paymentProof: header,
+            expectedAmount: 0.01,
+            facilitatorUrl: `${gatewayUrl}/facilitator`,
+            facilitatorAuthorization,
+            timeout: 20,
+          },
+        });
+      const unauthorised = await receive('Bearer g402_sk_not-a-key');
+      assert.equal(unauthorised.statusCode, 422);
+      assert.equal(unauthorised.json().error.code, 'PAYMENT_VERIFICATION_FAILED');
+      const res = await receive(`Bearer ${seller.key}`);
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(res.json().sender, buyer);
+      assert.equal(res.json().amountReceived, 0.01);
+      const history = await sellerGateway.app.inject({
+        method: 'GET',
+        url: `/payment/history/${seller.solana}`,
+        headers: { authorization: `Bearer ${owner.key}` },
+      });
+      assert.equal(history.json().payments[0].signature, res.json().signature);
+      // The facilitator settled it, so the same payload through it again is refused with its reason.
+      const again = await receive(`Bearer ${seller.key}`);
+      assert.equal(again.statusCode, 422);
+      assert.equal(again.json().error.details.paymentProof, 'already_used');
+    } finally {
+      await sellerGateway.close();
+    }
+  });
+
+  it('refuses a facilitatorUrl on a loopback, private or link-local address (SSRF) before any request', async () => {
+    const { header } = await svmPayment(seller.solana, await feePayerOf(seller.key));
+    for (const facilitatorUrl of [
+      `${gatewayUrl}/facilitator`,
+      'https://169.254.169.254/latest',
+      'https://10.0.0.7/facilitator',
+      'https://[::1]/f',
+    ]) {
+      const res = await api(seller.key, 'POST', '/payment/receive', {
+        walletAddress: seller.solana,
+        paymentProof: header,
+        expectedAmount: 0.01,
+        facilitatorUrl,
+      });
+      assert.equal(res.status, 400, facilitatorUrl);
+      assert.equal(res.body.error.code, 'INVALID_PARAMETERS');
+      assert.ok(typeof res.body.error.details.facilitatorUrl === 'string', JSON.stringify(res.body));
+    }
+    // The payment was never settled: it is still good through the built-in facilitator.
+    const ok = await api(seller.key, 'POST', '/payment/receive', {
+      walletAddress: seller.solana,
+      paymentProof: header,
+      expectedAmount: 0.01,
+    });
+    assert.equal(ok.status, 200);
+  });
+
+  it('v1: x402-fetch pays a v1 route (X-PAYMENT, solana-devnet) that settles through gate402 with x402Version 1', async () => {
+    const buyerKey = await generateKeyPairSigner(true);
+    const exported = new Uint8Array(await crypto.subtle.exportKey('raw', buyerKey.keyPair.publicKey));
+    const pkcs8 = new Uint8Array(await crypto.subtle.exportKey('pkcs8', buyerKey.keyPair.privateKey));
+    const secret = new Uint8Array([...pkcs8.slice(-32), ...exported]);
+    const signer = await createV1Signer('solana-devnet', getBase58Decoder().decode(secret));
+    await api(seller.key, 'POST', '/faucet', { address: buyerKey.address, amount: 1, token: 'USDC' });
+    const facilitator = new HTTPFacilitatorClient({
+      url: `${gatewayUrl}/facilitator`,
+      createAuthHeaders: async () => {
+        const headers = { Authorization: `Bearer ${seller.key}` };
+        return { verify: headers, settle: headers, supported: headers };
+      },
+    });
+    const requirements = {
+      scheme: 'exact',
+      network: 'solana-devnet',
+      maxAmountRequired: '10000',
+      resource: `${shopUrl}/v1-report`,
+      description: 'a v1 report',
+      mimeType: 'application/json',
+      payTo: seller.solana,
+      maxTimeoutSeconds: 60,
+      asset: chain.localnet.usdcMint.address,
+      extra: { feePayer: await feePayerOf(seller.key) },
+    };
+    shop.get('/v1-report', async (req, res) => {
+      const header = req.header('x-payment');
+      if (header === undefined)
+        return void res
+          .status(402)
+          .json({ x402Version: 1, error: 'X-PAYMENT header is required', accepts: [requirements] });
+      const payload = JSON.parse(Buffer.from(header, 'base64').toString('utf8'));
+      const verified = await facilitator.verify(payload, requirements as never);
+      if (!verified.isValid)
+        return void res
+          .status(402)
+          .json({ x402Version: 1, error: verified.invalidReason, accepts: [requirements] });
+      const settled = await facilitator.settle(payload, requirements as never);
+      if (!settled.success)
+        return void res
+          .status(402)
+          .json({ x402Version: 1, error: settled.errorReason, accepts: [requirements] });
+      res.setHeader('X-PAYMENT-RESPONSE', Buffer.from(JSON.stringify(settled)).toString('base64'));
+      res.json({ report: 'v1' });
+    });
+    const pay = wrapV1FetchWithPayment(fetch, signer, 10_000n, undefined, {
+      svmConfig: { rpcUrl: chain.localnet.rpcUrl },
+    });
+    const res = await pay(`${shopUrl}/v1-report`);
+    assert.equal(res.status, 200, await res.clone().text());
+    const settled = JSON.parse(
+      Buffer.from(res.headers.get('x-payment-response') ?? '', 'base64').toString('utf8'),
+    );
+    assert.equal(settled.success, true);
+    assert.equal(settled.network, 'solana-devnet');
+    assert.equal(settled.payer, buyerKey.address);
   });
 });

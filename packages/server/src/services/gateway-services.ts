@@ -1,8 +1,10 @@
 import type { NetworkRegistry } from '../chains/network-registry.ts';
+import type { OutboundPolicy } from '../outbound/ssrf-guard.ts';
 import type { Store } from '../store/store.ts';
 import { AccountService } from './account-service.ts';
 import { SecretBox } from './custody/secret-box.ts';
 import { FacilitatorService } from './facilitator/facilitator-service.ts';
+import { X402ReceiveService } from './facilitator/x402-receive.ts';
 import { FaucetService } from './faucet-service.ts';
 import { LocalReceiveService } from './local-receive.ts';
 import { LocalSendService } from './local-send.ts';
@@ -49,6 +51,8 @@ export interface ServiceParts {
   readonly authCacheMs?: number;
   /** Serve the embedded Solana localnet under devnet's id to x402 clients too (default true). */
   readonly x402LocalnetAsDevnet?: boolean;
+  /** Where outbound calls to caller-chosen URLs (facilitatorUrl) may go; default: public addresses only. */
+  readonly outbound?: OutboundPolicy;
   readonly now?: () => number;
 }
 
@@ -60,6 +64,22 @@ export function createServices(parts: ServiceParts): GatewayServices {
   const ledger = new PaymentLedger(store, networks, now);
   const common = { store, networks, wallets, proofs, ledger, now };
   const verifier = new ProofVerifier({ ...common, proofMaxAgeMs: parts.proofMaxAgeMs });
+  const facilitator = new FacilitatorService({
+    store,
+    networks,
+    ledger,
+    secrets: new SecretBox(parts.masterKey),
+    settleWaitMs: parts.confirmTimeoutMs,
+    localnetAsDevnet: parts.x402LocalnetAsDevnet ?? true,
+    now,
+  });
+  const x402 = new X402ReceiveService({
+    store,
+    facilitator,
+    ledger,
+    outbound: parts.outbound ?? { allowPrivate: false },
+    now,
+  });
   return {
     accounts: new AccountService(store, now, parts.authCacheMs ?? 0),
     wallets,
@@ -71,21 +91,13 @@ export function createServices(parts: ServiceParts): GatewayServices {
       instanceId: parts.instanceId,
       confirmTimeoutMs: parts.confirmTimeoutMs,
     }),
-    receive: new ReceivePaymentService({ ...common, verifier }),
+    receive: new ReceivePaymentService({ ...common, verifier, x402 }),
     query: new PaymentQueryService(store, networks, wallets, now),
     localSend: new LocalSendService(common),
     localReceive: new LocalReceiveService({ ...common, verifier }),
-    verify: new VerifyPaymentService(verifier),
+    verify: new VerifyPaymentService(verifier, x402),
     tokens: new TokenInfoService(networks),
     portfolio: new PortfolioService(networks),
-    facilitator: new FacilitatorService({
-      store,
-      networks,
-      ledger,
-      secrets: new SecretBox(parts.masterKey),
-      settleWaitMs: parts.confirmTimeoutMs,
-      localnetAsDevnet: parts.x402LocalnetAsDevnet ?? true,
-      now,
-    }),
+    facilitator,
   };
 }

@@ -1,6 +1,8 @@
 import { newId } from '../domain/ids.ts';
 import { toWholeUnits } from '../domain/money.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
+import { decodeX402Header } from '../x402/payment-header.ts';
+import type { X402ReceiveService } from './facilitator/x402-receive.ts';
 import { newPayment } from './new-payment.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
 import { invalidProof, type ProofVerifier } from './proof-verifier.ts';
@@ -13,6 +15,10 @@ export interface ReceiveInput {
   readonly resource?: string | undefined;
   /** Seconds to wait for a transaction that is not confirmed yet. */
   readonly timeout?: number | undefined;
+  /** x402 payloads only: the facilitator that verifies and settles them instead of the built-in one. */
+  readonly facilitatorUrl?: string | undefined;
+  /** Sent as the Authorization header to `facilitatorUrl`, and nowhere else. */
+  readonly facilitatorAuthorization?: string | undefined;
 }
 
 /** Spec §2.3. */
@@ -35,6 +41,8 @@ export interface ReceivePaymentDeps {
   readonly wallets: WalletService;
   readonly verifier: ProofVerifier;
   readonly ledger: PaymentLedger;
+  /** Standard x402 payloads (X-PAYMENT, PAYMENT-SIGNATURE) go here. */
+  readonly x402: X402ReceiveService;
   readonly now?: () => number;
 }
 
@@ -59,6 +67,18 @@ export class ReceivePaymentService {
   async receive(accountId: string, input: ReceiveInput): Promise<ReceiveResult> {
     const started = performance.now();
     await this.deps.wallets.owned(accountId, input.walletAddress);
+    const x402 = decodeX402Header(input.paymentProof);
+    if (x402 !== undefined) {
+      return this.deps.x402.receive(accountId, {
+        walletAddress: input.walletAddress,
+        header: x402,
+        expected: { whole: input.expectedAmount, field: 'expectedAmount' },
+        resource: input.resource,
+        facilitatorUrl: input.facilitatorUrl,
+        facilitatorAuthorization: input.facilitatorAuthorization,
+        timeoutMs: receiveTimeoutMs(input.timeout),
+      });
+    }
     const { claims, chain, tx, signature, received, proofKey } = await this.deps.verifier.verify({
       paymentProof: input.paymentProof,
       recipient: input.walletAddress,

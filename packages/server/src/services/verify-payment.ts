@@ -1,5 +1,10 @@
 import { GatewayError } from '../domain/gateway-error.ts';
+import { decodeX402Header } from '../x402/payment-header.ts';
+import type { X402ReceiveService } from './facilitator/x402-receive.ts';
 import type { ProofVerifier } from './proof-verifier.ts';
+
+/** How long an x402 verification may take (it simulates on chain, and asks a facilitator). */
+const X402_VERIFY_TIMEOUT_MS = 30_000;
 
 export interface VerifyInput {
   /** Base64 of the proof's text (a gate402 proof, `0x…`). */
@@ -19,9 +24,22 @@ export type VerifyResult =
  * consumed, so the seller still redeems it with /payment/receive.
  */
 export class VerifyPaymentService {
-  constructor(private readonly verifier: ProofVerifier) {}
+  constructor(
+    private readonly verifier: ProofVerifier,
+    private readonly x402: X402ReceiveService,
+  ) {}
 
   async verify(input: VerifyInput): Promise<VerifyResult> {
+    // An x402 payment header value is itself base64 JSON: it is given as it came.
+    const header = decodeX402Header(input.paymentProof);
+    if (header !== undefined) {
+      return this.x402.verify({
+        walletAddress: input.recipient,
+        header,
+        expected: { atomic: input.amount },
+        timeoutMs: X402_VERIFY_TIMEOUT_MS,
+      });
+    }
     const proof = Buffer.from(input.paymentProof, 'base64').toString('utf8').trim();
     try {
       const verified = await this.verifier.verify({

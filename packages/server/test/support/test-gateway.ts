@@ -48,6 +48,8 @@ export interface TestGatewayOptions {
   /** The services' clock. */
   readonly now?: () => number;
   readonly proofMaxAgeMs?: number;
+  /** Let facilitatorUrl reach loopback and private addresses (ALLOW_PRIVATE_OUTBOUND_URLS). Default false. */
+  readonly allowPrivateOutboundUrls?: boolean;
   readonly planAccess?: PlanAccess;
   readonly bodyLimitBytes?: number;
   readonly logger?: FastifyBaseLogger;
@@ -76,6 +78,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     proofMaxAgeMs: options.proofMaxAgeMs ?? 3_600_000,
     ...(options.authCacheMs === undefined ? {} : { authCacheMs: options.authCacheMs }),
     ...(options.now === undefined ? {} : { now: options.now }),
+    outbound: { allowPrivate: options.allowPrivateOutboundUrls ?? false },
   });
   const rateLimiter = options.rateLimiter ?? new MemoryRateLimiter();
   const defaults = loadConfig({});

@@ -7,6 +7,7 @@ import { MAX_PROOF_HEX_LENGTH } from '../../services/payment-proof.ts';
 import type { PaymentQueryService } from '../../services/payment-query.ts';
 import { MAX_RECEIVE_TIMEOUT_SECONDS, type ReceivePaymentService } from '../../services/receive-payment.ts';
 import type { SendPaymentService } from '../../services/send-payment.ts';
+import { MAX_X402_HEADER_LENGTH } from '../../x402/payment-header.ts';
 import { callerOf } from '../plugins/authentication.ts';
 
 export const MAX_METADATA_BYTES = 4096;
@@ -72,8 +73,9 @@ const SendResult = Type.Object(
 /** Fields the receive endpoints (/payment/receive, /transaction/receive) share. */
 export const PaymentProofField = Type.String({
   minLength: 1,
-  maxLength: MAX_PROOF_HEX_LENGTH,
-  description: 'From the payment header.',
+  maxLength: Math.max(MAX_PROOF_HEX_LENGTH, MAX_X402_HEADER_LENGTH),
+  description:
+    'From the payment header: a gate402 proof (`0x…`), or a standard x402 payload as sent in `X-PAYMENT` (v1) or `PAYMENT-SIGNATURE` (v2), verified and settled through the built-in facilitator or `facilitatorUrl`; `expectedAmount` is then in whole units of its token (USDC 0.01).',
 });
 export const ExpectedAmountField = Type.Number({
   exclusiveMinimum: 0,
@@ -83,7 +85,14 @@ export const ExpectedAmountField = Type.Number({
 export const FacilitatorUrlField = Type.String({
   format: 'uri',
   maxLength: 2048,
-  description: 'x402 facilitator for x402 payloads.',
+  description:
+    'x402 payloads only: the x402 facilitator that verifies and settles them (POST <url>/verify, <url>/settle) instead of the built-in one. https, public addresses only (ALLOW_PRIVATE_OUTBOUND_URLS lifts that), bounded by `timeout`.',
+});
+export const FacilitatorAuthorizationField = Type.String({
+  minLength: 1,
+  maxLength: 1024,
+  description:
+    'Sent as the Authorization header to `facilitatorUrl` only (e.g. `Bearer <its API key>`); never logged.',
 });
 
 const ReceiveBody = Type.Object(
@@ -93,6 +102,7 @@ const ReceiveBody = Type.Object(
     expectedAmount: ExpectedAmountField,
     resource: Type.Optional(Resource),
     facilitatorUrl: Type.Optional(FacilitatorUrlField),
+    facilitatorAuthorization: Type.Optional(FacilitatorAuthorizationField),
     timeout: Type.Optional(
       Type.Number({ minimum: 1, maximum: MAX_RECEIVE_TIMEOUT_SECONDS, description: 'Seconds; default 30.' }),
     ),

@@ -5,6 +5,7 @@ import { addressFamily } from '../../domain/address.ts';
 import { invalidParameters } from '../../domain/gateway-error.ts';
 import { MAX_PROOF_HEX_LENGTH } from '../../services/payment-proof.ts';
 import type { VerifyPaymentService } from '../../services/verify-payment.ts';
+import { MAX_X402_HEADER_LENGTH } from '../../x402/payment-header.ts';
 import { Address } from './payments.ts';
 
 /** 10^30 atomic units: a trillion whole units of an 18-decimal currency, beyond any payment. */
@@ -14,10 +15,11 @@ const VerifyBody = Type.Object(
   {
     payment_proof: Type.String({
       minLength: 4,
-      maxLength: Math.ceil(MAX_PROOF_HEX_LENGTH / 3) * 4 + 4,
+      maxLength: Math.max(Math.ceil(MAX_PROOF_HEX_LENGTH / 3) * 4 + 4, MAX_X402_HEADER_LENGTH),
       pattern: '^[A-Za-z0-9+/]+={0,2}$',
       'x-error': 'must be base64',
-      description: "Base64 of the payment proof's text (a gate402 proof, `0x…`).",
+      description:
+        "Base64 of the payment proof's text (a gate402 proof, `0x…`), or an x402 payment header value (`X-PAYMENT` v1, `PAYMENT-SIGNATURE` v2) as sent, checked by the built-in facilitator without settling it (`transaction_id` is then the payload's settlement identity until it settles).",
     }),
     // Not capped at 2^53: 0.01 ETH is already 10^16 wei. A number a double cannot hold exactly is
     // refused by the exact-JSON parser before this schema is checked, so BigInt(amount) is what was written.

@@ -85,11 +85,9 @@ export class FacilitatorService {
       this.routes.set(chain.info.id, { chain, scheme });
       if (chain.info.isLocal && chain.faucet !== undefined) await this.fund(chain, key.address);
     }
-    const local = this.deps.networks.all().find((c) => c.info.family === 'solana' && c.info.isLocal);
-    if (this.deps.localnetAsDevnet && local !== undefined && !this.routes.has(SOLANA_DEVNET_ID)) {
-      const route = this.routes.get(local.info.id);
-      if (route !== undefined) this.routes.set(SOLANA_DEVNET_ID, route);
-    }
+    const local = this.localnetAlias();
+    const route = local === undefined ? undefined : this.routes.get(local.info.id);
+    if (route !== undefined) this.routes.set(SOLANA_DEVNET_ID, route);
   }
 
   supported(): SupportedAnswer {
@@ -114,7 +112,15 @@ export class FacilitatorService {
   }
 
   async verify(paymentPayload: unknown, paymentRequirements: unknown): Promise<VerifyAnswer> {
-    const resolved = this.resolve(paymentPayload, paymentRequirements);
+    return this.verifyResolved(this.resolve(paymentPayload, paymentRequirements));
+  }
+
+  /** As `verify`, for a payment already read (e.g. from an X-PAYMENT header given to /payment/receive). */
+  async verifyPayment(payment: X402Payment): Promise<VerifyAnswer> {
+    return this.verifyResolved(this.route(payment));
+  }
+
+  private async verifyResolved(resolved: Resolved): Promise<VerifyAnswer> {
     if (!resolved.ok)
       return { isValid: false, invalidReason: resolved.reason, invalidMessage: resolved.message };
     const { route, payment, requirements } = resolved;
@@ -150,6 +156,53 @@ export class FacilitatorService {
     const networkAsSent = resolved.ok
       ? resolved.payment.networkAsSent
       : stringField(paymentRequirements, 'network');
+    return this.settleResolved(resolved, networkAsSent);
+  }
+
+  /** As `settle`, for a payment already read; the answer names the settlement's recorded payment. */
+  async settlePayment(payment: X402Payment): Promise<SettleAnswer & { paymentId?: string }> {
+    const answer = await this.settleResolved(this.route(payment), payment.networkAsSent);
+    if (!answer.success) return answer;
+    const key = this.keyOf(payment);
+    const settlement = key === undefined ? undefined : await this.deps.store.settlements.get(key);
+    return settlement?.paymentId == null ? answer : { ...answer, paymentId: settlement.paymentId };
+  }
+
+  /** The configured network (the devnet alias resolved) a payment is for; undefined when not served here. */
+  chainOf(network: string | undefined): ChainAdapter | undefined {
+    if (network === undefined) return undefined;
+    const configured = this.deps.networks.get(network);
+    if (configured !== undefined) return configured;
+    return network === SOLANA_DEVNET_ID ? this.localnetAlias() : undefined;
+  }
+
+  /** The embedded localnet, when it also answers to devnet's id (X402_LOCALNET_AS_DEVNET). */
+  private localnetAlias(): ChainAdapter | undefined {
+    if (!this.deps.localnetAsDevnet || this.deps.networks.get(SOLANA_DEVNET_ID) !== undefined)
+      return undefined;
+    return this.deps.networks.all().find((c) => c.info.family === 'solana' && c.info.isLocal);
+  }
+
+  /** This facilitator's Solana fee payer, which sellers name in `extra.feePayer`. */
+  feePayerOf(network: string | undefined): string | undefined {
+    const route = network === undefined ? undefined : this.routes.get(network);
+    return route?.scheme.family === 'solana' ? route.scheme.signers()[0] : undefined;
+  }
+
+  /**
+   * What identifies a payment before it settles (its settlement key), which /v1/payments/verify
+   * answers as `transaction_id`.
+   */
+  identityOf(payment: X402Payment): string | undefined {
+    return this.keyOf(payment);
+  }
+
+  private keyOf(payment: X402Payment): string | undefined {
+    const route = payment.network === undefined ? undefined : this.routes.get(payment.network);
+    return route?.scheme.settlementKey(payment.payload);
+  }
+
+  private async settleResolved(resolved: Resolved, networkAsSent: string): Promise<SettleAnswer> {
     const fail = (reason: string, message: string, extra: { payer?: string; transaction?: string } = {}) => ({
       success: false,
       errorReason: reason,
@@ -185,15 +238,17 @@ export class FacilitatorService {
   }
 
   /** The route and requirements of a request, or why it cannot be served. */
-  private resolve(
-    paymentPayload: unknown,
-    paymentRequirements: unknown,
+  private resolve(paymentPayload: unknown, paymentRequirements: unknown): Resolved {
+    const parsed = parsePaymentRequest(paymentPayload, paymentRequirements);
+    return parsed.ok ? this.route(parsed.payment) : parsed;
+  }
+
+  /** The route of a parsed payment, or why it cannot be served. */
+  route(
+    payment: X402Payment,
   ):
     | { ok: true; route: Route; payment: X402Payment; requirements: ExactRequirements }
     | { ok: false; reason: string; message: string } {
-    const parsed = parsePaymentRequest(paymentPayload, paymentRequirements);
-    if (!parsed.ok) return parsed;
-    const { payment } = parsed;
     if (payment.scheme !== 'exact') {
       return {
         ok: false,
@@ -412,6 +467,10 @@ export class FacilitatorService {
     this.deps.log?.(`x402 facilitator: fee payer ${address} funded on ${chain.info.name}`);
   }
 }
+
+type Resolved =
+  | { ok: true; route: Route; payment: X402Payment; requirements: ExactRequirements }
+  | { ok: false; reason: string; message: string };
 
 type Outcome =
   | { readonly kind: 'settled' | 'duplicate' | 'pending'; readonly settlement: SettlementRecord }

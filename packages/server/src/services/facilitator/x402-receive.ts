@@ -1,0 +1,300 @@
+import { canonicalAddress } from '../../chains/canonical-address.ts';
+import type { ChainAdapter } from '../../chains/chain-adapter.ts';
+import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
+import { newId } from '../../domain/ids.ts';
+import { toWholeUnits } from '../../domain/money.ts';
+import { type OutboundPolicy, OutboundUrlError } from '../../outbound/ssrf-guard.ts';
+import type { PaymentRecord, Store } from '../../store/store.ts';
+import { caip2Of } from '../../x402/network-names.ts';
+import type { X402Header } from '../../x402/payment-header.ts';
+import type { X402Payment } from '../../x402/payment-request.ts';
+import { RemoteFacilitator, RemoteFacilitatorError } from '../../x402/remote-facilitator.ts';
+import { atomicFromField } from '../amounts.ts';
+import { newPayment } from '../new-payment.ts';
+import type { PaymentLedger } from '../payment-ledger.ts';
+import { invalidProof, verificationFailed } from '../proof-verifier.ts';
+import type { ReceiveResult } from '../receive-payment.ts';
+import type { VerifyResult } from '../verify-payment.ts';
+import type { FacilitatorService } from './facilitator-service.ts';
+
+export interface X402ReceiveInput {
+  readonly walletAddress: string;
+  readonly header: X402Header;
+  /** The least that must be paid: whole units of the payment's asset (USDC: 0.01), or atomic units. */
+  readonly expected: { readonly whole: number; readonly field: string } | { readonly atomic: bigint };
+  readonly resource?: string | undefined;
+  /** An x402 facilitator to verify and settle with instead of the built-in one. */
+  readonly facilitatorUrl?: string | undefined;
+  /** Sent as the Authorization header to `facilitatorUrl` only (e.g. `Bearer <its API key>`). */
+  readonly facilitatorAuthorization?: string | undefined;
+  readonly timeoutMs: number;
+}
+
+export interface X402ReceiveDeps {
+  readonly store: Store;
+  readonly facilitator: FacilitatorService;
+  readonly ledger: PaymentLedger;
+  readonly outbound: OutboundPolicy;
+  readonly now?: () => number;
+}
+
+/**
+ * Standard x402 payloads (v1 `X-PAYMENT`, v2 `PAYMENT-SIGNATURE`) given to the gateway's own endpoints
+ * as `paymentProof`: verified and settled by the built-in facilitator, or by the facilitator at
+ * `facilitatorUrl`. The seller's wallet is the payTo and `expectedAmount` is in the asset's whole units
+ * (the token x402 `exact` moves: USDC 0.01 is 10,000 atomic units). A refusal is
+ * PAYMENT_VERIFICATION_FAILED with the facilitator's reason; a payment settled before is
+ * INVALID_PAYMENT_PROOF `already_used`.
+ */
+export class X402ReceiveService {
+  private readonly now: () => number;
+
+  constructor(private readonly deps: X402ReceiveDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  /** Verifies and settles; the settled payment is recorded for the caller's wallet. */
+  async receive(accountId: string, input: X402ReceiveInput): Promise<ReceiveResult> {
+    const started = performance.now();
+    const { payment, chain, decimals } = await this.paymentOf(input);
+    const record =
+      input.facilitatorUrl === undefined
+        ? await this.settleHere(payment)
+        : await this.settleRemotely(accountId, input, payment, chain, decimals);
+    return {
+      success: true,
+      verified: true,
+      paymentId: record.id,
+      signature: record.signature ?? '',
+      amountReceived: toWholeUnits(record.amount, decimals),
+      sender: record.sender,
+      status: record.status,
+      blockHeight: record.blockHeight === null ? null : Number(record.blockHeight),
+      timestamp: record.createdAt,
+      verificationTime: `${Math.round(performance.now() - started)}ms`,
+      network: record.network,
+    };
+  }
+
+  /** Verifies only (spec §4.5): nothing is settled or consumed. */
+  async verify(input: X402ReceiveInput): Promise<VerifyResult> {
+    try {
+      const { payment } = await this.paymentOf(input);
+      const answer =
+        input.facilitatorUrl === undefined
+          ? await this.deps.facilitator.verifyPayment(payment)
+          : await this.remote(input).call('verify', requestBody(payment, input), input.timeoutMs);
+      if (answer.isValid === true) {
+        return { verified: true, transaction_id: this.deps.facilitator.identityOf(payment) ?? '' };
+      }
+      return {
+        verified: false,
+        reason: typeof answer.invalidReason === 'string' ? answer.invalidReason : 'invalid',
+        message:
+          typeof answer.invalidMessage === 'string'
+            ? answer.invalidMessage
+            : 'the facilitator refused the payment',
+      };
+    } catch (error) {
+      if (
+        error instanceof GatewayError &&
+        (error.code === 'INVALID_PAYMENT_PROOF' || error.code === 'PAYMENT_VERIFICATION_FAILED')
+      ) {
+        return { verified: false, reason: error.details?.paymentProof ?? 'invalid', message: error.message };
+      }
+      throw error;
+    }
+  }
+
+  private async settleHere(payment: X402Payment): Promise<PaymentRecord> {
+    const answer = await this.deps.facilitator.settlePayment(payment);
+    if (!answer.success) throw refusal(answer.errorReason, answer.errorMessage, answer.transaction);
+    const recorded =
+      answer.paymentId === undefined ? undefined : await this.deps.store.payments.get(answer.paymentId);
+    if (recorded === undefined) throw new Error(`settlement ${answer.transaction} recorded no payment`);
+    return recorded;
+  }
+
+  private async settleRemotely(
+    accountId: string,
+    input: X402ReceiveInput,
+    payment: X402Payment,
+    chain: ChainAdapter,
+    decimals: number,
+  ): Promise<PaymentRecord> {
+    const remote = this.remote(input);
+    const body = requestBody(payment, input);
+    const verified = await this.ask(() => remote.call('verify', body, input.timeoutMs));
+    if (verified.isValid !== true) throw refusal(verified.invalidReason, verified.invalidMessage);
+    const settled = await this.ask(() => remote.call('settle', body, input.timeoutMs));
+    const transaction = typeof settled.transaction === 'string' ? settled.transaction : '';
+    if (settled.success !== true || transaction === '') {
+      throw refusal(settled.errorReason, settled.errorMessage, transaction);
+    }
+    const at = this.now();
+    const record = newPayment(at, {
+      id: newId('pay'),
+      accountId,
+      direction: 'received',
+      mode: 'facilitator',
+      status: 'confirmed',
+      network: chain.info.id,
+      walletAddress: input.walletAddress,
+      sender:
+        typeof settled.payer === 'string'
+          ? settled.payer
+          : typeof verified.payer === 'string'
+            ? verified.payer
+            : '',
+      recipient: input.walletAddress,
+      amount: payment.requirements.amount,
+      asset: { address: payment.requirements.asset, decimals },
+      resource: input.resource ?? null,
+      signature: transaction,
+      confirmedAt: at,
+    });
+    // The remote facilitator settles once too; this keeps one transaction from paying twice here.
+    const consumed = await this.deps.store.transaction(async (repos) => {
+      if (!(await repos.proofs.consume(`x402:${chain.info.id}:${transaction}`, record.id, accountId, at)))
+        return false;
+      await this.deps.ledger.recordIn(repos, record, 'payment.received');
+      return true;
+    });
+    if (!consumed) throw invalidProof('this payment proof was already used', 'already_used');
+    return record;
+  }
+
+  private remote(input: X402ReceiveInput): RemoteFacilitator {
+    return new RemoteFacilitator(
+      input.facilitatorUrl ?? '',
+      this.deps.outbound,
+      input.facilitatorAuthorization,
+    );
+  }
+
+  private async ask(call: () => Promise<Record<string, unknown>>): Promise<Record<string, unknown>> {
+    try {
+      return await call();
+    } catch (error) {
+      if (error instanceof OutboundUrlError) throw invalidParameters({ facilitatorUrl: error.reason });
+      if (error instanceof RemoteFacilitatorError) {
+        throw verificationFailed(error.message, 'facilitator_error');
+      }
+      throw error;
+    }
+  }
+
+  /** The x402 payment the header carries, as requirements the seller's wallet and amount must meet. */
+  private async paymentOf(
+    input: X402ReceiveInput,
+  ): Promise<{ payment: X402Payment; chain: ChainAdapter; decimals: number }> {
+    const { header } = input;
+    const accepted = header.x402Version === 2 ? header.value.accepted : undefined;
+    const networkAsSent = header.x402Version === 2 ? header.value.accepted.network : header.value.network;
+    const scheme = header.x402Version === 2 ? header.value.accepted.scheme : header.value.scheme;
+    const network = caip2Of(networkAsSent);
+    const chain = this.deps.facilitator.chainOf(network);
+    if (chain === undefined) {
+      throw invalidProof(
+        `the payment is for network ${networkAsSent}, which this gateway does not serve`,
+        'invalid_network',
+      );
+    }
+    if (
+      accepted !== undefined &&
+      canonicalAddress(accepted.payTo) !== canonicalAddress(input.walletAddress)
+    ) {
+      throw invalidProof('the payment pays another recipient', 'recipient_mismatch');
+    }
+    // v1 payloads do not repeat the requirements: the network's USDC is what v1 `exact` pays in.
+    const asset = accepted?.asset ?? chain.info.tokens[0]?.address;
+    if (asset === undefined)
+      throw invalidProof('the payment names no asset this network knows', 'unknown_asset');
+    const decimals =
+      chain.info.tokens.find((t) => t.address === asset)?.decimals ??
+      (await chain.getTokenInfo(asset))?.decimals;
+    if (decimals === undefined)
+      throw invalidProof(`${asset} is not a token on ${chain.info.name}`, 'unknown_asset');
+    const expected =
+      'atomic' in input.expected
+        ? input.expected.atomic
+        : atomicFromField(input.expected.field, input.expected.whole, decimals, 'token units');
+    const offered =
+      accepted === undefined ? expected : BigInt(/^\d{1,78}$/.test(accepted.amount) ? accepted.amount : '0');
+    if (offered < expected) {
+      throw verificationFailed(
+        `the payment offers ${offered} atomic units, less than the expected ${expected}`,
+        'amount_too_low',
+      );
+    }
+    const extra: Record<string, unknown> = { ...(accepted?.extra ?? {}) };
+    if (accepted === undefined) {
+      const feePayer = this.deps.facilitator.feePayerOf(network);
+      if (feePayer !== undefined) extra.feePayer = feePayer;
+      else
+        Object.assign(extra, { name: (await chain.getTokenInfo(asset))?.name ?? 'USD Coin', version: '2' });
+    }
+    return {
+      chain,
+      decimals,
+      payment: {
+        x402Version: header.x402Version,
+        scheme,
+        networkAsSent,
+        network,
+        payload: header.value.payload,
+        requirements: {
+          asset,
+          payTo: input.walletAddress,
+          amount: offered,
+          maxTimeoutSeconds: accepted?.maxTimeoutSeconds ?? 60,
+          extra,
+        },
+      },
+    };
+  }
+}
+
+/** x402's facilitator request body for a payment, in its own protocol version. */
+function requestBody(payment: X402Payment, input: X402ReceiveInput): Record<string, unknown> {
+  const { requirements: r } = payment;
+  const common = {
+    scheme: payment.scheme,
+    network: payment.networkAsSent,
+    asset: r.asset,
+    payTo: r.payTo,
+    maxTimeoutSeconds: r.maxTimeoutSeconds,
+    extra: r.extra,
+  };
+  return {
+    x402Version: payment.x402Version,
+    paymentPayload: input.header.value,
+    paymentRequirements:
+      payment.x402Version === 2
+        ? { ...common, amount: r.amount.toString() }
+        : {
+            ...common,
+            maxAmountRequired: r.amount.toString(),
+            resource: input.resource ?? '',
+            description: '',
+            mimeType: '',
+          },
+  };
+}
+
+/** A facilitator's refusal as the gateway's error: a settled payment is a used proof, the rest failed verification. */
+function refusal(reason: unknown, message: unknown, transaction?: string): GatewayError {
+  const code = typeof reason === 'string' && reason !== '' ? reason : 'invalid';
+  const text =
+    typeof message === 'string' && message !== '' ? message : `the facilitator refused the payment (${code})`;
+  if (code === 'duplicate_settlement')
+    return invalidProof('this payment was already settled', 'already_used');
+  const error = verificationFailed(text, code);
+  if (code === 'settlement_pending' && transaction !== undefined && transaction !== '') {
+    return new GatewayError('PAYMENT_VERIFICATION_FAILED', {
+      message: `${error.message.replace(/\.$/, '')} (transaction ${transaction}).`,
+      details: { paymentProof: code, transaction },
+    });
+  }
+  return error;
+}

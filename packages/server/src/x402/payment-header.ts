@@ -1,0 +1,45 @@
+import type { PaymentPayload, PaymentPayloadV1 } from '@x402/core/types';
+
+/** An x402 payment header value, decoded: v1 `X-PAYMENT` or v2 `PAYMENT-SIGNATURE`. */
+export type X402Header =
+  | { readonly x402Version: 1; readonly value: PaymentPayloadV1 }
+  | { readonly x402Version: 2; readonly value: PaymentPayload };
+
+/** Larger values are refused before decoding: a Solana payload is about 1 KB, an EVM one under 1 KB. */
+export const MAX_X402_HEADER_LENGTH = 16 * 1024;
+
+/**
+ * Reads a payment header value (standard base64 of UTF-8 JSON, both versions); undefined when it is not
+ * one, so a gate402 proof (`0x…`) or garbage falls through to the next reader.
+ */
+export function decodeX402Header(text: string): X402Header | undefined {
+  const trimmed = text.trim();
+  if (
+    trimmed.length === 0 ||
+    trimmed.length > MAX_X402_HEADER_LENGTH ||
+    !/^[A-Za-z0-9+/]+={0,2}$/.test(trimmed)
+  ) {
+    return undefined;
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(trimmed, 'base64').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const v = value as Record<string, unknown>;
+  const payloadIsObject = typeof v.payload === 'object' && v.payload !== null;
+  if (
+    v.x402Version === 1 &&
+    payloadIsObject &&
+    typeof v.scheme === 'string' &&
+    typeof v.network === 'string'
+  ) {
+    return { x402Version: 1, value: value as PaymentPayloadV1 };
+  }
+  if (v.x402Version === 2 && payloadIsObject && typeof v.accepted === 'object' && v.accepted !== null) {
+    return { x402Version: 2, value: value as PaymentPayload };
+  }
+  return undefined;
+}
