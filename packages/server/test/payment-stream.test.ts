@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { WebSocket } from 'ws';
 import { STREAM_CLOSE } from '../src/ws/stream-close-codes.ts';
 import { recordReceived } from './support/payment-events.ts';
-import { openStream } from './support/stream-client.ts';
+import { openStream, StreamClient } from './support/stream-client.ts';
 import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
 
 describe('payment stream', () => {
@@ -171,21 +172,21 @@ describe('payment stream', () => {
     const lastSeen = first.events().at(-1)?.id as string;
     first.close();
     await first.closed;
-    await write(450); // more than one replay page while nobody listens
+    await write(250); // more than one replay page (200) while nobody listens
 
     const resumed = await connect(caller.key, `?since=${lastSeen}`);
     // More events while the replay runs: they must come once, after the missed ones.
-    await write(50);
-    await resumed.until((c) => c.events().length >= 500, 15_000, '500 events');
+    await write(30);
+    await resumed.until((c) => c.events().length >= 280, 15_000, '280 events');
     await new Promise((resolve) => setTimeout(resolve, 200));
     const got = resumed.events().map((e) => (e.data as { paymentId: string }).paymentId);
-    assert.equal(got.length, 500);
+    assert.equal(got.length, 280);
     assert.deepEqual(got, written.slice(3));
 
     // The same through a subscribe message on an open connection.
     const again = await connect(caller.key);
     again.send({ type: 'subscribe', since: lastSeen, types: ['payment.received'] });
-    await again.until((c) => c.events().length === 500, 15_000, 'replay by message');
+    await again.until((c) => c.events().length === 280, 15_000, 'replay by message');
     assert.deepEqual(
       again.events().map((e) => (e.data as { paymentId: string }).paymentId),
       written.slice(3),
@@ -235,6 +236,29 @@ describe('payment stream', () => {
     } finally {
       await small.close();
     }
+  });
+
+  it('drops a connection that stops answering pings, keeps one that answers, and says 1001 on shutdown', async () => {
+    const quick = await startTestGateway({ events: { config: { streamHeartbeatMs: 100 } } });
+    let closedByShutdown: Promise<{ code: number }> | undefined;
+    try {
+      const address = await quick.app.listen({ port: 0, host: '127.0.0.1' });
+      const streamUrl = `${address.replace('http', 'ws')}/v1/payments/stream`;
+      const caller = await quick.newCaller('premium');
+      const silent = new StreamClient(
+        new WebSocket(streamUrl, { headers: bearer(caller.key), autoPong: false }),
+      );
+      const healthy = await openStream(streamUrl, { headers: bearer(caller.key) });
+      const started = Date.now();
+      const { code } = await silent.closed;
+      assert.equal(code, 1006, 'terminated without a close frame: it was not listening');
+      assert.ok(Date.now() - started < 2_000);
+      assert.equal(healthy.ws.readyState, WebSocket.OPEN, 'the one answering pings stays');
+      closedByShutdown = healthy.closed;
+    } finally {
+      await quick.close();
+    }
+    assert.equal((await closedByShutdown)?.code, STREAM_CLOSE.GOING_AWAY);
   });
 
   it('serves the AsyncAPI document of the stream beside /openapi.json', async () => {
