@@ -839,6 +839,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         expectedAmount: number;
+                        facilitatorAuthorization?: string;
                         /** Format: uri */
                         facilitatorUrl?: string;
                         paymentProof: string;
