@@ -17,6 +17,7 @@ import {
   LiteSvm,
   type TransactionMetadata,
 } from 'litesvm/dist/internal.js';
+import { AddressNames } from '../wire/address-names.ts';
 import { decodeBase58, encodeBase58 } from '../wire/base58.ts';
 import { rawKey, rawKeyOf } from '../wire/raw-key.ts';
 import { isStaticWritable, type WireTransaction } from '../wire/wire-transaction.ts';
@@ -105,9 +106,20 @@ const TOKEN_ACCOUNT_CACHE_LIMIT = 100_000;
 const MEMO_PROGRAM_KEYS = new Set(MEMO_PROGRAMS.map(rawKeyOf));
 const TOKEN_PROGRAMS = new Set([TOKEN_PROGRAM, TOKEN_2022_PROGRAM].map(rawKeyOf));
 const ADDRESS_LOOKUP_TABLE = rawKeyOf('AddressLookupTab1e1111111111111111111111111');
+/**
+ * Programs that never set return data (and never invoke another program): when nothing else ran,
+ * the transaction's return data is known to be empty without asking LiteSVM for it.
+ */
+const WITHOUT_RETURN_DATA = new Set(
+  ['11111111111111111111111111111111', 'ComputeBudget111111111111111111111111111111'].map(rawKeyOf),
+);
+const ADDRESS_NAMES_LIMIT = 100_000;
 
 interface ResolvedKeys {
   readonly bytes: readonly Uint8Array[];
+  /** `rawKey` of each key, for the Map lookups of the hot path. */
+  readonly raw: readonly string[];
+  /** Base58 of each key. */
   readonly all: string[];
   readonly writable: readonly boolean[];
   readonly programIndexes: ReadonlySet<number>;
@@ -123,6 +135,7 @@ export class Chain {
   private readonly listeners = new Set<ChainListener>();
   private readonly decimalsOfMint = new Map<string, number>();
   private readonly recentSignatures = new RecentSignatures();
+  private readonly addressNames = new AddressNames(ADDRESS_NAMES_LIMIT);
   /** Blocks of the last slots, newest last, enough for every commitment level. */
   private recentBlocks: BlockRecord[] = [];
   private seq: number;
@@ -316,9 +329,10 @@ export class Chain {
     this.assertOpen();
     const signatureBytes = tx.signatures[0] as Uint8Array;
     const signature = encodeBase58(signatureBytes);
-    if (this.alreadyProcessed(tx, signature)) throw new TransactionRejected('AlreadyProcessed', [], 0n);
-    if (!this.isBlockhashValid(tx.recentBlockhash))
-      throw new TransactionRejected('BlockhashNotFound', [], 0n);
+    const blockhashValid = this.isBlockhashValid(tx.recentBlockhash);
+    if (this.alreadyProcessed(signatureBytes, signature, blockhashValid))
+      throw new TransactionRejected('AlreadyProcessed', [], 0n);
+    if (!blockhashValid) throw new TransactionRejected('BlockhashNotFound', [], 0n);
 
     const keys = this.resolveKeys(tx);
     const pre = this.captureBalances(keys);
@@ -351,14 +365,14 @@ export class Chain {
     }
 
     const inner = readInnerInstructions(meta);
-    const touchesToken = [...keys.programIndexes, ...inner.flat().map((ix) => ix.programIdIndex)].some((i) =>
-      TOKEN_PROGRAMS.has(rawKey(keys.bytes[i] as Uint8Array)),
-    );
+    const invoked = new Set(keys.programIndexes);
+    for (const list of inner) for (const ix of list) invoked.add(ix.programIdIndex);
+    const invokedRaw = [...invoked].map((i) => keys.raw[i] as string);
+    const touchesToken = invokedRaw.some((raw) => TOKEN_PROGRAMS.has(raw));
     // Only a token program changes token accounts: otherwise lamports are all that can differ.
-    if (touchesToken) for (const key of keys.bytes) this.tokenAccountCache.delete(rawKey(key));
-    const post = touchesToken
-      ? this.captureBalances(keys)
-      : { lamports: keys.bytes.map((key) => this.svm.getBalance(key) ?? 0n), tokens: pre.tokens };
+    if (touchesToken) for (const raw of keys.raw) this.tokenAccountCache.delete(raw);
+    const post = touchesToken ? this.captureBalances(keys) : this.capturePostLamports(keys, pre);
+    const mayReturnData = invokedRaw.some((raw) => !WITHOUT_RETURN_DATA.has(raw));
     const block = this.latestBlock();
     const fee = transactionFee(tx);
     this.seq += 1;
@@ -370,7 +384,7 @@ export class Chain {
       wire: tx.bytes,
       err,
       memo: extractMemo(tx),
-      meta: this.buildMeta(fee.fee, keys, pre, post, inner, meta),
+      meta: this.buildMeta(fee.fee, keys, pre, post, inner, meta, mayReturnData),
       accountKeys: keys.all,
     };
     this.ledger.addTransaction(record);
@@ -400,9 +414,10 @@ export class Chain {
       postBalances: pre.lamports,
     });
     const signatureBytes = tx.signatures[0] as Uint8Array;
-    if (this.alreadyProcessed(tx, encodeBase58(signatureBytes))) return rejected('AlreadyProcessed');
-    if (!options.replaceRecentBlockhash && !this.isBlockhashValid(tx.recentBlockhash))
-      return rejected('BlockhashNotFound');
+    const blockhashValid = this.isBlockhashValid(tx.recentBlockhash);
+    if (this.alreadyProcessed(signatureBytes, encodeBase58(signatureBytes), blockhashValid))
+      return rejected('AlreadyProcessed');
+    if (!options.replaceRecentBlockhash && !blockhashValid) return rejected('BlockhashNotFound');
     this.svm.setSigverify(options.sigVerify);
     let result: ReturnType<LiteSvm['simulateVersionedTransaction']>;
     try {
@@ -601,11 +616,8 @@ export class Chain {
    * Whether this signature already landed, however long ago. While the transaction's blockhash is
    * valid only the recent set can hold it (see RecentSignatures); otherwise ask the ledger.
    */
-  private alreadyProcessed(tx: WireTransaction, signature: string): boolean {
-    const signatureBytes = tx.signatures[0] as Uint8Array;
-    if (this.isBlockhashValid(tx.recentBlockhash) && !this.recentSignatures.mightContain(signatureBytes)) {
-      return false;
-    }
+  private alreadyProcessed(signatureBytes: Uint8Array, signature: string, blockhashValid: boolean): boolean {
+    if (blockhashValid && !this.recentSignatures.mightContain(signatureBytes)) return false;
     return this.ledger.hasSignature(signature);
   }
 
@@ -630,12 +642,19 @@ export class Chain {
     }
     bytes.push(...loadedWritable, ...loadedReadonly);
     writable.push(...loadedWritable.map(() => true), ...loadedReadonly.map(() => false));
+    const raw = bytes.map(rawKey);
+    const all = bytes.map((key, i) => this.addressNames.name(raw[i] as string, key));
+    const loadedFrom = tx.staticKeys.length;
     return {
       bytes,
-      all: bytes.map(encodeBase58),
+      raw,
+      all,
       writable,
       programIndexes,
-      loaded: { writable: loadedWritable.map(encodeBase58), readonly: loadedReadonly.map(encodeBase58) },
+      loaded: {
+        writable: all.slice(loadedFrom, loadedFrom + loadedWritable.length),
+        readonly: all.slice(loadedFrom + loadedWritable.length),
+      },
     };
   }
 
@@ -645,7 +664,7 @@ export class Chain {
     const tokens: TokenBalance[] = [];
     for (let index = 0; index < keys.bytes.length; index++) {
       const bytes = keys.bytes[index] as Uint8Array;
-      const id = rawKey(bytes);
+      const id = keys.raw[index] as string;
       // Program accounts are never token accounts (and reading them copies their data); known
       // non-token accounts need only their lamports.
       if (keys.programIndexes.has(index) || this.tokenAccountCache.get(id) === false) {
@@ -676,6 +695,18 @@ export class Chain {
   }
 
   /**
+   * Lamports after a transaction that invoked no token program. Invariant: the runtime refuses
+   * any lamport change to an account the message does not mark writable (and only demotes
+   * writable keys, never promotes read-only ones), so only writable keys are read again.
+   */
+  private capturePostLamports(keys: ResolvedKeys, pre: ReturnType<Chain['captureBalances']>) {
+    const lamports = keys.bytes.map((key, i) =>
+      keys.writable[i] ? (this.svm.getBalance(key) ?? 0n) : (pre.lamports[i] as bigint),
+    );
+    return { lamports, tokens: pre.tokens };
+  }
+
+  /**
    * Whether an account is owned by a token program, by raw key. Invariant: an account's owner can
    * become or stop being a token program only in a transaction that invokes a token program (the
    * System program can assign an account to one, but not initialise it), so entries are dropped
@@ -695,8 +726,9 @@ export class Chain {
     post: ReturnType<Chain['captureBalances']>,
     innerInstructions: InnerInstructionRecord[][],
     meta: TransactionMetadata,
+    mayReturnData: boolean,
   ): TransactionMeta {
-    const returned = meta.returnData();
+    const returned = mayReturnData ? meta.returnData() : undefined;
     return {
       fee,
       preBalances: pre.lamports,
@@ -707,12 +739,14 @@ export class Chain {
       innerInstructions,
       computeUnitsConsumed: meta.computeUnitsConsumed(),
       loadedAddresses: keys.loaded,
-      returnData:
-        returned.data().length > 0
-          ? { programId: encodeBase58(returned.programId()), data: returned.data() }
-          : null,
+      returnData: returnDataOf(returned),
     };
   }
+}
+
+function returnDataOf(returned: ReturnType<TransactionMetadata['returnData']> | undefined) {
+  const data = returned?.data();
+  return returned && data && data.length > 0 ? { programId: encodeBase58(returned.programId()), data } : null;
 }
 
 function readInnerInstructions(meta: TransactionMetadata): InnerInstructionRecord[][] {

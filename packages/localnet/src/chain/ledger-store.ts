@@ -19,6 +19,8 @@ CREATE TABLE IF NOT EXISTS transactions (
   block_time INTEGER NOT NULL, err TEXT, memo TEXT, wire BLOB NOT NULL, meta TEXT NOT NULL, account_keys TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS transactions_by_signature ON transactions (signature_key);
 CREATE INDEX IF NOT EXISTS transactions_by_slot ON transactions (slot, seq);
+-- Static keys are unique per transaction (sanitised) but a lookup-table key may repeat one,
+-- hence INSERT OR IGNORE into this table.
 CREATE TABLE IF NOT EXISTS address_signatures (
   address_key INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (address_key, seq)) WITHOUT ROWID;
 `;
@@ -78,6 +80,8 @@ export class LedgerStore {
   private pendingTransactions = new Map<string, TransactionRecord>();
   private pendingBlocks: BlockRecord[] = [];
   private readonly statements;
+  /** Address index inserts by number of rows (a transaction has at most 256 account keys). */
+  private readonly insertAddressRows = new Map<number, Database.Statement<[number[]]>>();
 
   /** `path` is a file, or `:memory:`. */
   constructor(path: string) {
@@ -103,8 +107,6 @@ export class LedgerStore {
         'INSERT OR REPLACE INTO blocks VALUES (@slot, @blockhash, @previousBlockhash, @parentSlot, @blockHeight, @blockTime)',
       ),
       insertTransaction: this.db.prepare('INSERT INTO transactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
-      // Static keys are unique per transaction (sanitised) but a lookup-table key may repeat one.
-      insertAddress: this.db.prepare('INSERT OR IGNORE INTO address_signatures VALUES (?, ?)'),
       hasSignature: this.db.prepare<[number, string], { one: number }>(
         'SELECT 1 AS one FROM transactions WHERE signature_key = ? AND signature = ?',
       ),
@@ -163,7 +165,7 @@ export class LedgerStore {
     if (this.pendingTransactions.size === 0 && this.pendingBlocks.length === 0) return;
     const blocks = this.pendingBlocks;
     const transactions = this.pendingTransactions;
-    const { insertBlock, insertTransaction, insertAddress } = this.statements;
+    const { insertBlock, insertTransaction } = this.statements;
     this.db.transaction(() => {
       for (const block of blocks) insertBlock.run(block);
       for (const record of transactions.values()) {
@@ -179,11 +181,29 @@ export class LedgerStore {
           encodeMeta(record.meta),
           record.accountKeys.join(','),
         );
-        for (const key of record.accountKeys) insertAddress.run(keyHash(key), record.seq);
+        this.insertAddresses(record);
       }
     })();
     this.pendingBlocks = [];
     this.pendingTransactions = new Map();
+  }
+
+  /**
+   * One statement per transaction for its address index rows (one per account key): a prepared
+   * multi-row INSERT per key count, so a transfer costs one call into SQLite instead of three.
+   */
+  private insertAddresses(record: TransactionRecord): void {
+    const count = record.accountKeys.length;
+    let statement = this.insertAddressRows.get(count);
+    if (!statement) {
+      statement = this.db.prepare<[number[]]>(
+        `INSERT OR IGNORE INTO address_signatures VALUES ${Array.from({ length: count }, () => '(?, ?)').join(', ')}`,
+      );
+      this.insertAddressRows.set(count, statement);
+    }
+    const values: number[] = [];
+    for (const key of record.accountKeys) values.push(keyHash(key), record.seq);
+    statement.run(values);
   }
 
   hasSignature(signature: string): boolean {
