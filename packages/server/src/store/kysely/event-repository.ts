@@ -26,9 +26,12 @@ export class KyselyEventRepository implements EventRepository {
 
   async append(event: Omit<EventRecord, 'seq'>): Promise<number> {
     if (isPostgres(this.db) && !this.db.isTransaction) {
-      return this.db
+      // The lock must be taken in the inserting transaction; listeners are told after its commit.
+      const seq = await this.db
         .transaction()
-        .execute((trx) => new KyselyEventRepository(trx, this.appended).append(event));
+        .execute((trx) => new KyselyEventRepository(trx, () => {}).append(event));
+      this.appended();
+      return seq;
     }
     if (isPostgres(this.db)) {
       // Key space 4020 ("gate402" outbox), one lock per schema so separate deployments do not wait on each other.
