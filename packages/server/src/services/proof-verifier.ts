@@ -44,7 +44,8 @@ export interface ProofVerifierDeps {
 const POLL_MS = 250;
 
 /**
- * Checks a gate402 proof (spec §4.2, §4.5, §4.7): the attestation, then every fact again on chain.
+ * Checks a gate402 proof (spec §4.2, §4.5, §4.7): the attestation, then every fact again on chain — or
+ * in this gateway's own record, for a payment it sent and saw confirmed (confirmedByThisGateway).
  * A Lightning proof names its transaction (`sig`); a local-mode proof names the reference the unsigned
  * transaction was built with (`ref`), and the transaction found by it must be exactly the one built
  * (payer, recipient, amount, memo). Both kinds are keyed by the transaction, so one transaction is
@@ -144,6 +145,8 @@ export class ProofVerifier {
 
   private async lookUp(chain: ChainAdapter, claims: ProofClaims): Promise<ChainTransaction | undefined> {
     if (claims.sig !== undefined) {
+      const recorded = await this.confirmedByThisGateway(claims);
+      if (recorded !== undefined) return recorded;
       let signature = claims.sig;
       let status = await chain.getSignatureStatus(signature);
       if (status === undefined) {
@@ -167,6 +170,40 @@ export class ProofVerifier {
       memo: claims.pid,
       lastValidBlockHeight: await this.builtWith(claims),
     });
+  }
+
+  /**
+   * A payment this gateway sent itself and saw confirmed: it built that transaction (exactly `amount`
+   * from the sender to the recipient, the payment id as memo), signed it, and recorded the chain's
+   * confirmation of it, so its record states what the chain would — without a round trip per receive.
+   * Any other proof (another gateway's, a local-mode one, one not yet confirmed here) goes to the chain.
+   */
+  private async confirmedByThisGateway(claims: ProofClaims): Promise<ChainTransaction | undefined> {
+    const payment = await this.deps.store.payments.get(claims.pid);
+    if (
+      payment === undefined ||
+      payment.direction !== 'sent' ||
+      payment.mode !== 'custodial' ||
+      payment.asset !== undefined ||
+      payment.network !== claims.net ||
+      (payment.status !== 'confirmed' && payment.status !== 'finalized') ||
+      payment.signature === null ||
+      payment.slot === null ||
+      (payment.signature !== claims.sig && !payment.replacedSignatures?.includes(claims.sig ?? ''))
+    ) {
+      return undefined;
+    }
+    return {
+      signature: payment.signature,
+      slot: payment.slot,
+      blockTime: payment.confirmedAt,
+      fee: payment.fee ?? 0n,
+      error: null,
+      feePayer: payment.sender,
+      nativeTransfers: [{ from: payment.sender, to: payment.recipient, amount: payment.amount }],
+      memos: [payment.id],
+      accounts: [payment.sender, payment.recipient],
+    };
   }
 
   /**
