@@ -1,4 +1,5 @@
 export { fromAtomicUnits, toAtomicUnits } from './decimal-amount.ts';
+export { EXACT_SCHEME, type ExactTokenOption } from './exact-offer.ts';
 export {
   type BodyOf,
   Gate402Client,
@@ -22,8 +23,10 @@ export {
   paymentResponseOf,
 } from './paying-fetch.ts';
 export {
+  type ExactPayment,
   type Gate402Payment,
   Gate402Paywall,
+  type NativePayment,
   type PaywallDecision,
   type PaywallRequest,
   type ProtectOptions,

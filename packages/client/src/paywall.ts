@@ -1,6 +1,7 @@
 import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { fromAtomicUnits, toAtomicUnits, toJsonNumber } from './decimal-amount.ts';
+import { EXACT_SCHEME, type ExactTokenOption, exactRequirement } from './exact-offer.ts';
 import type { Gate402Client, ResponseOf } from './gate402-client.ts';
 import { Gate402Error, isGate402Error } from './gate402-error.ts';
 import { NetworkCatalog, type NetworkInfo } from './network-catalog.ts';
@@ -38,21 +39,42 @@ export interface ProtectOptions {
   readonly mimeType?: string;
   /** How long a buyer may take to pay; default 60 s. */
   readonly maxTimeoutSeconds?: number;
+  /**
+   * Also offer x402's standard `exact` token payment (v2 clients such as `@x402/fetch`), verified and
+   * settled by the gateway's facilitator (the seller's key needs the Premium plan).
+   */
+  readonly exact?: ExactTokenOption;
 }
 
-/** A payment the paywall accepted, attached to the request it let through. */
-export interface Gate402Payment {
-  readonly scheme: typeof GATE402_NATIVE_SCHEME;
+interface PaymentBase {
   readonly network: string;
   /** Who paid. */
   readonly payer: string;
   /** The transaction signature (Solana) or hash (EVM). */
   readonly transaction: string;
-  /** In the native currency, exact: `'0.01'`. */
+  /** Exact decimal in whole units of `asset`: `'0.01'`. */
   readonly amount: string;
+}
+
+/** A native payment, redeemed with POST /payment/receive. */
+export interface NativePayment extends PaymentBase {
+  readonly scheme: typeof GATE402_NATIVE_SCHEME;
+  readonly asset: typeof NATIVE_ASSET;
   /** The gateway's record of the receipt (POST /payment/receive's answer). */
   readonly receipt: ResponseOf<'receivePayment'>;
 }
+
+/** An `exact` token payment, settled by the gateway's facilitator. */
+export interface ExactPayment extends PaymentBase {
+  readonly scheme: typeof EXACT_SCHEME;
+  /** The mint or contract. */
+  readonly asset: string;
+  /** The facilitator's settle answer. */
+  readonly settlement: ResponseOf<'facilitatorSettle'>;
+}
+
+/** A payment the paywall accepted, attached to the request it let through. */
+export type Gate402Payment = NativePayment | ExactPayment;
 
 /** What a framework adapter needs from the request. */
 export interface PaywallRequest {
@@ -80,6 +102,8 @@ interface PresentedPayment {
   /** v2 only: the requirement the buyer says it paid. */
   readonly accepted?: unknown;
   readonly payload: unknown;
+  /** The decoded header, as the facilitator takes it. */
+  readonly decoded: Record<string, unknown>;
 }
 
 /**
@@ -105,6 +129,8 @@ export class Gate402Paywall {
 export class ProtectedResource {
   /** The price as an exact decimal string. */
   readonly #price: string;
+  /** The `exact` requirement, completed from the gateway once; a failed lookup is asked again. */
+  #exact: Promise<PaymentRequirements> | undefined;
 
   constructor(
     private readonly gateway: Gate402Client,
@@ -120,13 +146,18 @@ export class ProtectedResource {
     this.#price = fromAtomicUnits(atomic, 18);
     toJsonNumber(this.#price);
     if (options.payTo.trim() === '') throw new RangeError('payTo must name the wallet to be paid');
+    if (options.exact !== undefined && toAtomicUnits(options.exact.amount, 18) === 0n) {
+      throw new RangeError('exact.amount must be more than 0');
+    }
   }
 
   /** Answers the request: a 402 challenge, a refusal, or the payment and the headers to set. */
   async handle(request: PaywallRequest): Promise<PaywallDecision> {
     let network: NetworkInfo | undefined;
+    let exact: PaymentRequirements | undefined;
     try {
       network = await this.networks.resolve(this.options.payTo, this.options.network);
+      if (network !== undefined) exact = await this.#exactRequirement(network.id);
     } catch (error) {
       return gatewayFailure(error);
     }
@@ -137,7 +168,7 @@ export class ProtectedResource {
     }
     let offer: PaymentRequired;
     try {
-      offer = this.#offer(network, request.url);
+      offer = this.#offer(network, request.url, exact);
     } catch (error) {
       return failure(500, { error: `price ${this.#price}: ${(error as Error).message} for ${network.id}` });
     }
@@ -145,6 +176,9 @@ export class ProtectedResource {
     if (presented === undefined) return challenge(offer, 'payment required');
     if (typeof presented === 'string') return challenge(offer, presented);
 
+    if (exact !== undefined && presented.scheme === EXACT_SCHEME && presented.version === 2) {
+      return this.#settleExact(offer, exact, presented);
+    }
     const requirement = offer.accepts[0] as PaymentRequirements;
     // A bare proof names no network: the gateway's receipt says which, and is checked below.
     const networkNamed = presented.network !== undefined;
@@ -176,31 +210,85 @@ export class ProtectedResource {
     if (receipt.network !== network.id) {
       return challenge(offer, `the payment was made on ${receipt.network}, not ${network.id}`);
     }
-    const settlement: SettleResponse = {
+    const payment: NativePayment = {
+      scheme: GATE402_NATIVE_SCHEME,
+      asset: NATIVE_ASSET,
+      network: receipt.network,
+      payer: receipt.sender,
+      transaction: receipt.signature,
+      amount: this.#price,
+      receipt,
+    };
+    return paid(payment, presented.version, {
       success: true,
       payer: receipt.sender,
       transaction: receipt.signature,
       network: receipt.network as SettleResponse['network'],
-    };
-    return {
-      paid: true,
-      payment: {
-        scheme: GATE402_NATIVE_SCHEME,
-        network: receipt.network,
-        payer: receipt.sender,
-        transaction: receipt.signature,
-        amount: this.#price,
-        receipt,
-      },
-      headers: {
-        [presented.version === 2 ? PAYMENT_RESPONSE_HEADER : X_PAYMENT_RESPONSE_HEADER]:
-          encodePaymentResponseHeader(settlement),
-        'Access-Control-Expose-Headers': EXPOSED_HEADERS,
-      },
-    };
+    });
   }
 
-  #offer(network: NetworkInfo, requestUrl: string): PaymentRequired {
+  /** x402's own flow: the facilitator verifies, then settles (once per payment, across retries). */
+  async #settleExact(
+    offer: PaymentRequired,
+    requirement: PaymentRequirements,
+    presented: PresentedPayment,
+  ): Promise<PaywallDecision> {
+    if (!sameRequirement(requirement, presented.accepted)) {
+      return challenge(offer, 'the payment accepted other requirements than the ones offered');
+    }
+    const body = { x402Version: 2, paymentPayload: presented.decoded, paymentRequirements: requirement };
+    let settlement: ResponseOf<'facilitatorSettle'>;
+    try {
+      const verdict = await this.gateway.facilitatorVerify(body);
+      if (!verdict.isValid) {
+        return challenge(
+          offer,
+          `${verdict.invalidReason ?? 'invalid'}: ${verdict.invalidMessage ?? ''}`.trim(),
+        );
+      }
+      settlement = await this.gateway.facilitatorSettle(body);
+    } catch (error) {
+      return gatewayFailure(error);
+    }
+    if (!settlement.success) {
+      // settlement_pending included: the transaction may still land, and the same payment presented
+      // again is checked against it by the facilitator, never sent twice.
+      return challenge(
+        offer,
+        `${settlement.errorReason ?? 'settle_failed'}: ${settlement.errorMessage ?? ''}`.trim(),
+      );
+    }
+    const token = await this.gateway.tokenInfo(requirement.asset).catch(() => undefined);
+    const payment: ExactPayment = {
+      scheme: EXACT_SCHEME,
+      asset: requirement.asset,
+      network: settlement.network,
+      payer: settlement.payer ?? '',
+      transaction: settlement.transaction,
+      amount:
+        token === undefined
+          ? requirement.amount
+          : fromAtomicUnits(BigInt(requirement.amount), token.decimals),
+      settlement,
+    };
+    return paid(payment, 2, settlement as SettleResponse);
+  }
+
+  #exactRequirement(nativeNetwork: string): Promise<PaymentRequirements> | undefined {
+    const option = this.options.exact;
+    if (option === undefined) return undefined;
+    this.#exact ??= exactRequirement(this.gateway, option, {
+      network: nativeNetwork,
+      payTo: this.options.payTo,
+      maxTimeoutSeconds: this.options.maxTimeoutSeconds ?? 60,
+    }).catch((error: unknown) => {
+      this.#exact = undefined;
+      throw error;
+    });
+    return this.#exact;
+  }
+
+  #offer(network: NetworkInfo, requestUrl: string, exact: PaymentRequirements | undefined): PaymentRequired {
     const requirement: PaymentRequirements = {
       scheme: GATE402_NATIVE_SCHEME,
       network: network.id as PaymentRequirements['network'],
@@ -217,9 +305,21 @@ export class ProtectedResource {
         ...(this.options.description === undefined ? {} : { description: this.options.description }),
         ...(this.options.mimeType === undefined ? {} : { mimeType: this.options.mimeType }),
       },
-      accepts: [requirement],
+      accepts: exact === undefined ? [requirement] : [requirement, exact],
     };
   }
+}
+
+function paid(payment: Gate402Payment, version: 1 | 2, settlement: SettleResponse): PaywallDecision {
+  return {
+    paid: true,
+    payment,
+    headers: {
+      [version === 2 ? PAYMENT_RESPONSE_HEADER : X_PAYMENT_RESPONSE_HEADER]:
+        encodePaymentResponseHeader(settlement),
+      'Access-Control-Expose-Headers': EXPOSED_HEADERS,
+    },
+  };
 }
 
 /** The payment in PAYMENT-SIGNATURE (v2) or X-PAYMENT (v1, or a bare gate402 proof as in spec §1); a string says what is wrong. */
@@ -235,16 +335,19 @@ function readPayment(request: PaywallRequest): PresentedPayment | string | undef
       network: accepted?.network,
       accepted,
       payload: decoded.payload,
+      decoded,
     };
   }
   const v1 = request.header(X_PAYMENT_HEADER);
   if (v1 === undefined || v1 === '') return undefined;
   // The spec's own pattern: the proof from POST /payment/send, as it is, in X-PAYMENT.
-  if (v1.startsWith('0x'))
-    return { version: 1, scheme: GATE402_NATIVE_SCHEME, network: undefined, payload: { paymentProof: v1 } };
+  if (v1.startsWith('0x')) {
+    const payload = { paymentProof: v1 };
+    return { version: 1, scheme: GATE402_NATIVE_SCHEME, network: undefined, payload, decoded: { payload } };
+  }
   const decoded = decodeHeaderJson(v1);
   if (decoded === undefined) return `${X_PAYMENT_HEADER} is neither a gate402 proof nor base64 JSON`;
-  return { version: 1, scheme: decoded.scheme, network: decoded.network, payload: decoded.payload };
+  return { version: 1, scheme: decoded.scheme, network: decoded.network, payload: decoded.payload, decoded };
 }
 
 /** The 402: v2 challenge in PAYMENT-REQUIRED, the same offer as a v1 body for v1 clients. */
@@ -260,18 +363,21 @@ function challenge(offer: PaymentRequired, error: string): PaywallDecision {
     body: {
       x402Version: 1,
       error,
-      accepts: offer.accepts.map((r) => ({
-        scheme: r.scheme,
-        network: r.network,
-        maxAmountRequired: r.amount,
-        resource: offer.resource.url,
-        description: offer.resource.description ?? '',
-        mimeType: offer.resource.mimeType ?? '',
-        payTo: r.payTo,
-        maxTimeoutSeconds: r.maxTimeoutSeconds,
-        asset: r.asset,
-        extra: r.extra,
-      })),
+      // v1 lists the native option only: v1 `exact` clients name networks differently (solana-devnet).
+      accepts: offer.accepts
+        .filter((r) => r.scheme === GATE402_NATIVE_SCHEME)
+        .map((r) => ({
+          scheme: r.scheme,
+          network: r.network,
+          maxAmountRequired: r.amount,
+          resource: offer.resource.url,
+          description: offer.resource.description ?? '',
+          mimeType: offer.resource.mimeType ?? '',
+          payTo: r.payTo,
+          maxTimeoutSeconds: r.maxTimeoutSeconds,
+          asset: r.asset,
+          extra: r.extra,
+        })),
     },
   };
 }

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { generateKeyPairSigner } from '@solana/kit';
+import { x402Client } from '@x402/core/client';
 import { decodePaymentRequiredHeader, decodePaymentSignatureHeader } from '@x402/core/http';
+import { wrapFetchWithPayment } from '@x402/fetch';
+import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { expressPaywall } from '../src/express.ts';
 import {
   GATE402_NATIVE_SCHEME,
@@ -204,6 +208,81 @@ describe('gate402 paywall and paying fetch', () => {
     const response = await fetch(app.url, { headers: { 'x-payment': '0x01' } });
     assert.equal(response.status, 502);
     assert.match(((await response.json()) as { error: string }).error, /UNAUTHORIZED/);
+  });
+
+  it('offers exact USDC beside native SOL; a stock @x402/fetch + @x402/svm buyer pays it through the facilitator, once', async () => {
+    // The facilitator is a Premium feature; exact does not create the seller's token account, a first mint does.
+    const premium = new Gate402Client({ url: gateway.url, apiKey: await gateway.newApiKey('premium') });
+    const payTo = (await premium.createWallet({ chain: 'solana' })).address;
+    await premium.faucet({ address: payTo, amount: 0.01, token: 'USDC' });
+    const { networks } = await premium.networks();
+    const localnet = networks.find((n) => n.family === 'solana' && n.isDefault);
+    const usdc = localnet?.tokens.find((t) => t.symbol === 'USDC')?.address ?? '';
+    // Stock Solana clients know only mainnet, devnet and testnet: the localnet is reached as devnet.
+    const devnet = 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1';
+    const app = await startSellerApp('express', premium, {
+      price: '0.01',
+      payTo,
+      exact: { asset: usdc, amount: '0.01', network: devnet },
+    });
+    apps.push(app);
+
+    const unpaid = await fetch(app.url);
+    const [native, exact] = decodePaymentRequiredHeader(unpaid.headers.get('payment-required') ?? '').accepts;
+    assert.equal(native?.scheme, GATE402_NATIVE_SCHEME);
+    const { kinds } = await premium.facilitatorSupported();
+    const feePayer = kinds.find((k) => k.network === devnet && k.x402Version === 2)?.extra?.feePayer;
+    assert.ok(typeof feePayer === 'string');
+    assert.deepEqual(exact, {
+      scheme: 'exact',
+      network: devnet,
+      asset: usdc,
+      amount: '10000',
+      payTo,
+      maxTimeoutSeconds: 60,
+      extra: { feePayer },
+    });
+    // v1 clients are offered the native option only (v1 exact names networks otherwise).
+    assert.deepEqual(
+      ((await unpaid.json()) as { accepts: { scheme: string }[] }).accepts.map((a) => a.scheme),
+      [GATE402_NATIVE_SCHEME],
+    );
+
+    const signer = await generateKeyPairSigner();
+    await buyer.faucet({ address: signer.address, amount: 1, token: 'USDC' });
+    const stock = x402Client.fromConfig({
+      schemes: [{ network: devnet, client: new ExactSvmScheme(signer, { rpcUrl: localnet?.rpcUrl ?? '' }) }],
+      spendControls: { allowedAssets: [{ network: devnet, asset: usdc }] },
+    });
+    let proofHeader = '';
+    // @x402/fetch hands over Requests that need not be this realm's Request: read their headers by shape.
+    const recording: typeof fetch = async (input, init) => {
+      const given =
+        init?.headers ?? (typeof input === 'object' && 'headers' in input ? input.headers : undefined);
+      proofHeader = new Headers(given).get('payment-signature') ?? proofHeader;
+      return fetch(input, init);
+    };
+    const paid = await wrapFetchWithPayment(recording, stock)(app.url);
+    assert.equal(paid.status, 200, await paid.clone().text());
+    const body = (await paid.json()) as { payment: Record<string, unknown> };
+    assert.deepEqual(
+      [body.payment.scheme, body.payment.asset, body.payment.amount, body.payment.payer],
+      ['exact', usdc, '0.01', signer.address],
+    );
+    const settled = paymentResponseOf(paid);
+    assert.equal(settled?.success, true);
+    assert.equal(settled?.transaction, body.payment.transaction);
+    const received = await premium.paymentHistory(payTo, { type: 'received' });
+    assert.deepEqual(
+      received.payments.map((p) => [p.sender, p.signature]),
+      [[signer.address, settled?.transaction]],
+    );
+
+    const replay = await fetch(app.url, { headers: { 'payment-signature': proofHeader } });
+    assert.equal(replay.status, 402);
+    const reason = decodePaymentRequiredHeader(replay.headers.get('payment-required') ?? '').error ?? '';
+    assert.match(reason, /^duplicate_settlement/);
+    assert.equal((await premium.paymentHistory(payTo, { type: 'received' })).total, 1);
   });
 
   it('refuses a price the gateway could not send at start-up', () => {

@@ -1,0 +1,50 @@
+import type { PaymentRequirements } from '@x402/core/types';
+import { toAtomicUnits } from './decimal-amount.ts';
+import type { Gate402Client } from './gate402-client.ts';
+
+/** The standard x402 `exact` token payment a protected resource may offer beside the native one. */
+export interface ExactTokenOption {
+  /** The token: an SPL Token or Token-2022 mint, or an ERC-20 (EIP-3009) contract. */
+  readonly asset: string;
+  /** The price in whole tokens, as a decimal: `'0.01'` USDC. */
+  readonly amount: string | number;
+  /** CAIP-2 id the buyer pays on; default the network of the native offer. Must be in GET /facilitator/supported. */
+  readonly network?: string;
+  /** Who is paid; default `payTo`. On Solana its token account for `asset` must already exist. */
+  readonly payTo?: string;
+  /** Added to the requirement's `extra`; on EVM the token's EIP-712 domain, e.g. `{name: 'USD Coin', version: '2'}`. */
+  readonly extra?: Readonly<Record<string, unknown>>;
+}
+
+export const EXACT_SCHEME = 'exact';
+
+/**
+ * The `exact` requirement for a resource, completed from the gateway: the token's decimals
+ * (GET /token/info) and, on Solana, the facilitator's fee payer (GET /facilitator/supported, Premium plan).
+ */
+export async function exactRequirement(
+  gateway: Gate402Client,
+  option: ExactTokenOption,
+  defaults: { network: string; payTo: string; maxTimeoutSeconds: number },
+): Promise<PaymentRequirements> {
+  const network = option.network ?? defaults.network;
+  const [token, supported] = await Promise.all([
+    gateway.tokenInfo(option.asset),
+    gateway.facilitatorSupported(),
+  ]);
+  const kind = supported.kinds.find(
+    (k) => k.scheme === EXACT_SCHEME && k.network === network && k.x402Version === 2,
+  );
+  if (kind === undefined) {
+    throw new Error(`the gateway's facilitator does not settle exact payments on ${network}`);
+  }
+  return {
+    scheme: EXACT_SCHEME,
+    network: network as PaymentRequirements['network'],
+    asset: option.asset,
+    amount: toAtomicUnits(option.amount, token.decimals).toString(),
+    payTo: option.payTo ?? defaults.payTo,
+    maxTimeoutSeconds: defaults.maxTimeoutSeconds,
+    extra: { ...(kind.extra ?? {}), ...(option.extra ?? {}) },
+  };
+}
