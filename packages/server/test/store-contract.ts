@@ -133,7 +133,74 @@ export function describeStoreContract(
       await store.apiKeys.touch(key.id, 1_000);
       assert.equal((await store.apiKeys.get(key.id))?.lastUsedAt, 2_000);
     });
+
+    it('keeps one dashboard user per email and per account', async () => {
+      const account = anAccount();
+      const other = anAccount();
+      await store.accounts.insert(account);
+      await store.accounts.insert(other);
+      const user = aDashboardUser(account.id, 'first@example.test');
+      assert.equal(await store.dashboardUsers.insert(user), true);
+      assert.equal(await store.dashboardUsers.insert(aDashboardUser(other.id, 'first@example.test')), false);
+      assert.equal(
+        await store.dashboardUsers.insert(aDashboardUser(account.id, 'second@example.test')),
+        false,
+      );
+      assert.deepEqual(await store.dashboardUsers.get(user.id), user);
+      assert.deepEqual(await store.dashboardUsers.findByEmail('first@example.test'), user);
+      assert.deepEqual(await store.dashboardUsers.findByAccount(account.id), user);
+      assert.equal(await store.dashboardUsers.findByEmail('second@example.test'), undefined);
+      assert.equal(await store.dashboardUsers.findByAccount(other.id), undefined);
+      await store.dashboardUsers.setPassword(user.id, 'scrypt$new', user.updatedAt + 5);
+      assert.deepEqual(await store.dashboardUsers.get(user.id), {
+        ...user,
+        passwordHash: 'scrypt$new',
+        updatedAt: user.updatedAt + 5,
+      });
+    });
+
+    it('finds a dashboard session with its user until it expires, and forgets it when deleted', async () => {
+      const account = anAccount();
+      await store.accounts.insert(account);
+      const user = aDashboardUser(account.id, `${account.id.toLowerCase()}@example.test`);
+      await store.dashboardUsers.insert(user);
+      const session = {
+        idHash: `h-${account.id}`,
+        userId: user.id,
+        csrfToken: 'csrf',
+        createdAt: 100,
+        expiresAt: 200,
+      };
+      const second = { ...session, idHash: `h2-${account.id}`, expiresAt: 300 };
+      await store.dashboardSessions.insert(session);
+      await store.dashboardSessions.insert(second);
+      assert.deepEqual(await store.dashboardSessions.findActive(session.idHash, 199), { session, user });
+      assert.equal(await store.dashboardSessions.findActive(session.idHash, 200), undefined, 'expired');
+      assert.equal(await store.dashboardSessions.findActive('h-unknown', 0), undefined);
+      assert.ok((await store.dashboardSessions.deleteExpired(250)) >= 1);
+      assert.deepEqual(await store.dashboardSessions.findActive(second.idHash, 250), {
+        session: second,
+        user,
+      });
+      await store.dashboardSessions.delete(second.idHash);
+      assert.equal(await store.dashboardSessions.findActive(second.idHash, 250), undefined);
+      await store.dashboardSessions.insert({ ...session, expiresAt: 10_000 });
+      await store.dashboardSessions.deleteByUser(user.id);
+      assert.equal(await store.dashboardSessions.findActive(session.idHash, 250), undefined);
+    });
   });
+}
+
+function aDashboardUser(accountId: string, email: string) {
+  clock += 1;
+  return {
+    id: newId('user'),
+    accountId,
+    email,
+    passwordHash: 'scrypt$16384$8$1$salt$hash',
+    createdAt: clock,
+    updatedAt: clock,
+  };
 }
 
 let clock = Date.UTC(2026, 0, 1);
@@ -228,6 +295,51 @@ export function describePaymentStoreContract(
       assert.equal(moved?.updatedAt, 99);
       assert.equal(await store.payments.transition(payment.id, ['pending'], 'expired', {}, 100), undefined);
       assert.equal((await store.payments.get(payment.id))?.status, 'submitted');
+    });
+
+    it('searches the payments of an account across wallets by wallet, direction and status, newest first', async () => {
+      const owner = anAccount();
+      await store.accounts.insert(owner);
+      const rows = [1, 2, 3, 4, 5, 6].map((i) =>
+        aPayment(owner.id, {
+          walletAddress: i <= 4 ? 'SEARCH-A' : 'SEARCH-B',
+          createdAt: 2_000 + i,
+          direction: i % 2 === 0 ? 'received' : 'sent',
+          status: i === 3 ? 'failed' : 'confirmed',
+        }),
+      );
+      for (const row of rows) await store.payments.insert(row);
+      const stranger = anAccount();
+      await store.accounts.insert(stranger);
+      await store.payments.insert(aPayment(stranger.id, { walletAddress: 'SEARCH-A' }));
+      const times = (r: { payments: PaymentRecord[] }) => r.payments.map((p) => p.createdAt);
+
+      const all = await store.payments.search({ accountId: owner.id, limit: 2, offset: 1 });
+      assert.equal(all.total, 6);
+      assert.deepEqual(times(all), [2_005, 2_004]);
+      const walletA = await store.payments.search({
+        accountId: owner.id,
+        walletAddress: 'SEARCH-A',
+        limit: 10,
+        offset: 0,
+      });
+      assert.deepEqual([walletA.total, times(walletA)], [4, [2_004, 2_003, 2_002, 2_001]]);
+      const sent = await store.payments.search({
+        accountId: owner.id,
+        direction: 'sent',
+        limit: 10,
+        offset: 0,
+      });
+      assert.deepEqual([sent.total, times(sent)], [3, [2_005, 2_003, 2_001]]);
+      const failedSentA = await store.payments.search({
+        accountId: owner.id,
+        walletAddress: 'SEARCH-A',
+        direction: 'sent',
+        status: 'failed',
+        limit: 10,
+        offset: 0,
+      });
+      assert.deepEqual([failedSentA.total, times(failedSentA)], [1, [2_003]]);
     });
 
     it('pages history newest first with a total, by wallet and direction', async () => {

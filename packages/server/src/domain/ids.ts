@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
 /** Prefixes of public identifiers. An id is `<prefix>_<26 chars>`, e.g. `pay_01JD0Q3ZK8M4F6X3V5N7R9T2AB`. */
-export const ID_PREFIXES = ['acct', 'key', 'pay', 'evt', 'wal', 'whk', 'dlv', 'req'] as const;
+export const ID_PREFIXES = ['acct', 'key', 'pay', 'evt', 'wal', 'whk', 'dlv', 'req', 'user'] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';

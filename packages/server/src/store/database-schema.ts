@@ -16,6 +16,27 @@ export interface Database {
   outbox_cursors: OutboxCursorsTable;
   facilitator_signers: FacilitatorSignersTable;
   x402_settlements: X402SettlementsTable;
+  dashboard_users: DashboardUsersTable;
+  dashboard_sessions: DashboardSessionsTable;
+}
+
+/** People who log in to the web dashboard (see DashboardUserRepository). */
+export interface DashboardUsersTable {
+  id: string;
+  account_id: string;
+  email: string;
+  password_hash: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Dashboard sessions by the SHA-256 of their cookie value (see DashboardSessionRepository). */
+export interface DashboardSessionsTable {
+  id_hash: string;
+  user_id: string;
+  csrf_token: string;
+  created_at: number;
+  expires_at: number;
 }
 
 /** Fee-payer keys of the x402 facilitator (see FacilitatorSignerRepository). */

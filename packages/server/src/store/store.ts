@@ -36,6 +36,8 @@ export interface Repositories {
   readonly webhookDeliveries: WebhookDeliveryRepository;
   readonly facilitatorSigners: FacilitatorSignerRepository;
   readonly settlements: SettlementRepository;
+  readonly dashboardUsers: DashboardUserRepository;
+  readonly dashboardSessions: DashboardSessionRepository;
 }
 
 export interface AccountRecord {
@@ -190,6 +192,15 @@ export interface HistoryQuery {
   readonly offset: number;
 }
 
+export interface PaymentSearch {
+  readonly accountId: string;
+  readonly walletAddress?: string | undefined;
+  readonly direction?: PaymentDirection | undefined;
+  readonly status?: PaymentStatus | undefined;
+  readonly limit: number;
+  readonly offset: number;
+}
+
 /** Who is working on a payment until when; background workers leave a leased payment alone. */
 export interface PaymentLease {
   readonly owner: string;
@@ -230,6 +241,8 @@ export interface PaymentRepository {
   unsettledSpend(network: string, walletAddress: string): Promise<bigint>;
   /** Newest first (created_at, then id), with the total count of matches. */
   history(query: HistoryQuery): Promise<{ total: number; payments: PaymentRecord[] }>;
+  /** The account's payments, newest first, narrowed by any of wallet, direction and status (the dashboard). */
+  search(query: PaymentSearch): Promise<{ total: number; payments: PaymentRecord[] }>;
   /**
    * Leases up to `limit` payments in `statuses` whose lease is free or lapsed to `owner` until
    * `until`, so that with several instances one worker handles each payment at a time.
@@ -454,4 +467,49 @@ export interface SettlementRepository {
     changes: { readonly error?: string | null; readonly paymentId?: string | null },
     at: number,
   ): Promise<SettlementRecord | undefined>;
+}
+
+/** A person who logs in to the web dashboard; a way into exactly one account. */
+export interface DashboardUserRecord {
+  readonly id: string;
+  readonly accountId: string;
+  /** Lower-cased. */
+  readonly email: string;
+  /** `scrypt$N$r$p$salt$hash`; never the password. */
+  readonly passwordHash: string;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface DashboardUserRepository {
+  /** False when the email, or the account, already has a dashboard user; nothing is written then. */
+  insert(user: DashboardUserRecord): Promise<boolean>;
+  get(id: string): Promise<DashboardUserRecord | undefined>;
+  findByEmail(email: string): Promise<DashboardUserRecord | undefined>;
+  findByAccount(accountId: string): Promise<DashboardUserRecord | undefined>;
+  setPassword(id: string, passwordHash: string, updatedAt: number): Promise<void>;
+}
+
+/** A logged-in browser. Only the SHA-256 of the cookie value is stored. */
+export interface DashboardSessionRecord {
+  readonly idHash: string;
+  readonly userId: string;
+  /** Sent back by the browser in a header on every state-changing request. */
+  readonly csrfToken: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+export interface DashboardSessionRepository {
+  insert(session: DashboardSessionRecord): Promise<void>;
+  /** The session and its user, unless unknown or expired at `now`. */
+  findActive(
+    idHash: string,
+    now: number,
+  ): Promise<{ session: DashboardSessionRecord; user: DashboardUserRecord } | undefined>;
+  delete(idHash: string): Promise<void>;
+  /** Logs a user out everywhere (a new password). */
+  deleteByUser(userId: string): Promise<void>;
+  /** Removes sessions expired at `now`; returns how many. */
+  deleteExpired(now: number): Promise<number>;
 }

@@ -3,6 +3,8 @@ import type { Database } from '../database-schema.ts';
 import type { Repositories, Store } from '../store.ts';
 import { KyselyAccountRepository } from './account-repository.ts';
 import { KyselyApiKeyRepository } from './api-key-repository.ts';
+import { KyselyDashboardSessionRepository } from './dashboard-session-repository.ts';
+import { KyselyDashboardUserRepository } from './dashboard-user-repository.ts';
 import { KyselyEventRepository } from './event-repository.ts';
 import { KyselyFacilitatorSignerRepository } from './facilitator-signer-repository.ts';
 import { GroupCommit } from './group-commit.ts';
@@ -30,6 +32,8 @@ export class KyselyStore implements Store {
   private readonly eventListeners = new Set<() => void>();
   readonly facilitatorSigners;
   readonly settlements;
+  readonly dashboardUsers;
+  readonly dashboardSessions;
 
   /** SQLite only: concurrent transactions share one commit (see GroupCommit). */
   private readonly groupCommit: GroupCommit | undefined;
@@ -53,6 +57,8 @@ export class KyselyStore implements Store {
     this.webhookDeliveries = repositories.webhookDeliveries;
     this.facilitatorSigners = repositories.facilitatorSigners;
     this.settlements = repositories.settlements;
+    this.dashboardUsers = repositories.dashboardUsers;
+    this.dashboardSessions = repositories.dashboardSessions;
   }
 
   async transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
@@ -101,5 +107,7 @@ function repositoriesOn(db: Kysely<Database>, eventAppended: () => void): Reposi
     webhookDeliveries: new KyselyWebhookDeliveryRepository(db),
     facilitatorSigners: new KyselyFacilitatorSignerRepository(db),
     settlements: new KyselySettlementRepository(db),
+    dashboardUsers: new KyselyDashboardUserRepository(db),
+    dashboardSessions: new KyselyDashboardSessionRepository(db),
   };
 }

@@ -7,6 +7,7 @@ import type {
   PaymentLease,
   PaymentRecord,
   PaymentRepository,
+  PaymentSearch,
 } from '../store.ts';
 import { compiledOnce } from './compiled-query.ts';
 
@@ -171,6 +172,24 @@ export class KyselyPaymentRepository implements PaymentRepository {
         .execute(),
     ]);
     return { total: Number(count.n ?? 0), payments: rows.map(toPayment) };
+  }
+
+  async search(query: PaymentSearch): Promise<{ total: number; payments: PaymentRecord[] }> {
+    let base = this.db.selectFrom('payments').where('account_id', '=', query.accountId);
+    if (query.walletAddress !== undefined) base = base.where('wallet_address', '=', query.walletAddress);
+    if (query.direction !== undefined) base = base.where('direction', '=', query.direction);
+    if (query.status !== undefined) base = base.where('status', '=', query.status);
+    const [count, rows] = await Promise.all([
+      base.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+      base
+        .selectAll()
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(query.limit)
+        .offset(query.offset)
+        .execute(),
+    ]);
+    return { total: Number(count.n), payments: rows.map(toPayment) };
   }
 
   /**

@@ -5,6 +5,7 @@ import { paymentCounts } from './0003-payment-counts.ts';
 import { evmNonces } from './0004-evm-nonces.ts';
 import { webhooks } from './0006-webhooks.ts';
 import { x402Facilitator } from './0007-x402-facilitator.ts';
+import { dashboardUsers } from './0008-dashboard-users.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -17,4 +18,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0004-evm-nonces': evmNonces,
   '0006-webhooks': webhooks,
   '0007-x402-facilitator': x402Facilitator,
+  '0008-dashboard-users': dashboardUsers,
 };
