@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { generateKeyPairSigner } from '@solana/kit';
+import { x402Client } from '@x402/core/client';
+import type { PaymentRequirements } from '@x402/core/types';
+import { ExactSvmScheme as SvmBuyerScheme } from '@x402/svm/exact/client';
+import { NetworkRegistry } from '../src/chains/network-registry.ts';
+import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
+import { tempSqlite } from './support/databases.ts';
+import { startTestGateway, type TestGateway } from './support/test-gateway.ts';
+import { startTestChain, type TestChain } from './support/test-localnet.ts';
+
+/**
+ * Settlement that outlives its wait, on a localnet whose slots advance only by hand: nothing confirms
+ * until the test says so. The settle answers `settlement_pending` with its transaction; a retry on
+ * another instance (same storage) looks at that transaction instead of sending another, and settles
+ * it once it confirms; a third settle is `duplicate_settlement`. The buyer pays exactly once.
+ */
+describe('x402 settlement: pending, then settled by a retry on another instance', () => {
+  let chain: TestChain;
+  let first: TestGateway;
+  let second: TestGateway;
+  let pumping: NodeJS.Timeout | undefined;
+  const storage = tempSqlite();
+  const masterKey = new Uint8Array(randomBytes(32));
+
+  /** Slots advance while setting up (faucet transfers wait for confirmation), not while settling. */
+  const pump = (on: boolean) => {
+    if (pumping !== undefined) clearInterval(pumping);
+    pumping = on ? setInterval(() => chain.localnet.advanceSlots(1), 10) : undefined;
+  };
+
+  before(async () => {
+    chain = await startTestChain({ slotMs: 0, finalizedDepth: 2 });
+    pump(true);
+    const networks = new NetworkRegistry([chain.adapter]);
+    const shared = { storage, masterKey, networks, confirmTimeoutMs: 300 };
+    first = await startTestGateway({ ...shared, disposeStorage: false });
+    second = await startTestGateway(shared);
+    await first.services.facilitator.start();
+    await second.services.facilitator.start();
+  });
+
+  after(async () => {
+    pump(false);
+    await first?.close();
+    await second?.close();
+    await chain?.close();
+  });
+
+  it('answers settlement_pending with the transaction, and a retry settles that same transaction once', async () => {
+    const seller = await first.newCaller('premium');
+    const call = async (gw: TestGateway, method: 'GET' | 'POST', url: string, payload?: object) => {
+      const res = await gw.app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${seller.key}` },
+        ...(payload === undefined ? {} : { payload }),
+      });
+      return res.json();
+    };
+    const wallet = (await call(first, 'POST', '/wallets', { chain: 'solana' })).address as string;
+    const buyer = await generateKeyPairSigner();
+    await call(first, 'POST', '/faucet', { address: wallet, amount: 0.01, token: 'USDC' });
+    await call(first, 'POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const supported = await call(first, 'GET', '/facilitator/supported');
+    const feePayer = supported.kinds.find((k: { network: string }) => k.network === SOLANA_DEVNET_ID).extra
+      .feePayer;
+    assert.equal(
+      (await call(second, 'GET', '/facilitator/supported')).kinds[0].extra.feePayer,
+      feePayer,
+      'instances sharing storage share the fee payer',
+    );
+    const requirements: PaymentRequirements = {
+      scheme: 'exact',
+      network: SOLANA_DEVNET_ID as PaymentRequirements['network'],
+      asset: chain.localnet.usdcMint.address,
+      amount: '250000',
+      payTo: wallet,
+      maxTimeoutSeconds: 60,
+      extra: { feePayer },
+    };
+    const client = x402Client.fromConfig({
+      schemes: [
+        { network: SOLANA_DEVNET_ID, client: new SvmBuyerScheme(buyer, { rpcUrl: chain.localnet.rpcUrl }) },
+      ],
+      spendControls: false,
+    });
+    const paymentPayload = await client.createPaymentPayload({
+      x402Version: 2,
+      resource: { url: 'https://shop.example/r' },
+      accepts: [requirements],
+    });
+    const body = { x402Version: 2, paymentPayload, paymentRequirements: requirements };
+    const usdcOf = async (owner: string) =>
+      (await chain.adapter.getTokenAccounts(owner)).find((a) => a.mint === chain.localnet.usdcMint.address)
+        ?.amount;
+    const before = await usdcOf(buyer.address);
+
+    pump(false);
+    const pending = await call(first, 'POST', '/facilitator/settle', body);
+    assert.equal(pending.success, false);
+    assert.equal(pending.errorReason, 'settlement_pending');
+    assert.match(pending.transaction, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
+    const stillPending = await call(second, 'POST', '/facilitator/settle', body);
+    assert.deepEqual(
+      [stillPending.errorReason, stillPending.transaction],
+      ['settlement_pending', pending.transaction],
+    );
+
+    chain.localnet.advanceSlots(3);
+    const settled = await call(second, 'POST', '/facilitator/settle', body);
+    assert.deepEqual(
+      [settled.success, settled.transaction, settled.payer],
+      [true, pending.transaction, buyer.address],
+    );
+    const duplicate = await call(first, 'POST', '/facilitator/settle', body);
+    assert.deepEqual([duplicate.success, duplicate.errorReason], [false, 'duplicate_settlement']);
+
+    pump(true);
+    assert.equal(before === undefined ? undefined : before - ((await usdcOf(buyer.address)) ?? 0n), 250_000n);
+    const history = await call(first, 'GET', `/payment/history/${wallet}`);
+    assert.equal(history.total, 1);
+    assert.equal(history.payments[0].signature, pending.transaction);
+    assert.equal(history.payments[0].amount, 0.25);
+  });
+});
