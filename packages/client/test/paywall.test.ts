@@ -169,6 +169,32 @@ describe('gate402 paywall and paying fetch', () => {
     assert.equal(paymentResponseOf(paid)?.transaction, sent.signature);
   });
 
+  it('speaks v1 to a v1 client: the challenge from the body, X-PAYMENT base64 JSON, X-PAYMENT-RESPONSE', async () => {
+    const app = await sellerApp('fastify', '0.01', wallets.sellerSol);
+    // A v1 view of the seller: its 402s without the v2 header, so only the body's offer is seen.
+    const sentHeaders: (string | null)[] = [];
+    const v1Only: typeof fetch = async (input, init) => {
+      const request = new Request(input, init);
+      sentHeaders.push(request.headers.get('x-payment'));
+      const response = await fetch(request);
+      if (response.status !== 402) return response;
+      const headers = new Headers(response.headers);
+      headers.delete('payment-required');
+      return new Response(response.body, { status: 402, headers });
+    };
+    const pay = payingFetch({ gateway: buyer, wallet: wallets.buyerSol, maxAmount: '0.01', fetch: v1Only });
+    const paid = await pay(app.url);
+    assert.equal(paid.status, 200);
+    assert.equal(paid.headers.get('payment-response'), null);
+    assert.equal(paymentResponseOf(paid)?.payer, wallets.buyerSol);
+    const [first, second] = sentHeaders;
+    assert.equal(first, null);
+    const payment = JSON.parse(Buffer.from(second ?? '', 'base64').toString()) as Record<string, unknown>;
+    assert.equal(payment.x402Version, 1);
+    assert.equal(payment.scheme, GATE402_NATIVE_SCHEME);
+    assert.match((payment.payload as { paymentProof: string }).paymentProof, /^0x/);
+  });
+
   it('pays native ETH on the EVM network', async () => {
     const app = await sellerApp('express', '0.01', wallets.sellerEth);
     const unpaid = await fetch(app.url);
