@@ -135,6 +135,22 @@ describe('webhooks', () => {
     }
   });
 
+  it('documents the webhook routes in /openapi.json', async () => {
+    const doc = (await gw.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    for (const [path, method] of [
+      ['/webhooks', 'post'],
+      ['/webhooks', 'get'],
+      ['/webhooks/{id}', 'delete'],
+      ['/webhooks/{id}/deliveries', 'get'],
+      ['/webhooks/{id}/deliveries/{deliveryId}/redeliver', 'post'],
+    ]) {
+      const operation = doc.paths[path as string]?.[method as string];
+      assert.ok(operation !== undefined, `${method} ${path}`);
+      assert.deepEqual(operation.tags, ['webhooks']);
+      assert.deepEqual(operation.security, [{ bearerAuth: [] }]);
+    }
+  });
+
   it('refuses bad input with per-field details, and standard plans with 403', async () => {
     const caller = await gw.newCaller('premium');
     const badType = await create(caller.key, { url: 'https://example.com/h', eventTypes: ['payment.nope'] });

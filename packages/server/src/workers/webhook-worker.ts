@@ -142,8 +142,37 @@ export class WebhookWorker {
     const { store, instanceId } = this.options;
     const now = this.now();
     const leased = await store.webhookDeliveries.leaseDue(instanceId, now, now + LEASE_MS, LEASE_BATCH);
-    await Promise.all(leased.map((delivery) => this.attempt(delivery)));
+    await Promise.all(leased.map((delivery) => this.attemptOrPostpone(delivery)));
     return leased.length;
+  }
+
+  /** A fault of ours (storage, a secret that will not open) postpones the delivery like a failed attempt. */
+  private async attemptOrPostpone(delivery: WebhookDeliveryRecord): Promise<void> {
+    try {
+      await this.attempt(delivery);
+    } catch (error) {
+      this.options.log?.(`webhook delivery ${delivery.id} failed inside the gateway`, error);
+      const at = this.now();
+      const attempts = delivery.attempts + 1;
+      const next = nextAttemptAt(
+        attempts,
+        delivery.createdAt,
+        at,
+        this.options.retryBaseMs,
+        this.options.retryForMs,
+      );
+      await this.options.store.webhookDeliveries
+        .recordAttempt(delivery.id, this.options.instanceId, {
+          status: next === undefined ? 'failed' : 'pending',
+          attempts,
+          nextAttemptAt: next ?? null,
+          lastStatusCode: null,
+          lastError: 'internal error of the gateway; see its log',
+          lastAttemptAt: at,
+          deliveredAt: null,
+        })
+        .catch(() => {});
+    }
   }
 
   private async attempt(delivery: WebhookDeliveryRecord): Promise<void> {

@@ -59,6 +59,8 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
   async function handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const url = new URL(request.url ?? '/', 'http://localhost');
     if (url.pathname.replace(/\/$/, '') !== STREAM_PATH) {
+      // Another part of the app may serve WebSockets on its own path; only the last word is ours.
+      if (app.server.listenerCount('upgrade') > 1) return;
       return refuse(socket, new GatewayError('NOT_FOUND', { message: `No WebSocket at ${url.pathname}.` }));
     }
     const since = url.searchParams.get('since') ?? undefined;

@@ -98,7 +98,7 @@ export class StreamConnection {
 
   private send(event: EventRecord): void {
     if (this.closed) return;
-    this.socket.send(JSON.stringify(paymentEventMessage(event)));
+    this.socket.send(serialized(event));
     // The queue in front of the socket only grows when the client reads slower than events come: past
     // the limit the connection is closed (4008) instead of holding ever more memory for it. The client
     // reconnects with `since` = the last id it got and loses nothing.
@@ -121,4 +121,16 @@ export class StreamConnection {
     this.replayGeneration++;
     this.unsubscribe();
   }
+}
+
+/** Each event's text, made once however many connections of its account receive it. */
+const texts = new WeakMap<EventRecord, string>();
+
+function serialized(event: EventRecord): string {
+  let text = texts.get(event);
+  if (text === undefined) {
+    text = JSON.stringify(paymentEventMessage(event));
+    texts.set(event, text);
+  }
+  return text;
 }
