@@ -124,14 +124,9 @@ export class FacilitatorService {
     if (!resolved.ok)
       return { isValid: false, invalidReason: resolved.reason, invalidMessage: resolved.message };
     const { route, payment, requirements } = resolved;
+    // An undecodable payload has no key; the scheme's own checks below name why.
     const key = route.scheme.settlementKey(payment.payload);
-    if (key === undefined)
-      return {
-        isValid: false,
-        invalidReason: 'invalid_payload',
-        invalidMessage: 'the payload cannot be decoded',
-      };
-    const settled = await this.deps.store.settlements.get(key);
+    const settled = key === undefined ? undefined : await this.deps.store.settlements.get(key);
     if (settled !== undefined) {
       return {
         isValid: false,
@@ -214,7 +209,12 @@ export class FacilitatorService {
     if (!resolved.ok) return fail(resolved.reason, resolved.message);
     const { route, payment, requirements } = resolved;
     const key = route.scheme.settlementKey(payment.payload);
-    if (key === undefined) return fail('invalid_payload', 'the payload cannot be decoded');
+    if (key === undefined) {
+      const verdict = await route.scheme.verify(payment.payload, requirements);
+      return verdict.valid
+        ? fail('invalid_payload', 'the payload cannot be decoded')
+        : fail(verdict.reason, verdict.message);
+    }
 
     const existing = await this.deps.store.settlements.get(key);
     if (existing !== undefined) return this.answer(await this.resume(route, existing, false), networkAsSent);
