@@ -1,25 +1,19 @@
-import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
+import { encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { fromAtomicUnits, toAtomicUnits, toJsonNumber } from './decimal-amount.ts';
 import { EXACT_SCHEME, type ExactTokenOption, exactRequirement } from './exact-offer.ts';
 import type { Gate402Client, ResponseOf } from './gate402-client.ts';
 import { Gate402Error, isGate402Error } from './gate402-error.ts';
 import { NetworkCatalog, type NetworkInfo } from './network-catalog.ts';
+import { paymentRequiredAnswer } from './x402/challenge.ts';
 import {
   GATE402_NATIVE_SCHEME,
   isGate402NativePayload,
   NATIVE_ASSET,
   sameRequirement,
 } from './x402/gate402-native.ts';
-import {
-  EXPOSED_HEADERS,
-  PAYMENT_REQUIRED_HEADER,
-  PAYMENT_RESPONSE_HEADER,
-  PAYMENT_SIGNATURE_HEADER,
-  X_PAYMENT_HEADER,
-  X_PAYMENT_RESPONSE_HEADER,
-} from './x402/headers.ts';
-import { decodeHeaderJson } from './x402/wire.ts';
+import { EXPOSED_HEADERS, PAYMENT_RESPONSE_HEADER, X_PAYMENT_RESPONSE_HEADER } from './x402/headers.ts';
+import { type PresentedPayment, readPresentedPayment } from './x402/presented-payment.ts';
 
 /** The gateway's send limits (spec §4.1): a price outside them could not be paid with POST /payment/send. */
 const MIN_PRICE = 0.001;
@@ -93,19 +87,6 @@ export type PaywallDecision =
       readonly body: unknown;
     };
 
-/** A payment that arrived in a request header, before it is checked. */
-interface PresentedPayment {
-  /** Which answer header the buyer reads: v2 PAYMENT-RESPONSE, v1 X-PAYMENT-RESPONSE. */
-  readonly version: 1 | 2;
-  readonly scheme: unknown;
-  readonly network: unknown;
-  /** v2 only: the requirement the buyer says it paid. */
-  readonly accepted?: unknown;
-  readonly payload: unknown;
-  /** The decoded header, as the facilitator takes it. */
-  readonly decoded: Record<string, unknown>;
-}
-
 /**
  * The framework-neutral core of the seller middleware: the 402 challenge, and the check of a presented
  * payment with the gateway. The Express, Fastify and Hono adapters only translate requests and answers.
@@ -172,7 +153,7 @@ export class ProtectedResource {
     } catch (error) {
       return failure(500, { error: `price ${this.#price}: ${(error as Error).message} for ${network.id}` });
     }
-    const presented = readPayment(request);
+    const presented = readPresentedPayment((name) => request.header(name));
     if (presented === undefined) return challenge(offer, 'payment required');
     if (typeof presented === 'string') return challenge(offer, presented);
 
@@ -322,74 +303,13 @@ function paid(payment: Gate402Payment, version: 1 | 2, settlement: SettleRespons
   };
 }
 
-/** The payment in PAYMENT-SIGNATURE (v2) or X-PAYMENT (v1, or a bare gate402 proof as in spec §1); a string says what is wrong. */
-function readPayment(request: PaywallRequest): PresentedPayment | string | undefined {
-  const v2 = request.header(PAYMENT_SIGNATURE_HEADER);
-  if (v2 !== undefined && v2 !== '') {
-    const decoded = decodeHeaderJson(v2);
-    if (decoded === undefined) return `${PAYMENT_SIGNATURE_HEADER} is not base64 JSON`;
-    const accepted = decoded.accepted as Record<string, unknown> | undefined;
-    return {
-      version: 2,
-      scheme: accepted?.scheme,
-      network: accepted?.network,
-      accepted,
-      payload: decoded.payload,
-      decoded,
-    };
-  }
-  const v1 = request.header(X_PAYMENT_HEADER);
-  if (v1 === undefined || v1 === '') return undefined;
-  // The spec's own pattern: the proof from POST /payment/send, as it is, in X-PAYMENT.
-  if (v1.startsWith('0x')) {
-    const payload = { paymentProof: v1 };
-    return { version: 1, scheme: GATE402_NATIVE_SCHEME, network: undefined, payload, decoded: { payload } };
-  }
-  const decoded = decodeHeaderJson(v1);
-  if (decoded === undefined) return `${X_PAYMENT_HEADER} is neither a gate402 proof nor base64 JSON`;
-  return { version: 1, scheme: decoded.scheme, network: decoded.network, payload: decoded.payload, decoded };
-}
-
-/** The 402: v2 challenge in PAYMENT-REQUIRED, the same offer as a v1 body for v1 clients. */
-function challenge(offer: PaymentRequired, error: string): PaywallDecision {
-  const v2: PaymentRequired = { ...offer, error };
-  return {
-    paid: false,
-    status: 402,
-    headers: {
-      [PAYMENT_REQUIRED_HEADER]: encodePaymentRequiredHeader(v2),
-      'Access-Control-Expose-Headers': EXPOSED_HEADERS,
-    },
-    body: {
-      x402Version: 1,
-      error,
-      // v1 lists the native option only: v1 `exact` clients name networks differently (solana-devnet).
-      accepts: offer.accepts
-        .filter((r) => r.scheme === GATE402_NATIVE_SCHEME)
-        .map((r) => ({
-          scheme: r.scheme,
-          network: r.network,
-          maxAmountRequired: r.amount,
-          resource: offer.resource.url,
-          description: offer.resource.description ?? '',
-          mimeType: offer.resource.mimeType ?? '',
-          payTo: r.payTo,
-          maxTimeoutSeconds: r.maxTimeoutSeconds,
-          asset: r.asset,
-          extra: r.extra,
-        })),
-    },
-  };
-}
-
 /** The buyer's payment was refused: a 402 naming the reason, so a new payment can be made. */
 function isRefusedPayment(error: unknown): error is Gate402Error {
   if (isGate402Error(error, 'INVALID_PAYMENT_PROOF', 'PAYMENT_VERIFICATION_FAILED', 'PAYMENT_FAILED'))
     return true;
   // A proof too long or empty is a bad proof, not a bad seller.
   return (
-    isGate402Error(error, 'INVALID_PARAMETERS') &&
-    Object.keys(error.details ?? {}).every((field) => field === 'paymentProof')
+    isGate402Error(error, 'INVALID_PARAMETERS') && Object.keys(error.details ?? {}).join() === 'paymentProof'
   );
 }
 
@@ -412,4 +332,8 @@ function failure(status: number, body: unknown, retryAfter?: number): PaywallDec
     headers: retryAfter === undefined ? {} : { 'Retry-After': String(retryAfter) },
     body,
   };
+}
+
+function challenge(offer: PaymentRequired, error: string): PaywallDecision {
+  return { paid: false, ...paymentRequiredAnswer(offer, error) };
 }
