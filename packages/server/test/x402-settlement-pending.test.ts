@@ -35,7 +35,7 @@ describe('x402 settlement: pending, then settled by a retry on another instance'
     chain = await startTestChain({ slotMs: 0, finalizedDepth: 2 });
     pump(true);
     const networks = new NetworkRegistry([chain.adapter]);
-    const shared = { storage, masterKey, networks, confirmTimeoutMs: 300 };
+    const shared = { storage, masterKey, networks, confirmTimeoutMs: 1_500 };
     first = await startTestGateway({ ...shared, disposeStorage: false });
     second = await startTestGateway(shared);
     await first.services.facilitator.start();
@@ -124,5 +124,61 @@ describe('x402 settlement: pending, then settled by a retry on another instance'
     assert.equal(history.total, 1);
     assert.equal(history.payments[0].signature, pending.transaction);
     assert.equal(history.payments[0].amount, 0.25);
+  });
+
+  it('settles a payload sent to two instances at the same instant once: one success, the same transaction for all', async () => {
+    pump(true);
+    const seller = await first.newCaller('premium');
+    const call = async (gw: TestGateway, method: 'GET' | 'POST', url: string, payload?: object) =>
+      (
+        await gw.app.inject({
+          method,
+          url,
+          headers: { authorization: `Bearer ${seller.key}` },
+          ...(payload === undefined ? {} : { payload }),
+        })
+      ).json();
+    const wallet = (await call(first, 'POST', '/wallets', { chain: 'solana' })).address as string;
+    const buyer = await generateKeyPairSigner();
+    await call(first, 'POST', '/faucet', { address: wallet, amount: 0.01, token: 'USDC' });
+    await call(first, 'POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const supported = await call(first, 'GET', '/facilitator/supported');
+    const feePayer = supported.kinds.find((k: { network: string }) => k.network === SOLANA_DEVNET_ID).extra
+      .feePayer;
+    const requirements: PaymentRequirements = {
+      scheme: 'exact',
+      network: SOLANA_DEVNET_ID as PaymentRequirements['network'],
+      asset: chain.localnet.usdcMint.address,
+      amount: '100000',
+      payTo: wallet,
+      maxTimeoutSeconds: 60,
+      extra: { feePayer },
+    };
+    const client = x402Client.fromConfig({
+      schemes: [
+        { network: SOLANA_DEVNET_ID, client: new SvmBuyerScheme(buyer, { rpcUrl: chain.localnet.rpcUrl }) },
+      ],
+      spendControls: false,
+    });
+    const paymentPayload = await client.createPaymentPayload({
+      x402Version: 2,
+      resource: { url: 'https://shop.example/r' },
+      accepts: [requirements],
+    });
+    const body = { x402Version: 2, paymentPayload, paymentRequirements: requirements };
+    const answers = await Promise.all(
+      [first, second, first, second].map((gw) => call(gw, 'POST', '/facilitator/settle', body)),
+    );
+    assert.equal(answers.filter((a) => a.success === true).length, 1, JSON.stringify(answers));
+    for (const a of answers.filter((x) => x.success !== true)) {
+      assert.ok(['duplicate_settlement', 'settlement_pending'].includes(a.errorReason), JSON.stringify(a));
+    }
+    assert.equal(new Set(answers.map((a) => a.transaction)).size, 1);
+    const history = await call(first, 'GET', `/payment/history/${wallet}`);
+    assert.equal(history.total, 1);
+    const held = (await chain.adapter.getTokenAccounts(buyer.address)).find(
+      (a) => a.mint === chain.localnet.usdcMint.address,
+    )?.amount;
+    assert.equal(held, 1_000_000n - 100_000n);
   });
 });
