@@ -49,6 +49,8 @@ const SECRET_FIELDS = [
   'masterKey',
   'databaseUrl',
   'redisUrl',
+  // Sent to a caller's facilitatorUrl only: an API key of that facilitator.
+  'facilitatorAuthorization',
 ];
 
 /** pino replaces these values with "[redacted]" before anything is written. */
