@@ -3,8 +3,10 @@ import { after, before, describe, it } from 'node:test';
 import { generateKeyPairSigner } from '@solana/kit';
 import { x402Client } from '@x402/core/client';
 import { decodePaymentRequiredHeader, decodePaymentSignatureHeader } from '@x402/core/http';
+import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { ExactSvmScheme } from '@x402/svm/exact/client';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { expressPaywall } from '../src/express.ts';
 import {
   GATE402_NATIVE_SCHEME,
@@ -309,6 +311,47 @@ describe('gate402 paywall and paying fetch', () => {
     const reason = decodePaymentRequiredHeader(replay.headers.get('payment-required') ?? '').error ?? '';
     assert.match(reason, /^duplicate_settlement/);
     assert.equal((await premium.paymentHistory(payTo, { type: 'received' })).total, 1);
+  });
+
+  it('offers exact USDC on EVM (EIP-3009); a stock @x402/fetch + @x402/evm buyer pays it', async () => {
+    const premium = new Gate402Client({ url: gateway.url, apiKey: await gateway.newApiKey('premium') });
+    const payTo = (await premium.createWallet({ chain: 'evm' })).address;
+    const { networks } = await premium.networks();
+    const usdc = networks
+      .find((n) => n.id === 'eip155:31337')
+      ?.tokens.find((t) => t.symbol === 'USDC')?.address;
+    assert.ok(usdc);
+    const app = await startSellerApp('hono', premium, {
+      price: '0.01',
+      payTo,
+      exact: { asset: usdc, amount: '0.02', extra: { name: 'USD Coin', version: '2' } },
+    });
+    apps.push(app);
+    const offer = decodePaymentRequiredHeader((await fetch(app.url)).headers.get('payment-required') ?? '');
+    assert.deepEqual(offer.accepts[1], {
+      scheme: 'exact',
+      network: 'eip155:31337',
+      asset: usdc,
+      amount: '20000',
+      payTo,
+      maxTimeoutSeconds: 60,
+      extra: { name: 'USD Coin', version: '2' },
+    });
+
+    const account = privateKeyToAccount(generatePrivateKey());
+    await buyer.faucet({ address: account.address, amount: 1, token: 'USDC' });
+    const stock = x402Client.fromConfig({
+      schemes: [{ network: 'eip155:31337', client: new ExactEvmScheme(account) }],
+      spendControls: { allowedAssets: [{ network: 'eip155:31337', asset: usdc }] },
+    });
+    const paid = await wrapFetchWithPayment(fetch, stock)(app.url);
+    assert.equal(paid.status, 200, await paid.clone().text());
+    const body = (await paid.json()) as { payment: Record<string, unknown> };
+    assert.deepEqual(
+      [body.payment.scheme, body.payment.amount, body.payment.payer],
+      ['exact', '0.02', account.address],
+    );
+    assert.match(paymentResponseOf(paid)?.transaction ?? '', /^0x[0-9a-f]{64}$/);
   });
 
   it('refuses a price the gateway could not send at start-up', () => {
