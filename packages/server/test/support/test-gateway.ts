@@ -9,6 +9,8 @@ import {
   type PaymentEvents,
   type PaymentEventsConfig,
 } from '../../src/events/payment-events.ts';
+import type { ReadinessCheck } from '../../src/http/routes/health.ts';
+import type { GatewayMetrics } from '../../src/metrics/gateway-metrics.ts';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.ts';
 import type { RateLimiter } from '../../src/ratelimit/rate-limiter.ts';
 import type { AccountService } from '../../src/services/account-service.ts';
@@ -59,6 +61,10 @@ export interface TestGatewayOptions {
     readonly redisChannel?: string;
     readonly authTimeoutMs?: number;
   };
+  /** Serve /metrics behind `token`, counting into `registry` (HTTP, confirmations, webhooks, 429s). */
+  readonly metrics?: { readonly registry: GatewayMetrics; readonly token: string };
+  /** Asked by /readyz after storage, e.g. each chain's ping. */
+  readonly readiness?: readonly ReadinessCheck[];
   /** Routes a test adds before the app is sealed, e.g. one that throws. */
   readonly extraRoutes?: (app: FastifyInstance) => void;
 }
@@ -79,6 +85,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...(options.authCacheMs === undefined ? {} : { authCacheMs: options.authCacheMs }),
     ...(options.now === undefined ? {} : { now: options.now }),
     outbound: { allowPrivate: options.allowPrivateOutboundUrls ?? false },
+    ...(options.metrics === undefined ? {} : { confirmations: options.metrics.registry }),
   });
   const rateLimiter = options.rateLimiter ?? new MemoryRateLimiter();
   const defaults = loadConfig({});
@@ -94,8 +101,13 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
           ...(options.events.authTimeoutMs === undefined
             ? {}
             : { authTimeoutMs: options.events.authTimeoutMs }),
+          ...(options.metrics === undefined
+            ? {}
+            : { onWebhookAttempt: (result) => options.metrics?.registry.webhookAttempted(result) }),
         });
   await events?.start();
+  options.metrics?.registry.watchStorage(store);
+  if (events !== undefined) options.metrics?.registry.watchOutbox(() => events.hub.position);
   const app = await buildApp({
     config: {
       bodyLimitBytes: options.bodyLimitBytes ?? defaults.bodyLimitBytes,
@@ -106,9 +118,10 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     services,
     rateLimiter,
     networks,
-    readiness: [{ name: 'storage', check: () => store.ping() }],
+    readiness: [{ name: 'storage', check: () => store.ping() }, ...(options.readiness ?? [])],
     ...(events === undefined ? {} : { events }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
   });
   options.extraRoutes?.(app);
   await app.ready();

@@ -1,0 +1,254 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { type Localnet, startLocalnet } from '@gate402/localnet';
+import type { LightMyRequestResponse } from 'fastify';
+import { NetworkRegistry } from '../src/chains/network-registry.ts';
+import type { SolanaAdapter } from '../src/chains/solana/solana-adapter.ts';
+import { PaymentReconciler } from '../src/workers/payment-reconciler.ts';
+import { type FaultMode, type FaultProxy, startFaultProxy } from './support/fault-proxy.ts';
+import { solanaAdapterFor } from './support/solana-adapter-for.ts';
+import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
+
+const LAMPORTS = 1_000_000_000n;
+/** Short limits so a test sees the behaviour in well under a second; production defaults are 8 s / 2 s. */
+const TIMEOUT_MS = 300;
+const DOWN_MS = 400;
+/** What "promptly" means here: a little over one time limit, never the 10 s confirmation wait. */
+const PROMPT_MS = 1_500;
+
+/**
+ * A real TCP proxy between the gateway and a real localnet (RPC and PubSub), dropping, stalling,
+ * erroring and flapping: requests answer 503 CHAIN_UNAVAILABLE promptly, a payment stored before an
+ * outage is finished once after it, /readyz follows the chain, and a second endpoint takes over.
+ */
+describe('chain RPC failures through a fault-injecting proxy', () => {
+  let localnet: Localnet;
+  let rpcProxy: FaultProxy;
+  let wsProxy: FaultProxy;
+  let gw: TestGateway;
+  let reconciler: PaymentReconciler;
+  let direct: SolanaAdapter;
+  let buyer: { key: string; wallet: string };
+  let seller: { key: string; wallet: string };
+
+  const fault = (mode: FaultMode) => {
+    rpcProxy.set(mode);
+    wsProxy.set(mode);
+  };
+  const post = (key: string, url: string, payload: object, headers: Record<string, string> = {}) =>
+    gw.app.inject({ method: 'POST', url, headers: { ...bearer(key), ...headers }, payload });
+  const get = (key: string, url: string) => gw.app.inject({ method: 'GET', url, headers: bearer(key) });
+  const timed = async (work: () => Promise<LightMyRequestResponse>) => {
+    const started = performance.now();
+    const response = await work();
+    return { response, ms: performance.now() - started };
+  };
+  const send = (amount: number, headers: Record<string, string> = {}) =>
+    post(
+      buyer.key,
+      '/payment/send',
+      { walletAddress: buyer.wallet, recipientAddress: seller.wallet, amount },
+      headers,
+    );
+  /** Read straight from the chain, past the proxy. */
+  const balance = (address: string) => direct.getBalance(address);
+  /** Waits out the time an endpoint that failed is skipped, so the next call asks it again. */
+  const recover = async () => {
+    fault({ kind: 'pass' });
+    await new Promise((resolve) => setTimeout(resolve, DOWN_MS + 50));
+  };
+
+  before(async () => {
+    localnet = await startLocalnet({ port: 0, slotMs: 20, finalizedDepth: 8 });
+    rpcProxy = await startFaultProxy(localnet.rpcUrl);
+    wsProxy = await startFaultProxy(localnet.wsUrl.replace(/^ws/, 'http'));
+    const chain = routed(localnet, [rpcProxy.url], wsProxy.url.replace(/^http/, 'ws'));
+    direct = routed(localnet, [localnet.rpcUrl], undefined);
+    gw = await startTestGateway({
+      networks: new NetworkRegistry([chain]),
+      confirmTimeoutMs: 10_000,
+      readiness: [{ name: localnet.network, check: () => chain.ping() }],
+    });
+    reconciler = new PaymentReconciler({
+      store: gw.store,
+      networks: gw.networks,
+      ledger: gw.services.ledger,
+      instanceId: 'reconciler',
+      recheckMs: 0,
+    });
+    buyer = await party();
+    seller = await party();
+    localnet.airdrop(buyer.wallet, 10n * LAMPORTS);
+  });
+  after(async () => {
+    await gw?.close();
+    await direct?.close();
+    await rpcProxy?.close();
+    await wsProxy?.close();
+    await localnet?.close();
+  });
+
+  async function party() {
+    const caller = await gw.newCaller();
+    const created = await post(caller.key, '/wallets', { chain: 'solana' });
+    assert.equal(created.statusCode, 200, created.body);
+    return { key: caller.key, wallet: created.json().address as string };
+  }
+
+  async function paymentsOf(key: string, wallet: string) {
+    const history = await get(key, `/payment/history/${wallet}?type=sent`);
+    assert.equal(history.statusCode, 200, history.body);
+    return history.json().payments as { paymentId: string; status: string; amount: number }[];
+  }
+
+  /** Runs the reconciler until every open payment of the buyer is settled (or gives up). */
+  async function reconcileUntilSettled() {
+    for (let pass = 0; pass < 100; pass++) {
+      await reconciler.runOnce();
+      const open = (await paymentsOf(buyer.key, buyer.wallet)).filter(
+        (p) => p.status === 'pending' || p.status === 'submitted',
+      );
+      if (open.length === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.fail('payments still open after 100 reconciler passes');
+  }
+
+  for (const [name, mode] of [
+    ['refuses connections', { kind: 'drop' }],
+    ['stalls past the time limit', { kind: 'hang' }],
+    ['answers HTTP 502', { kind: 'http-error', status: 502 }],
+  ] as const) {
+    it(`answers 503 CHAIN_UNAVAILABLE promptly, stores nothing and reports not ready while the endpoint ${name}`, async () => {
+      const sellerBefore = await balance(seller.wallet);
+      const paymentsBefore = (await paymentsOf(buyer.key, buyer.wallet)).length;
+      fault(mode);
+
+      const { response, ms } = await timed(() => send(0.01));
+      assert.equal(response.statusCode, 503, response.body);
+      assert.ok(ms < PROMPT_MS, `answered after ${Math.round(ms)} ms`);
+      const error = response.json().error;
+      assert.equal(error.code, 'CHAIN_UNAVAILABLE');
+      assert.ok(Number.isInteger(error.retryAfter) && error.retryAfter >= 1, JSON.stringify(error));
+      assert.equal(response.headers['retry-after'], String(error.retryAfter));
+      // The RPC URL can carry an API key: it never reaches the caller.
+      assert.ok(!response.body.includes(String(rpcProxy.port)), response.body);
+
+      // Reads answer the same, at once: the endpoint is skipped rather than waited for again.
+      const portfolio = await timed(() => get(buyer.key, `/portfolio/${buyer.wallet}`));
+      assert.equal(portfolio.response.statusCode, 503, portfolio.response.body);
+      assert.equal(portfolio.response.json().error.code, 'CHAIN_UNAVAILABLE');
+      assert.ok(portfolio.ms < PROMPT_MS, `portfolio answered after ${Math.round(portfolio.ms)} ms`);
+
+      const notReady = await gw.app.inject({ method: 'GET', url: '/readyz' });
+      assert.equal(notReady.statusCode, 503);
+      assert.equal(notReady.json().checks[localnet.network].ok, false);
+      assert.equal(notReady.json().checks.storage.ok, true);
+
+      await recover();
+      const ready = await gw.app.inject({ method: 'GET', url: '/readyz' });
+      assert.equal(ready.statusCode, 200, ready.body);
+      assert.equal((await paymentsOf(buyer.key, buyer.wallet)).length, paymentsBefore, 'nothing stored');
+      assert.equal(await balance(seller.wallet), sellerBefore, 'nothing paid');
+
+      const after = await send(0.01);
+      assert.equal(after.statusCode, 200, after.body);
+      assert.equal(after.json().status, 'confirmed');
+    });
+  }
+
+  it('answers a send whose broadcast cannot reach the chain as pending at once, and finishes it once after recovery', async () => {
+    const sellerBefore = await balance(seller.wallet);
+    const buyerBefore = await balance(buyer.wallet);
+    const broadcastsBefore = rpcProxy.forwarded('"sendTransaction"');
+    // Everything up to the broadcast works; the broadcast itself meets a dead endpoint.
+    fault({ kind: 'drop', match: '"sendTransaction"' });
+
+    const { response, ms } = await timed(() => send(0.2, { 'idempotency-key': 'outage-1' }));
+    assert.equal(response.statusCode, 200, response.body);
+    assert.ok(ms < PROMPT_MS, `answered after ${Math.round(ms)} ms`);
+    const { paymentId, status, paymentProof } = response.json();
+    assert.equal(status, 'pending');
+    assert.match(paymentProof, /^0x/);
+    assert.equal((await get(buyer.key, `/payment/status/${paymentId}`)).json().status, 'pending');
+
+    // A retry with the same key while the chain is still down answers the same payment, not another.
+    const retried = await send(0.2, { 'idempotency-key': 'outage-1' });
+    assert.equal(retried.json().paymentId, paymentId);
+    // The reconciler cannot resend yet either, and gives up without harm.
+    await reconciler.runOnce();
+    assert.equal(rpcProxy.forwarded('"sendTransaction"'), broadcastsBefore, 'no broadcast got through');
+    assert.equal(await balance(seller.wallet), sellerBefore);
+
+    await recover();
+    await reconcileUntilSettled();
+    const settled = (await get(buyer.key, `/payment/status/${paymentId}`)).json();
+    assert.ok(['confirmed', 'finalized'].includes(settled.status), settled.status);
+    assert.equal(await balance(seller.wallet), sellerBefore + 200_000_000n, 'paid exactly once');
+    const fee = buyerBefore - (await balance(buyer.wallet)) - 200_000_000n;
+    assert.ok(fee > 0n && fee < 100_000n, `buyer paid the amount once plus a fee of ${fee} lamports`);
+    // Resending the stored bytes again changes nothing.
+    await reconciler.runOnce();
+    assert.equal(await balance(seller.wallet), sellerBefore + 200_000_000n);
+  });
+
+  it('pays each of several sends exactly once while the endpoint flaps', async () => {
+    const sellerBefore = await balance(seller.wallet);
+    fault({ kind: 'flap', periodMs: 120 });
+    const ids = new Set<string>();
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      // A caller retries a 503 with the same Idempotency-Key, as the error asks.
+      for (let attempt = 0; attempt < 60; attempt++) {
+        const response = await send(0.05, { 'idempotency-key': `flap-${i}` });
+        statuses.push(response.statusCode);
+        if (response.statusCode === 200) {
+          ids.add(response.json().paymentId);
+          break;
+        }
+        assert.equal(response.statusCode, 503, response.body);
+        assert.equal(response.json().error.code, 'CHAIN_UNAVAILABLE');
+        await new Promise((resolve) => setTimeout(resolve, 40));
+      }
+    }
+    assert.equal(ids.size, 4, `every send got one payment (statuses: ${statuses.join(',')})`);
+    await recover();
+    await reconcileUntilSettled();
+    for (const id of ids) {
+      const status = (await get(buyer.key, `/payment/status/${id}`)).json().status;
+      assert.ok(['confirmed', 'finalized'].includes(status), `${id} is ${status}`);
+    }
+    assert.equal(await balance(seller.wallet), sellerBefore + 4n * 50_000_000n, 'four payments, each once');
+  });
+
+  it('fails over to the next endpoint when the first is down, and back when it recovers', async () => {
+    const down = await startFaultProxy(localnet.rpcUrl);
+    const up = await startFaultProxy(localnet.rpcUrl);
+    const chain = routed(localnet, [down.url, up.url], undefined);
+    try {
+      down.set({ kind: 'hang' });
+      const started = performance.now();
+      assert.equal(typeof (await chain.getBlockHeight()), 'bigint');
+      assert.ok(performance.now() - started < PROMPT_MS);
+      // Skipped while it is down: the next call goes straight to the second endpoint.
+      const before = up.forwarded('getBalance');
+      const quick = performance.now();
+      await chain.getBalance(buyer.wallet);
+      assert.ok(performance.now() - quick < TIMEOUT_MS, 'the stalled endpoint was not waited for again');
+      assert.equal(up.forwarded('getBalance'), before + 1);
+
+      down.set({ kind: 'pass' });
+      await new Promise((resolve) => setTimeout(resolve, DOWN_MS + 50));
+      await chain.getBalance(seller.wallet);
+      assert.equal(down.forwarded('getBalance'), 1, 'the first endpoint is preferred again');
+    } finally {
+      await chain.close();
+      await down.close();
+      await up.close();
+    }
+  });
+});
+
+function routed(localnet: Localnet, urls: string[], wsUrl: string | undefined): SolanaAdapter {
+  return solanaAdapterFor(localnet, { urls, wsUrl, timeoutMs: TIMEOUT_MS, downMs: DOWN_MS });
+}

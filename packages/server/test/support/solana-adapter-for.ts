@@ -1,0 +1,40 @@
+import type { Localnet } from '@gate402/localnet';
+import { RpcEndpoints, type RpcObserver } from '../../src/chains/rpc-endpoints.ts';
+import { SolanaAdapter } from '../../src/chains/solana/solana-adapter.ts';
+
+export interface AdapterRoute {
+  /** The RPC URLs the adapter uses, in order (the localnet's own, or proxies in front of it). */
+  readonly urls: readonly string[];
+  readonly wsUrl?: string | undefined;
+  readonly timeoutMs?: number;
+  readonly downMs?: number;
+  readonly observer?: RpcObserver;
+}
+
+/** The gateway's Solana adapter for `localnet`, reached through `route` (failover list, limits, metrics). */
+export function solanaAdapterFor(localnet: Localnet, route: AdapterRoute): SolanaAdapter {
+  const [rpcUrl] = route.urls as [string];
+  return new SolanaAdapter({
+    info: {
+      id: localnet.network,
+      family: 'solana',
+      name: 'Solana Localnet',
+      nativeCurrency: { symbol: 'SOL', decimals: 9 },
+      isDefault: true,
+      isLocal: true,
+      rpcUrl,
+      wsUrl: route.wsUrl,
+      tokens: [],
+    },
+    rpcUrl,
+    wsUrl: route.wsUrl,
+    endpoints: new RpcEndpoints({
+      network: localnet.network,
+      urls: route.urls,
+      timeoutMs: route.timeoutMs ?? 8_000,
+      downMs: route.downMs ?? 2_000,
+      observer: route.observer,
+    }),
+    slotMs: 20,
+  });
+}
