@@ -9,6 +9,7 @@ import { installAuthentication } from './http/plugins/authentication.ts';
 import { installErrorHandling } from './http/plugins/errors.ts';
 import { installExactJson } from './http/plugins/exact-json.ts';
 import { installIdempotency } from './http/plugins/idempotency.ts';
+import { installMetrics } from './http/plugins/metrics.ts';
 import { installOpenApi } from './http/plugins/openapi.ts';
 import { installValidation } from './http/plugins/validation.ts';
 import { accountRoutes } from './http/routes/account.ts';
@@ -26,6 +27,7 @@ import { walletRoutes } from './http/routes/wallets.ts';
 import { webhookRoutes } from './http/routes/webhooks.ts';
 import { wellKnownRoutes } from './http/routes/well-known.ts';
 import './http/fastify-types.ts';
+import type { GatewayMetrics } from './metrics/gateway-metrics.ts';
 import type { RateLimiter } from './ratelimit/rate-limiter.ts';
 import type { GatewayServices } from './services/gateway-services.ts';
 import type { Store } from './store/store.ts';
@@ -42,6 +44,8 @@ export interface AppDeps {
   readonly readiness: readonly ReadinessCheck[];
   /** The payment stream and webhooks; without it neither is served. */
   readonly events?: PaymentEvents;
+  /** Prometheus metrics; /metrics is served (behind `token`) only when given. */
+  readonly metrics?: { readonly registry: GatewayMetrics; readonly token: string };
   /** A pino logger; tests leave it out for silence. */
   readonly logger?: FastifyBaseLogger;
 }
@@ -74,6 +78,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     done();
   });
 
+  if (deps.metrics !== undefined)
+    installMetrics(app, { metrics: deps.metrics.registry, token: deps.metrics.token });
   installValidation(app);
   installExactJson(app);
   installErrorHandling(app);
@@ -83,6 +89,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     accounts: services.accounts,
     rateLimiter: deps.rateLimiter,
     planAccess: deps.config.planAccess,
+    ...(deps.metrics === undefined
+      ? {}
+      : { onRateLimited: (plan: string) => deps.metrics?.registry.rateLimitRejected(plan) }),
   });
   installIdempotency(app, deps.store);
 

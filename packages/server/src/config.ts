@@ -54,11 +54,12 @@ export const SETTINGS = {
     fallback: () => undefined,
     parse: urlWithProtocol(['redis:', 'rediss:']),
   }),
-  solanaRpcUrl: setting<string | undefined>({
+  solanaRpcUrls: setting<readonly string[]>({
     env: 'SOLANA_RPC_URL',
-    description: 'Solana JSON-RPC endpoint (mainnet, devnet, …). Unset: the embedded localnet starts.',
-    fallback: () => undefined,
-    parse: urlWithProtocol(['http:', 'https:']),
+    description:
+      'Solana JSON-RPC endpoint (mainnet, devnet, …), or several separated by commas: the first that answers is used, the others take over when it fails. Unset: the embedded localnet starts.',
+    fallback: () => [],
+    parse: urlList(['http:', 'https:']),
   }),
   solanaWsUrl: setting<string | undefined>({
     env: 'SOLANA_WS_URL',
@@ -88,7 +89,7 @@ export const SETTINGS = {
   evmRpcUrls: setting<readonly EvmRpcUrl[]>({
     env: 'EVM_RPC_URLS',
     description:
-      'JSON object: CAIP-2 id → EVM JSON-RPC URL, e.g. {"eip155:8453":"https://…"}; the first is the default EVM network. Unset: the embedded anvil starts.',
+      'JSON object: CAIP-2 id → EVM JSON-RPC URL, or several URLs (a list, or one string separated by commas) tried in order, e.g. {"eip155:8453":["https://a…","https://b…"]}; the first network is the default EVM network. Unset: the embedded anvil starts.',
     fallback: () => [],
     parse: parseEvmRpcUrls,
   }),
@@ -123,6 +124,20 @@ export const SETTINGS = {
     description: 'How old a gate402 payment proof may be when a seller redeems it.',
     fallback: () => 3_600,
     parse: integerIn(10, 30 * 24 * 3_600),
+  }),
+  rpcTimeoutMs: setting({
+    env: 'RPC_TIMEOUT_MS',
+    description:
+      'Time limit of one call to a chain RPC endpoint; an endpoint slower than this counts as down and the next one is asked.',
+    fallback: () => 8_000,
+    parse: integerIn(100, 120_000),
+  }),
+  rpcDownMs: setting({
+    env: 'RPC_DOWN_MS',
+    description:
+      'How long a chain RPC endpoint that failed (refused, timed out, HTTP error) is skipped before it is tried again; while every endpoint of a network is skipped, requests needing it answer 503 CHAIN_UNAVAILABLE at once.',
+    fallback: () => 2_000,
+    parse: integerIn(100, 600_000),
   }),
   reconcileIntervalMs: setting({
     env: 'RECONCILE_INTERVAL_MS',
@@ -176,6 +191,13 @@ export const SETTINGS = {
     fallback: () => false,
     parse: boolean,
   }),
+  metricsToken: setting<string | undefined>({
+    env: 'METRICS_TOKEN',
+    description:
+      'Serve Prometheus metrics at GET /metrics to requests carrying `Authorization: Bearer <this token>` (at least 16 characters). Unset: /metrics is not served and nothing is measured.',
+    fallback: () => undefined,
+    parse: secretToken(16),
+  }),
   eventsPollMs: setting({
     env: 'EVENTS_POLL_MS',
     description:
@@ -214,10 +236,10 @@ export const SETTINGS = {
 
 export type Config = { -readonly [K in keyof typeof SETTINGS]: ReturnType<(typeof SETTINGS)[K]['parse']> };
 
-/** One configured EVM network: its CAIP-2 id and the JSON-RPC endpoint gate402 uses. */
+/** One configured EVM network: its CAIP-2 id and its JSON-RPC endpoints, in order of preference. */
 export interface EvmRpcUrl {
   readonly id: NetworkId;
-  readonly rpcUrl: string;
+  readonly rpcUrls: readonly string[];
 }
 
 /** A bad setting; `problems` lists every bad variable with what is wrong, so all can be fixed at once. */
@@ -277,6 +299,16 @@ function boolean(raw: string): boolean {
 }
 
 /** Never echoes the value: it is a secret. */
+function secretToken(minLength: number): Parser<string> {
+  return (raw) => {
+    if (raw.length < minLength || /\s/.test(raw)) {
+      throw new Error(`must be at least ${minLength} characters without spaces`);
+    }
+    return raw;
+  };
+}
+
+/** Never echoes the value: it is a secret. */
 function key32(raw: string): Uint8Array {
   const bytes = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
   if (bytes.length !== 32) throw new Error('must be 32 bytes, as 64 hex characters or base64');
@@ -299,6 +331,29 @@ function urlWithProtocol(protocols: readonly string[]): Parser<string> {
   };
 }
 
+/** One URL, or several separated by commas, each checked; order kept. Never echoes a URL. */
+function urlList(protocols: readonly string[]): Parser<readonly string[]> {
+  return (raw) => checkedUrls(raw.split(','), protocols, '');
+}
+
+/**
+ * Checks each URL (blanks around commas allowed); a problem names the URL by position when there are
+ * several, and `owner` ("of eip155:8453") says whose they are.
+ */
+function checkedUrls(parts: readonly string[], protocols: readonly string[], owner: string): string[] {
+  const one = urlWithProtocol(protocols);
+  const urls = parts.map((part) => part.trim());
+  if (urls.some((url) => url === '')) throw new Error(`has an empty URL${owner} between commas`);
+  return urls.map((url, index) => {
+    try {
+      return one(url);
+    } catch (error) {
+      const which = urls.length === 1 ? `the URL${owner}` : `URL ${index + 1}${owner}`;
+      throw new Error(`${which} ${(error as Error).message}`);
+    }
+  });
+}
+
 /** Keeps the order written: the first network is the family's default. Never echoes a URL. */
 function parseEvmRpcUrls(raw: string): EvmRpcUrl[] {
   let parsed: unknown;
@@ -312,17 +367,16 @@ function parseEvmRpcUrls(raw: string): EvmRpcUrl[] {
   }
   const entries = Object.entries(parsed);
   if (entries.length === 0) throw new Error('must name at least one network');
-  const httpUrl = urlWithProtocol(['http:', 'https:']);
-  return entries.map(([id, url]) => {
+  return entries.map(([id, urls]) => {
     if (!isNetworkId(id) || !id.startsWith('eip155:')) {
       throw new Error(`"${id}" is not an EVM CAIP-2 id such as eip155:8453`);
     }
-    if (typeof url !== 'string') throw new Error(`the URL of ${id} must be a string`);
-    try {
-      return { id, rpcUrl: httpUrl(url) };
-    } catch (error) {
-      throw new Error(`the URL of ${id} ${(error as Error).message}`);
+    const list = Array.isArray(urls) ? urls : [urls];
+    if (list.length === 0 || list.some((url) => typeof url !== 'string')) {
+      throw new Error(`the URL of ${id} must be a string or a non-empty list of strings`);
     }
+    const parts = (list as string[]).flatMap((url) => url.split(','));
+    return { id, rpcUrls: checkedUrls(parts, ['http:', 'https:'], ` of ${id}`) };
   });
 }
 

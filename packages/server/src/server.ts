@@ -8,6 +8,7 @@ import { NetworkRegistry } from './chains/network-registry.ts';
 import { connectSolana } from './chains/solana/connect-solana.ts';
 import type { Config } from './config.ts';
 import { createPaymentEvents } from './events/payment-events.ts';
+import { GatewayMetrics } from './metrics/gateway-metrics.ts';
 import type { ReadinessCheck } from './http/routes/health.ts';
 import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.ts';
 import type { RateLimiter } from './ratelimit/rate-limiter.ts';
@@ -51,6 +52,7 @@ const SECRET_FIELDS = [
   'redisUrl',
   // Sent to a caller's facilitatorUrl only: an API key of that facilitator.
   'facilitatorAuthorization',
+  'metricsToken',
 ];
 
 /** pino replaces these values with "[redacted]" before anything is written. */
@@ -85,8 +87,13 @@ export async function startServer(
     closers.unshift(() => rateLimiter.close());
 
     const log = (message: string) => logger.info(message);
+    // Measured only when someone may read it (METRICS_TOKEN set): otherwise nothing is added per request.
+    const metrics = config.metricsToken === undefined ? undefined : new GatewayMetrics({ store });
     // Both chains start at once; if one fails, the other is still closed.
-    const [solana, evm] = await Promise.allSettled([connectSolana(config, log), connectEvm(config, log)]);
+    const [solana, evm] = await Promise.allSettled([
+      connectSolana(config, log, metrics),
+      connectEvm(config, log, metrics),
+    ]);
     if (solana.status === 'fulfilled') closers.unshift(() => solana.value.close());
     if (evm.status === 'fulfilled') closers.unshift(() => evm.value.close());
     if (solana.status === 'rejected') throw solana.reason;
@@ -105,6 +112,7 @@ export async function startServer(
       authCacheMs: config.authCacheMs,
       x402LocalnetAsDevnet: config.x402LocalnetAsDevnet,
       outbound: { allowPrivate: config.allowPrivateOutboundUrls },
+      ...(metrics === undefined ? {} : { confirmations: metrics }),
     });
     await services.facilitator.start();
     const demo = config.demoAccount ? await ensureDemoAccount(store, services.accounts) : undefined;
@@ -115,11 +123,25 @@ export async function startServer(
       instanceId,
       config,
       log: (message, error) => logger.warn({ err: error }, message),
+      ...(metrics === undefined ? {} : { onWebhookAttempt: (result) => metrics.webhookAttempted(result) }),
     });
     closers.unshift(() => events.close());
     await events.start();
+    metrics?.watchOutbox(() => events.hub.position);
 
-    const app = await buildApp({ config, store, services, rateLimiter, networks, readiness, logger, events });
+    const app = await buildApp({
+      config,
+      store,
+      services,
+      rateLimiter,
+      networks,
+      readiness,
+      logger,
+      events,
+      ...(metrics === undefined || config.metricsToken === undefined
+        ? {}
+        : { metrics: { registry: metrics, token: config.metricsToken } }),
+    });
     closers.unshift(() => app.close());
     const reconciler = new PaymentReconciler({
       store,

@@ -130,8 +130,8 @@ describe('EVM networks from EVM_RPC_URLS', () => {
       EVM_RPC_URLS: '{"eip155:8453":"https://base.example/key123","eip155:84532":"http://127.0.0.1:9545"}',
     });
     assert.deepEqual(config.evmRpcUrls, [
-      { id: 'eip155:8453', rpcUrl: 'https://base.example/key123' },
-      { id: 'eip155:84532', rpcUrl: 'http://127.0.0.1:9545' },
+      { id: 'eip155:8453', rpcUrls: ['https://base.example/key123'] },
+      { id: 'eip155:84532', rpcUrls: ['http://127.0.0.1:9545'] },
     ]);
     assert.deepEqual(loadConfig({}).evmRpcUrls, []);
     assert.equal(loadConfig({}).anvilPort, 8545);
@@ -161,10 +161,12 @@ describe('EVM networks from EVM_RPC_URLS', () => {
       const logs: string[] = [];
       const connection = await connectEvm(
         {
-          evmRpcUrls: [{ id: 'eip155:31337', rpcUrl: anvil.anvil.rpcUrl }],
+          evmRpcUrls: [{ id: 'eip155:31337', rpcUrls: [anvil.anvil.rpcUrl] }],
           anvilPort: 1,
           anvilBlockTime: 0,
           dataDir: dir.path,
+          rpcTimeoutMs: 8_000,
+          rpcDownMs: 2_000,
         },
         (m) => logs.push(m),
       );
@@ -191,10 +193,12 @@ describe('EVM networks from EVM_RPC_URLS', () => {
       await assert.rejects(
         connectEvm(
           {
-            evmRpcUrls: [{ id: 'eip155:8453', rpcUrl: anvil.anvil.rpcUrl }],
+            evmRpcUrls: [{ id: 'eip155:8453', rpcUrls: [anvil.anvil.rpcUrl] }],
             anvilPort: 1,
             anvilBlockTime: 0,
             dataDir: dir.path,
+            rpcTimeoutMs: 8_000,
+            rpcDownMs: 2_000,
           },
           () => {},
         ),

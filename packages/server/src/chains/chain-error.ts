@@ -12,11 +12,14 @@ export type ChainErrorKind =
 
 export class ChainError extends Error {
   override readonly name = 'ChainError';
+  /** For `unavailable`: whole seconds until an endpoint will be tried again, when known. */
+  readonly retryAfterSeconds: number | undefined;
   constructor(
     readonly kind: ChainErrorKind,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterSeconds?: number },
   ) {
-    super(message, options);
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.retryAfterSeconds = options?.retryAfterSeconds;
   }
 }

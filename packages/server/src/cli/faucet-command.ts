@@ -73,13 +73,15 @@ export async function faucetCommand(ctx: CliContext, args: string[]): Promise<vo
 /** The local chain of `family`, where a running gateway would have started it. */
 async function connect(config: Config, family: ChainFamily): Promise<LocalChain> {
   if (family === 'solana') {
-    const rpcUrl = config.solanaRpcUrl ?? loopbackUrl('LOCALNET_PORT', config.localnetPort);
+    // The faucet asks the first endpoint only: it exists for local chains, which have one.
+    const solanaRpcUrl = config.solanaRpcUrls[0];
+    const rpcUrl = solanaRpcUrl ?? loopbackUrl('LOCALNET_PORT', config.localnetPort);
     // The embedded localnet's PubSub listens on the next port.
     const wsUrl =
-      config.solanaRpcUrl === undefined
+      solanaRpcUrl === undefined
         ? `ws://127.0.0.1:${config.localnetPort + 1}`
         : (config.solanaWsUrl ?? rpcUrl.replace(/^http/, 'ws'));
-    const where = config.solanaRpcUrl === undefined ? 'local Solana chain' : 'Solana chain (SOLANA_RPC_URL)';
+    const where = solanaRpcUrl === undefined ? 'local Solana chain' : 'Solana chain (SOLANA_RPC_URL)';
     // Each family's SDK is loaded only when its chain is asked: bad input is refused without either.
     const { connectLocalSolana } = await import('../chains/solana/connect-local-solana.ts');
     return reach(where, rpcUrl, () =>

@@ -43,6 +43,8 @@ export interface PaymentEventsParts {
   readonly redisChannel?: string;
   readonly authTimeoutMs?: number;
   readonly log?: (message: string, error: unknown) => void;
+  /** Told the result of every webhook delivery attempt (metrics). */
+  readonly onWebhookAttempt?: (result: 'succeeded' | 'retrying' | 'failed') => void;
 }
 
 /**
@@ -80,6 +82,7 @@ export async function createPaymentEvents(parts: PaymentEventsParts): Promise<Pa
     retryForMs: config.webhookRetryHours * 3_600_000,
     pollIntervalMs: config.eventsPollMs,
     ...(parts.log === undefined ? {} : { log: parts.log }),
+    ...(parts.onWebhookAttempt === undefined ? {} : { onAttempt: parts.onWebhookAttempt }),
   });
   webhooks.onDeliveryDue = () => worker.wake();
   return {

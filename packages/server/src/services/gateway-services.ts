@@ -8,7 +8,7 @@ import { X402ReceiveService } from './facilitator/x402-receive.ts';
 import { FaucetService } from './faucet-service.ts';
 import { LocalReceiveService } from './local-receive.ts';
 import { LocalSendService } from './local-send.ts';
-import { PaymentLedger } from './payment-ledger.ts';
+import { type ConfirmationObserver, PaymentLedger } from './payment-ledger.ts';
 import { PaymentProofs, type PublishedKey } from './payment-proof.ts';
 import { PaymentQueryService } from './payment-query.ts';
 import { PortfolioService } from './portfolio.ts';
@@ -54,6 +54,8 @@ export interface ServiceParts {
   /** Where outbound calls to caller-chosen URLs (facilitatorUrl) may go; default: public addresses only. */
   readonly outbound?: OutboundPolicy;
   readonly now?: () => number;
+  /** Told when payments confirm (the /metrics confirmation latency). */
+  readonly confirmations?: ConfirmationObserver;
 }
 
 export function createServices(parts: ServiceParts): GatewayServices {
@@ -61,7 +63,7 @@ export function createServices(parts: ServiceParts): GatewayServices {
   const now = parts.now ?? Date.now;
   const proofs = new PaymentProofs(parts.masterKey, parts.trustedProofKeys);
   const wallets = new WalletService(store, networks, new SecretBox(parts.masterKey), now);
-  const ledger = new PaymentLedger(store, networks, now);
+  const ledger = new PaymentLedger(store, networks, now, parts.confirmations);
   const common = { store, networks, wallets, proofs, ledger, now };
   const verifier = new ProofVerifier({ ...common, proofMaxAgeMs: parts.proofMaxAgeMs });
   const facilitator = new FacilitatorService({

@@ -9,11 +9,17 @@ import { paymentView } from './payment-view.ts';
  * database transaction (DESIGN.md "Events"), and a change is a compare-and-set, so of two writers
  * (a request and a background worker, or two instances) exactly one moves the payment and emits the event.
  */
+/** Told when a payment reaches `confirmed` (metrics: confirmation latency). Cheap, never throws. */
+export interface ConfirmationObserver {
+  paymentConfirmed(network: string, seconds: number): void;
+}
+
 export class PaymentLedger {
   constructor(
     private readonly store: Store,
     private readonly networks: NetworkRegistry,
     private readonly now: () => number = Date.now,
+    private readonly observer?: ConfirmationObserver,
   ) {}
 
   /** Records a new payment; `event` is written with it (e.g. payment.received). */
@@ -52,6 +58,14 @@ export class PaymentLedger {
     changes: PaymentChanges = {},
   ): Promise<PaymentRecord | undefined> {
     const moved = await tx.payments.transition(payment.id, statusesBefore(to), to, changes, this.now());
+    // Counted when the move is made; a transaction rolled back afterwards is rare enough not to matter
+    // for a latency histogram. Straight to finalized (confirmed never seen) counts as confirmed too.
+    if (moved !== undefined && this.observer !== undefined && payment.confirmedAt === null) {
+      if (to === 'confirmed' || to === 'finalized') {
+        const at = moved.confirmedAt ?? this.now();
+        this.observer.paymentConfirmed(moved.network, (at - moved.createdAt) / 1_000);
+      }
+    }
     const type = moved === undefined ? undefined : eventFor(moved, to);
     if (moved !== undefined && type !== undefined) await tx.events.append(this.event(moved, type));
     return moved;

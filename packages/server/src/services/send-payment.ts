@@ -57,6 +57,9 @@ export interface SendPaymentDeps {
   readonly now?: () => number;
 }
 
+/** The broadcast could not reach the chain; the stored payment stays pending. */
+const UNREACHABLE = Symbol('unreachable');
+
 /** What a payment's lease covers beyond the wait: signing, storing and broadcasting. */
 const LEASE_MARGIN_MS = 10_000;
 
@@ -187,6 +190,13 @@ export class SendPaymentService {
     const { payment } = stored;
 
     const broadcast = await this.broadcast(chain, payment, stored.wire);
+    if (broadcast === UNREACHABLE) {
+      // Stored and signed, but the chain could not be reached: answer `pending` now rather than wait
+      // out the confirmation time against an endpoint that is down, and free the lease so the
+      // reconciler resends the same bytes as soon as the chain answers again.
+      await this.deps.store.payments.releaseLease(payment.id, this.deps.instanceId);
+      return this.result(payment, chain);
+    }
     const result = await this.settle(broadcast, chain);
     await this.deps.store.payments.releaseLease(payment.id, this.deps.instanceId);
     return result;
@@ -256,7 +266,7 @@ export class SendPaymentService {
     chain: ChainAdapter,
     payment: PaymentRecord,
     wire: Uint8Array,
-  ): Promise<PaymentRecord> {
+  ): Promise<PaymentRecord | typeof UNREACHABLE> {
     try {
       await chain.broadcast(wire);
     } catch (error) {
@@ -282,7 +292,7 @@ export class SendPaymentService {
           throw failed(payment, 'failed', 'the chain refused the transaction; nothing was paid');
         case 'unavailable':
           // Unknown whether it arrived: stays pending, and the reconciler resends the same bytes.
-          return payment;
+          return UNREACHABLE;
       }
     }
     return (await this.deps.ledger.move(payment, 'submitted')) ?? (await this.reload(payment));

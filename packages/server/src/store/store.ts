@@ -239,6 +239,8 @@ export interface PaymentRepository {
    * submitted) can still take from it: amounts plus their most fees, atomic units.
    */
   unsettledSpend(network: string, walletAddress: string): Promise<bigint>;
+  /** How many payments each (network, status) pair has, over every account: for metrics. */
+  countByStatus(): Promise<{ network: string; status: string; count: number }[]>;
   /** Newest first (created_at, then id), with the total count of matches. */
   history(query: HistoryQuery): Promise<{ total: number; payments: PaymentRecord[] }>;
   /** The account's payments, newest first, narrowed by any of wallet, direction and status (the dashboard). */

@@ -21,6 +21,8 @@ export interface WebhookWorkerOptions {
   readonly pollIntervalMs: number;
   readonly now?: () => number;
   readonly log?: (message: string, error: unknown) => void;
+  /** Told the result of every attempt (metrics). */
+  readonly onAttempt?: (result: 'succeeded' | 'retrying' | 'failed') => void;
 }
 
 const FANOUT_PAGE = 500;
@@ -217,6 +219,7 @@ export class WebhookWorker {
         lastAttemptAt: at,
         deliveredAt: at,
       });
+      this.options.onAttempt?.('succeeded');
       return;
     }
     const next = nextAttemptAt(
@@ -235,6 +238,7 @@ export class WebhookWorker {
       lastAttemptAt: at,
       deliveredAt: null,
     });
+    this.options.onAttempt?.(next === undefined ? 'failed' : 'retrying');
   }
 
   private async eventOf(delivery: WebhookDeliveryRecord): Promise<EventRecord | undefined> {

@@ -1,12 +1,14 @@
-import { createPublicClient, http } from 'viem';
+import { createPublicClient } from 'viem';
 import type { Config } from '../../config.ts';
 import type { NetworkId } from '../../domain/network.ts';
 import { ChainError } from '../chain-error.ts';
+import { RpcEndpoints, type RpcLimits, type RpcObserver } from '../rpc-endpoints.ts';
 import type { EmbeddedEvm } from './embedded-evm.ts';
 import { startEmbeddedEvm } from './embedded-evm.ts';
 import { EvmAdapter } from './evm-adapter.ts';
 import { toChainError } from './evm-errors.ts';
 import { KNOWN_EVM_CHAINS, knownTokens, WEI_DECIMALS } from './evm-networks.ts';
+import { failoverTransport } from './failover-transport.ts';
 
 export interface EvmConnection {
   readonly adapters: readonly EvmAdapter[];
@@ -15,16 +17,28 @@ export interface EvmConnection {
   close(): Promise<void>;
 }
 
-type EvmConfig = Pick<Config, 'evmRpcUrls' | 'anvilPort' | 'anvilBlockTime' | 'dataDir'>;
+type EvmConfig = Pick<
+  Config,
+  'evmRpcUrls' | 'anvilPort' | 'anvilBlockTime' | 'dataDir' | 'rpcTimeoutMs' | 'rpcDownMs'
+>;
 
 /**
  * The EVM networks gate402 talks to: those in EVM_RPC_URLS (the first is the default), each checked to
  * answer with the chain id its CAIP-2 id names; or else an embedded anvil with the USDC-like token.
  */
-export async function connectEvm(config: EvmConfig, log: (message: string) => void): Promise<EvmConnection> {
+export async function connectEvm(
+  config: EvmConfig,
+  log: (message: string) => void,
+  rpcObserver?: RpcObserver,
+): Promise<EvmConnection> {
+  const limits: RpcLimits = {
+    timeoutMs: config.rpcTimeoutMs,
+    downMs: config.rpcDownMs,
+    observer: rpcObserver,
+  };
   if (config.evmRpcUrls.length > 0) {
     const adapters = await Promise.all(
-      config.evmRpcUrls.map(({ id, rpcUrl }, index) => connectRemote(id, rpcUrl, index === 0)),
+      config.evmRpcUrls.map(({ id, rpcUrls }, index) => connectRemote(id, rpcUrls, index === 0, limits)),
     );
     return { adapters, embedded: undefined, close: async () => void (await closeAll(adapters)) };
   }
@@ -32,6 +46,7 @@ export async function connectEvm(config: EvmConfig, log: (message: string) => vo
     port: config.anvilPort,
     dataDir: config.dataDir,
     blockTimeSeconds: config.anvilBlockTime,
+    rpcLimits: limits,
   });
   log(
     `embedded EVM chain (anvil): RPC ${embedded.anvil.rpcUrl}, ${embedded.adapter.info.id}, ` +
@@ -40,16 +55,39 @@ export async function connectEvm(config: EvmConfig, log: (message: string) => vo
   return { adapters: [embedded.adapter], embedded, close: () => embedded.close() };
 }
 
-async function connectRemote(id: NetworkId, rpcUrl: string, isDefault: boolean): Promise<EvmAdapter> {
+async function connectRemote(
+  id: NetworkId,
+  rpcUrls: readonly string[],
+  isDefault: boolean,
+  limits: RpcLimits,
+): Promise<EvmAdapter> {
   const chainId = Number(id.slice('eip155:'.length));
-  const actual = await createPublicClient({ transport: http(rpcUrl, { retryCount: 1 }) })
-    .getChainId()
-    .catch((error: unknown) => {
-      throw toChainError(error);
-    });
-  if (actual !== chainId) {
-    // The URL is not echoed: it may hold an API key.
-    throw new ChainError('rejected', `the RPC endpoint for ${id} serves chain id ${actual}, not ${chainId}`);
+  const endpoints = new RpcEndpoints({ network: id, urls: rpcUrls, ...limits });
+  // Every endpoint is asked, so a backup that serves another chain is found now, not at failover. One
+  // that does not answer is tolerated (failover skips it until it does) unless none answers.
+  const answers = await Promise.allSettled(
+    rpcUrls.map((url) =>
+      createPublicClient({
+        transport: failoverTransport(
+          new RpcEndpoints({ network: id, urls: [url], ...limits }),
+          limits.timeoutMs,
+        ),
+      }).getChainId(),
+    ),
+  );
+  const served = answers.flatMap((answer, index) =>
+    answer.status === 'fulfilled' ? [{ index, chainId: answer.value }] : [],
+  );
+  if (served.length === 0) {
+    const [first] = answers;
+    throw toChainError(first?.status === 'rejected' ? first.reason : undefined);
+  }
+  for (const { index, chainId: actual } of served) {
+    if (actual !== chainId) {
+      // The URL is not echoed: it may hold an API key.
+      const which = rpcUrls.length === 1 ? 'the RPC endpoint' : `RPC endpoint ${index + 1}`;
+      throw new ChainError('rejected', `${which} for ${id} serves chain id ${actual}, not ${chainId}`);
+    }
   }
   const known = KNOWN_EVM_CHAINS[chainId];
   return new EvmAdapter({
@@ -60,11 +98,13 @@ async function connectRemote(id: NetworkId, rpcUrl: string, isDefault: boolean):
       nativeCurrency: { symbol: known?.nativeSymbol ?? 'ETH', decimals: WEI_DECIMALS },
       isDefault,
       isLocal: false,
-      rpcUrl,
+      rpcUrl: endpoints.primaryUrl,
       wsUrl: undefined,
       tokens: knownTokens(chainId),
     },
-    rpcUrl,
+    rpcUrl: endpoints.primaryUrl,
+    endpoints,
+    rpcTimeoutMs: limits.timeoutMs,
     chainId,
   });
 }

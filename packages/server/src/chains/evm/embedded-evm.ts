@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Address } from 'viem';
 import type { NetworkInfo } from '../../domain/network.ts';
+import { RpcEndpoints, type RpcLimits } from '../rpc-endpoints.ts';
 import { type AnvilClient, createAnvilClient } from './anvil-client.ts';
 import { AnvilFaucet } from './anvil-faucet.ts';
 import { ANVIL_CHAIN_ID, type AnvilProcess, startAnvil } from './anvil-process.ts';
@@ -20,6 +21,8 @@ export interface EmbeddedEvmOptions {
   readonly blockTimeSeconds?: number | undefined;
   /** Receipt polling while waiting for confirmations; anvil mines at once, so this can be short. */
   readonly pollIntervalMs?: number;
+  /** Time limits and metrics of the adapter's RPC calls; absent: the defaults, unwatched. */
+  readonly rpcLimits?: RpcLimits | undefined;
 }
 
 export interface EmbeddedEvm {
@@ -61,6 +64,7 @@ export async function startEmbeddedEvm(options: EmbeddedEvmOptions): Promise<Emb
       operator,
       usdc: usdc.address,
       pollIntervalMs: options.pollIntervalMs ?? 100,
+      rpcLimits: options.rpcLimits,
     });
     return {
       anvil,
@@ -95,6 +99,7 @@ export function anvilAdapter(options: {
   operator: Address;
   usdc: Address | undefined;
   pollIntervalMs?: number;
+  rpcLimits?: RpcLimits | undefined;
 }): EvmAdapter {
   const info: NetworkInfo = {
     id: evmNetworkId(ANVIL_CHAIN_ID),
@@ -107,9 +112,16 @@ export function anvilAdapter(options: {
     wsUrl: options.wsUrl,
     tokens: options.usdc === undefined ? [] : [{ symbol: 'USDC', address: options.usdc, decimals: 6 }],
   };
+  const limits = options.rpcLimits;
   return new EvmAdapter({
     info,
     rpcUrl: options.rpcUrl,
+    ...(limits === undefined
+      ? {}
+      : {
+          endpoints: new RpcEndpoints({ network: info.id, urls: [options.rpcUrl], ...limits }),
+          rpcTimeoutMs: limits.timeoutMs,
+        }),
     chainId: ANVIL_CHAIN_ID,
     faucet: new AnvilFaucet(
       options.client,

@@ -6,7 +6,6 @@ import {
   getAddress,
   type Hex,
   hexToBytes,
-  http,
   isAddress,
   keccak256,
   type PublicClient,
@@ -35,8 +34,10 @@ import type {
   TransferRequest,
 } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
+import { DEFAULT_RPC_DOWN_MS, DEFAULT_RPC_TIMEOUT_MS, RpcEndpoints } from '../rpc-endpoints.ts';
 import { toChainError } from './evm-errors.ts';
 import { generateEvmKeypair } from './evm-keypair.ts';
+import { failoverTransport } from './failover-transport.ts';
 import { decodeTransferNote, encodeTransferNote } from './transfer-calldata.ts';
 
 /**
@@ -71,6 +72,13 @@ const OWNABLE_ABI = parseAbi(['function owner() view returns (address)']);
 export interface EvmAdapterOptions {
   readonly info: NetworkInfo;
   readonly rpcUrl: string;
+  /**
+   * Every endpoint of the network with time limits and failover; absent: `rpcUrl` alone, with the
+   * default time limits.
+   */
+  readonly endpoints?: RpcEndpoints | undefined;
+  /** The per-call time limit `endpoints` was made with. */
+  readonly rpcTimeoutMs?: number | undefined;
   readonly chainId: number;
   readonly faucet?: LocalFaucet | undefined;
   /** Receipt polling interval while waiting for a confirmation. */
@@ -116,10 +124,16 @@ export class EvmAdapter implements ChainAdapter {
     this.scanBlocks = options.scanBlocks ?? DEFAULT_SCAN_BLOCKS;
     this.nonces = this.nonceOperations(options.replaceAfterBlocks ?? DEFAULT_REPLACE_AFTER_BLOCKS);
     // cacheTime 0: viem would otherwise serve the block number from a 4 s cache.
-    this.client = createPublicClient({
-      transport: http(options.rpcUrl, { retryCount: 2, retryDelay: 100, timeout: 10_000 }),
-      cacheTime: 0,
-    });
+    const timeoutMs = options.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS;
+    const endpoints =
+      options.endpoints ??
+      new RpcEndpoints({
+        network: options.info.id,
+        urls: [options.rpcUrl],
+        timeoutMs,
+        downMs: DEFAULT_RPC_DOWN_MS,
+      });
+    this.client = createPublicClient({ transport: failoverTransport(endpoints, timeoutMs), cacheTime: 0 });
   }
 
   async ping(): Promise<void> {

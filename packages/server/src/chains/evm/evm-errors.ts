@@ -16,6 +16,9 @@ export function toChainError(error: unknown): ChainError {
   if (!(error instanceof BaseError)) {
     return new ChainError('unavailable', 'the EVM RPC request failed', { cause: error });
   }
+  // The endpoint list's own verdict (every endpoint down), wrapped by viem on its way up.
+  const verdict = error.walk((e) => e instanceof ChainError);
+  if (verdict instanceof ChainError) return verdict;
   const transport = error.walk(
     (e) => e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof WebSocketRequestError,
   );

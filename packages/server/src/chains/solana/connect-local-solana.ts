@@ -24,6 +24,7 @@ import {
 import type { NetworkInfo, TokenInfo } from '../../domain/network.ts';
 import type { LocalFaucet } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
+import { RpcEndpoints, type RpcLimits } from '../rpc-endpoints.ts';
 import { decodeMintAccount, TOKEN_PROGRAM } from './mint-account.ts';
 import { SolanaAdapter } from './solana-adapter.ts';
 import { toChainError } from './solana-errors.ts';
@@ -44,6 +45,8 @@ export interface LocalSolanaOptions {
   readonly name?: string;
   /** The chain's slot length when known (0: manual slots); otherwise it is measured. */
   readonly slotMs?: number;
+  /** Time limits and metrics of the adapter's RPC calls; absent: the defaults, unwatched. */
+  readonly rpcLimits?: RpcLimits | undefined;
 }
 
 export interface LocalSolana {
@@ -81,8 +84,16 @@ export async function connectLocalSolana(options: LocalSolanaOptions): Promise<L
     wsUrl: options.wsUrl,
     tokens,
   });
+  const limits = options.rpcLimits;
+  const endpoints =
+    limits === undefined ? undefined : new RpcEndpoints({ network: id, urls: [options.rpcUrl], ...limits });
   if (known !== undefined) {
-    const adapter = new SolanaAdapter({ info: info([]), rpcUrl: options.rpcUrl, wsUrl: options.wsUrl });
+    const adapter = new SolanaAdapter({
+      info: info([]),
+      rpcUrl: options.rpcUrl,
+      wsUrl: options.wsUrl,
+      endpoints,
+    });
     return { adapter, tokensRefused: `${known.name} is not a local chain` };
   }
 
@@ -156,6 +167,7 @@ export async function connectLocalSolana(options: LocalSolanaOptions): Promise<L
     info: info('mint' in usdc ? [usdc.token] : []),
     rpcUrl: options.rpcUrl,
     wsUrl: options.wsUrl,
+    endpoints,
     faucet,
     ...(options.slotMs === undefined ? {} : { slotMs: options.slotMs }),
   });

@@ -1,11 +1,13 @@
 import { join } from 'node:path';
 import type { Localnet } from '@gate402/localnet';
-import { createSolanaRpc } from '@solana/kit';
+import { createSolanaRpcFromTransport } from '@solana/kit';
 import type { Config } from '../../config.ts';
 import type { NetworkInfo, TokenInfo } from '../../domain/network.ts';
 import type { LocalFaucet } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
+import { RpcEndpoints, type RpcLimits, type RpcObserver } from '../rpc-endpoints.ts';
 import { connectLocalSolana } from './connect-local-solana.ts';
+import { failoverTransport } from './failover-transport.ts';
 import { startLocalnetProcess } from './localnet-process.ts';
 import { SolanaAdapter } from './solana-adapter.ts';
 import { toChainError } from './solana-errors.ts';
@@ -20,7 +22,13 @@ const EMBEDDED_LOCALNET_NAME = 'Solana Localnet (embedded)';
 
 type SolanaConfig = Pick<
   Config,
-  'solanaRpcUrl' | 'solanaWsUrl' | 'localnetPort' | 'localnetSlotMs' | 'dataDir'
+  | 'solanaRpcUrls'
+  | 'solanaWsUrl'
+  | 'localnetPort'
+  | 'localnetSlotMs'
+  | 'dataDir'
+  | 'rpcTimeoutMs'
+  | 'rpcDownMs'
 >;
 
 /**
@@ -31,11 +39,21 @@ type SolanaConfig = Pick<
 export async function connectSolana(
   config: SolanaConfig,
   log: (message: string) => void,
+  rpcObserver?: RpcObserver,
 ): Promise<SolanaConnection> {
-  if (config.solanaRpcUrl !== undefined) {
-    const rpcUrl = config.solanaRpcUrl;
+  const limits: RpcLimits = {
+    timeoutMs: config.rpcTimeoutMs,
+    downMs: config.rpcDownMs,
+    observer: rpcObserver,
+  };
+  const [rpcUrl] = config.solanaRpcUrls;
+  if (rpcUrl !== undefined) {
+    const urls = config.solanaRpcUrls;
+    // Subscriptions go to the first endpoint only; confirmations fall back to polling, which fails over.
     const wsUrl = config.solanaWsUrl ?? rpcUrl.replace(/^http/, 'ws');
-    const genesisHash = await createSolanaRpc(rpcUrl)
+    // The network's id is not known before its genesis hash: the first call is counted under the family.
+    const probe = new RpcEndpoints({ network: 'solana', urls, ...limits });
+    const genesisHash = await createSolanaRpcFromTransport(failoverTransport(probe))
       .getGenesisHash()
       .send()
       .catch((error: unknown) => {
@@ -51,7 +69,8 @@ export async function connectSolana(
       wsUrl,
       tokens: known?.usdc === undefined ? [] : [known.usdc],
     });
-    const adapter = new SolanaAdapter({ info, rpcUrl, wsUrl });
+    const endpoints = new RpcEndpoints({ network: id, urls, ...limits });
+    const adapter = new SolanaAdapter({ info, rpcUrl, wsUrl, endpoints });
     return { adapter, close: () => adapter.close() };
   }
 
@@ -67,6 +86,7 @@ export async function connectSolana(
       mintAuthorityFile: localnet.mintAuthorityFile,
       name: EMBEDDED_LOCALNET_NAME,
       slotMs: config.localnetSlotMs,
+      rpcLimits: limits,
     });
     return {
       adapter,

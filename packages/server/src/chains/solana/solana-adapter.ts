@@ -7,7 +7,7 @@ import {
   type Base64EncodedWireTransaction,
   compileTransaction,
   createNoopSigner,
-  createSolanaRpc,
+  createSolanaRpcFromTransport,
   createSolanaRpcSubscriptions,
   createTransactionMessage,
   getAddressDecoder,
@@ -46,6 +46,8 @@ import type {
 } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
 import { InFlightReads } from '../in-flight-reads.ts';
+import { DEFAULT_RPC_DOWN_MS, DEFAULT_RPC_TIMEOUT_MS, RpcEndpoints } from '../rpc-endpoints.ts';
+import { failoverTransport } from './failover-transport.ts';
 import {
   decodeMetaplexMetadata,
   METAPLEX_METADATA_PROGRAM,
@@ -86,6 +88,11 @@ const SLOT_TIME_TTL_MS = 60_000;
 export interface SolanaAdapterOptions {
   readonly info: NetworkInfo;
   readonly rpcUrl: string;
+  /**
+   * Every endpoint of the network with time limits and failover; absent: `rpcUrl` alone, with the
+   * default time limits.
+   */
+  readonly endpoints?: RpcEndpoints | undefined;
   /** PubSub URL; confirmation falls back to polling when subscriptions fail. */
   readonly wsUrl?: string | undefined;
   readonly faucet?: LocalFaucet | undefined;
@@ -116,7 +123,15 @@ export class SolanaAdapter implements ChainAdapter {
     this.info = options.info;
     this.faucet = options.faucet;
     this.knownSlotMs = options.slotMs;
-    this.rpc = createSolanaRpc(options.rpcUrl);
+    const endpoints =
+      options.endpoints ??
+      new RpcEndpoints({
+        network: options.info.id,
+        urls: [options.rpcUrl],
+        timeoutMs: DEFAULT_RPC_TIMEOUT_MS,
+        downMs: DEFAULT_RPC_DOWN_MS,
+      });
+    this.rpc = createSolanaRpcFromTransport(failoverTransport(endpoints));
     this.subscriptions =
       options.wsUrl === undefined ? undefined : createSolanaRpcSubscriptions(options.wsUrl);
     setMaxListeners(0, this.lifetime.signal);

@@ -10,6 +10,8 @@ export interface AuthenticationDeps {
   readonly accounts: AccountService;
   readonly rateLimiter: RateLimiter;
   readonly planAccess: PlanAccess;
+  /** Told about each 429 (metrics). */
+  readonly onRateLimited?: (plan: string) => void;
 }
 
 const BEARER = /^Bearer +(\S+)$/i;
@@ -38,6 +40,7 @@ export function installAuthentication(app: FastifyInstance, deps: Authentication
     const rate = await countRequest(deps.rateLimiter, account.id, account.rateLimit);
     setRateLimitHeaders(reply, account.plan, rate);
     if (!rate.allowed) {
+      deps.onRateLimited?.(account.plan);
       const retryAfter = rate.resetSeconds;
       return sendError(
         reply,

@@ -64,13 +64,19 @@ function toGatewayError(error: FastifyError | GatewayError | ChainError): Gatewa
   return new GatewayError('INTERNAL_ERROR', { cause: error });
 }
 
+/** What a caller is told to wait when the chain could not say when its endpoints are tried again. */
+const DEFAULT_CHAIN_RETRY_AFTER_SECONDS = 2;
+
 /** Chain refusals that services did not translate themselves. */
 function fromChainError(error: ChainError): GatewayError {
   switch (error.kind) {
     case 'insufficient_funds':
       return new GatewayError('INSUFFICIENT_BALANCE', { cause: error });
     case 'unavailable':
-      return new GatewayError('CHAIN_UNAVAILABLE', { retryAfter: 2, cause: error });
+      return new GatewayError('CHAIN_UNAVAILABLE', {
+        retryAfter: error.retryAfterSeconds ?? DEFAULT_CHAIN_RETRY_AFTER_SECONDS,
+        cause: error,
+      });
     default:
       return new GatewayError('INTERNAL_ERROR', { cause: error });
   }

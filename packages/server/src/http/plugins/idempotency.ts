@@ -31,7 +31,7 @@ declare module 'fastify' {
  * IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. Keys are
  * scoped to the account. Answers are stored whatever they were, errors included, so a retry never
  * does twice what the first attempt did; only a refusal before the handler ran (auth, rate limit,
- * validation) leaves the key free.
+ * validation) or a 503 (a dependency down, nothing done) leaves the key free.
  */
 export function installIdempotency(app: FastifyInstance, store: Store, now: () => number = Date.now): void {
   const claimKey = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -67,7 +67,14 @@ export function installIdempotency(app: FastifyInstance, store: Store, now: () =
     clearInterval(request.idempotencyHeartbeat);
     const key = request.idempotencyKey;
     if (key !== undefined && request.caller !== undefined) {
-      await store.idempotency.complete(request.caller.account.id, key, reply.statusCode, String(payload));
+      if (reply.statusCode === 503) {
+        // A dependency (the chain, Redis) was down: nothing a retry could repeat was done — a send
+        // that stored its payment answers it as pending instead — so the key stays free for the retry
+        // the 503 asks for, rather than replaying the outage for 24 hours.
+        await store.idempotency.release(request.caller.account.id, key);
+      } else {
+        await store.idempotency.complete(request.caller.account.id, key, reply.statusCode, String(payload));
+      }
     }
     return payload;
   };

@@ -54,6 +54,11 @@ export async function installOpenApi(app: FastifyInstance, version: string): Pro
             scheme: 'bearer',
             description: 'An API key: `Authorization: Bearer g402_sk_…`',
           },
+          metricsToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'The METRICS_TOKEN setting, for GET /metrics only (served only when it is set).',
+          },
         },
       },
     },

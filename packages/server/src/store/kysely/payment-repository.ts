@@ -142,6 +142,16 @@ export class KyselyPaymentRepository implements PaymentRepository {
     return rows.reduce((sum, r) => sum + BigInt(r.amount) + BigInt(r.fee ?? '0'), 0n);
   }
 
+  async countByStatus(): Promise<{ network: string; status: string; count: number }[]> {
+    const rows = await this.db
+      .selectFrom('payments')
+      .select(['network', 'status', (eb) => eb.fn.countAll().as('count')])
+      .groupBy(['network', 'status'])
+      .execute();
+    // PostgreSQL answers count(*) as bigint text; SQLite as a number.
+    return rows.map((r) => ({ network: r.network, status: r.status, count: Number(r.count) }));
+  }
+
   async update(id: string, changes: PaymentChanges, at: number): Promise<void> {
     await this.db
       .updateTable('payments')
