@@ -10,6 +10,7 @@ const BENCHMARKS: Record<string, () => Promise<{ default: Benchmark }>> = {
   payments: () => import('./payments.ts'),
   localnet: () => import('./localnet.ts'),
   events: () => import('./events.ts'),
+  facilitator: () => import('./facilitator.ts'),
 };
 
 const only = process.argv.slice(2);
