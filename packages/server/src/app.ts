@@ -4,6 +4,8 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { NetworkRegistry } from './chains/network-registry.ts';
 import type { Config } from './config.ts';
 import type { PaymentEvents } from './events/payment-events.ts';
+import { DASHBOARD_API_PREFIX, dashboardApi } from './http/dashboard/dashboard-api.ts';
+import { dashboardStatic } from './http/dashboard/dashboard-static.ts';
 import { LazyRequestLogger } from './http/lazy-request-logger.ts';
 import { installAuthentication } from './http/plugins/authentication.ts';
 import { installErrorHandling } from './http/plugins/errors.ts';
@@ -26,9 +28,10 @@ import { verifyRoutes } from './http/routes/verify.ts';
 import { walletRoutes } from './http/routes/wallets.ts';
 import { webhookRoutes } from './http/routes/webhooks.ts';
 import { wellKnownRoutes } from './http/routes/well-known.ts';
-import './http/fastify-types.ts';
 import type { GatewayMetrics } from './metrics/gateway-metrics.ts';
+import './http/fastify-types.ts';
 import type { RateLimiter } from './ratelimit/rate-limiter.ts';
+import type { DashboardAuthService } from './services/dashboard/dashboard-auth-service.ts';
 import type { GatewayServices } from './services/gateway-services.ts';
 import type { Store } from './store/store.ts';
 import { GATE402_VERSION } from './version.ts';
@@ -48,6 +51,8 @@ export interface AppDeps {
   readonly metrics?: { readonly registry: GatewayMetrics; readonly token: string };
   /** A pino logger; tests leave it out for silence. */
   readonly logger?: FastifyBaseLogger;
+  /** The web dashboard at /dashboard: its log-ins and the directory of its built files. */
+  readonly dashboard?: { readonly auth: DashboardAuthService; readonly distDir: string };
 }
 
 /** Request ids we accept from a caller's X-Request-Id: short and printable, so logs stay clean. */
@@ -117,6 +122,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       rateLimiter: deps.rateLimiter,
       planAccess: deps.config.planAccess,
     });
+  }
+  if (deps.dashboard !== undefined) {
+    await app.register(dashboardApi, {
+      prefix: DASHBOARD_API_PREFIX,
+      auth: deps.dashboard.auth,
+      services,
+      networks: deps.networks,
+      rateLimiter: deps.rateLimiter,
+      events: deps.events,
+    });
+    await app.register(dashboardStatic, { distDir: deps.dashboard.distDir });
   }
 
   return app;

@@ -232,6 +232,26 @@ export const SETTINGS = {
     fallback: () => 24,
     parse: integerIn(24, 720),
   }),
+  dashboardSignup: setting({
+    env: 'DASHBOARD_SIGNUP',
+    description:
+      'Let anyone create an account with an email and password on the web dashboard (/dashboard). Off: accounts come from the CLI, which also sets their dashboard passwords.',
+    fallback: () => true,
+    parse: boolean,
+  }),
+  dashboardSessionHours: setting({
+    env: 'DASHBOARD_SESSION_HOURS',
+    description: 'How long a dashboard log-in lasts before the browser must log in again.',
+    fallback: () => 12,
+    parse: integerIn(1, 720),
+  }),
+  dashboardLoginAttempts: setting({
+    env: 'DASHBOARD_LOGIN_ATTEMPTS',
+    description:
+      'Dashboard log-in attempts allowed per minute for one email (and ten times as many from one client address); more get 429.',
+    fallback: () => 10,
+    parse: integerIn(1, 1_000),
+  }),
 } as const;
 
 export type Config = { -readonly [K in keyof typeof SETTINGS]: ReturnType<(typeof SETTINGS)[K]['parse']> };

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { buildDashboard, DASHBOARD_DIST_DIR, isDashboardBuilt } from '@gate402/dashboard';
 import type { FastifyInstance } from 'fastify';
 import { type DestinationStream, type Logger, pino } from 'pino';
 import { buildApp } from './app.ts';
@@ -8,13 +9,14 @@ import { NetworkRegistry } from './chains/network-registry.ts';
 import { connectSolana } from './chains/solana/connect-solana.ts';
 import type { Config } from './config.ts';
 import { createPaymentEvents } from './events/payment-events.ts';
-import { GatewayMetrics } from './metrics/gateway-metrics.ts';
 import type { ReadinessCheck } from './http/routes/health.ts';
+import { GatewayMetrics } from './metrics/gateway-metrics.ts';
 import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.ts';
 import type { RateLimiter } from './ratelimit/rate-limiter.ts';
 import { RedisRateLimiter } from './ratelimit/redis-rate-limiter.ts';
 import type { AccountService, CreatedApiKey } from './services/account-service.ts';
 import { loadMasterKey } from './services/custody/master-key.ts';
+import { DashboardAuthService } from './services/dashboard/dashboard-auth-service.ts';
 import { createServices, type GatewayServices } from './services/gateway-services.ts';
 import { openStore, storageLocation } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
@@ -129,6 +131,14 @@ export async function startServer(
     await events.start();
     metrics?.watchOutbox(() => events.hub.position);
 
+    const dashboard = {
+      auth: new DashboardAuthService(store, rateLimiter, {
+        signupEnabled: config.dashboardSignup,
+        sessionTtlMs: config.dashboardSessionHours * 3_600_000,
+        loginAttemptsPerMinute: config.dashboardLoginAttempts,
+      }),
+      distDir: await dashboardFiles(logger),
+    };
     const app = await buildApp({
       config,
       store,
@@ -138,6 +148,7 @@ export async function startServer(
       readiness,
       logger,
       events,
+      dashboard,
       ...(metrics === undefined || config.metricsToken === undefined
         ? {}
         : { metrics: { registry: metrics, token: config.metricsToken } }),
@@ -174,6 +185,17 @@ export async function startServer(
     for (const close of closers) await close().catch(() => {});
     throw error;
   }
+}
+
+/** The built dashboard; built now when `npm install` did not (e.g. --ignore-scripts). Never fatal. */
+async function dashboardFiles(logger: Logger): Promise<string> {
+  if (!isDashboardBuilt()) {
+    logger.info('building the dashboard (packages/dashboard/dist is missing)');
+    await buildDashboard().catch((error: unknown) =>
+      logger.warn({ err: error }, 'the dashboard could not be built; /dashboard says how to build it'),
+    );
+  }
+  return DASHBOARD_DIST_DIR;
 }
 
 async function createRateLimiter(

@@ -2,7 +2,14 @@ import { ConfigError } from '../config.ts';
 import { GatewayError, toErrorBody } from '../domain/gateway-error.ts';
 import { GATE402_VERSION } from '../version.ts';
 import { type CliContext, createContext, UsageError } from './cli-context.ts';
-import { ACCOUNTS_USAGE, FAUCET_USAGE, KEYS_USAGE, WALLETS_USAGE, WEBHOOKS_USAGE } from './usage.ts';
+import {
+  ACCOUNTS_USAGE,
+  DASHBOARD_USAGE,
+  FAUCET_USAGE,
+  KEYS_USAGE,
+  WALLETS_USAGE,
+  WEBHOOKS_USAGE,
+} from './usage.ts';
 
 const USAGE = `gate402 ${GATE402_VERSION}: self-hostable x402 payment gateway
 
@@ -15,6 +22,7 @@ ${ACCOUNTS_USAGE.replace(/^/gm, '  ')}
 ${KEYS_USAGE.replace(/^/gm, '  ')}
 ${WALLETS_USAGE.replace(/^/gm, '  ')}
 ${WEBHOOKS_USAGE.replace(/^/gm, '  ')}
+${DASHBOARD_USAGE.replace(/^/gm, '  ')}
 ${FAUCET_USAGE.replace(/^/gm, '  ')}
 
 Storage is the same as the server's: DATABASE_URL if set, else the SQLite file in DATA_DIR (default ./data).
@@ -69,6 +77,8 @@ async function run(ctx: CliContext, command: string, args: string[]): Promise<vo
       return (await import('./wallet-commands.ts')).walletsCommand(ctx, args);
     case 'webhooks':
       return (await import('./webhook-commands.ts')).webhooksCommand(ctx, args);
+    case 'dashboard':
+      return (await import('./dashboard-commands.ts')).dashboardCommand(ctx, args);
     case 'faucet':
       return (await import('./faucet-command.ts')).faucetCommand(ctx, args);
     default:

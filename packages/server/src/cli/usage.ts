@@ -14,5 +14,8 @@ export const WEBHOOKS_USAGE = `gate402 webhooks create --account ACCOUNT_ID --ur
 gate402 webhooks list --account ACCOUNT_ID [--json]
 gate402 webhooks delete WEBHOOK_ID --account ACCOUNT_ID [--json]`;
 
+export const DASHBOARD_USAGE = `gate402 dashboard set-password --account ACCOUNT_ID [--email EMAIL] [--json] < password-file
+    give an account a dashboard log-in (EMAIL needed the first time), or a new password; reads it from stdin`;
+
 export const FAUCET_USAGE = `gate402 faucet --to ADDRESS --amount N [--token USDC] [--network ID] [--json]
     fund an address on the local chains of a running \`gate402 serve\` (no API key)`;

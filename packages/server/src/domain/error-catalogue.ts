@@ -13,6 +13,7 @@ export const ERROR_CATALOGUE = {
   PAYMENT_NOT_FOUND: { status: 404, message: 'No such payment.' },
   TOKEN_NOT_FOUND: { status: 404, message: 'No token mint or contract at this address.' },
   WALLET_ALREADY_REGISTERED: { status: 409, message: 'This address is already registered.' },
+  EMAIL_ALREADY_REGISTERED: { status: 409, message: 'This email already has a dashboard login.' },
   IDEMPOTENCY_KEY_IN_USE: { status: 409, message: 'A request with this Idempotency-Key is still running.' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, message: 'This Idempotency-Key was used with a different request.' },
   PAYMENT_FAILED: { status: 422, message: 'The payment failed on chain or expired before landing.' },

@@ -1,5 +1,12 @@
 import { RATE_WINDOW_MS } from '../domain/plan.ts';
-import { type Clock, decide, type RateLimitDecision, type RateLimiter, windowStart } from './rate-limiter.ts';
+import {
+  type Clock,
+  decide,
+  type RateLimitDecision,
+  type RateLimiter,
+  type RateLimitUsage,
+  windowStart,
+} from './rate-limiter.ts';
 
 /** Counters in this process: right for a single instance (the embedded default). */
 export class MemoryRateLimiter implements RateLimiter {
@@ -18,6 +25,12 @@ export class MemoryRateLimiter implements RateLimiter {
     const count = entry?.window === window ? entry.count + 1 : 1;
     this.counts.set(subject, { window, count });
     return decide(count, limit, window + this.windowMs, now);
+  }
+
+  async used(subject: string): Promise<RateLimitUsage> {
+    const window = this.enterWindow(this.clock());
+    const entry = this.counts.get(subject);
+    return { used: entry?.window === window ? entry.count : 0, resetAt: window + this.windowMs };
   }
 
   async close(): Promise<void> {

@@ -5,6 +5,8 @@
 export interface RateLimiter {
   /** Counts one request of `subject` and says whether it is within `limit` for the current window. */
   hit(subject: string, limit: number): Promise<RateLimitDecision>;
+  /** How many requests of `subject` the current window has counted, without counting one (the dashboard). */
+  used(subject: string): Promise<RateLimitUsage>;
   close(): Promise<void>;
 }
 
@@ -17,6 +19,12 @@ export interface RateLimitDecision {
   readonly resetAt: number;
   /** Whole seconds until then, at least 1: a client that waits this long is in the next window. */
   readonly resetSeconds: number;
+}
+
+export interface RateLimitUsage {
+  readonly used: number;
+  /** Unix ms when the window ends and the count starts again. */
+  readonly resetAt: number;
 }
 
 /** Where a limiter reads the time; tests pin it so a window cannot roll over mid-test. */

@@ -1,6 +1,13 @@
 import { Redis } from 'ioredis';
 import { RATE_WINDOW_MS } from '../domain/plan.ts';
-import { type Clock, decide, type RateLimitDecision, type RateLimiter, windowStart } from './rate-limiter.ts';
+import {
+  type Clock,
+  decide,
+  type RateLimitDecision,
+  type RateLimiter,
+  type RateLimitUsage,
+  windowStart,
+} from './rate-limiter.ts';
 
 /** Increments the window's counter and sets its expiry on first use, atomically. */
 const HIT_SCRIPT = `
@@ -46,6 +53,12 @@ export class RedisRateLimiter implements RateLimiter {
     const redis = this.redis as Redis & { gate402RateHit(key: string, ttlMs: number): Promise<number> };
     const count = await redis.gate402RateHit(this.key(subject, window), this.windowMs * 2);
     return decide(count, limit, window + this.windowMs, now);
+  }
+
+  async used(subject: string): Promise<RateLimitUsage> {
+    const window = windowStart(this.now(), this.windowMs);
+    const count = await this.redis.get(this.key(subject, window));
+    return { used: count === null ? 0 : Number(count), resetAt: window + this.windowMs };
   }
 
   async close(): Promise<void> {

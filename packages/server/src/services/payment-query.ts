@@ -1,7 +1,7 @@
 import { canonicalAddress } from '../chains/canonical-address.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
-import type { PaymentDirection } from '../domain/payment-status.ts';
+import type { PaymentDirection, PaymentStatus } from '../domain/payment-status.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
 import { type PaymentView, paymentView } from './payment-view.ts';
 import type { WalletService } from './wallet-service.ts';
@@ -78,6 +78,28 @@ export class PaymentQueryService {
       offset: query.offset,
       payments: payments.map((p) => this.entry(p)),
     };
+  }
+
+  /** The account's payments across its wallets, newest first, narrowed by any filter given (the dashboard). */
+  async search(
+    accountId: string,
+    query: {
+      walletAddress?: string | undefined;
+      type?: PaymentDirection | undefined;
+      status?: PaymentStatus | undefined;
+      limit: number;
+      offset: number;
+    },
+  ): Promise<{ total: number; limit: number; offset: number; payments: HistoryEntry[] }> {
+    const { total, payments } = await this.store.payments.search({
+      accountId,
+      walletAddress: query.walletAddress === undefined ? undefined : canonicalAddress(query.walletAddress),
+      direction: query.type,
+      status: query.status,
+      limit: query.limit,
+      offset: query.offset,
+    });
+    return { total, limit: query.limit, offset: query.offset, payments: payments.map((p) => this.entry(p)) };
   }
 
   private entry(payment: PaymentRecord): HistoryEntry {

@@ -1,0 +1,94 @@
+import { useCallback, useEffect, useState } from 'react';
+import { ApiError, api, type Session, setCsrfToken } from './api.ts';
+import { AuthPage } from './pages/auth-page.tsx';
+import { KeysPage } from './pages/keys-page.tsx';
+import { OverviewPage } from './pages/overview-page.tsx';
+import { PaymentsPage } from './pages/payments-page.tsx';
+import { WalletsPage } from './pages/wallets-page.tsx';
+import { WebhooksPage } from './pages/webhooks-page.tsx';
+import { navigate, usePage } from './router.ts';
+
+const PAGES = [
+  { page: '', label: 'Plan & usage' },
+  { page: 'keys', label: 'API Keys' },
+  { page: 'wallets', label: 'Wallets' },
+  { page: 'payments', label: 'Payments' },
+  { page: 'webhooks', label: 'Webhooks' },
+] as const;
+
+export function App() {
+  const [session, setSession] = useState<Session | null | undefined>(undefined);
+  const page = usePage();
+
+  useEffect(() => {
+    api<Session>('GET', '/session').then(
+      (found) => {
+        setCsrfToken(found.csrfToken);
+        setSession(found);
+      },
+      (error: unknown) => {
+        if (error instanceof ApiError && error.status === 401) setSession(null);
+        else setSession(null);
+      },
+    );
+  }, []);
+
+  const loggedIn = useCallback((started: Session) => {
+    setCsrfToken(started.csrfToken);
+    setSession(started);
+  }, []);
+
+  const logOut = async () => {
+    await api('POST', '/logout').catch(() => {});
+    setCsrfToken('');
+    setSession(null);
+    navigate('');
+  };
+
+  if (session === undefined) return <p className="loading">Loading…</p>;
+  if (session === null) return <AuthPage onLoggedIn={loggedIn} />;
+
+  const section = page.split('/')[0] ?? '';
+  const current = PAGES.find((p) => p.page === section) ?? PAGES[0];
+  return (
+    <div className="layout">
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <span className="brand">gate402</span>
+        <nav aria-label="Dashboard sections">
+          <ul>
+            {PAGES.map((p) => (
+              <li key={p.page}>
+                <a
+                  href={`/dashboard/${p.page}`}
+                  aria-current={p === current ? 'page' : undefined}
+                  onClick={(event) => {
+                    event.preventDefault();
+                    navigate(p.page);
+                  }}
+                >
+                  {p.label}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <div className="who">
+          <span className="email">{session.email}</span>
+          <button type="button" className="secondary" onClick={logOut}>
+            Log out
+          </button>
+        </div>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {current.page === '' && <OverviewPage />}
+        {current.page === 'keys' && <KeysPage />}
+        {current.page === 'wallets' && <WalletsPage />}
+        {current.page === 'payments' && <PaymentsPage detailId={page.split('/')[1]} />}
+        {current.page === 'webhooks' && <WebhooksPage />}
+      </main>
+    </div>
+  );
+}

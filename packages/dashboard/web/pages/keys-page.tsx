@@ -1,0 +1,142 @@
+import { type FormEvent, useCallback, useEffect, useId, useRef, useState } from 'react';
+import { type ApiKey, api } from '../api.ts';
+import { ConfirmButton } from '../components/confirm-button.tsx';
+import { CopyButton } from '../components/copy-button.tsx';
+import { ErrorMessage } from '../components/error-message.tsx';
+import { formatTime } from '../components/format.ts';
+
+/** Spec §2.6 and §5: keys are generated, listed and deleted here; rotation is create, switch, delete. */
+export function KeysPage() {
+  const [keys, setKeys] = useState<ApiKey[]>([]);
+  const [name, setName] = useState('');
+  const [created, setCreated] = useState<(ApiKey & { key: string }) | undefined>();
+  const [error, setError] = useState<unknown>();
+  const nameId = useId();
+  const secretRef = useRef<HTMLElement>(null);
+
+  const load = useCallback(
+    () => api<{ keys: ApiKey[] }>('GET', '/keys').then((r) => setKeys(r.keys), setError),
+    [],
+  );
+  useEffect(() => {
+    load();
+  }, [load]);
+  useEffect(() => {
+    if (created) secretRef.current?.focus();
+  }, [created]);
+
+  const create = async (event: FormEvent) => {
+    event.preventDefault();
+    setError(undefined);
+    try {
+      setCreated(await api<ApiKey & { key: string }>('POST', '/keys', { name }));
+      setName('');
+      await load();
+    } catch (caught) {
+      setError(caught);
+    }
+  };
+
+  const remove = async (key: ApiKey) => {
+    setError(undefined);
+    try {
+      await api('DELETE', `/keys/${encodeURIComponent(key.id)}`);
+      if (created?.id === key.id) setCreated(undefined);
+      await load();
+    } catch (caught) {
+      setError(caught);
+    }
+  };
+
+  return (
+    <section aria-labelledby="keys-title">
+      <h1 id="keys-title">API Keys</h1>
+      <div className="columns">
+        <div>
+          <form className="card inline-form" onSubmit={create}>
+            <h2>Generate a key</h2>
+            <label htmlFor={nameId}>Key name</label>
+            <input
+              id={nameId}
+              required
+              maxLength={100}
+              placeholder="e.g. production server"
+              value={name}
+              onChange={(event) => setName(event.target.value)}
+            />
+            <button type="submit">Generate key</button>
+          </form>
+          <ErrorMessage error={error} />
+          {created && (
+            <section className="card secret" ref={secretRef} tabIndex={-1} aria-labelledby="new-key-title">
+              <h2 id="new-key-title">New key “{created.name}”</h2>
+              <p className="warning" role="note">
+                Copy this key now: it is shown only once and cannot be recovered. Keep it on your server;
+                never put it in browser code, mobile apps or a repository.
+              </p>
+              <div className="secret-value">
+                <code data-testid="new-key">{created.key}</code>
+                <CopyButton text={created.key} label="Copy the new API key" />
+              </div>
+              <button type="button" className="secondary" onClick={() => setCreated(undefined)}>
+                I have stored it
+              </button>
+            </section>
+          )}
+          <div className="table-wrap">
+            <table>
+              <caption>Active keys</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Prefix</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">Last used</th>
+                  <th scope="col">
+                    <span className="visually-hidden">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {keys.length === 0 && (
+                  <tr>
+                    <td colSpan={5}>No keys yet.</td>
+                  </tr>
+                )}
+                {keys.map((key) => (
+                  <tr key={key.id} data-key-id={key.id}>
+                    <td>{key.name}</td>
+                    <td>
+                      <code>{key.prefix}…</code>
+                    </td>
+                    <td>{formatTime(key.createdAt)}</td>
+                    <td>{formatTime(key.lastUsedAt)}</td>
+                    <td>
+                      <ConfirmButton
+                        label={`Delete`}
+                        question={`Delete key “${key.name}”? Requests with it will get 401.`}
+                        confirmLabel="Yes, delete"
+                        onConfirm={() => remove(key)}
+                      />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </div>
+        <aside className="card guide" aria-labelledby="rotation-title">
+          <h2 id="rotation-title">Rotating a key</h2>
+          <ol>
+            <li>Generate a new key here.</li>
+            <li>Switch your application to it and deploy.</li>
+            <li>Check “Last used” on the old key stops moving, then delete it.</li>
+          </ol>
+          <p>
+            Send the key as <code>Authorization: Bearer &lt;key&gt;</code>, from server-side code only.
+          </p>
+        </aside>
+      </div>
+    </section>
+  );
+}

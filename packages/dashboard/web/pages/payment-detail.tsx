@@ -1,0 +1,109 @@
+import { useEffect, useState } from 'react';
+import { api, type PaymentDetail } from '../api.ts';
+import { CopyButton } from '../components/copy-button.tsx';
+import { ErrorMessage } from '../components/error-message.tsx';
+import { formatTime } from '../components/format.ts';
+import { navigate } from '../router.ts';
+
+/** Every field of one payment, and a link to a block explorer where the network has one. */
+export function PaymentDetailView({ paymentId }: { paymentId: string }) {
+  const [payment, setPayment] = useState<PaymentDetail>();
+  const [error, setError] = useState<unknown>();
+  useEffect(() => {
+    api<PaymentDetail>('GET', `/payments/${encodeURIComponent(paymentId)}`).then(setPayment, setError);
+  }, [paymentId]);
+
+  return (
+    <section aria-labelledby="payment-title">
+      <p>
+        <a
+          href="/dashboard/payments"
+          onClick={(e) => {
+            e.preventDefault();
+            navigate('payments');
+          }}
+        >
+          ← All payments
+        </a>
+      </p>
+      <h1 id="payment-title">Payment</h1>
+      <ErrorMessage error={error} />
+      {payment && (
+        <div className="card">
+          <dl className="facts">
+            <dt>Payment id</dt>
+            <dd>
+              <code>{payment.paymentId}</code>
+            </dd>
+            <dt>Type</dt>
+            <dd>{payment.type}</dd>
+            <dt>Status</dt>
+            <dd>
+              <span className="status-badge">{payment.status}</span>
+            </dd>
+            <dt>Amount</dt>
+            <dd>
+              {payment.amount}
+              {payment.asset ? ` (token ${payment.asset})` : ''}
+            </dd>
+            <dt>Sender</dt>
+            <dd>
+              <code>{payment.sender}</code>
+            </dd>
+            <dt>Recipient</dt>
+            <dd>
+              <code>{payment.recipient}</code>
+            </dd>
+            <dt>Network</dt>
+            <dd>
+              <code>{payment.network}</code>
+            </dd>
+            <dt>Signature</dt>
+            <dd>
+              {payment.signature === null ? (
+                'not yet'
+              ) : (
+                <>
+                  <code>{payment.signature}</code>{' '}
+                  <CopyButton text={payment.signature} label="Copy the transaction signature" />
+                </>
+              )}
+            </dd>
+            <dt>Block height</dt>
+            <dd>{payment.blockHeight ?? 'not yet'}</dd>
+            <dt>Confirmations</dt>
+            <dd>{payment.confirmations}</dd>
+            <dt>Time</dt>
+            <dd>{formatTime(payment.timestamp)}</dd>
+            {payment.resource !== undefined && (
+              <>
+                <dt>Resource</dt>
+                <dd>
+                  <code>{payment.resource}</code>
+                </dd>
+              </>
+            )}
+            {payment.metadata !== undefined && (
+              <>
+                <dt>Metadata</dt>
+                <dd>
+                  <pre>{JSON.stringify(payment.metadata, null, 2)}</pre>
+                </dd>
+              </>
+            )}
+            <dt>Explorer</dt>
+            <dd>
+              {payment.explorerUrl === null ? (
+                'none for this network'
+              ) : (
+                <a href={payment.explorerUrl} target="_blank" rel="noreferrer noopener">
+                  View the transaction
+                </a>
+              )}
+            </dd>
+          </dl>
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,78 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { GatewayError } from '../../domain/gateway-error.ts';
+import { RATE_WINDOW_MS } from '../../domain/plan.ts';
+import type { RateLimiter } from '../../ratelimit/rate-limiter.ts';
+import type { AccountService } from '../../services/account-service.ts';
+import type { ApiKeyRecord } from '../../store/store.ts';
+import { dashboardUserOf } from './dashboard-session.ts';
+
+/** The account's plan and usage, and its API keys (spec §2.6 and §5: keys live in the dashboard). */
+export async function dashboardAccountRoutes(
+  app: FastifyInstance,
+  opts: { accounts: AccountService; rateLimiter: RateLimiter },
+) {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const { accounts } = opts;
+
+  r.get('/account', { schema: { hide: true } }, async (request) => {
+    const account = await accounts.getAccount(dashboardUserOf(request).accountId);
+    // The same counter the API counts against, read without counting: the dashboard is not API use.
+    const usage = await opts.rateLimiter.used(account.id).catch((error: unknown) => {
+      throw new GatewayError('SERVICE_UNAVAILABLE', { message: 'Usage is unavailable.', cause: error });
+    });
+    return {
+      id: account.id,
+      name: account.name,
+      plan: account.plan,
+      rateLimit: account.rateLimit,
+      windowSeconds: RATE_WINDOW_MS / 1000,
+      used: usage.used,
+      resetAt: usage.resetAt,
+      createdAt: account.createdAt,
+    };
+  });
+
+  r.get('/keys', { schema: { hide: true } }, async (request) => {
+    const keys = await accounts.listKeys(dashboardUserOf(request).accountId);
+    return { keys: keys.filter((k) => k.revokedAt === null).map(keyView) };
+  });
+
+  r.post(
+    '/keys',
+    {
+      schema: {
+        hide: true,
+        body: Type.Object(
+          { name: Type.String({ minLength: 1, maxLength: 100 }) },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (request) => {
+      const created = await accounts.createKey(dashboardUserOf(request).accountId, request.body.name);
+      return { ...keyView(created.record), key: created.key };
+    },
+  );
+
+  r.delete(
+    '/keys/:keyId',
+    { schema: { hide: true, params: Type.Object({ keyId: Type.String({ minLength: 1, maxLength: 100 }) }) } },
+    async (request) => {
+      const revoked = await accounts.revokeKey(request.params.keyId, dashboardUserOf(request).accountId);
+      return { id: revoked.id, deleted: true };
+    },
+  );
+}
+
+/** A key as the dashboard shows it: never the secret, never its hash. */
+function keyView(key: ApiKeyRecord) {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.displayPrefix,
+    createdAt: key.createdAt,
+    lastUsedAt: key.lastUsedAt,
+  };
+}

@@ -1,0 +1,46 @@
+import type { FastifyInstance } from 'fastify';
+import type { NetworkRegistry } from '../../chains/network-registry.ts';
+import type { PaymentEvents } from '../../events/payment-events.ts';
+import type { RateLimiter } from '../../ratelimit/rate-limiter.ts';
+import type { DashboardAuthService } from '../../services/dashboard/dashboard-auth-service.ts';
+import type { GatewayServices } from '../../services/gateway-services.ts';
+import { dashboardAccountRoutes } from './dashboard-account-routes.ts';
+import { dashboardAuthRoutes } from './dashboard-auth-routes.ts';
+import { dashboardLivePayments } from './dashboard-live-payments.ts';
+import { dashboardPaymentRoutes } from './dashboard-payment-routes.ts';
+import { installDashboardSession } from './dashboard-session.ts';
+import { dashboardWalletRoutes } from './dashboard-wallet-routes.ts';
+import { dashboardWebhookRoutes } from './dashboard-webhook-routes.ts';
+
+export const DASHBOARD_API_PREFIX = '/dashboard/api';
+
+export interface DashboardApiDeps {
+  readonly auth: DashboardAuthService;
+  readonly services: GatewayServices;
+  readonly networks: NetworkRegistry;
+  readonly rateLimiter: RateLimiter;
+  readonly events: PaymentEvents | undefined;
+}
+
+/**
+ * The JSON API the dashboard page calls, under /dashboard/api, authenticated by the session cookie and
+ * a CSRF token instead of an API key (no key ever sits in the browser). Each route delegates to the
+ * same service the public API uses. Registered with a prefix, so the session hook guards these routes
+ * only. Not in the OpenAPI document: it is the dashboard's own, not a public interface.
+ */
+export async function dashboardApi(app: FastifyInstance, deps: DashboardApiDeps) {
+  installDashboardSession(app, deps.auth);
+  const { services } = deps;
+  await app.register(dashboardAuthRoutes, { auth: deps.auth });
+  await app.register(dashboardAccountRoutes, { accounts: services.accounts, rateLimiter: deps.rateLimiter });
+  await app.register(dashboardWalletRoutes, {
+    wallets: services.wallets,
+    faucet: services.faucet,
+    networks: deps.networks,
+  });
+  await app.register(dashboardPaymentRoutes, { query: services.query });
+  if (deps.events !== undefined) {
+    await app.register(dashboardLivePayments, { hub: deps.events.hub });
+    await app.register(dashboardWebhookRoutes, { webhooks: deps.events.webhooks });
+  }
+}

@@ -1,0 +1,57 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { explorerTransactionUrl } from '../../domain/explorer-link.ts';
+import { PAYMENT_STATUSES } from '../../domain/payment-status.ts';
+import type { PaymentQueryService } from '../../services/payment-query.ts';
+import { dashboardUserOf } from './dashboard-session.ts';
+
+/** Payment history across the account's wallets, with filters and pages, and one payment in full. */
+export async function dashboardPaymentRoutes(app: FastifyInstance, opts: { query: PaymentQueryService }) {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  r.get(
+    '/payments',
+    {
+      schema: {
+        hide: true,
+        querystring: Type.Object(
+          {
+            wallet: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+            type: Type.Optional(Type.Union([Type.Literal('sent'), Type.Literal('received')])),
+            status: Type.Optional(Type.Union(PAYMENT_STATUSES.map((s) => Type.Literal(s)))),
+            limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+            offset: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 }),
+          },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (request) => {
+      const { wallet, type, status, limit, offset } = request.query;
+      return opts.query.search(dashboardUserOf(request).accountId, {
+        walletAddress: wallet,
+        type,
+        status,
+        limit,
+        offset,
+      });
+    },
+  );
+
+  r.get(
+    '/payments/:paymentId',
+    {
+      schema: {
+        hide: true,
+        params: Type.Object({ paymentId: Type.String({ minLength: 1, maxLength: 100 }) }),
+      },
+    },
+    async (request) => {
+      const payment = await opts.query.status(dashboardUserOf(request).accountId, request.params.paymentId);
+      const explorerUrl =
+        payment.signature === null ? undefined : explorerTransactionUrl(payment.network, payment.signature);
+      return { ...payment, explorerUrl: explorerUrl ?? null };
+    },
+  );
+}

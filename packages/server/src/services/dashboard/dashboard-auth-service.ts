@@ -1,0 +1,221 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
+import { newId } from '../../domain/ids.ts';
+import type { RateLimiter } from '../../ratelimit/rate-limiter.ts';
+import type { AccountRecord, DashboardUserRecord, Store } from '../../store/store.ts';
+import { decoyHash, hashPassword, verifyPassword } from './password-hash.ts';
+
+export const MIN_PASSWORD_LENGTH = 10;
+export const MAX_PASSWORD_LENGTH = 200;
+export const MAX_EMAIL_LENGTH = 254;
+/** Deliberately loose: one @, something on each side, no spaces. Whether mail arrives is not our concern. */
+const EMAIL_SHAPE = /^[^\s@]+@[^\s@]+$/;
+
+export interface DashboardAuthOptions {
+  readonly signupEnabled: boolean;
+  readonly sessionTtlMs: number;
+  /** Log-in attempts per minute, per email and (separately, ten times as many) per client address. */
+  readonly loginAttemptsPerMinute: number;
+  readonly now?: () => number;
+}
+
+/** A new session: the cookie value (shown to the browser only) and its CSRF token. */
+export interface NewSession {
+  readonly token: string;
+  readonly csrfToken: string;
+  readonly expiresAt: number;
+  readonly user: DashboardUserRecord;
+}
+
+export interface ActiveSession {
+  readonly user: DashboardUserRecord;
+  readonly csrfToken: string;
+  readonly expiresAt: number;
+}
+
+/**
+ * Sign-up, log-in and sessions of the web dashboard. A dashboard user is a way into one account; the
+ * account (keys, wallets, payments) is the same one the API and the CLI see.
+ */
+export class DashboardAuthService {
+  private readonly now: () => number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly rateLimiter: RateLimiter,
+    private readonly options: DashboardAuthOptions,
+  ) {
+    this.now = options.now ?? Date.now;
+  }
+
+  get signupEnabled(): boolean {
+    return this.options.signupEnabled;
+  }
+
+  /** A new Standard account with this user, logged in. */
+  async signUp(input: { email: string; password: string }): Promise<NewSession> {
+    if (!this.options.signupEnabled) {
+      throw new GatewayError('FORBIDDEN', {
+        message: 'Sign-up is switched off on this gateway; ask its operator for an account.',
+      });
+    }
+    const email = validEmail(input.email);
+    validPassword(input.password);
+    const passwordHash = await hashPassword(input.password);
+    const at = this.now();
+    const account: AccountRecord = {
+      id: newId('acct', at),
+      name: email.slice(0, 100),
+      plan: 'standard',
+      customRateLimit: null,
+      createdAt: at,
+      updatedAt: at,
+    };
+    const user: DashboardUserRecord = {
+      id: newId('user', at),
+      accountId: account.id,
+      email,
+      passwordHash,
+      createdAt: at,
+      updatedAt: at,
+    };
+    // Account and user together or neither: a taken email leaves no orphan account behind.
+    const created = await this.store
+      .transaction(async (tx) => {
+        await tx.accounts.insert(account);
+        if (!(await tx.dashboardUsers.insert(user))) throw new EmailTaken();
+        return true;
+      })
+      .catch((error: unknown) => {
+        if (error instanceof EmailTaken) return false;
+        throw error;
+      });
+    if (!created) {
+      throw new GatewayError('EMAIL_ALREADY_REGISTERED', {
+        message: 'This email already has a dashboard login; log in instead.',
+      });
+    }
+    return this.openSession(user);
+  }
+
+  /**
+   * Counted before the password is checked, so guessing is limited however the guesses turn out:
+   * per email (slows guessing one account) and per client address (slows trying many accounts).
+   */
+  async logIn(input: { email: string; password: string }, clientAddress: string): Promise<NewSession> {
+    const email = input.email.trim().toLowerCase();
+    const limit = this.options.loginAttemptsPerMinute;
+    const [byEmail, byAddress] = await Promise.all([
+      this.rateLimiter.hit(`dashboard-login:email:${email}`, limit),
+      this.rateLimiter.hit(`dashboard-login:ip:${clientAddress}`, limit * 10),
+    ]);
+    const refused = [byEmail, byAddress].find((decision) => !decision.allowed);
+    if (refused !== undefined) {
+      throw new GatewayError('RATE_LIMIT_EXCEEDED', {
+        message: `Too many log-in attempts; retry in ${refused.resetSeconds} s.`,
+        retryAfter: refused.resetSeconds,
+      });
+    }
+    const user = await this.store.dashboardUsers.findByEmail(email);
+    const matches = await verifyPassword(input.password, user?.passwordHash ?? (await decoyHash()));
+    if (user === undefined || !matches) {
+      throw new GatewayError('UNAUTHORIZED', { message: 'Email or password is wrong.' });
+    }
+    return this.openSession(user);
+  }
+
+  /** The session behind a cookie value, unless unknown or expired. */
+  async session(token: string): Promise<ActiveSession | undefined> {
+    if (token.length === 0 || token.length > 100) return undefined;
+    const found = await this.store.dashboardSessions.findActive(hashToken(token), this.now());
+    if (found === undefined) return undefined;
+    return { user: found.user, csrfToken: found.session.csrfToken, expiresAt: found.session.expiresAt };
+  }
+
+  async logOut(token: string): Promise<void> {
+    await this.store.dashboardSessions.delete(hashToken(token));
+  }
+
+  /**
+   * For the operator (CLI): gives the account a dashboard login with this email, or a new password to
+   * its existing one. Every open session of that user ends, so a leaked session dies with the old password.
+   */
+  async setPassword(input: { accountId: string; email?: string | undefined; password: string }): Promise<{
+    user: DashboardUserRecord;
+    created: boolean;
+  }> {
+    validPassword(input.password);
+    const account = await this.store.accounts.get(input.accountId);
+    if (account === undefined) {
+      throw new GatewayError('NOT_FOUND', { message: `No account ${input.accountId}.` });
+    }
+    const passwordHash = await hashPassword(input.password);
+    const at = this.now();
+    const existing = await this.store.dashboardUsers.findByAccount(account.id);
+    if (existing !== undefined) {
+      if (input.email !== undefined && validEmail(input.email) !== existing.email) {
+        throw invalidParameters({ email: `the account's dashboard login is ${existing.email}` });
+      }
+      await this.store.dashboardUsers.setPassword(existing.id, passwordHash, at);
+      await this.store.dashboardSessions.deleteByUser(existing.id);
+      return { user: { ...existing, passwordHash, updatedAt: at }, created: false };
+    }
+    if (input.email === undefined) {
+      throw invalidParameters({ email: 'is required: the account has no dashboard login yet' });
+    }
+    const user: DashboardUserRecord = {
+      id: newId('user', at),
+      accountId: account.id,
+      email: validEmail(input.email),
+      passwordHash,
+      createdAt: at,
+      updatedAt: at,
+    };
+    if (!(await this.store.dashboardUsers.insert(user))) {
+      throw new GatewayError('EMAIL_ALREADY_REGISTERED', {
+        message: 'This email already logs in to another account.',
+      });
+    }
+    return { user, created: true };
+  }
+
+  private async openSession(user: DashboardUserRecord): Promise<NewSession> {
+    const token = randomBytes(32).toString('base64url');
+    const csrfToken = randomBytes(32).toString('base64url');
+    const at = this.now();
+    const expiresAt = at + this.options.sessionTtlMs;
+    await this.store.dashboardSessions.insert({
+      idHash: hashToken(token),
+      userId: user.id,
+      csrfToken,
+      createdAt: at,
+      expiresAt,
+    });
+    // Housekeeping on the way: sessions are few, and a log-in is a rare enough moment to sweep them.
+    await this.store.dashboardSessions.deleteExpired(at);
+    return { token, csrfToken, expiresAt, user };
+  }
+}
+
+class EmailTaken extends Error {}
+
+/** Sessions are stored by hash: a copy of the table opens no browser session. */
+function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+function validEmail(raw: string): string {
+  const email = raw.trim().toLowerCase();
+  if (email.length > MAX_EMAIL_LENGTH || !EMAIL_SHAPE.test(email)) {
+    throw invalidParameters({ email: 'must be an email address' });
+  }
+  return email;
+}
+
+function validPassword(password: string): void {
+  if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
+    throw invalidParameters({
+      password: `must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`,
+    });
+  }
+}

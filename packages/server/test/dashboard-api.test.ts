@@ -1,0 +1,560 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { type DashboardApp, startDashboardApp } from './support/dashboard-app.ts';
+
+const PASSWORD = 'correct horse battery';
+
+/** A browser's session: the cookie the gateway set and the CSRF token it gave. */
+interface Browser {
+  cookie: string;
+  csrf: string;
+  accountId: string;
+}
+
+function sessionCookieOf(res: LightMyRequestResponse): string {
+  const header = res.headers['set-cookie'];
+  const value = Array.isArray(header) ? header[0] : header;
+  assert.ok(value, 'a Set-Cookie header');
+  return value;
+}
+
+async function signUp(gw: DashboardApp, email: string): Promise<Browser> {
+  const res = await gw.app.inject({
+    method: 'POST',
+    url: '/dashboard/api/signup',
+    payload: { email, password: PASSWORD },
+  });
+  assert.equal(res.statusCode, 200, res.body);
+  const cookie = sessionCookieOf(res).split(';')[0] ?? '';
+  return { cookie, csrf: res.json().csrfToken, accountId: res.json().accountId };
+}
+
+function as(browser: Browser, options: InjectOptions & { csrf?: string | false }): InjectOptions {
+  const { csrf, ...rest } = options;
+  const headers: Record<string, string> = {
+    cookie: browser.cookie,
+    ...(rest.headers as Record<string, string>),
+  };
+  if (csrf !== false) headers['x-csrf-token'] = csrf ?? browser.csrf;
+  return { ...rest, headers };
+}
+
+describe('dashboard API: sign-up, log-in and sessions', () => {
+  let gw: DashboardApp;
+  before(async () => {
+    gw = await startDashboardApp({ loginAttempts: 3 });
+  });
+  after(() => gw.close());
+
+  it('signs up into a new Standard account with an HttpOnly, SameSite=Strict session cookie and no password stored', async () => {
+    const res = await gw.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/signup',
+      payload: { email: '  Alice@Example.test ', password: PASSWORD },
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    const body = res.json();
+    assert.equal(body.email, 'alice@example.test');
+    assert.match(body.accountId, /^acct_/);
+    assert.match(body.csrfToken, /^[A-Za-z0-9_-]{43}$/);
+    const cookie = sessionCookieOf(res);
+    assert.match(
+      cookie,
+      /^gate402_session=[A-Za-z0-9_-]{43}; Path=\/dashboard; HttpOnly; SameSite=Strict; Expires=/,
+    );
+    assert.doesNotMatch(cookie, /Secure/, 'plain http: a Secure cookie would never come back');
+
+    const account = await gw.services.accounts.getAccount(body.accountId);
+    assert.equal(account.plan, 'standard');
+    const user = await gw.store.dashboardUsers.findByEmail('alice@example.test');
+    assert.match(user?.passwordHash ?? '', /^scrypt\$32768\$8\$1\$/);
+    assert.ok(!user?.passwordHash.includes(PASSWORD));
+
+    const session = await gw.app.inject({
+      method: 'GET',
+      url: '/dashboard/api/session',
+      headers: { cookie: cookie.split(';')[0] ?? '' },
+    });
+    assert.equal(session.statusCode, 200);
+    assert.deepEqual(
+      { email: session.json().email, accountId: session.json().accountId, csrf: session.json().csrfToken },
+      { email: 'alice@example.test', accountId: body.accountId, csrf: body.csrfToken },
+    );
+  });
+
+  it('answers bad sign-up input with INVALID_PARAMETERS and a detail per field', async () => {
+    const cases: [unknown, Record<string, string>][] = [
+      [{ email: 'bob@example.test', password: 'short' }, { password: 'must be 10 to 200 characters' }],
+      [{ email: 'not an email', password: PASSWORD }, { email: 'must be an email address' }],
+      [{ password: PASSWORD }, { email: 'is required' }],
+      [{ email: 'bob@example.test', password: PASSWORD, plan: 'premium' }, { plan: 'is not a known field' }],
+      [{ email: 'bob@example.test', password: 12345678901 }, { password: 'must be a string' }],
+    ];
+    for (const [payload, details] of cases) {
+      const res = await gw.app.inject({
+        method: 'POST',
+        url: '/dashboard/api/signup',
+        payload: payload as object,
+      });
+      assert.equal(res.statusCode, 400, JSON.stringify(payload));
+      assert.equal(res.json().error.code, 'INVALID_PARAMETERS');
+      assert.deepEqual(res.json().error.details, details);
+    }
+  });
+
+  it('refuses a second sign-up with the same email (409) and leaves no account behind', async () => {
+    await signUp(gw, 'carol@example.test');
+    const accountsBefore = await gw.store.accounts.count();
+    const res = await gw.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/signup',
+      payload: { email: 'CAROL@example.test', password: 'another password' },
+    });
+    assert.equal(res.statusCode, 409);
+    assert.equal(res.json().error.code, 'EMAIL_ALREADY_REGISTERED');
+    assert.equal(await gw.store.accounts.count(), accountsBefore);
+  });
+
+  it('logs in with the right password only, answering a wrong password and an unknown email alike', async () => {
+    await signUp(gw, 'dave@example.test');
+    const ok = await gw.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/login',
+      payload: { email: 'dave@example.test', password: PASSWORD },
+    });
+    assert.equal(ok.statusCode, 200);
+    assert.match(sessionCookieOf(ok), /^gate402_session=/);
+    const wrong = await gw.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/login',
+      payload: { email: 'dave@example.test', password: 'wrong password!' },
+    });
+    const unknown = await gw.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/login',
+      payload: { email: 'nobody@example.test', password: PASSWORD },
+    });
+    for (const res of [wrong, unknown]) {
+      assert.equal(res.statusCode, 401);
+      assert.deepEqual(
+        { code: res.json().error.code, message: res.json().error.message },
+        { code: 'UNAUTHORIZED', message: 'Email or password is wrong.' },
+      );
+      assert.equal(res.headers['set-cookie'], undefined);
+    }
+  });
+
+  it('limits log-in attempts per email: the 4th in a minute is 429 even with the right password', async () => {
+    await signUp(gw, 'erin@example.test');
+    for (let i = 0; i < 3; i++) {
+      const res = await gw.app.inject({
+        method: 'POST',
+        url: '/dashboard/api/login',
+        payload: { email: 'erin@example.test', password: `guess number ${i}` },
+      });
+      assert.equal(res.statusCode, 401);
+    }
+    const res = await gw.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/login',
+      payload: { email: 'Erin@example.test', password: PASSWORD },
+    });
+    assert.equal(res.statusCode, 429);
+    assert.equal(res.json().error.code, 'RATE_LIMIT_EXCEEDED');
+    assert.ok(res.json().error.retryAfter >= 1 && res.json().error.retryAfter <= 60);
+    assert.equal(res.headers['retry-after'], String(res.json().error.retryAfter));
+  });
+
+  it('logs out: the cookie is cleared and the session stops working', async () => {
+    const browser = await signUp(gw, 'frank@example.test');
+    const res = await gw.app.inject(as(browser, { method: 'POST', url: '/dashboard/api/logout' }));
+    assert.equal(res.statusCode, 200);
+    assert.match(
+      sessionCookieOf(res),
+      /^gate402_session=; Path=\/dashboard; HttpOnly; SameSite=Strict; Expires=Thu, 01 Jan 1970/,
+    );
+    const after = await gw.app.inject(as(browser, { method: 'GET', url: '/dashboard/api/keys' }));
+    assert.equal(after.statusCode, 401);
+    assert.equal(after.json().error.code, 'UNAUTHORIZED');
+  });
+});
+
+describe('dashboard API: security', () => {
+  let gw: DashboardApp;
+  let browser: Browser;
+  before(async () => {
+    gw = await startDashboardApp({ trustProxy: true });
+    browser = await signUp(gw, 'sec@example.test');
+  });
+  after(() => gw.close());
+
+  it('answers 401 on every session route without a session cookie, or with a forged one', async () => {
+    const routes = [
+      ['GET', '/dashboard/api/session'],
+      ['GET', '/dashboard/api/account'],
+      ['GET', '/dashboard/api/keys'],
+      ['POST', '/dashboard/api/keys'],
+      ['DELETE', '/dashboard/api/keys/key_x'],
+      ['GET', '/dashboard/api/wallets'],
+      ['POST', '/dashboard/api/wallets'],
+      ['POST', '/dashboard/api/wallets/x/faucet'],
+      ['GET', '/dashboard/api/payments'],
+      ['GET', '/dashboard/api/payments/pay_x'],
+      ['GET', '/dashboard/api/payments/live'],
+      ['GET', '/dashboard/api/webhooks'],
+      ['POST', '/dashboard/api/webhooks'],
+      ['DELETE', '/dashboard/api/webhooks/whk_x'],
+      ['GET', '/dashboard/api/webhooks/whk_x/deliveries'],
+      ['POST', '/dashboard/api/webhooks/whk_x/deliveries/dlv_x/redeliver'],
+      ['POST', '/dashboard/api/logout'],
+    ] as const;
+    for (const [method, url] of routes) {
+      for (const cookie of [undefined, 'gate402_session=forged', `gate402_session=${'A'.repeat(43)}`]) {
+        const res = await gw.app.inject({
+          method,
+          url,
+          headers: cookie === undefined ? {} : { cookie },
+          ...(method === 'POST' ? { payload: {} } : {}),
+        });
+        assert.equal(res.statusCode, 401, `${method} ${url} ${cookie}`);
+        assert.equal(res.json().error.code, 'UNAUTHORIZED');
+      }
+    }
+  });
+
+  it('refuses state changes without the CSRF token, with a wrong one, and from another site', async () => {
+    const create = { method: 'POST' as const, url: '/dashboard/api/keys', payload: { name: 'k' } };
+    for (const csrf of [false, 'wrong', `${browser.csrf.slice(0, -1)}x`] as const) {
+      const res = await gw.app.inject(as(browser, { ...create, csrf }));
+      assert.equal(res.statusCode, 403, String(csrf));
+      assert.equal(res.json().error.code, 'FORBIDDEN');
+    }
+    const crossSite = await gw.app.inject(
+      as(browser, { ...create, headers: { origin: 'https://evil.example', host: 'gateway.test' } }),
+    );
+    assert.equal(crossSite.statusCode, 403);
+    assert.equal(crossSite.json().error.message, 'Cross-site request refused.');
+    assert.deepEqual(await gw.services.accounts.listKeys(browser.accountId), [], 'no key was made');
+    const sameSite = await gw.app.inject(
+      as(browser, { ...create, headers: { origin: 'http://gateway.test', host: 'gateway.test' } }),
+    );
+    assert.equal(sameSite.statusCode, 200);
+  });
+
+  it('marks the cookie Secure when the request came over TLS (X-Forwarded-Proto behind TRUST_PROXY)', async () => {
+    const res = await gw.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/login',
+      headers: { 'x-forwarded-proto': 'https' },
+      payload: { email: 'sec@example.test', password: PASSWORD },
+    });
+    assert.equal(res.statusCode, 200);
+    assert.match(sessionCookieOf(res), /; Secure$/);
+  });
+
+  it("keeps accounts apart: another account's key, payment and webhook are not found", async () => {
+    const other = await signUp(gw, 'other@example.test');
+    const key = await gw.app.inject(
+      as(other, { method: 'POST', url: '/dashboard/api/keys', payload: { name: 'theirs' } }),
+    );
+    const hook = await gw.app.inject(
+      as(other, {
+        method: 'POST',
+        url: '/dashboard/api/webhooks',
+        payload: { url: 'http://127.0.0.1:9/hook' },
+      }),
+    );
+    assert.equal(hook.statusCode, 200, hook.body);
+    const probes = [
+      { method: 'DELETE' as const, url: `/dashboard/api/keys/${key.json().id}` },
+      { method: 'GET' as const, url: `/dashboard/api/webhooks/${hook.json().id}/deliveries` },
+      { method: 'DELETE' as const, url: `/dashboard/api/webhooks/${hook.json().id}` },
+      { method: 'GET' as const, url: '/dashboard/api/payments/pay_01JD0Q3ZK8M4F6X3V5N7R9T2AB' },
+    ];
+    for (const probe of probes) {
+      const res = await gw.app.inject(as(browser, probe));
+      assert.equal(res.statusCode, 404, probe.url);
+      assert.match(res.json().error.code, /NOT_FOUND$/);
+    }
+    const stillThere = await gw.app.inject(as(other, { method: 'GET', url: '/dashboard/api/keys' }));
+    assert.equal(stillThere.json().keys.length, 1);
+  });
+
+  it('answers bad query and body input with INVALID_PARAMETERS, never 500', async () => {
+    const cases: [InjectOptions, Record<string, string>][] = [
+      [
+        { method: 'GET', url: '/dashboard/api/payments?status=lost&limit=0' },
+        {
+          status: 'must be one of pending, submitted, confirmed, finalized, failed, expired',
+          limit: 'must be between 1 and 100',
+        },
+      ],
+      [
+        { method: 'POST', url: '/dashboard/api/wallets', payload: { chain: 'bitcoin' } },
+        { chain: 'must be one of solana, evm' },
+      ],
+      [
+        { method: 'POST', url: '/dashboard/api/keys', payload: { name: '' } },
+        { name: 'must be 1 to 100 characters' },
+      ],
+      [
+        {
+          method: 'POST',
+          url: '/dashboard/api/webhooks',
+          payload: { url: 'http://127.0.0.1:9/x', eventTypes: ['payment.nope'] },
+        },
+        {
+          'eventTypes.0':
+            'must be one of payment.sent, payment.received, payment.confirmed, payment.finalized, payment.failed, payment.expired',
+        },
+      ],
+    ];
+    for (const [request, details] of cases) {
+      const res = await gw.app.inject(as(browser, request));
+      assert.equal(res.statusCode, 400, `${request.url} ${res.body}`);
+      assert.equal(res.json().error.code, 'INVALID_PARAMETERS');
+      assert.deepEqual(res.json().error.details, details);
+    }
+    const notJson = await gw.app.inject(
+      as(browser, {
+        method: 'POST',
+        url: '/dashboard/api/keys',
+        payload: '{',
+        headers: { 'content-type': 'application/json' },
+      }),
+    );
+    assert.equal(notJson.statusCode, 400);
+    assert.equal(notJson.json().error.code, 'INVALID_PARAMETERS');
+  });
+});
+
+describe('dashboard API: keys, usage and webhooks', () => {
+  let gw: DashboardApp;
+  let browser: Browser;
+  before(async () => {
+    gw = await startDashboardApp();
+    browser = await signUp(gw, 'keys@example.test');
+  });
+  after(() => gw.close());
+
+  it('creates a named key shown once that works against the API, lists it without the secret, and deletes it', async () => {
+    const created = await gw.app.inject(
+      as(browser, { method: 'POST', url: '/dashboard/api/keys', payload: { name: 'production' } }),
+    );
+    assert.equal(created.statusCode, 200);
+    const { key, id, prefix } = created.json();
+    assert.ok(key.startsWith(prefix));
+    const api = await gw.app.inject({
+      method: 'GET',
+      url: '/account',
+      headers: { authorization: `Bearer ${key}` },
+    });
+    assert.equal(api.statusCode, 200);
+    assert.equal(api.json().id, browser.accountId);
+
+    const list = await gw.app.inject(as(browser, { method: 'GET', url: '/dashboard/api/keys' }));
+    const [listed] = list.json().keys;
+    assert.deepEqual(Object.keys(listed).sort(), ['createdAt', 'id', 'lastUsedAt', 'name', 'prefix']);
+    assert.equal(listed.name, 'production');
+    assert.equal(typeof listed.lastUsedAt, 'number', 'the API call above used it');
+    assert.ok(!list.body.includes(key));
+
+    const deleted = await gw.app.inject(as(browser, { method: 'DELETE', url: `/dashboard/api/keys/${id}` }));
+    assert.deepEqual(deleted.json(), { id, deleted: true });
+    const refused = await gw.app.inject({
+      method: 'GET',
+      url: '/account',
+      headers: { authorization: `Bearer ${key}` },
+    });
+    assert.equal(refused.statusCode, 401);
+    assert.deepEqual(
+      (await gw.app.inject(as(browser, { method: 'GET', url: '/dashboard/api/keys' }))).json().keys,
+      [],
+    );
+  });
+
+  it('shows the plan, its limit and the API requests counted in the current window (its own requests not counted)', async () => {
+    const { key } = (
+      await gw.app.inject(
+        as(browser, { method: 'POST', url: '/dashboard/api/keys', payload: { name: 'usage' } }),
+      )
+    ).json();
+    const before = (
+      await gw.app.inject(as(browser, { method: 'GET', url: '/dashboard/api/account' }))
+    ).json();
+    for (let i = 0; i < 3; i++) {
+      await gw.app.inject({ method: 'GET', url: '/account', headers: { authorization: `Bearer ${key}` } });
+    }
+    const account = (
+      await gw.app.inject(as(browser, { method: 'GET', url: '/dashboard/api/account' }))
+    ).json();
+    assert.equal(account.plan, 'standard');
+    assert.equal(account.rateLimit, 100);
+    assert.equal(account.windowSeconds, 60);
+    assert.equal(account.used, before.used + 3);
+    assert.ok(account.resetAt > Date.now() - 1_000 && account.resetAt <= Date.now() + 60_000);
+  });
+
+  it('creates a webhook with its secret shown once, lists it without the secret, shows its deliveries and deletes it', async () => {
+    const created = await gw.app.inject(
+      as(browser, {
+        method: 'POST',
+        url: '/dashboard/api/webhooks',
+        payload: { url: 'http://127.0.0.1:9/hook', eventTypes: ['payment.confirmed'] },
+      }),
+    );
+    assert.equal(created.statusCode, 200, created.body);
+    assert.match(created.json().secret, /^whsec_/);
+    const list = await gw.app.inject(as(browser, { method: 'GET', url: '/dashboard/api/webhooks' }));
+    assert.deepEqual(list.json().webhooks, [
+      {
+        id: created.json().id,
+        url: 'http://127.0.0.1:9/hook',
+        eventTypes: ['payment.confirmed'],
+        createdAt: created.json().createdAt,
+      },
+    ]);
+    assert.ok(!list.body.includes(created.json().secret));
+    const deliveries = await gw.app.inject(
+      as(browser, { method: 'GET', url: `/dashboard/api/webhooks/${created.json().id}/deliveries` }),
+    );
+    assert.deepEqual(deliveries.json(), { deliveries: [] });
+    const redeliver = await gw.app.inject(
+      as(browser, {
+        method: 'POST',
+        url: `/dashboard/api/webhooks/${created.json().id}/deliveries/dlv_missing/redeliver`,
+      }),
+    );
+    assert.equal(redeliver.statusCode, 404);
+    const deleted = await gw.app.inject(
+      as(browser, { method: 'DELETE', url: `/dashboard/api/webhooks/${created.json().id}` }),
+    );
+    assert.equal(deleted.statusCode, 200);
+  });
+});
+
+describe('dashboard: sign-up switched off, and the CLI', () => {
+  let gw: DashboardApp;
+  before(async () => {
+    gw = await startDashboardApp({ signup: false });
+  });
+  after(() => gw.close());
+
+  it('refuses sign-up with 403 and says so in /config', async () => {
+    const config = await gw.app.inject({ method: 'GET', url: '/dashboard/api/config' });
+    assert.deepEqual(config.json(), { signupEnabled: false });
+    const res = await gw.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/signup',
+      payload: { email: 'new@example.test', password: PASSWORD },
+    });
+    assert.equal(res.statusCode, 403);
+    assert.equal(res.json().error.code, 'FORBIDDEN');
+    assert.equal(await gw.store.dashboardUsers.findByEmail('new@example.test'), undefined);
+  });
+
+  it('lets an operator-made account log in once given a password, and a new password ends its sessions', async () => {
+    const account = await gw.services.accounts.createAccount({ name: 'ops made', plan: 'premium' });
+    await gw.auth.setPassword({ accountId: account.id, email: 'ops@example.test', password: PASSWORD });
+    const login = await gw.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/login',
+      payload: { email: 'ops@example.test', password: PASSWORD },
+    });
+    assert.equal(login.statusCode, 200);
+    assert.equal(login.json().accountId, account.id);
+    const cookie = sessionCookieOf(login).split(';')[0] ?? '';
+    await gw.auth.setPassword({ accountId: account.id, password: 'a brand new password' });
+    const old = await gw.app.inject({ method: 'GET', url: '/dashboard/api/session', headers: { cookie } });
+    assert.equal(old.statusCode, 401);
+  });
+
+  it('gate402 dashboard set-password reads the password from stdin and never takes it as an argument', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'gate402-dashboard-cli-'));
+    const bin = new URL('../bin/gate402.js', import.meta.url).pathname;
+    const env = { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '', LOG_LEVEL: 'silent' };
+    try {
+      const created = spawnSync(
+        process.execPath,
+        [bin, 'accounts', 'create', '--name', 'cli', '--plan', 'standard', '--json'],
+        {
+          env,
+          encoding: 'utf8',
+        },
+      );
+      assert.equal(created.status, 0, created.stderr);
+      const accountId = JSON.parse(created.stdout).id;
+      const set = spawnSync(
+        process.execPath,
+        [bin, 'dashboard', 'set-password', '--account', accountId, '--email', 'cli@example.test', '--json'],
+        { env, encoding: 'utf8', input: `${PASSWORD}\n` },
+      );
+      assert.equal(set.status, 0, set.stderr);
+      assert.deepEqual(JSON.parse(set.stdout), { accountId, email: 'cli@example.test', created: true });
+      assert.ok(!set.stdout.includes(PASSWORD));
+      const short = spawnSync(process.execPath, [bin, 'dashboard', 'set-password', '--account', accountId], {
+        env,
+        encoding: 'utf8',
+        input: 'short\n',
+      });
+      assert.equal(short.status, 1);
+      assert.match(short.stderr, /password: must be 10 to 200 characters/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('dashboard: the page itself', () => {
+  let gw: DashboardApp;
+  let unbuilt: DashboardApp;
+  let dist: string;
+  before(async () => {
+    dist = mkdtempSync(join(tmpdir(), 'gate402-dashboard-dist-'));
+    mkdirSync(join(dist, 'assets'));
+    writeFileSync(join(dist, 'index.html'), '<!doctype html><title>dash</title>');
+    writeFileSync(join(dist, 'assets', 'app-1a2b.js'), 'console.log(1)');
+    gw = await startDashboardApp({ distDir: dist });
+    unbuilt = await startDashboardApp({ distDir: join(dist, 'missing') });
+  });
+  after(async () => {
+    await gw.close();
+    await unbuilt.close();
+    rmSync(dist, { recursive: true, force: true });
+  });
+
+  it('serves index.html for /dashboard and its pages, with a strict Content-Security-Policy', async () => {
+    for (const url of ['/dashboard', '/dashboard/', '/dashboard/keys', '/dashboard/payments/pay_1']) {
+      const res = await gw.app.inject({ method: 'GET', url });
+      assert.equal(res.statusCode, 200, url);
+      assert.equal(res.body, '<!doctype html><title>dash</title>');
+      assert.equal(res.headers['content-type'], 'text/html; charset=utf-8');
+      assert.equal(res.headers['cache-control'], 'no-cache');
+      assert.match(String(res.headers['content-security-policy']), /default-src 'self'; script-src 'self'/);
+      assert.equal(res.headers['x-frame-options'], 'DENY');
+    }
+  });
+
+  it('serves hashed assets as immutable, and 404 for missing files and unknown API routes', async () => {
+    const asset = await gw.app.inject({ method: 'GET', url: '/dashboard/assets/app-1a2b.js' });
+    assert.equal(asset.statusCode, 200);
+    assert.equal(asset.headers['content-type'], 'text/javascript; charset=utf-8');
+    assert.match(String(asset.headers['cache-control']), /immutable/);
+    for (const url of ['/dashboard/assets/nope.js', '/dashboard/../package.json', '/dashboard/api/nope']) {
+      const res = await gw.app.inject({ method: 'GET', url });
+      assert.equal(res.statusCode, 404, url);
+      assert.equal(res.json().error.code, 'NOT_FOUND');
+    }
+  });
+
+  it('says how to build the dashboard when it is not built', async () => {
+    const res = await unbuilt.app.inject({ method: 'GET', url: '/dashboard' });
+    assert.equal(res.statusCode, 503);
+    assert.match(res.body, /npm install/);
+  });
+});

@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.ts';
+import { NetworkRegistry } from '../../src/chains/network-registry.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createPaymentEvents } from '../../src/events/payment-events.ts';
+import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.ts';
+import { DashboardAuthService } from '../../src/services/dashboard/dashboard-auth-service.ts';
+import { createServices, type GatewayServices } from '../../src/services/gateway-services.ts';
+import { openStore } from '../../src/store/open-store.ts';
+import type { Store } from '../../src/store/store.ts';
+import { tempSqlite } from './databases.ts';
+
+export interface DashboardApp {
+  readonly app: FastifyInstance;
+  readonly store: Store;
+  readonly services: GatewayServices;
+  readonly auth: DashboardAuthService;
+  close(): Promise<void>;
+}
+
+/**
+ * The real app with the dashboard on a real SQLite file, driven through app.inject(); no chains.
+ * Webhook URLs may point at loopback here (ALLOW_PRIVATE_OUTBOUND_URLS), so no test needs DNS.
+ */
+export async function startDashboardApp(
+  options: { signup?: boolean; loginAttempts?: number; distDir?: string; trustProxy?: boolean } = {},
+): Promise<DashboardApp> {
+  const storage = tempSqlite();
+  const { store } = await openStore(storage.location);
+  const networks = new NetworkRegistry([]);
+  const masterKey = new Uint8Array(randomBytes(32));
+  const services = createServices({
+    store,
+    networks,
+    masterKey,
+    instanceId: 'dashboard-test',
+    confirmTimeoutMs: 1_000,
+    proofMaxAgeMs: 3_600_000,
+  });
+  const defaults = loadConfig({ ALLOW_PRIVATE_OUTBOUND_URLS: 'true' });
+  const events = await createPaymentEvents({
+    store,
+    masterKey,
+    instanceId: 'dashboard-test',
+    config: defaults,
+  });
+  await events.start();
+  const rateLimiter = new MemoryRateLimiter();
+  const auth = new DashboardAuthService(store, rateLimiter, {
+    signupEnabled: options.signup ?? true,
+    sessionTtlMs: 3_600_000,
+    loginAttemptsPerMinute: options.loginAttempts ?? 10,
+  });
+  const app = await buildApp({
+    config: {
+      bodyLimitBytes: defaults.bodyLimitBytes,
+      planAccess: defaults.planAccess,
+      trustProxy: options.trustProxy ?? false,
+    },
+    store,
+    services,
+    rateLimiter,
+    networks,
+    readiness: [],
+    events,
+    dashboard: { auth, distDir: options.distDir ?? '/nonexistent-dashboard-dist' },
+  });
+  await app.ready();
+  return {
+    app,
+    store,
+    services,
+    auth,
+    close: async () => {
+      await app.close();
+      await events.close();
+      await rateLimiter.close();
+      await store.close();
+      await storage.dispose();
+    },
+  };
+}
