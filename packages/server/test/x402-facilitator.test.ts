@@ -293,6 +293,9 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     const onChain = await chain.adapter.getSignatureStatus(received.body.signature);
     assert.equal(onChain?.status === 'confirmed' || onChain?.status === 'finalized', true);
 
+    const local = await api(seller.key, 'POST', '/transaction/receive', body);
+    assert.equal(local.status, 422);
+    assert.equal(local.body.error.details.paymentProof, 'x402_not_supported_here');
     const again = await api(seller.key, 'POST', '/payment/receive', body);
     assert.equal(again.status, 422);
     assert.equal(again.body.error.code, 'INVALID_PAYMENT_PROOF');

@@ -3,12 +3,13 @@ import { GatewayError } from '../domain/gateway-error.ts';
 import { newId } from '../domain/ids.ts';
 import { toWholeUnits } from '../domain/money.ts';
 import type { PaymentRecord } from '../store/store.ts';
+import { decodeX402Header } from '../x402/payment-header.ts';
 import { atomicFromField } from './amounts.ts';
 import { freshReference, LOCAL_TRANSACTION_VALIDITY_MS } from './local-send.ts';
 import { receiptMemo } from './local-transfer.ts';
 import { newPayment } from './new-payment.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
-import type { ProofVerifier } from './proof-verifier.ts';
+import { invalidProof, type ProofVerifier } from './proof-verifier.ts';
 import { type ReceiveInput, receiveTimeoutMs } from './receive-payment.ts';
 import type { WalletService } from './wallet-service.ts';
 
@@ -63,6 +64,13 @@ export class LocalReceiveService {
   async build(accountId: string, input: LocalReceiveInput): Promise<LocalReceiveResult> {
     // The wallet as stored (EVM: checksummed, as the chain reports the receipt's payer), whatever case was sent.
     const { address: walletAddress } = await this.deps.wallets.owned(accountId, input.walletAddress);
+    if (decodeX402Header(input.paymentProof) !== undefined) {
+      // A receipt is found on chain by its reference; an x402 transaction the seller co-signs has none yet.
+      throw invalidProof(
+        'x402 payloads are verified and settled by POST /payment/receive; /transaction/receive takes gate402 proofs',
+        'x402_not_supported_here',
+      );
+    }
     const { claims, chain, tx, signature, received } = await this.deps.verifier.verify({
       paymentProof: input.paymentProof,
       recipient: walletAddress,
