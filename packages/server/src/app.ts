@@ -83,12 +83,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     done();
   });
 
-  if (deps.metrics !== undefined)
-    installMetrics(app, { metrics: deps.metrics.registry, token: deps.metrics.token });
   installValidation(app);
   installExactJson(app);
   installErrorHandling(app);
   await installOpenApi(app, GATE402_VERSION);
+  // After the OpenAPI plugin, so /metrics is in the document; its onResponse hook still sees every route.
+  if (deps.metrics !== undefined)
+    installMetrics(app, { metrics: deps.metrics.registry, token: deps.metrics.token });
   const { services } = deps;
   installAuthentication(app, {
     accounts: services.accounts,

@@ -63,6 +63,12 @@ describe('Prometheus metrics', () => {
     }
   });
 
+  it('is described in the served OpenAPI document, behind its own bearer scheme', async () => {
+    const document = (await gw.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    assert.deepEqual(document.paths['/metrics'].get.security, [{ metricsToken: [] }]);
+    assert.equal(document.components.securitySchemes.metricsToken.scheme, 'bearer');
+  });
+
   it('counts requests by route pattern, payments, confirmations, RPC calls, 429s and webhook results', async () => {
     const buyer = await gw.newCaller('premium');
     const seller = await gw.newCaller('premium');
