@@ -220,7 +220,14 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
         allowedAssets: [{ network: evm.adapter.info.id as `eip155:${string}`, asset: evm.usdc.address }],
       },
     });
-    const res = await wrapFetchWithPayment(fetch, client)(`${shopUrl}/evm-report`);
+    const sent: string[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      const header = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+      const signature = header.get('payment-signature');
+      if (signature !== null) sent.push(signature);
+      return fetch(input, init);
+    };
+    const res = await wrapFetchWithPayment(recording, client)(`${shopUrl}/evm-report`);
     assert.equal(res.status, 200, await res.clone().text());
     const settled = decodePaymentResponseHeader(res.headers.get('payment-response') ?? '');
     assert.equal(settled.success, true);
@@ -228,6 +235,20 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     const history = await api(seller.key, 'GET', `/payment/history/${seller.evm}`);
     assert.equal(history.body.payments[0].amount, 0.02);
     assert.equal(history.body.payments[0].sender, buyer.address);
+    assert.equal(history.body.payments[0].asset, evm.usdc.address);
+
+    // The same authorization again: refused by its (signer, nonce), never submitted twice.
+    const payload = decodePaymentSignatureHeader(sent[0] ?? '');
+    const again = await api(seller.key, 'POST', '/facilitator/settle', {
+      x402Version: 2,
+      paymentPayload: payload,
+      paymentRequirements: payload.accepted,
+    });
+    assert.deepEqual(
+      [again.body.success, again.body.errorReason, again.body.transaction],
+      [false, 'duplicate_settlement', settled.transaction],
+    );
+    assert.equal((await api(seller.key, 'GET', `/payment/history/${seller.evm}`)).body.total, 1);
   });
 
   /** A stock @x402/svm buyer's v2 PAYMENT-SIGNATURE value for `amount` USDC atomic units to `payTo`. */

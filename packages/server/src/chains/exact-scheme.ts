@@ -52,6 +52,8 @@ export interface PreparedSettlementTx {
   readonly wire: Uint8Array;
   /** Past this block height the transaction can never land (Solana); null when it never expires by itself. */
   readonly lastValidBlockHeight: bigint | null;
+  /** EVM: the facilitator's nonce this transaction took (from `nonces`), with the address it belongs to. */
+  readonly nonce?: { readonly address: string; readonly value: bigint };
 }
 
 export type ExactRefusal = Extract<ExactVerdict, { valid: false }>;

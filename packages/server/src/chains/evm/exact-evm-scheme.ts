@@ -147,6 +147,7 @@ export class ExactEvmScheme implements ExactScheme {
       transactionId: keccak256(serialized),
       wire: Buffer.from(serialized.slice(2), 'hex'),
       lastValidBlockHeight: null,
+      nonce: { address: account.address, value: nonce },
     };
   }
 

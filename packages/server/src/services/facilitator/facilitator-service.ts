@@ -2,7 +2,7 @@ import { canonicalAddress } from '../../chains/canonical-address.ts';
 import type { ChainAdapter, ConfirmationOutcome } from '../../chains/chain-adapter.ts';
 import { ChainError } from '../../chains/chain-error.ts';
 import { ExactEvmScheme } from '../../chains/evm/exact-evm-scheme.ts';
-import type { ExactRequirements, ExactScheme } from '../../chains/exact-scheme.ts';
+import type { ExactRequirements, ExactScheme, PreparedSettlementTx } from '../../chains/exact-scheme.ts';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import { ExactSvmScheme } from '../../chains/solana/exact-svm-scheme.ts';
 import { newId } from '../../domain/ids.ts';
@@ -234,7 +234,13 @@ export class FacilitatorService {
       if (winner === undefined) throw new Error(`settlement ${key} neither claimed nor found`);
       return this.answer(await this.resume(route, winner, false), networkAsSent);
     }
-    return this.answer(await this.broadcastAndWait(route, claimed, decimals, true), networkAsSent);
+    const outcome = await this.broadcastAndWait(route, claimed.record, decimals, true);
+    if (outcome.kind === 'failed' && outcome.neverSent && claimed.nonce !== undefined) {
+      // Refused before it reached the pool: its nonce is given back if no later one was taken, so the
+      // fee payer's sequence keeps no gap that would hold every later settlement.
+      await this.deps.store.nonces.release(route.chain.info.id, claimed.nonce.address, claimed.nonce.value);
+    }
+    return this.answer(outcome, networkAsSent);
   }
 
   /** The route and requirements of a request, or why it cannot be served. */
@@ -278,7 +284,7 @@ export class FacilitatorService {
     key: string,
     payment: X402Payment,
     requirements: ExactRequirements,
-  ): Promise<SettlementRecord | undefined> {
+  ): Promise<{ record: SettlementRecord; nonce: PreparedSettlementTx['nonce'] } | undefined> {
     const lost = Symbol('lost');
     try {
       return await this.deps.store.transaction(async (repos) => {
@@ -302,7 +308,7 @@ export class FacilitatorService {
         };
         // Rolled back when lost, so an EVM nonce allocated for it is given back.
         if (!(await repos.settlements.claim(record))) throw lost;
-        return record;
+        return { record, nonce: prepared.nonce };
       });
     } catch (error) {
       if (error === lost) return undefined;
@@ -340,7 +346,7 @@ export class FacilitatorService {
         // A first broadcast the node refuses outright can never land; a resend may be refused only
         // because the transaction is already known or landed, which the wait below tells apart.
         if (first && error instanceof ChainError && error.kind === 'rejected') {
-          return this.markFailed(settlement, `the network refused the transaction: ${error.message}`);
+          return this.markFailed(settlement, `the network refused the transaction: ${error.message}`, true);
         }
       }
       await this.deps.store.settlements.transition(settlement.key, ['claimed'], 'submitted', {}, this.now());
@@ -412,7 +418,11 @@ export class FacilitatorService {
     return moved === undefined ? { kind: 'duplicate', settlement } : { kind: 'settled', settlement: moved };
   }
 
-  private async markFailed(settlement: SettlementRecord, message: string): Promise<Outcome> {
+  private async markFailed(
+    settlement: SettlementRecord,
+    message: string,
+    neverSent = false,
+  ): Promise<Outcome> {
     await this.deps.store.settlements.transition(
       settlement.key,
       ['claimed', 'submitted'],
@@ -420,7 +430,7 @@ export class FacilitatorService {
       { error: message },
       this.now(),
     );
-    return { kind: 'failed', settlement, message };
+    return { kind: 'failed', settlement, message, neverSent };
   }
 
   private async decimalsOf(route: Route, asset: string): Promise<number> {
@@ -474,7 +484,13 @@ type Resolved =
 
 type Outcome =
   | { readonly kind: 'settled' | 'duplicate' | 'pending'; readonly settlement: SettlementRecord }
-  | { readonly kind: 'failed'; readonly settlement: SettlementRecord; readonly message: string };
+  | {
+      readonly kind: 'failed';
+      readonly settlement: SettlementRecord;
+      readonly message: string;
+      /** The node refused the first broadcast: the transaction never entered the pool. */
+      readonly neverSent?: boolean;
+    };
 
 function stringField(value: unknown, field: string): string {
   const v =
