@@ -95,7 +95,8 @@ describe('EVM RPC failures through a fault-injecting proxy', () => {
   const balanceOf = (address: string) => direct.getBalance({ address: address as `0x${string}` });
   const recover = async () => {
     proxy.set({ kind: 'pass' });
-    await new Promise((resolve) => setTimeout(resolve, DOWN_MS + 50));
+    // Calls in flight from the outage may still time out (and mark the endpoint down) after it ends.
+    await new Promise((resolve) => setTimeout(resolve, TIMEOUT_MS + DOWN_MS + 100));
   };
 
   it('answers 503 CHAIN_UNAVAILABLE promptly while the endpoint stalls, and is ready again after', async () => {

@@ -126,7 +126,9 @@ export class RpcEndpoints {
     // The URLs stay out of the message: they may carry API keys.
     return new ChainError(
       'unavailable',
-      `${count === 1 ? 'the RPC endpoint' : `none of the ${count} RPC endpoints`} of ${this.network} answered`,
+      count === 1
+        ? `the RPC endpoint of ${this.network} did not answer`
+        : `none of the ${count} RPC endpoints of ${this.network} answered`,
       { cause, retryAfterSeconds },
     );
   }

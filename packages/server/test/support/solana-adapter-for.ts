@@ -9,6 +9,8 @@ export interface AdapterRoute {
   readonly timeoutMs?: number;
   readonly downMs?: number;
   readonly observer?: RpcObserver;
+  /** The localnet's slot length; default 20 ms. */
+  readonly slotMs?: number;
 }
 
 /** The gateway's Solana adapter for `localnet`, reached through `route` (failover list, limits, metrics). */
@@ -35,6 +37,6 @@ export function solanaAdapterFor(localnet: Localnet, route: AdapterRoute): Solan
       downMs: route.downMs ?? 2_000,
       observer: route.observer,
     }),
-    slotMs: 20,
+    slotMs: route.slotMs ?? 20,
   });
 }
