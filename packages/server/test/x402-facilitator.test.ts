@@ -36,7 +36,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
   let evm: TestEvm;
   let gw: TestGateway;
   let gatewayUrl: string;
-  let seller: { key: string; solana: string; evm: string };
+  let seller: { key: string; accountId: string; solana: string; evm: string };
   let shop: ReturnType<typeof express>;
   let shopUrl: string;
   let closeShop: () => Promise<void>;
@@ -61,7 +61,12 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     const caller = await gw.newCaller('premium');
     const solanaWallet = await api(caller.key, 'POST', '/wallets', { chain: 'solana' });
     const evmWallet = await api(caller.key, 'POST', '/wallets', { chain: 'evm' });
-    seller = { key: caller.key, solana: solanaWallet.body.address, evm: evmWallet.body.address };
+    seller = {
+      key: caller.key,
+      accountId: caller.accountId,
+      solana: solanaWallet.body.address,
+      evm: evmWallet.body.address,
+    };
     // x402 `exact` does not create the seller's token account: a first USDC mint does.
     await api(caller.key, 'POST', '/faucet', { address: seller.solana, amount: 0.01, token: 'USDC' });
 
@@ -183,6 +188,11 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     assert.equal(status.body.signature, settled.transaction);
     assert.equal(status.body.status, 'confirmed');
     assert.equal(status.body.asset, chain.localnet.usdcMint.address);
+    // Written to the outbox with the payment, so the stream and webhooks carry it.
+    const events = await gw.store.events.listAfter(seller.accountId, 0, 1_000);
+    const event = events.find((e) => e.paymentId === entry.paymentId);
+    assert.equal(event?.type, 'payment.received');
+    assert.equal(event?.data.amount, 0.01);
 
     // The same payment again, straight to the facilitator and through the seller: refused, never re-sent.
     assert.equal(sent.length, 1);

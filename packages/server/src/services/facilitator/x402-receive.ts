@@ -124,9 +124,12 @@ export class X402ReceiveService {
   ): Promise<PaymentRecord> {
     const remote = this.remote(input);
     const body = requestBody(payment, input);
-    const verified = await this.ask(() => remote.call('verify', body, input.timeoutMs));
+    // One deadline for the whole exchange: `timeout` bounds verification and settlement together.
+    const deadline = this.now() + input.timeoutMs;
+    const left = () => Math.max(1, deadline - this.now());
+    const verified = await this.ask(() => remote.call('verify', body, left()));
     if (verified.isValid !== true) throw refusal(verified.invalidReason, verified.invalidMessage);
-    const settled = await this.ask(() => remote.call('settle', body, input.timeoutMs));
+    const settled = await this.ask(() => remote.call('settle', body, left()));
     const transaction = typeof settled.transaction === 'string' ? settled.transaction : '';
     if (settled.success !== true || transaction === '') {
       throw refusal(settled.errorReason, settled.errorMessage, transaction);
