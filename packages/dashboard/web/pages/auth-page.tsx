@@ -55,7 +55,6 @@ export function AuthPage({ onLoggedIn }: { onLoggedIn: (session: Session) => voi
           type="password"
           autoComplete={mode === 'login' ? 'current-password' : 'new-password'}
           required
-          minLength={mode === 'signup' ? 10 : 1}
           aria-describedby={mode === 'signup' ? passwordHelpId : undefined}
           value={password}
           onChange={(event) => setPassword(event.target.value)}
