@@ -261,6 +261,48 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     assert.equal((await api(seller.key, 'GET', `/payment/history/${seller.evm}`)).body.total, 1);
   });
 
+  it('EVM: refuses a token it does not know (it would pay that contract’s gas), another value, a forged domain and a payer without funds', async () => {
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    const network = evm.adapter.info.id as `eip155:${string}`;
+    const requirements = {
+      scheme: 'exact',
+      network,
+      asset: evm.usdc.address,
+      amount: '20000',
+      payTo: seller.evm,
+      maxTimeoutSeconds: 60,
+      extra: { name: 'USD Coin', version: '2' },
+    };
+    const client = x402Client.fromConfig({
+      schemes: [{ network, client: new EvmBuyerScheme(buyer) }],
+      spendControls: false,
+    });
+    const paymentPayload = await client.createPaymentPayload({
+      x402Version: 2,
+      resource: { url: 'https://shop.example/r' },
+      accepts: [requirements],
+    });
+    const verify = async (changes: Record<string, unknown>) => {
+      const r = { ...requirements, ...changes };
+      const res = await api(seller.key, 'POST', '/facilitator/verify', {
+        x402Version: 2,
+        paymentPayload: { ...paymentPayload, accepted: r },
+        paymentRequirements: r,
+      });
+      return res.body.invalidReason as string | undefined;
+    };
+    assert.equal(
+      await verify({ asset: privateKeyToAccount(generatePrivateKey()).address }),
+      'invalid_payload',
+    );
+    assert.equal(await verify({ amount: '20001' }), 'invalid_exact_evm_payload_authorization_value_mismatch');
+    assert.equal(
+      await verify({ extra: { name: 'USD Coin', version: '1' } }),
+      'invalid_exact_evm_payload_signature',
+    );
+    assert.equal(await verify({}), 'insufficient_funds');
+  });
+
   /** A stock @x402/svm buyer's v2 PAYMENT-SIGNATURE value for `amount` USDC atomic units to `payTo`. */
   const svmPayment = async (payTo: string, feePayer: string, amount = '10000') => {
     const buyer = await generateKeyPairSigner();

@@ -40,6 +40,13 @@ const TRANSFER_WITH_AUTHORIZATION_TYPES = {
   ],
 } as const;
 
+/**
+ * The most gas a settlement may take: the fee payer pays it. Circle's USDC and the embedded USDC-like
+ * token need about 80,000 for transferWithAuthorization; a token that needs much more is not one to
+ * pay gas for.
+ */
+export const EVM_MAX_SETTLEMENT_GAS = 200_000n;
+
 /** An authorization must stay valid this long after verification, so the settlement can still land. */
 const VALID_BEFORE_MARGIN_SECONDS = 6n;
 
@@ -69,6 +76,11 @@ export class ExactEvmScheme implements ExactScheme {
     rpcUrl: string,
     private readonly feePayer: EvmFeePayer,
     private readonly network: string,
+    /**
+     * The tokens it settles (the network's known tokens): the fee payer pays the gas of whatever
+     * contract `asset` names, so only contracts known to behave are accepted.
+     */
+    private readonly assets: readonly string[],
     private readonly clock: () => number = Date.now,
   ) {
     this.client = createPublicClient({ transport: http(rpcUrl) });
@@ -154,7 +166,17 @@ export class ExactEvmScheme implements ExactScheme {
   private async check(auth: Authorization, req: ExactRequirements): Promise<ExactRefusal | undefined> {
     const payer = auth.from;
     const { name, version } = req.extra;
-    if (typeof name !== 'string' || typeof version !== 'string' || !isAddress(req.asset)) {
+    if (
+      !isAddress(req.asset) ||
+      !this.assets.some((a) => isAddress(a) && getAddress(a) === getAddress(req.asset))
+    ) {
+      return refuse(
+        'invalid_payload',
+        `asset ${req.asset} is not a token this facilitator settles; see GET /networks`,
+        payer,
+      );
+    }
+    if (typeof name !== 'string' || typeof version !== 'string') {
       return refuse(
         'invalid_payload',
         'requirements need asset (a contract) and extra.name, extra.version (its EIP-712 domain)',
@@ -239,20 +261,29 @@ export class ExactEvmScheme implements ExactScheme {
       );
     if (balance < auth.value)
       return refuse('insufficient_funds', 'the payer holds less than the amount', payer);
-    const simulated = await this.client
-      .simulateContract({
+    // Estimating the gas runs the call as the fee payer would send it: a revert is a failed simulation.
+    const gas = await this.client
+      .estimateContractGas({
         account: getAddress(this.feePayer.address),
         address: asset,
         abi: EIP3009_ABI,
         functionName: 'transferWithAuthorization',
         args: [auth.from, auth.to, auth.value, auth.validAfter, auth.validBefore, auth.nonce, auth.signature],
       })
-      .then(() => undefined)
-      .catch((error: unknown) => (error instanceof Error ? error.message.split('\n')[0] : String(error)));
-    if (simulated !== undefined) {
+      .catch((error: unknown) =>
+        error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error),
+      );
+    if (typeof gas === 'string') {
       return refuse(
         'invalid_exact_evm_payload_transaction_simulation_failed',
-        `the transfer would fail: ${simulated}`,
+        `the transfer would fail: ${gas}`,
+        payer,
+      );
+    }
+    if (gas > EVM_MAX_SETTLEMENT_GAS) {
+      return refuse(
+        'invalid_payload',
+        `the transfer needs ${gas} gas, more than ${EVM_MAX_SETTLEMENT_GAS}`,
         payer,
       );
     }

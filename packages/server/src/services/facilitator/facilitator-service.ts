@@ -81,7 +81,13 @@ export class FacilitatorService {
       const scheme =
         family === 'solana'
           ? new ExactSvmScheme(chain.info.rpcUrl, [key], chain.info.id)
-          : new ExactEvmScheme(chain.info.rpcUrl, key, chain.info.id, this.now);
+          : new ExactEvmScheme(
+              chain.info.rpcUrl,
+              key,
+              chain.info.id,
+              chain.info.tokens.map((t) => t.address),
+              this.now,
+            );
       this.routes.set(chain.info.id, { chain, scheme });
       if (chain.info.isLocal && chain.faucet !== undefined) await this.fund(chain, key.address);
     }
