@@ -17,6 +17,7 @@ import { ExactSvmScheme as SvmBuyerScheme } from '@x402/svm/exact/client';
 import { ExactSvmScheme as SvmSellerScheme } from '@x402/svm/exact/server';
 import express from 'express';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { createPaymentHeader as createV1PaymentHeader } from 'x402/client';
 import { createSigner as createV1Signer } from 'x402/types';
 import { wrapFetchWithPayment as wrapV1FetchWithPayment } from 'x402-fetch';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
@@ -543,5 +544,39 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     assert.equal(settled.success, true);
     assert.equal(settled.network, 'solana-devnet');
     assert.equal(settled.payer, buyerKey.address);
+  });
+
+  it('POST /payment/receive takes a v1 X-PAYMENT value (x402 1.x client): settled once through the built-in facilitator', async () => {
+    const buyerKey = await generateKeyPairSigner(true);
+    const publicKey = new Uint8Array(await crypto.subtle.exportKey('raw', buyerKey.keyPair.publicKey));
+    const pkcs8 = new Uint8Array(await crypto.subtle.exportKey('pkcs8', buyerKey.keyPair.privateKey));
+    const signer = await createV1Signer(
+      'solana-devnet',
+      getBase58Decoder().decode(new Uint8Array([...pkcs8.slice(-32), ...publicKey])),
+    );
+    await api(seller.key, 'POST', '/faucet', { address: buyerKey.address, amount: 1, token: 'USDC' });
+    const header = await createV1PaymentHeader(
+      signer,
+      1,
+      {
+        scheme: 'exact',
+        network: 'solana-devnet',
+        maxAmountRequired: '30000',
+        resource: 'https://shop.example/v1',
+        description: '',
+        mimeType: 'application/json',
+        payTo: seller.solana,
+        maxTimeoutSeconds: 60,
+        asset: chain.localnet.usdcMint.address,
+        extra: { feePayer: await feePayerOf(seller.key) },
+      },
+      { svmConfig: { rpcUrl: chain.localnet.rpcUrl } },
+    );
+    const body = { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.03 };
+    const received = await api(seller.key, 'POST', '/payment/receive', body);
+    assert.equal(received.status, 200, JSON.stringify(received.body));
+    assert.deepEqual([received.body.amountReceived, received.body.sender], [0.03, buyerKey.address]);
+    const again = await api(seller.key, 'POST', '/payment/receive', body);
+    assert.equal(again.body.error.details.paymentProof, 'already_used');
   });
 });
