@@ -155,7 +155,8 @@ describe('the dashboard in a browser', { skip }, () => {
     await shot('06-wallets-funded');
     await page.setViewportSize({ width: 390, height: 844 });
     await shot('07-wallets-phone-width');
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    // A string, evaluated in the page: this file is type-checked without the DOM's types.
+    const overflow = Number(await page.evaluate('document.documentElement.scrollWidth - window.innerWidth'));
     assert.ok(overflow <= 0, `nothing is wider than the phone (${overflow} px too wide)`);
     await page.setViewportSize({ width: 1200, height: 800 });
   });

@@ -47,7 +47,7 @@ function as(browser: Browser, options: InjectOptions & { csrf?: string | false }
 describe('dashboard API: sign-up, log-in and sessions', () => {
   let gw: DashboardApp;
   before(async () => {
-    gw = await startDashboardApp({ loginAttempts: 3 });
+    gw = await startDashboardApp();
   });
   after(() => gw.close());
 
@@ -150,6 +150,8 @@ describe('dashboard API: sign-up, log-in and sessions', () => {
   });
 
   it('limits log-in attempts per email: the 4th in a minute is 429 even with the right password', async () => {
+    const gw = await startDashboardApp({ loginAttempts: 3 });
+    after(() => gw.close());
     await signUp(gw, 'erin@example.test');
     for (let i = 0; i < 3; i++) {
       const res = await gw.app.inject({
@@ -168,6 +170,26 @@ describe('dashboard API: sign-up, log-in and sessions', () => {
     assert.equal(res.json().error.code, 'RATE_LIMIT_EXCEEDED');
     assert.ok(res.json().error.retryAfter >= 1 && res.json().error.retryAfter <= 60);
     assert.equal(res.headers['retry-after'], String(res.json().error.retryAfter));
+  });
+
+  it('limits sign-ups per client address', async () => {
+    const limited = await startDashboardApp({ loginAttempts: 2 });
+    try {
+      const attempt = (email: string) =>
+        limited.app.inject({
+          method: 'POST',
+          url: '/dashboard/api/signup',
+          payload: { email, password: PASSWORD },
+        });
+      assert.equal((await attempt('one@example.test')).statusCode, 200);
+      assert.equal((await attempt('two@example.test')).statusCode, 200);
+      const third = await attempt('three@example.test');
+      assert.equal(third.statusCode, 429);
+      assert.equal(third.json().error.code, 'RATE_LIMIT_EXCEEDED');
+      assert.equal(await limited.store.dashboardUsers.findByEmail('three@example.test'), undefined);
+    } finally {
+      await limited.close();
+    }
   });
 
   it('logs out: the cookie is cleared and the session stops working', async () => {

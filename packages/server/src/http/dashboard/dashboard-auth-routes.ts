@@ -31,7 +31,7 @@ export async function dashboardAuthRoutes(app: FastifyInstance, opts: { auth: Da
   r.post(
     '/signup',
     { config: { dashboardPublic: true }, schema: { hide: true, body: Credentials } },
-    async (request, reply) => started(request, reply, await auth.signUp(request.body)),
+    async (request, reply) => started(request, reply, await auth.signUp(request.body, request.ip)),
   );
 
   r.post(

@@ -52,8 +52,8 @@ export class DashboardAuthService {
     return this.options.signupEnabled;
   }
 
-  /** A new Standard account with this user, logged in. */
-  async signUp(input: { email: string; password: string }): Promise<NewSession> {
+  /** A new Standard account with this user, logged in. Limited per client address, like log-in. */
+  async signUp(input: { email: string; password: string }, clientAddress: string): Promise<NewSession> {
     if (!this.options.signupEnabled) {
       throw new GatewayError('FORBIDDEN', {
         message: 'Sign-up is switched off on this gateway; ask its operator for an account.',
@@ -61,6 +61,11 @@ export class DashboardAuthService {
     }
     const email = validEmail(input.email);
     validPassword(input.password);
+    // Counted once the input is valid and before the costly hash: a typo costs no attempt.
+    await this.limit(
+      [[`dashboard-signup:ip:${clientAddress}`, this.options.loginAttemptsPerMinute]],
+      'sign-up',
+    );
     const passwordHash = await hashPassword(input.password);
     const at = this.now();
     const account: AccountRecord = {
@@ -105,17 +110,13 @@ export class DashboardAuthService {
   async logIn(input: { email: string; password: string }, clientAddress: string): Promise<NewSession> {
     const email = input.email.trim().toLowerCase();
     const limit = this.options.loginAttemptsPerMinute;
-    const [byEmail, byAddress] = await Promise.all([
-      this.rateLimiter.hit(`dashboard-login:email:${email}`, limit),
-      this.rateLimiter.hit(`dashboard-login:ip:${clientAddress}`, limit * 10),
-    ]);
-    const refused = [byEmail, byAddress].find((decision) => !decision.allowed);
-    if (refused !== undefined) {
-      throw new GatewayError('RATE_LIMIT_EXCEEDED', {
-        message: `Too many log-in attempts; retry in ${refused.resetSeconds} s.`,
-        retryAfter: refused.resetSeconds,
-      });
-    }
+    await this.limit(
+      [
+        [`dashboard-login:email:${email}`, limit],
+        [`dashboard-login:ip:${clientAddress}`, limit * 10],
+      ],
+      'log-in',
+    );
     const user = await this.store.dashboardUsers.findByEmail(email);
     const matches = await verifyPassword(input.password, user?.passwordHash ?? (await decoyHash()));
     if (user === undefined || !matches) {
@@ -177,6 +178,29 @@ export class DashboardAuthService {
       });
     }
     return { user, created: true };
+  }
+
+  /**
+   * Counts one attempt against each (subject, limit) and refuses with 429 when any is over. Fails closed
+   * like API requests: when the shared counter (Redis) is unreachable, 503 rather than unlimited guessing.
+   */
+  private async limit(counters: readonly (readonly [string, number])[], what: string): Promise<void> {
+    const decisions = await Promise.all(
+      counters.map(([subject, limit]) => this.rateLimiter.hit(subject, limit)),
+    ).catch((error: unknown) => {
+      throw new GatewayError('SERVICE_UNAVAILABLE', {
+        message: 'Rate limiting is unavailable; retry shortly.',
+        retryAfter: 1,
+        cause: error,
+      });
+    });
+    const refused = decisions.find((decision) => !decision.allowed);
+    if (refused !== undefined) {
+      throw new GatewayError('RATE_LIMIT_EXCEEDED', {
+        message: `Too many ${what} attempts; retry in ${refused.resetSeconds} s.`,
+        retryAfter: refused.resetSeconds,
+      });
+    }
   }
 
   private async openSession(user: DashboardUserRecord): Promise<NewSession> {
