@@ -169,6 +169,12 @@ describe('x402 settlement: pending, then settled by a retry on another instance'
     const answers = await Promise.all(
       [first, second, first, second].map((gw) => call(gw, 'POST', '/facilitator/settle', body)),
     );
+    // On a loaded machine every wait may end before the chain confirms (all settlement_pending): settling
+    // again looks at the same transaction, until the one success comes.
+    for (let i = 0; i < 20 && !answers.some((a) => a.success === true); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      answers.push(await call(first, 'POST', '/facilitator/settle', body));
+    }
     assert.equal(answers.filter((a) => a.success === true).length, 1, JSON.stringify(answers));
     for (const a of answers.filter((x) => x.success !== true)) {
       assert.ok(['duplicate_settlement', 'settlement_pending'].includes(a.errorReason), JSON.stringify(a));
