@@ -144,7 +144,7 @@ describe('the dashboard in a browser', { skip }, () => {
     await page.getByRole('heading', { level: 1, name: 'Plan & usage' }).waitFor();
   });
 
-  it('creates a Solana wallet, funds it from the faucet, and the balance shows', async () => {
+  it('creates Solana and EVM wallets, funds them from the faucet, and the balances show', async () => {
     await goTo('Wallets');
     await page.getByRole('button', { name: 'Create Solana wallet' }).click();
     const card = page.locator('li.wallet').first();
@@ -152,6 +152,11 @@ describe('the dashboard in a browser', { skip }, () => {
     assert.equal(await card.getByRole('img', { name: /^QR code of / }).count(), 1);
     await card.getByRole('button', { name: 'Fund from faucet' }).click();
     await card.getByTestId('balance').getByText('1 SOL').waitFor({ timeout: 30_000 });
+    await page.getByRole('button', { name: 'Create EVM wallet' }).click();
+    const evm = page.locator('li.wallet').filter({ hasText: 'EVM wallet' });
+    await evm.getByTestId('balance').getByText('0 ETH').waitFor();
+    await evm.getByRole('button', { name: 'Fund from faucet' }).click();
+    await evm.getByTestId('balance').getByText('1 ETH').waitFor({ timeout: 30_000 });
     await shot('06-wallets-funded');
     await page.setViewportSize({ width: 390, height: 844 });
     await shot('07-wallets-phone-width');

@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { newId } from '../src/domain/ids.ts';
+import { newPayment } from '../src/services/new-payment.ts';
 import { type DashboardApp, startDashboardApp } from './support/dashboard-app.ts';
 
 const PASSWORD = 'correct horse battery';
@@ -420,6 +422,56 @@ describe('dashboard API: keys, usage and webhooks', () => {
     assert.equal(account.windowSeconds, 60);
     assert.equal(account.used, before.used + 3);
     assert.ok(account.resetAt > Date.now() - 1_000 && account.resetAt <= Date.now() + 60_000);
+  });
+
+  it('pages the payments of every wallet of the account, filtered by wallet, type and status', async () => {
+    const other = await signUp(gw, 'stranger@example.test');
+    const record = (
+      accountId: string,
+      i: number,
+      fields: { wallet: string; sent: boolean; status: 'confirmed' | 'failed' },
+    ) =>
+      newPayment(Date.UTC(2026, 0, 1) + i * 1_000, {
+        id: newId('pay', Date.UTC(2026, 0, 1) + i * 1_000),
+        accountId,
+        direction: fields.sent ? 'sent' : 'received',
+        mode: 'custodial',
+        status: fields.status,
+        network: 'solana:local',
+        walletAddress: fields.wallet,
+        sender: fields.sent ? fields.wallet : 'PAYER',
+        recipient: fields.sent ? 'PAYEE' : fields.wallet,
+        amount: BigInt(i) * 1_000_000_000n,
+      });
+    const mine = [
+      record(browser.accountId, 1, { wallet: 'WALLET_A', sent: true, status: 'confirmed' }),
+      record(browser.accountId, 2, { wallet: 'WALLET_A', sent: false, status: 'confirmed' }),
+      record(browser.accountId, 3, { wallet: 'WALLET_B', sent: true, status: 'failed' }),
+      record(browser.accountId, 4, { wallet: 'WALLET_B', sent: true, status: 'confirmed' }),
+    ];
+    for (const payment of mine) await gw.store.payments.insert(payment);
+    await gw.store.payments.insert(
+      record(other.accountId, 5, { wallet: 'WALLET_A', sent: true, status: 'confirmed' }),
+    );
+    const ids = async (query: string) => {
+      const res = await gw.app.inject(
+        as(browser, { method: 'GET', url: `/dashboard/api/payments?${query}` }),
+      );
+      assert.equal(res.statusCode, 200, res.body);
+      const body = res.json() as { total: number; payments: { paymentId: string; amount: number }[] };
+      return [body.total, body.payments.map((p) => mine.findIndex((m) => m.id === p.paymentId) + 1)];
+    };
+    assert.deepEqual(await ids(''), [4, [4, 3, 2, 1]]);
+    assert.deepEqual(await ids('limit=2&offset=1'), [4, [3, 2]]);
+    assert.deepEqual(await ids('wallet=WALLET_A'), [2, [2, 1]]);
+    assert.deepEqual(await ids('type=sent'), [3, [4, 3, 1]]);
+    assert.deepEqual(await ids('type=sent&status=failed'), [1, [3]]);
+    assert.deepEqual(await ids('wallet=WALLET_B&type=received'), [0, []]);
+    const detail = await gw.app.inject(
+      as(browser, { method: 'GET', url: `/dashboard/api/payments/${mine[3]?.id}` }),
+    );
+    assert.equal(detail.json().amount, 4);
+    assert.equal(detail.json().explorerUrl, null, 'a local network has no explorer');
   });
 
   it('creates a webhook with its secret shown once, lists it without the secret, shows its deliveries and deletes it', async () => {
