@@ -7,7 +7,7 @@ import {
   MAX_PASSWORD_LENGTH,
   type NewSession,
 } from '../../services/dashboard/dashboard-auth-service.ts';
-import { dashboardUserOf } from './dashboard-session.ts';
+import { dashboardSessionOf } from './dashboard-session.ts';
 import { clearedSessionCookie, readCookie, SESSION_COOKIE, sessionCookie } from './session-cookie.ts';
 
 const Credentials = Type.Object(
@@ -47,15 +47,14 @@ export async function dashboardAuthRoutes(app: FastifyInstance, opts: { auth: Da
     return { loggedOut: true };
   });
 
+  // The page asks this on load: who is logged in, and the CSRF token for its state-changing requests.
   r.get('/session', { schema: { hide: true } }, async (request) => {
-    const user = dashboardUserOf(request);
-    const token = readCookie(request.headers.cookie, SESSION_COOKIE) ?? '';
-    const session = await auth.session(token);
+    const session = dashboardSessionOf(request);
     return {
-      email: user.email,
-      accountId: user.accountId,
-      csrfToken: session?.csrfToken ?? '',
-      expiresAt: session?.expiresAt ?? 0,
+      email: session.user.email,
+      accountId: session.user.accountId,
+      csrfToken: session.csrfToken,
+      expiresAt: session.expiresAt,
     };
   });
 }

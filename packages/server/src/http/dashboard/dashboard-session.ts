@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../../domain/gateway-error.ts';
-import type { DashboardAuthService } from '../../services/dashboard/dashboard-auth-service.ts';
+import type { ActiveSession, DashboardAuthService } from '../../services/dashboard/dashboard-auth-service.ts';
 import type { DashboardUserRecord } from '../../store/store.ts';
 import { sendError } from '../plugins/errors.ts';
 import { readCookie, SESSION_COOKIE } from './session-cookie.ts';
@@ -14,8 +14,8 @@ declare module 'fastify' {
     dashboardPublic?: boolean;
   }
   interface FastifyRequest {
-    /** The logged-in dashboard user, on dashboard API routes that need a session. */
-    dashboardUser?: DashboardUserRecord;
+    /** The logged-in dashboard session and its user, on dashboard API routes that need a session. */
+    dashboardSession?: ActiveSession;
   }
 }
 
@@ -56,14 +56,18 @@ export function installDashboardSession(scope: FastifyInstance, auth: DashboardA
         new GatewayError('FORBIDDEN', { message: 'Missing or wrong CSRF token; reload the page.' }),
       );
     }
-    request.dashboardUser = session.user;
+    request.dashboardSession = session;
   });
 }
 
 /** The logged-in user of a dashboard route that needs a session. */
 export function dashboardUserOf(request: FastifyRequest): DashboardUserRecord {
-  if (request.dashboardUser === undefined) throw new Error('dashboard route without a session');
-  return request.dashboardUser;
+  return dashboardSessionOf(request).user;
+}
+
+export function dashboardSessionOf(request: FastifyRequest): ActiveSession {
+  if (request.dashboardSession === undefined) throw new Error('dashboard route without a session');
+  return request.dashboardSession;
 }
 
 /** Browsers send Origin on every cross-site POST/DELETE; a request without one is not from a page. */
