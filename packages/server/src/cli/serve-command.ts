@@ -9,7 +9,10 @@ export async function serveCommand(ctx: CliContext): Promise<void> {
   const server = await startServer(ctx.config, logger);
   logger.info({ url: server.url }, 'gate402 listening');
 
-  const lines = [`gate402 is listening on ${server.url}  (API docs: ${server.url}/docs)`];
+  const lines = [
+    `gate402 is listening on ${server.url}  (API docs: ${server.url}/docs)`,
+    `Web dashboard: ${server.url}/dashboard`,
+  ];
   if (server.demo !== undefined) {
     lines.push(
       '',
