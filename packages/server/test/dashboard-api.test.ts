@@ -46,6 +46,33 @@ function as(browser: Browser, options: InjectOptions & { csrf?: string | false }
   return { ...rest, headers };
 }
 
+/** Routes that need no session: the page's settings, sign-up and log-in. */
+const PUBLIC_ROUTES = ['/dashboard/api/config', '/dashboard/api/signup', '/dashboard/api/login'];
+
+/**
+ * Every route of the app under /dashboard/api, read from Fastify's own route tree, so a route added
+ * later is covered by the security tests without anyone remembering to list it.
+ */
+function dashboardRoutes(app: DashboardApp['app']): { method: 'GET' | 'POST' | 'DELETE'; url: string }[] {
+  const found: { method: 'GET' | 'POST' | 'DELETE'; url: string }[] = [];
+  const stack: string[] = [];
+  for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const match = /^([│├└─\s]*)(\S+) \(([^)]+)\)$/.exec(line);
+    if (match === null) continue;
+    const depth = (match[1] ?? '').length / 4;
+    stack.length = depth;
+    const path = (stack[depth - 1] ?? '') + (match[2] ?? '');
+    stack.push(path);
+    if (!path.startsWith('/dashboard/api/')) continue;
+    for (const method of (match[3] ?? '').split(', ')) {
+      if (method === 'GET' || method === 'POST' || method === 'DELETE') {
+        found.push({ method, url: path.replace(/:[^/]+/g, 'x') });
+      }
+    }
+  }
+  return found;
+}
+
 describe('dashboard API: sign-up, log-in and sessions', () => {
   let gw: DashboardApp;
   before(async () => {
@@ -218,26 +245,10 @@ describe('dashboard API: security', () => {
   after(() => gw.close());
 
   it('answers 401 on every session route without a session cookie, or with a forged one', async () => {
-    const routes = [
-      ['GET', '/dashboard/api/session'],
-      ['GET', '/dashboard/api/account'],
-      ['GET', '/dashboard/api/keys'],
-      ['POST', '/dashboard/api/keys'],
-      ['DELETE', '/dashboard/api/keys/key_x'],
-      ['GET', '/dashboard/api/wallets'],
-      ['POST', '/dashboard/api/wallets'],
-      ['POST', '/dashboard/api/wallets/x/faucet'],
-      ['GET', '/dashboard/api/payments'],
-      ['GET', '/dashboard/api/payments/pay_x'],
-      ['GET', '/dashboard/api/payments/live'],
-      ['GET', '/dashboard/api/webhooks'],
-      ['POST', '/dashboard/api/webhooks'],
-      ['DELETE', '/dashboard/api/webhooks/whk_x'],
-      ['GET', '/dashboard/api/webhooks/whk_x/deliveries'],
-      ['POST', '/dashboard/api/webhooks/whk_x/deliveries/dlv_x/redeliver'],
-      ['POST', '/dashboard/api/logout'],
-    ] as const;
-    for (const [method, url] of routes) {
+    const routes = dashboardRoutes(gw.app).filter((r) => !PUBLIC_ROUTES.includes(r.url));
+    assert.ok(routes.length >= 17, `found ${routes.length} routes`);
+    assert.ok(routes.some((r) => r.method === 'GET' && r.url === '/dashboard/api/payments/live'));
+    for (const { method, url } of routes) {
       for (const cookie of [undefined, 'gate402_session=forged', `gate402_session=${'A'.repeat(43)}`]) {
         const res = await gw.app.inject({
           method,
@@ -248,6 +259,20 @@ describe('dashboard API: security', () => {
         assert.equal(res.statusCode, 401, `${method} ${url} ${cookie}`);
         assert.equal(res.json().error.code, 'UNAUTHORIZED');
       }
+    }
+  });
+
+  it('asks every state-changing session route for the CSRF token', async () => {
+    const changing = dashboardRoutes(gw.app).filter(
+      (r) => r.method !== 'GET' && !PUBLIC_ROUTES.includes(r.url),
+    );
+    assert.ok(changing.length >= 8, `found ${changing.length} routes`);
+    for (const { method, url } of changing) {
+      const res = await gw.app.inject(
+        as(browser, { method, url, csrf: false, ...(method === 'POST' ? { payload: {} } : {}) }),
+      );
+      assert.equal(res.statusCode, 403, `${method} ${url}`);
+      assert.equal(res.json().error.message, 'Missing or wrong CSRF token; reload the page.');
     }
   });
 
