@@ -530,6 +530,37 @@ describe('dashboard API: keys, usage and webhooks', () => {
       }),
     );
     assert.equal(redeliver.statusCode, 404);
+    // An event of the account becomes a delivery; the endpoint refuses connections, so it is retried later,
+    // and redeliver makes it due at once.
+    await gw.store.events.append({
+      id: newId('evt'),
+      accountId: browser.accountId,
+      type: 'payment.confirmed',
+      paymentId: null,
+      data: { amount: 1.5 },
+      createdAt: Date.now(),
+    });
+    const log = async () =>
+      (
+        await gw.app.inject(
+          as(browser, { method: 'GET', url: `/dashboard/api/webhooks/${created.json().id}/deliveries` }),
+        )
+      ).json().deliveries as { id: string; attempts: number; status: string; lastError: string | null }[];
+    let first: { id: string; attempts: number } | undefined;
+    for (let i = 0; i < 100 && (first === undefined || first.attempts === 0); i++) {
+      [first] = await log();
+      if (first === undefined || first.attempts === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(first && first.attempts >= 1, 'the delivery was attempted');
+    const again = await gw.app.inject(
+      as(browser, {
+        method: 'POST',
+        url: `/dashboard/api/webhooks/${created.json().id}/deliveries/${first.id}/redeliver`,
+      }),
+    );
+    assert.equal(again.statusCode, 200, again.body);
+    assert.equal(again.json().id, first.id);
+    assert.equal(again.json().status, 'pending');
     const deleted = await gw.app.inject(
       as(browser, { method: 'DELETE', url: `/dashboard/api/webhooks/${created.json().id}` }),
     );
