@@ -198,7 +198,8 @@ export class SendPaymentService {
       return this.result(payment, chain);
     }
     const result = await this.settle(broadcast, chain);
-    await this.deps.store.payments.releaseLease(payment.id, this.deps.instanceId);
+    // In a transaction, so that it shares a commit with other writes instead of an fsync of its own.
+    await this.deps.store.transaction((tx) => tx.payments.releaseLease(payment.id, this.deps.instanceId));
     return result;
   }
 

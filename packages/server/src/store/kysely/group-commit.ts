@@ -33,12 +33,17 @@ export class GroupCommit {
   run<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, resolve, reject } as Pending<unknown>);
-      if (!this.running) void this.drain();
+      if (!this.running) {
+        this.running = true;
+        // Not at once: better-sqlite3 runs a whole batch within one turn of the event loop, so units
+        // that arrive in the same turn (responses to many requests read in one poll) would otherwise
+        // each get a commit of their own. Waiting for the end of this turn lets them share one.
+        setImmediate(() => void this.drain());
+      }
     });
   }
 
   private async drain(): Promise<void> {
-    this.running = true;
     try {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, MAX_BATCH);
