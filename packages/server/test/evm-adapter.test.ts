@@ -35,7 +35,7 @@ describe('EVM adapter against the embedded anvil', () => {
     const signed = await chain.sign(prepared, key);
     assert.equal(await chain.broadcast(signed.wire), signed.signature);
     const outcome = await chain.waitForConfirmation(signed.signature, signed.lastValidBlockHeight, 10_000);
-    const receipt = await client.getTransactionReceipt({ hash: signed.signature as Hex });
+    const receipt = await client.waitForTransactionReceipt({ hash: signed.signature as Hex });
     return { prepared, signed, outcome, receipt };
   }
 
@@ -135,7 +135,7 @@ describe('EVM adapter against the embedded anvil', () => {
     assert.equal(prepared.fee, 21_000n * (2n * (latest.baseFeePerGas ?? 0n) + suggested));
     const signed = await chain.sign(prepared, sender.secretKey);
     await chain.broadcast(signed.wire);
-    const receipt = await client.getTransactionReceipt({ hash: signed.signature as Hex });
+    const receipt = await client.waitForTransactionReceipt({ hash: signed.signature as Hex });
     const block = await client.getBlock({ blockNumber: receipt.blockNumber });
     assert.equal(receipt.gasUsed, 21_000n);
     assert.equal(receipt.effectiveGasPrice, (block.baseFeePerGas ?? 0n) + suggested);

@@ -46,7 +46,10 @@ export async function startDashboardApp(
     config: defaults,
   });
   await events.start();
-  const rateLimiter = new MemoryRateLimiter();
+  // The limiter's clock stands still at start-up, so a test's attempts all fall in one fixed window
+  // instead of sometimes straddling a minute boundary (a limit test would then see the count reset).
+  const startedAt = Date.now();
+  const rateLimiter = new MemoryRateLimiter(() => startedAt);
   const auth = new DashboardAuthService(store, rateLimiter, {
     signupEnabled: options.signup ?? true,
     sessionTtlMs: 3_600_000,
