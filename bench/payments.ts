@@ -64,6 +64,9 @@ const paymentsBenchmark: Benchmark = async () => {
       });
       rows.push({ name: 'send p99', value: sends.p99Ms, unit: 'ms' });
 
+      // autocannon stops at its deadline with up to 300 sends still in flight in the gateway; receives
+      // are measured once those are done, not while they compete for the same CPU and connection.
+      await sendsSettled(base, auth, v.WALLET ?? '');
       const receives = await receiveLoad(
         base,
         { authorization: `Bearer ${v.SELLER_KEY}` },
@@ -124,6 +127,20 @@ async function sendLoad(
     ],
   });
   return { confirmedPerSecond: confirmed / SECONDS, p99Ms: result.latency.p99 };
+}
+
+/** Waits until the wallet's newest payments are all settled and no new one appeared for a second. */
+async function sendsSettled(base: string, auth: Record<string, string>, wallet: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  let lastTotal = -1;
+  while (Date.now() < deadline) {
+    const res = await fetch(`${base}/payment/history/${wallet}?limit=100`, { headers: auth });
+    const page = (await res.json()) as { total: number; payments: { status: string }[] };
+    const open = page.payments.some((p) => p.status === 'pending' || p.status === 'submitted');
+    if (!open && page.total === lastTotal) return;
+    lastTotal = page.total;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
 }
 
 async function receiveLoad(base: string, auth: Record<string, string>, wallet: string, proofs: string[]) {

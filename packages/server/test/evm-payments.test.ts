@@ -320,6 +320,13 @@ describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, statu
       [...nonces].sort((a, b) => a - b),
       Array.from({ length: SENDS }, (_, i) => i),
     );
+    // A send answered `submitted` may still wait in the node's queue behind a lower nonce, or need the
+    // reconciler to offer it again; within a few rounds every one is mined, with no gap.
+    for (let round = 0; round < 30; round++) {
+      if ((await f.anvil.getTransactionCount({ address: payer.wallet as Hex })) === SENDS) break;
+      await f.reconciler('worker-evm').runOnce();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
     assert.equal(await f.anvil.getTransactionCount({ address: payer.wallet as Hex }), SENDS);
     for (const r of sends) {
       const status = (await f.get(payer.key, `/payment/status/${r.json().paymentId}`)).json().status;

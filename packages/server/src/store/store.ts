@@ -11,8 +11,13 @@ export interface Store extends Repositories {
   /**
    * Runs `work` in one database transaction: everything it writes commits together or not at all.
    * State changes and their outbox events are written this way.
+   * `waitsOnNetwork`: the work awaits something other than storage (an RPC call) while it holds the
+   * transaction, so it must not share a commit with other transactions (see GroupCommit).
    */
-  transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T>;
+  transaction<T>(
+    work: (tx: Repositories) => Promise<T>,
+    options?: { readonly waitsOnNetwork?: boolean },
+  ): Promise<T>;
   /** Resolves when storage answers a trivial query; used by /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;

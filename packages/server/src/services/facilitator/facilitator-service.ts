@@ -293,29 +293,33 @@ export class FacilitatorService {
   ): Promise<{ record: SettlementRecord; nonce: PreparedSettlementTx['nonce'] } | undefined> {
     const lost = Symbol('lost');
     try {
-      return await this.deps.store.transaction(async (repos) => {
-        const prepared = await route.scheme.prepare(payment.payload, requirements, repos.nonces);
-        const at = this.now();
-        const record: SettlementRecord = {
-          key,
-          network: route.chain.info.id,
-          payer: prepared.payer,
-          payTo: canonicalAddress(requirements.payTo),
-          asset: requirements.asset,
-          amount: requirements.amount,
-          transactionId: prepared.transactionId,
-          signedTransaction: Buffer.from(prepared.wire).toString('base64'),
-          lastValidBlockHeight: prepared.lastValidBlockHeight,
-          status: 'claimed',
-          error: null,
-          paymentId: null,
-          createdAt: at,
-          updatedAt: at,
-        };
-        // Rolled back when lost, so an EVM nonce allocated for it is given back.
-        if (!(await repos.settlements.claim(record))) throw lost;
-        return { record, nonce: prepared.nonce };
-      });
+      return await this.deps.store.transaction(
+        async (repos) => {
+          const prepared = await route.scheme.prepare(payment.payload, requirements, repos.nonces);
+          const at = this.now();
+          const record: SettlementRecord = {
+            key,
+            network: route.chain.info.id,
+            payer: prepared.payer,
+            payTo: canonicalAddress(requirements.payTo),
+            asset: requirements.asset,
+            amount: requirements.amount,
+            transactionId: prepared.transactionId,
+            signedTransaction: Buffer.from(prepared.wire).toString('base64'),
+            lastValidBlockHeight: prepared.lastValidBlockHeight,
+            status: 'claimed',
+            error: null,
+            paymentId: null,
+            createdAt: at,
+            updatedAt: at,
+          };
+          // Rolled back when lost, so an EVM nonce allocated for it is given back.
+          if (!(await repos.settlements.claim(record))) throw lost;
+          return { record, nonce: prepared.nonce };
+          // prepare() asks the chain (e.g. the block height) inside the transaction.
+        },
+        { waitsOnNetwork: true },
+      );
     } catch (error) {
       if (error === lost) return undefined;
       throw error;

@@ -22,7 +22,9 @@ const MAX_BATCH = 64;
  * returns, so "committed" still means durable. If the COMMIT itself fails, every unit of the batch
  * fails with it (none was announced). Units run one after another on the one connection, as they
  * would have anyway; a unit sees the writes of the units before it in its batch, which are committed
- * with it or not at all.
+ * with it or not at all. A unit must wait on storage only: one that awaits an RPC call would hold the
+ * batch, and SQLite's write lock, until the answer comes — such work passes `waitsOnNetwork` to
+ * Store.transaction and commits alone.
  */
 export class GroupCommit {
   private queue: Pending<unknown>[] = [];

@@ -61,7 +61,10 @@ export class KyselyStore implements Store {
     this.dashboardSessions = repositories.dashboardSessions;
   }
 
-  async transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
+  async transaction<T>(
+    work: (tx: Repositories) => Promise<T>,
+    options: { readonly waitsOnNetwork?: boolean } = {},
+  ): Promise<T> {
     let appended = false;
     const unit = (trx: Transaction<Database>) =>
       work(
@@ -69,7 +72,10 @@ export class KyselyStore implements Store {
           appended = true;
         }),
       );
-    const result = await (this.groupCommit?.run(unit) ?? this.db.transaction().execute(unit));
+    // A transaction that waits on the network commits alone: in a shared commit it would keep the
+    // others' writes (and SQLite's write lock) waiting on its RPC call.
+    const shared = options.waitsOnNetwork === true ? undefined : this.groupCommit;
+    const result = await (shared?.run(unit) ?? this.db.transaction().execute(unit));
     // Only after the commit: a listener that reads the outbox must find the events.
     if (appended) this.eventsCommitted();
     return result;
