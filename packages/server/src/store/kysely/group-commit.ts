@@ -36,8 +36,9 @@ export class GroupCommit {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, resolve, reject } as Pending<unknown>);
       // At once. Deferring the drain to the end of this event-loop turn batched far more (26 instead
-      // of 617 commits for 300 concurrent sends), but made two gateways sharing one SQLite file in one
-      // process fail with internal errors (x402-settlement-pending.test.ts): understand that first.
+      // of 617 commits for 300 concurrent sends), but then the facilitator's claim, which awaits an RPC
+      // call inside its transaction, held shared batches on the network. It now commits alone
+      // (waitsOnNetwork), so deferring can be measured again.
       if (!this.running) {
         this.running = true;
         void this.drain();
@@ -64,8 +65,10 @@ export class GroupCommit {
           const savepoint = sql.raw(`unit_${i}`);
           await sql`savepoint ${savepoint}`.execute(trx);
           try {
-            outcomes.push({ ok: true, value: await unit.work(trx) });
+            const value = await unit.work(trx);
             await sql`release ${savepoint}`.execute(trx);
+            // Pushed only now: one outcome per unit, in order, whichever step throws.
+            outcomes.push({ ok: true, value });
           } catch (error) {
             // Undoes this unit alone; if even that fails, the whole batch is rolled back below.
             await sql`rollback to ${savepoint}`.execute(trx);
