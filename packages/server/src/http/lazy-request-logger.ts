@@ -30,7 +30,7 @@ export class LazyRequestLogger implements FastifyBaseLogger {
   }
 
   set level(level: string) {
-    this.child_().level = level;
+    this.realLogger().level = level;
   }
 
   // Methods on the prototype, not arrow fields: one of these is made per request.
@@ -59,16 +59,16 @@ export class LazyRequestLogger implements FastifyBaseLogger {
   }
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
-    return this.child_().child(bindings, options);
+    return this.realLogger().child(bindings, options);
   }
 
   private write(level: Level, args: unknown[]): void {
     if (this.real === undefined && !this.isLevelEnabled(level)) return;
-    const log = this.child_()[level] as (...a: unknown[]) => void;
+    const log = this.realLogger()[level] as (...a: unknown[]) => void;
     log.apply(this.real, args);
   }
 
-  private child_(): FastifyBaseLogger {
+  private realLogger(): FastifyBaseLogger {
     this.real ??= this.parent.child(this.bindings, this.options);
     return this.real;
   }

@@ -1,4 +1,4 @@
-// The embedded localnet's process: started by LocalnetProcess (localnet-process.ts) with fork(), it
+// The embedded localnet's process: started by startLocalnetProcess (localnet-process.ts) with fork(), it
 // runs the chain and reports over the IPC channel. It stops, flushing its ledger, when told to
 // (SIGTERM, SIGINT) or when the gateway goes away by any means, a SIGKILL included: the IPC channel
 // then closes and 'disconnect' fires, so no orphan keeps the ports.
