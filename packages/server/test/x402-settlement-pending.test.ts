@@ -7,7 +7,7 @@ import type { PaymentRequirements } from '@x402/core/types';
 import { ExactSvmScheme as SvmBuyerScheme } from '@x402/svm/exact/client';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
-import { tempSqlite } from './support/databases.ts';
+import { DATABASE_URL, type TempStorage, tempPostgres, tempSqlite } from './support/databases.ts';
 import { startTestGateway, type TestGateway } from './support/test-gateway.ts';
 import { startTestChain, type TestChain } from './support/test-localnet.ts';
 
@@ -22,7 +22,9 @@ describe('x402 settlement: pending, then settled by a retry on another instance'
   let first: TestGateway;
   let second: TestGateway;
   let pumping: NodeJS.Timeout | undefined;
-  const storage = tempSqlite();
+  // Several instances share PostgreSQL in production; two stores on one SQLite file in one process can
+  // stall each other on the file's write lock (see the session note), so PostgreSQL when it is there.
+  let storage: TempStorage;
   const masterKey = new Uint8Array(randomBytes(32));
 
   /** Slots advance while setting up (faucet transfers wait for confirmation), not while settling. */
@@ -32,6 +34,7 @@ describe('x402 settlement: pending, then settled by a retry on another instance'
   };
 
   before(async () => {
+    storage = DATABASE_URL === undefined ? tempSqlite() : await tempPostgres();
     chain = await startTestChain({ slotMs: 0, finalizedDepth: 2 });
     pump(true);
     const networks = new NetworkRegistry([chain.adapter]);

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Database } from './database-schema.ts';
@@ -47,10 +47,22 @@ export async function openStore(location: StorageLocation): Promise<OpenedStore>
 }
 
 /** Migrates with the cross-instance lock each database needs (see migrate.ts). */
-export function migrate(db: Kysely<Database>, location: StorageLocation): Promise<string[]> {
-  if (location.kind === 'postgres') return migrateToLatest(db, location.schema);
+export async function migrate(db: Kysely<Database>, location: StorageLocation): Promise<string[]> {
+  if (location.kind === 'postgres') return migrateToLatest(db, location.schema ?? (await currentSchema(db)));
   if (location.file === ':memory:') return migrateToLatest(db);
   return withSqliteMigrationLock(location.file, () => migrateToLatest(db));
+}
+
+/**
+ * The schema the connection's search_path resolves to (DATABASE_URL may set it with `options`). Kysely's
+ * migrator must look for its bookkeeping tables there: left to itself it finds them in any schema, so a
+ * second gate402 schema in the same database would be taken as already migrated.
+ */
+async function currentSchema(db: Kysely<Database>): Promise<string> {
+  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
+  const schema = rows[0]?.schema;
+  if (schema === undefined) throw new Error('PostgreSQL reports no current schema (empty search_path)');
+  return schema;
 }
 
 /** Each driver is loaded only when its database is used: a SQLite install never loads pg, and back. */
