@@ -52,6 +52,36 @@ describe('x402 settlement: pending, then settled by a retry on another instance'
     await chain?.close();
   });
 
+  /** A v2 settle request: `amount` atomic USDC from `buyer` to `payTo`, signed by the stock @x402/svm client. */
+  const settleBody = async (
+    buyer: Awaited<ReturnType<typeof generateKeyPairSigner>>,
+    payTo: string,
+    feePayer: string,
+    amount: string,
+  ) => {
+    const requirements: PaymentRequirements = {
+      scheme: 'exact',
+      network: SOLANA_DEVNET_ID as PaymentRequirements['network'],
+      asset: chain.localnet.usdcMint.address,
+      amount,
+      payTo,
+      maxTimeoutSeconds: 60,
+      extra: { feePayer },
+    };
+    const client = x402Client.fromConfig({
+      schemes: [
+        { network: SOLANA_DEVNET_ID, client: new SvmBuyerScheme(buyer, { rpcUrl: chain.localnet.rpcUrl }) },
+      ],
+      spendControls: false,
+    });
+    const paymentPayload = await client.createPaymentPayload({
+      x402Version: 2,
+      resource: { url: 'https://shop.example/r' },
+      accepts: [requirements],
+    });
+    return { x402Version: 2, paymentPayload, paymentRequirements: requirements };
+  };
+
   it('answers settlement_pending with the transaction, and a retry settles that same transaction once', async () => {
     const seller = await first.newCaller('premium');
     const call = async (gw: TestGateway, method: 'GET' | 'POST', url: string, payload?: object) => {
@@ -75,27 +105,7 @@ describe('x402 settlement: pending, then settled by a retry on another instance'
       feePayer,
       'instances sharing storage share the fee payer',
     );
-    const requirements: PaymentRequirements = {
-      scheme: 'exact',
-      network: SOLANA_DEVNET_ID as PaymentRequirements['network'],
-      asset: chain.localnet.usdcMint.address,
-      amount: '250000',
-      payTo: wallet,
-      maxTimeoutSeconds: 60,
-      extra: { feePayer },
-    };
-    const client = x402Client.fromConfig({
-      schemes: [
-        { network: SOLANA_DEVNET_ID, client: new SvmBuyerScheme(buyer, { rpcUrl: chain.localnet.rpcUrl }) },
-      ],
-      spendControls: false,
-    });
-    const paymentPayload = await client.createPaymentPayload({
-      x402Version: 2,
-      resource: { url: 'https://shop.example/r' },
-      accepts: [requirements],
-    });
-    const body = { x402Version: 2, paymentPayload, paymentRequirements: requirements };
+    const body = await settleBody(buyer, wallet, feePayer, '250000');
     const usdcOf = async (owner: string) =>
       (await chain.adapter.getTokenAccounts(owner)).find((a) => a.mint === chain.localnet.usdcMint.address)
         ?.amount;
@@ -148,27 +158,7 @@ describe('x402 settlement: pending, then settled by a retry on another instance'
     const supported = await call(first, 'GET', '/facilitator/supported');
     const feePayer = supported.kinds.find((k: { network: string }) => k.network === SOLANA_DEVNET_ID).extra
       .feePayer;
-    const requirements: PaymentRequirements = {
-      scheme: 'exact',
-      network: SOLANA_DEVNET_ID as PaymentRequirements['network'],
-      asset: chain.localnet.usdcMint.address,
-      amount: '100000',
-      payTo: wallet,
-      maxTimeoutSeconds: 60,
-      extra: { feePayer },
-    };
-    const client = x402Client.fromConfig({
-      schemes: [
-        { network: SOLANA_DEVNET_ID, client: new SvmBuyerScheme(buyer, { rpcUrl: chain.localnet.rpcUrl }) },
-      ],
-      spendControls: false,
-    });
-    const paymentPayload = await client.createPaymentPayload({
-      x402Version: 2,
-      resource: { url: 'https://shop.example/r' },
-      accepts: [requirements],
-    });
-    const body = { x402Version: 2, paymentPayload, paymentRequirements: requirements };
+    const body = await settleBody(buyer, wallet, feePayer, '100000');
     const answers = await Promise.all(
       [first, second, first, second].map((gw) => call(gw, 'POST', '/facilitator/settle', body)),
     );
