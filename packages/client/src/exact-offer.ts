@@ -4,7 +4,7 @@ import type { Gate402Client } from './gate402-client.ts';
 
 /** The standard x402 `exact` token payment a protected resource may offer beside the native one. */
 export interface ExactTokenOption {
-  /** The token: an SPL Token or Token-2022 mint, or an ERC-20 (EIP-3009) contract. */
+  /** The token: an SPL Token or Token-2022 mint, or an ERC-20 contract (EIP-3009, or any through Permit2). */
   readonly asset: string;
   /** The price in whole tokens, as a decimal: `'0.01'` USDC. */
   readonly amount: string | number;
@@ -12,7 +12,11 @@ export interface ExactTokenOption {
   readonly network?: string;
   /** Who is paid; default `payTo`. On Solana its token account for `asset` must already exist. */
   readonly payTo?: string;
-  /** Added to the requirement's `extra`; on EVM the token's EIP-712 domain, e.g. `{name: 'USD Coin', version: '2'}`. */
+  /**
+   * Added to the requirement's `extra`. On EVM the token's EIP-712 domain, e.g. `{name: 'USD Coin',
+   * version: '2'}`, for an EIP-3009 payment; without it (or with `assetTransferMethod: 'permit2'`) the
+   * offer is a Permit2 payment, which works for any ERC-20 the buyer approved Permit2 for.
+   */
   readonly extra?: Readonly<Record<string, unknown>>;
 }
 
@@ -45,6 +49,24 @@ export async function exactRequirement(
     amount: toAtomicUnits(option.amount, token.decimals).toString(),
     payTo: option.payTo ?? defaults.payTo,
     maxTimeoutSeconds: defaults.maxTimeoutSeconds,
-    extra: { ...(kind.extra ?? {}), ...(option.extra ?? {}) },
+    extra: requirementExtra(kind.extra ?? {}, option.extra ?? {}),
   };
+}
+
+/**
+ * What the requirement's `extra` says: the facilitator's Solana fee payer (buyers put it in the
+ * transaction), and on EVM how the token moves. A buyer signs EIP-3009 only with the token's EIP-712
+ * domain; where the seller gives none and the facilitator settles Permit2, the offer is Permit2.
+ */
+function requirementExtra(
+  kind: Readonly<Record<string, unknown>>,
+  option: Readonly<Record<string, unknown>>,
+): Record<string, unknown> {
+  const extra: Record<string, unknown> = kind.feePayer === undefined ? {} : { feePayer: kind.feePayer };
+  const methods = Array.isArray(kind.assetTransferMethods) ? kind.assetTransferMethods : [];
+  const hasDomain = option.name !== undefined && option.version !== undefined;
+  if (methods.includes('permit2') && !hasDomain && option.assetTransferMethod === undefined) {
+    extra.assetTransferMethod = 'permit2';
+  }
+  return { ...extra, ...option };
 }

@@ -128,7 +128,7 @@ export class Gate402Client {
   /** GET /payment/history/{walletAddress} (spec §4.4), newest first; `type` all, `limit` 50, `offset` 0 by default. */
   paymentHistory(
     walletAddress: string,
-    query: Partial<QueryParameters<'paymentHistory'>> = {},
+    query: QueryParameters<'paymentHistory'> = {},
     options?: RequestOptions,
   ): Promise<ResponseOf<'paymentHistory'>> {
     return this.#call('paymentHistory', { path: { walletAddress }, query, options });
@@ -210,7 +210,7 @@ export class Gate402Client {
   /** GET /webhooks/{id}/deliveries: the endpoint's delivery log, newest event first. */
   webhookDeliveries(
     id: string,
-    query: Partial<QueryParameters<'webhookDeliveries'>> = {},
+    query: QueryParameters<'webhookDeliveries'> = {},
     options?: RequestOptions,
   ): Promise<ResponseOf<'webhookDeliveries'>> {
     return this.#call('webhookDeliveries', { path: { id }, query, options });

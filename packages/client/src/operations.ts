@@ -1,4 +1,4 @@
-import type { paths } from './generated/openapi-types.ts';
+import type { operations, paths } from './generated/openapi-types.ts';
 
 /** HTTP methods the gateway's operations use, as openapi-typescript names them. */
 export type HttpMethod = 'get' | 'post' | 'delete';
@@ -6,44 +6,73 @@ export type HttpMethod = 'get' | 'post' | 'delete';
 /** A path of the served OpenAPI document. */
 export type ApiPath = keyof paths;
 
+/** An operation as the SDK calls it: its operationId in the document, and where it is served. */
+export interface OperationRoute {
+  readonly operationId: keyof operations;
+  readonly method: HttpMethod;
+  readonly path: ApiPath;
+}
+
 /**
- * Every operation the gateway serves, by the name of the SDK method that calls it.
- * `satisfies` ties each entry to a path and method of the generated types, so a route removed from the
- * document fails the type-check; test/openapi-sdk.test.ts checks the converse (no operation without a method).
+ * Every operation the gateway serves, by the name of the SDK method that calls it (names kept from before
+ * the document had operationIds, so the SDK's API did not change). Types come from the document's
+ * operation of that operationId; `satisfies` ties each entry to an operationId and a path of the
+ * generated types, so an operation renamed or removed in the document fails the type-check.
+ * test/openapi-sdk.test.ts checks that each path and method serve the operationId listed with them, and
+ * the converse (no operation without a method).
  */
 export const OPERATIONS = {
-  health: { method: 'get', path: '/healthz' },
-  readiness: { method: 'get', path: '/readyz' },
-  proofKeys: { method: 'get', path: '/.well-known/gate402.json' },
-  account: { method: 'get', path: '/account' },
-  networks: { method: 'get', path: '/networks' },
-  faucet: { method: 'post', path: '/faucet' },
-  createWallet: { method: 'post', path: '/wallets' },
-  wallets: { method: 'get', path: '/wallets' },
-  sendPayment: { method: 'post', path: '/payment/send' },
-  receivePayment: { method: 'post', path: '/payment/receive' },
-  paymentStatus: { method: 'get', path: '/payment/status/{paymentId}' },
-  paymentHistory: { method: 'get', path: '/payment/history/{walletAddress}' },
-  buildSendTransaction: { method: 'post', path: '/transaction/send' },
-  buildReceiveTransaction: { method: 'post', path: '/transaction/receive' },
-  verifyPayment: { method: 'post', path: '/v1/payments/verify' },
-  tokenInfo: { method: 'get', path: '/token/info/{mint_address}' },
-  portfolio: { method: 'get', path: '/portfolio/{public_key}' },
-  facilitatorSupported: { method: 'get', path: '/facilitator/supported' },
-  facilitatorVerify: { method: 'post', path: '/facilitator/verify' },
-  facilitatorSettle: { method: 'post', path: '/facilitator/settle' },
-  createWebhook: { method: 'post', path: '/webhooks' },
-  webhooks: { method: 'get', path: '/webhooks' },
-  deleteWebhook: { method: 'delete', path: '/webhooks/{id}' },
-  webhookDeliveries: { method: 'get', path: '/webhooks/{id}/deliveries' },
-  redeliverWebhook: { method: 'post', path: '/webhooks/{id}/deliveries/{deliveryId}/redeliver' },
-} as const satisfies Record<string, { readonly method: HttpMethod; readonly path: ApiPath }>;
+  health: { operationId: 'getHealth', method: 'get', path: '/healthz' },
+  readiness: { operationId: 'getReadiness', method: 'get', path: '/readyz' },
+  proofKeys: { operationId: 'getProofKeys', method: 'get', path: '/.well-known/gate402.json' },
+  account: { operationId: 'getAccount', method: 'get', path: '/account' },
+  networks: { operationId: 'listNetworks', method: 'get', path: '/networks' },
+  faucet: { operationId: 'fundFromFaucet', method: 'post', path: '/faucet' },
+  createWallet: { operationId: 'createWallet', method: 'post', path: '/wallets' },
+  wallets: { operationId: 'listWallets', method: 'get', path: '/wallets' },
+  sendPayment: { operationId: 'sendPayment', method: 'post', path: '/payment/send' },
+  receivePayment: { operationId: 'receivePayment', method: 'post', path: '/payment/receive' },
+  paymentStatus: { operationId: 'getPaymentStatus', method: 'get', path: '/payment/status/{paymentId}' },
+  paymentHistory: {
+    operationId: 'getPaymentHistory',
+    method: 'get',
+    path: '/payment/history/{walletAddress}',
+  },
+  buildSendTransaction: { operationId: 'buildSendTransaction', method: 'post', path: '/transaction/send' },
+  buildReceiveTransaction: {
+    operationId: 'buildReceiveTransaction',
+    method: 'post',
+    path: '/transaction/receive',
+  },
+  verifyPayment: { operationId: 'verifyPayment', method: 'post', path: '/v1/payments/verify' },
+  tokenInfo: { operationId: 'getTokenInfo', method: 'get', path: '/token/info/{mint_address}' },
+  portfolio: { operationId: 'getPortfolio', method: 'get', path: '/portfolio/{public_key}' },
+  facilitatorSupported: {
+    operationId: 'getSupportedPaymentKinds',
+    method: 'get',
+    path: '/facilitator/supported',
+  },
+  facilitatorVerify: { operationId: 'verifyX402Payment', method: 'post', path: '/facilitator/verify' },
+  facilitatorSettle: { operationId: 'settleX402Payment', method: 'post', path: '/facilitator/settle' },
+  createWebhook: { operationId: 'createWebhook', method: 'post', path: '/webhooks' },
+  webhooks: { operationId: 'listWebhooks', method: 'get', path: '/webhooks' },
+  deleteWebhook: { operationId: 'deleteWebhook', method: 'delete', path: '/webhooks/{id}' },
+  webhookDeliveries: {
+    operationId: 'listWebhookDeliveries',
+    method: 'get',
+    path: '/webhooks/{id}/deliveries',
+  },
+  redeliverWebhook: {
+    operationId: 'redeliverWebhookDelivery',
+    method: 'post',
+    path: '/webhooks/{id}/deliveries/{deliveryId}/redeliver',
+  },
+} as const satisfies Record<string, OperationRoute>;
 
 export type OperationName = keyof typeof OPERATIONS;
 
-type OperationOf<N extends OperationName> = NonNullable<
-  paths[(typeof OPERATIONS)[N]['path']][(typeof OPERATIONS)[N]['method']]
->;
+/** The document's operation behind an SDK method, by its operationId. */
+type OperationOf<N extends OperationName> = operations[(typeof OPERATIONS)[N]['operationId']];
 
 /** The JSON request body of an operation, as the served document declares it. */
 export type RequestBody<N extends OperationName> =

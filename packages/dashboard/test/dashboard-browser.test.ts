@@ -198,6 +198,87 @@ describe('the dashboard in a browser', { skip }, () => {
     await shot('09-payment-detail');
   });
 
+  it('resumes the live list from the last event after the gateway drops the stream: no gap, no repeat', async () => {
+    const user = await server.store.dashboardUsers.findByEmail(email);
+    assert.ok(user);
+    const { key } = await server.services.accounts.createKey(user.accountId, 'payer again');
+    // The funded Solana wallet and the one the earlier payment went to.
+    const [from, to] = (await server.services.wallets.list(user.accountId)).filter(
+      (w) => w.chain === 'solana',
+    );
+    assert.ok(from && to);
+    await goTo('Payments');
+    await page.locator('.dot.on').waitFor();
+    const live = page.getByTestId('live-list');
+    // The last event the list has shown: the id the browser must resume from.
+    const before = await api('/payment/send', key, {
+      method: 'POST',
+      body: { walletAddress: from.address, recipientAddress: to.address, amount: 0.01 },
+    });
+    assert.equal(before.status, 200, await before.clone().text());
+    const { paymentId: first } = (await before.json()) as { paymentId: string };
+    await live.getByRole('link', { name: first }).first().waitFor();
+    const shown = async () =>
+      (
+        await live.locator('li').evaluateAll((items) => items.map((li) => li.getAttribute('data-event-id')))
+      ).filter((id): id is string => id !== null);
+    const accountEvents = async () =>
+      (await server.store.events.listAfter(user.accountId, 0, 1_000)).map((e) => ({
+        id: e.id,
+        paymentId: e.paymentId,
+      }));
+    // Wait until every event of that payment is shown, so the newest id is known.
+    for (const event of (await accountEvents()).filter((e) => e.paymentId === first)) {
+      await live.locator(`li[data-event-id="${event.id}"]`).waitFor();
+    }
+
+    // Reconnections wait until the payment below is made, so it happens while the page is disconnected.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const reconnections: string[] = [];
+    await page.route('**/dashboard/api/payments/live**', async (route) => {
+      // (Chromium adds Last-Event-ID below the layer Playwright sees, so the header is not checked here:
+      // the events shown below can only have come from a replay after it.)
+      reconnections.push(route.request().url());
+      await held;
+      await route.continue();
+    });
+    server.app.server.closeAllConnections();
+    await page.locator('.dot.on').waitFor({ state: 'detached' });
+    // Disconnected, nothing more arrives: the newest event shown is where the browser must resume.
+    const lastSeen = (await shown())[0];
+    await shot('11-live-list-disconnected');
+    const during = await api('/payment/send', key, {
+      method: 'POST',
+      body: { walletAddress: from.address, recipientAddress: to.address, amount: 0.02 },
+    });
+    assert.equal(during.status, 200, await during.clone().text());
+    const { paymentId: missed } = (await during.json()) as { paymentId: string };
+    const missedEvents = (await accountEvents()).filter((e) => e.paymentId === missed);
+    assert.ok(missedEvents.length >= 1, 'events were recorded while the page was away');
+    release();
+
+    await page.locator('.dot.on').waitFor();
+    for (const event of missedEvents) await live.locator(`li[data-event-id="${event.id}"]`).waitFor();
+    assert.ok(reconnections.length >= 1, 'the page reconnected only after the payment was made');
+    assert.ok(lastSeen !== undefined && !missedEvents.some((e) => e.id === lastSeen));
+    await page.unroute('**/dashboard/api/payments/live**');
+    // Everything the account recorded since the list opened is shown once, newest first (later events,
+    // such as a finalisation, may have come on top meanwhile).
+    const recorded = (await accountEvents()).map((e) => e.id);
+    const since = recorded.slice(recorded.indexOf((await shown()).at(-1) ?? ''));
+    for (const id of since) await live.locator(`li[data-event-id="${id}"]`).waitFor();
+    const ids = await shown();
+    assert.equal(new Set(ids).size, ids.length, `no event shown twice: ${ids.join(' ')}`);
+    assert.deepEqual(
+      ids.filter((id) => since.includes(id)),
+      [...since].reverse(),
+    );
+    await shot('12-live-list-resumed');
+  });
+
   it('adds a webhook endpoint and shows its signing secret once', async () => {
     await goTo('Webhooks');
     await page.getByLabel('Endpoint URL').fill('http://127.0.0.1:9/hooks');
@@ -207,5 +288,46 @@ describe('the dashboard in a browser', { skip }, () => {
     await page.getByRole('button', { name: 'Show deliveries' }).click();
     await page.getByRole('table', { name: /Delivery log/ }).waitFor();
     await shot('10-webhooks');
+  });
+
+  it('changes the password: the current one is required, other sessions end, this one stays', async () => {
+    const login = (password: string) =>
+      fetch(`${server.url}/dashboard/api/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password }),
+      });
+    const other = await login(PASSWORD);
+    assert.equal(other.status, 200);
+    const otherCookie = (other.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    const sessionOf = (cookie: string) =>
+      fetch(`${server.url}/dashboard/api/session`, { headers: { cookie } }).then((r) => r.status);
+    assert.equal(await sessionOf(otherCookie), 200);
+
+    await goTo('Password');
+    const newPassword = 'an even longer password';
+    await page.getByLabel('Current password').fill('not the password');
+    await page.getByLabel('New password', { exact: true }).fill(newPassword);
+    await page.getByLabel('New password again').fill(newPassword);
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByRole('alert').getByText('currentPassword is not your current password').waitFor();
+    await shot('13-password-wrong-current');
+    await page.getByLabel('Current password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByRole('status').getByText('Password changed. Other sessions were logged out.').waitFor();
+    await shot('14-password-changed');
+
+    assert.equal(await sessionOf(otherCookie), 401, 'the other session ended');
+    assert.equal((await login(PASSWORD)).status, 401, 'the old password no longer works');
+    // This browser is still in, with a working CSRF token: it can change things.
+    await goTo('API Keys');
+    await page.getByLabel('Key name').fill('after the change');
+    await page.getByRole('button', { name: 'Generate key' }).click();
+    assert.match((await page.getByTestId('new-key').textContent()) ?? '', /^g402_sk_/);
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(newPassword);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Plan & usage' }).waitFor();
   });
 });

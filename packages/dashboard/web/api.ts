@@ -1,3 +1,5 @@
+import type { components, operations } from '../../client/src/generated/openapi-types.ts';
+
 /** The dashboard's own JSON API (/dashboard/api), called with the session cookie and the CSRF token. */
 const BASE = '/dashboard/api';
 
@@ -6,6 +8,16 @@ let csrfToken = '';
 /** Set after log-in and on every page load (GET /session); sent with every state-changing request. */
 export function setCsrfToken(token: string): void {
   csrfToken = token;
+}
+
+let sessionEnded: () => void = () => {};
+
+/**
+ * Called when the gateway answers 401 to a request of a logged-in page: the session is over (logged out
+ * elsewhere, a new password, expired), so the app shows the log-in form instead of failing page by page.
+ */
+export function whenSessionEnds(listener: () => void): void {
+  sessionEnded = listener;
 }
 
 /** An error answer of the gateway: its code, message and per-field details. */
@@ -37,6 +49,8 @@ export async function api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, bo
   }
   const text = await response.text();
   const json = text === '' ? undefined : (JSON.parse(text) as unknown);
+  // A 401 from log-in is a wrong password, not the end of a session.
+  if (response.status === 401 && path !== '/login') sessionEnded();
   if (!response.ok) {
     const error = (json as { error?: { code?: string; message?: string; details?: Record<string, string> } })
       ?.error;
@@ -76,49 +90,32 @@ export interface ApiKey {
   lastUsedAt: number | null;
 }
 
-export interface Wallet {
-  address: string;
-  chain: 'solana' | 'evm';
-  network: string | null;
+/**
+ * The shapes the dashboard API shares with the public API come from the OpenAPI document the gateway
+ * serves, through the SDK's generated types (packages/client/test/openapi-sdk.test.ts keeps those equal to
+ * the served document), so a field the server adds or renames reaches the page's type-check.
+ * Type-only: nothing of the SDK is bundled into the page.
+ */
+type Answer<O extends keyof operations> = operations[O] extends {
+  responses: { 200: { content: { 'application/json': infer A } } };
+}
+  ? A
+  : never;
+
+/** A custodial wallet as GET /wallets shows it, with its network's name and whether its faucet works. */
+export type Wallet = Answer<'listWallets'>['wallets'][number] & {
   networkName: string | null;
-  watchOnly: boolean;
-  createdAt: number;
-  balance: number | null;
-  currency: string | null;
   faucet: boolean;
-}
+};
 
-export interface PaymentEntry {
-  paymentId: string;
-  type: 'sent' | 'received';
-  amount: number;
-  recipient?: string;
-  sender?: string;
-  resource?: string;
-  status: string;
-  timestamp: number;
-  signature: string | null;
-  network: string;
-  asset?: string;
-}
+/** One row of the payment history (spec §2.4). */
+export type PaymentEntry = Answer<'getPaymentHistory'>['payments'][number];
 
-export interface PaymentDetail {
-  paymentId: string;
-  type: 'sent' | 'received';
-  network: string;
-  signature: string | null;
-  status: string;
-  amount: number;
-  sender: string;
-  recipient: string;
-  resource?: string;
-  blockHeight: number | null;
-  confirmations: number;
-  timestamp: number;
-  metadata?: Record<string, unknown>;
-  asset?: string;
-  explorerUrl: string | null;
-}
+/** A payment in full (spec §2.1), with a block explorer link where the network has a public explorer. */
+export type PaymentDetail = Answer<'getPaymentStatus'> & { explorerUrl: string | null };
+
+export type Webhook = components['schemas']['Webhook'];
+export type Delivery = components['schemas']['WebhookDelivery'];
 
 export interface PaymentEvent {
   id: string;
@@ -126,24 +123,4 @@ export interface PaymentEvent {
   createdAt: number;
   amount: number;
   data: Record<string, unknown>;
-}
-
-export interface Webhook {
-  id: string;
-  url: string;
-  eventTypes: string[];
-  createdAt: number;
-}
-
-export interface Delivery {
-  id: string;
-  eventId: string;
-  status: 'pending' | 'succeeded' | 'failed';
-  attempts: number;
-  nextAttemptAt: number | null;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  lastAttemptAt: number | null;
-  deliveredAt: number | null;
-  createdAt: number;
 }

@@ -1,8 +1,9 @@
 import { useCallback, useEffect, useState } from 'react';
-import { ApiError, api, type Session, setCsrfToken } from './api.ts';
+import { api, type Session, setCsrfToken, whenSessionEnds } from './api.ts';
 import { AuthPage } from './pages/auth-page.tsx';
 import { KeysPage } from './pages/keys-page.tsx';
 import { OverviewPage } from './pages/overview-page.tsx';
+import { PasswordPage } from './pages/password-page.tsx';
 import { PaymentsPage } from './pages/payments-page.tsx';
 import { WalletsPage } from './pages/wallets-page.tsx';
 import { WebhooksPage } from './pages/webhooks-page.tsx';
@@ -14,6 +15,7 @@ const PAGES = [
   { page: 'wallets', label: 'Wallets' },
   { page: 'payments', label: 'Payments' },
   { page: 'webhooks', label: 'Webhooks' },
+  { page: 'password', label: 'Password' },
 ] as const;
 
 export function App() {
@@ -21,15 +23,17 @@ export function App() {
   const page = usePage();
 
   useEffect(() => {
+    // Any 401 from here on means the session ended elsewhere (log-out, a new password, expiry).
+    whenSessionEnds(() => {
+      setCsrfToken('');
+      setSession(null);
+    });
     api<Session>('GET', '/session').then(
       (found) => {
         setCsrfToken(found.csrfToken);
         setSession(found);
       },
-      (error: unknown) => {
-        if (error instanceof ApiError && error.status === 401) setSession(null);
-        else setSession(null);
-      },
+      () => setSession(null),
     );
   }, []);
 
@@ -88,6 +92,7 @@ export function App() {
         {current.page === 'wallets' && <WalletsPage />}
         {current.page === 'payments' && <PaymentsPage detailId={page.split('/')[1]} />}
         {current.page === 'webhooks' && <WebhooksPage />}
+        {current.page === 'password' && <PasswordPage onChanged={loggedIn} />}
       </main>
     </div>
   );

@@ -122,6 +122,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       accounts: services.accounts,
       rateLimiter: deps.rateLimiter,
       planAccess: deps.config.planAccess,
+      ...(deps.metrics === undefined
+        ? {}
+        : { onRateLimited: (plan: string) => deps.metrics?.registry.rateLimitRejected(plan) }),
     });
   }
   if (deps.dashboard !== undefined) {

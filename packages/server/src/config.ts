@@ -61,11 +61,12 @@ export const SETTINGS = {
     fallback: () => [],
     parse: urlList(['http:', 'https:']),
   }),
-  solanaWsUrl: setting<string | undefined>({
+  solanaWsUrls: setting<readonly string[]>({
     env: 'SOLANA_WS_URL',
-    description: 'Solana PubSub endpoint. Unset: SOLANA_RPC_URL with ws:// or wss://.',
-    fallback: () => undefined,
-    parse: urlWithProtocol(['ws:', 'wss:']),
+    description:
+      'Solana PubSub endpoint, or several separated by commas: the slot subscription moves to the next when one fails or goes silent, and back to an earlier one within 30 s of its recovery. Unset: each SOLANA_RPC_URL with ws:// or wss://.',
+    fallback: () => [],
+    parse: urlList(['ws:', 'wss:']),
   }),
   localnetPort: setting({
     env: 'LOCALNET_PORT',
@@ -231,6 +232,13 @@ export const SETTINGS = {
     description: 'How long a webhook delivery is retried before it is marked failed.',
     fallback: () => 24,
     parse: integerIn(24, 720),
+  }),
+  eventRetentionDays: setting({
+    env: 'EVENT_RETENTION_DAYS',
+    description:
+      'How long payment events and finished webhook deliveries are kept; a stream resumes with since from any event this young. Pending deliveries and the events they need are kept however old.',
+    fallback: () => 30,
+    parse: integerIn(1, 3_650),
   }),
   dashboardSignup: setting({
     env: 'DASHBOARD_SIGNUP',

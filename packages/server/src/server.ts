@@ -21,6 +21,7 @@ import { createServices, type GatewayServices } from './services/gateway-service
 import { openStore, storageLocation } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 import { PaymentReconciler } from './workers/payment-reconciler.ts';
+import { SettlementFinisher } from './workers/settlement-finisher.ts';
 
 export interface RunningServer {
   readonly app: FastifyInstance;
@@ -76,6 +77,9 @@ export async function startServer(
   config: Config,
   logger: Logger = createLogger(config),
 ): Promise<RunningServer> {
+  // Loaded once, first: services and webhooks must seal with the very same key, and a missing or
+  // unreadable key stops the start before storage is migrated or any chain is started.
+  const masterKey = loadMasterKey(config, (message) => logger.warn(message));
   const location = storageLocation(config);
   const { store, migrated } = await openStore(location);
   logger.info(
@@ -107,7 +111,7 @@ export async function startServer(
     const services = createServices({
       store,
       networks,
-      masterKey: loadMasterKey(config, (message) => logger.warn(message)),
+      masterKey,
       instanceId,
       confirmTimeoutMs: config.confirmTimeoutMs,
       proofMaxAgeMs: config.proofMaxAgeSeconds * 1000,
@@ -121,7 +125,7 @@ export async function startServer(
 
     const events = await createPaymentEvents({
       store,
-      masterKey: loadMasterKey(config, () => {}),
+      masterKey,
       instanceId,
       config,
       log: (message, error) => logger.warn({ err: error }, message),
@@ -159,12 +163,22 @@ export async function startServer(
       networks,
       ledger: services.ledger,
       wallets: services.wallets,
+      x402Receipts: services.x402Receipts,
       instanceId,
       intervalMs: config.reconcileIntervalMs,
       log: (message, error) => logger.warn({ err: error }, message),
     });
     reconciler.start();
     closers.unshift(() => reconciler.stop());
+    const settlements = new SettlementFinisher({
+      store,
+      facilitator: services.facilitator,
+      instanceId,
+      settleWaitMs: config.confirmTimeoutMs,
+      log: (message, error) => logger.warn({ err: error }, message),
+    });
+    settlements.start();
+    closers.unshift(() => settlements.stop());
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : config.port;

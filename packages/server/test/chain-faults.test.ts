@@ -15,6 +15,9 @@ const TIMEOUT_MS = 300;
 const DOWN_MS = 400;
 /** What "promptly" means here: a little over one time limit, never the 10 s confirmation wait. */
 const PROMPT_MS = 1_500;
+/** The localnet's slot length here, and the adapter's silence limit for it: ten slots, at least TIMEOUT_MS. */
+const SLOT_MS = 50;
+const SILENCE_MS = Math.max(TIMEOUT_MS, 10 * SLOT_MS);
 
 /**
  * A real TCP proxy between the gateway and a real localnet (RPC and PubSub), dropping, stalling,
@@ -60,10 +63,28 @@ describe('chain RPC failures through a fault-injecting proxy', () => {
     fault({ kind: 'pass' });
     await new Promise((resolve) => setTimeout(resolve, TIMEOUT_MS + DOWN_MS + 100));
   };
+  /** A PubSub proxy's URL, and a proxy in front of the localnet's PubSub endpoint. */
+  const ws = (proxy: FaultProxy) => proxy.url.replace(/^http/, 'ws');
+  const pubsubProxy = () => startFaultProxy(localnet.wsUrl.replace(/^ws/, 'http'));
+  // Client frames are masked, so what the proxy can read is each connection's upgrade request.
+  const connections = (proxy: FaultProxy) => proxy.forwarded('HTTP/1.1');
+  /** Polls `condition` every 10 ms for up to 5 s; answers how long it took to hold. */
+  const until = async (what: string, condition: () => boolean) => {
+    const started = performance.now();
+    for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.ok(condition(), what);
+    return performance.now() - started;
+  };
+  /** Slot notifications (or anything) reaching the gateway through `proxy` within `ms`. */
+  const flowing = async (proxy: FaultProxy, ms = 300) => {
+    const before = proxy.delivered();
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    return proxy.delivered() > before;
+  };
 
   before(async () => {
     // 50 ms slots: a blockhash lasts 7.5 s, longer than the outages here.
-    localnet = await startLocalnet({ port: 0, slotMs: 50, finalizedDepth: 8 });
+    localnet = await startLocalnet({ port: 0, slotMs: SLOT_MS, finalizedDepth: 8 });
     rpcProxy = await startFaultProxy(localnet.rpcUrl);
     wsProxy = await startFaultProxy(localnet.wsUrl.replace(/^ws/, 'http'));
     const chain = routed(localnet, [rpcProxy.url], wsProxy.url.replace(/^http/, 'ws'));
@@ -235,6 +256,168 @@ describe('chain RPC failures through a fault-injecting proxy', () => {
     );
   });
 
+  it('ends a confirmation wait already running once every endpoint is down: the send answers submitted at once and is paid once', async () => {
+    const sellerBefore = await balance(seller.wallet);
+    // The broadcast goes through; the checks of its confirmation meet a stalled endpoint, which is then
+    // marked down while the send still waits. Without this, the send held on for its 10 s wait.
+    fault({ kind: 'hang', match: '"getSignatureStatuses"' });
+    const { response, ms } = await timed(() => send(0.03, { 'idempotency-key': 'wait-cut-1' }));
+    assert.equal(response.statusCode, 200, response.body);
+    assert.ok(ms < PROMPT_MS, `answered after ${Math.round(ms)} ms`);
+    const { paymentId, status } = response.json();
+    assert.equal(status, 'submitted');
+
+    await recover();
+    const retried = await send(0.03, { 'idempotency-key': 'wait-cut-1' });
+    assert.equal(retried.json().paymentId, paymentId, 'a retry finds the same payment');
+    await reconcileUntilSettled();
+    const settled = (await get(buyer.key, `/payment/status/${paymentId}`)).json();
+    assert.ok(['confirmed', 'finalized'].includes(settled.status), settled.status);
+    assert.equal(await balance(seller.wallet), sellerBefore + 30_000_000n, 'paid exactly once');
+  });
+
+  it('moves the slot subscription to the next PubSub endpoint when the first drops, and back when that one fails', async () => {
+    const first = await pubsubProxy();
+    const second = await pubsubProxy();
+    const chain = solanaAdapterFor(localnet, {
+      urls: [localnet.rpcUrl],
+      wsUrls: [ws(first), ws(second)],
+      timeoutMs: TIMEOUT_MS,
+      downMs: DOWN_MS,
+      slotMs: SLOT_MS,
+    });
+    try {
+      // A wait for a transaction that never lands keeps the feed wanted throughout.
+      const waiting = chain.waitForConfirmation('1'.repeat(64), BigInt(Number.MAX_SAFE_INTEGER), 20_000);
+      await until('the first endpoint carries the subscription', () => connections(first) === 1);
+      assert.equal(connections(second), 0);
+
+      first.set({ kind: 'drop' });
+      await until('the second endpoint takes over', () => connections(second) === 1);
+
+      first.set({ kind: 'pass' });
+      await new Promise((resolve) => setTimeout(resolve, DOWN_MS + 50));
+      second.set({ kind: 'drop' });
+      await until('the first endpoint is subscribed to again', () => connections(first) === 2);
+      await chain.close();
+      assert.deepEqual(await waiting, { status: 'pending' });
+    } finally {
+      await chain.close();
+      await first.close();
+      await second.close();
+    }
+  });
+
+  it('moves the slot subscription to the next PubSub endpoint within its silence limit when the first stays open but sends nothing, and sends still confirm', async () => {
+    const first = await pubsubProxy();
+    // Also a proxy, passing everything, only so the test can see which endpoint carries the feed.
+    const second = await pubsubProxy();
+    const chain = solanaAdapterFor(localnet, {
+      urls: [localnet.rpcUrl],
+      wsUrls: [ws(first), ws(second)],
+      timeoutMs: TIMEOUT_MS,
+      downMs: DOWN_MS,
+      slotMs: SLOT_MS,
+    });
+    const gateway = await startTestGateway({
+      networks: new NetworkRegistry([chain]),
+      confirmTimeoutMs: 10_000,
+    });
+    try {
+      const caller = await gateway.newCaller('enterprise', 1_000);
+      const wallet = async () => {
+        const created = await gateway.app.inject({
+          method: 'POST',
+          url: '/wallets',
+          headers: bearer(caller.key),
+          payload: { chain: 'solana' },
+        });
+        assert.equal(created.statusCode, 200, created.body);
+        return created.json().address as string;
+      };
+      const from = await wallet();
+      const to = await wallet();
+      localnet.airdrop(from, LAMPORTS);
+      const pay = async (amount: number) => {
+        const response = await gateway.app.inject({
+          method: 'POST',
+          url: '/payment/send',
+          headers: bearer(caller.key),
+          payload: { walletAddress: from, recipientAddress: to, amount },
+        });
+        assert.equal(response.statusCode, 200, response.body);
+        return response.json().status as string;
+      };
+      // A wait for a transaction that never lands keeps the feed wanted between sends.
+      const waiting = chain.waitForConfirmation('1'.repeat(64), BigInt(Number.MAX_SAFE_INTEGER), 20_000);
+      await until('the first endpoint carries the subscription', () => first.openConnections() === 1);
+      assert.equal(await pay(0.01), 'confirmed');
+      assert.ok(await flowing(first), 'slots arrive through the first endpoint');
+      assert.equal(connections(second), 0);
+
+      first.set({ kind: 'silent' });
+      const moved = await until('the second endpoint takes over', () => second.openConnections() === 1);
+      // Moved by the silence limit (the last slot came at most a slot or so before the silence), not
+      // by anything sooner, and at once when it was reached.
+      assert.ok(moved > SILENCE_MS - 3 * SLOT_MS, `moved after ${Math.round(moved)} ms`);
+      assert.ok(moved < SILENCE_MS + 250, `moved after ${Math.round(moved)} ms`);
+      await until('the silent subscription is closed', () => first.openConnections() === 0);
+      assert.equal(connections(first), 1, 'the silent endpoint is not subscribed to again at once');
+      assert.ok(await flowing(second), 'slots arrive through the second endpoint');
+
+      assert.equal(await pay(0.01), 'confirmed');
+      assert.equal(await balance(to), 20_000_000n);
+      await chain.close();
+      assert.deepEqual(await waiting, { status: 'pending' });
+    } finally {
+      await gateway.close();
+      await chain.close();
+      await first.close();
+      await second.close();
+    }
+  });
+
+  it('moves the slot subscription back to the preferred PubSub endpoint once it recovers, while the fallback still works', async () => {
+    const RETURN_MS = 800;
+    const first = await pubsubProxy();
+    const second = await pubsubProxy();
+    const chain = solanaAdapterFor(localnet, {
+      urls: [localnet.rpcUrl],
+      wsUrls: [ws(first), ws(second)],
+      timeoutMs: TIMEOUT_MS,
+      downMs: DOWN_MS,
+      slotMs: SLOT_MS,
+      slotFeedReturnMs: RETURN_MS,
+    });
+    try {
+      const waiting = chain.waitForConfirmation('1'.repeat(64), BigInt(Number.MAX_SAFE_INTEGER), 20_000);
+      await until('the first endpoint carries the subscription', () => first.openConnections() === 1);
+
+      first.set({ kind: 'drop' });
+      await until('the second endpoint takes over', () => second.openConnections() === 1);
+      // Tries of the first while it still refuses leave the feed where it is.
+      await new Promise((resolve) => setTimeout(resolve, 2 * RETURN_MS + 100));
+      assert.equal(connections(second), 1, 'the second subscription was never replaced');
+      assert.equal(second.openConnections(), 1);
+      assert.ok(await flowing(second), 'slots arrive through the second endpoint');
+
+      first.set({ kind: 'pass' });
+      const back = await until(
+        'the first endpoint carries the subscription again, the second none',
+        () => first.openConnections() === 1 && second.openConnections() === 0,
+      );
+      assert.ok(back < RETURN_MS + 300, `returned after ${Math.round(back)} ms`);
+      assert.equal(connections(second), 1, 'the second was left, not failed and reopened');
+      assert.ok(await flowing(first), 'slots arrive through the first endpoint');
+      await chain.close();
+      assert.deepEqual(await waiting, { status: 'pending' });
+    } finally {
+      await chain.close();
+      await first.close();
+      await second.close();
+    }
+  });
+
   it('fails over to the next endpoint when the first is down, and back when it recovers', async () => {
     const down = await startFaultProxy(localnet.rpcUrl);
     const up = await startFaultProxy(localnet.rpcUrl);
@@ -264,5 +447,5 @@ describe('chain RPC failures through a fault-injecting proxy', () => {
 });
 
 function routed(localnet: Localnet, urls: string[], wsUrl: string | undefined): SolanaAdapter {
-  return solanaAdapterFor(localnet, { urls, wsUrl, timeoutMs: TIMEOUT_MS, downMs: DOWN_MS, slotMs: 50 });
+  return solanaAdapterFor(localnet, { urls, wsUrl, timeoutMs: TIMEOUT_MS, downMs: DOWN_MS, slotMs: SLOT_MS });
 }

@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { generateKeyPairSigner, getBase58Decoder } from '@solana/kit';
 import { tempDir } from './support/databases.ts';
+import { startFaultProxy } from './support/fault-proxy.ts';
 
 const BIN = fileURLToPath(new URL('../bin/gate402.js', import.meta.url));
 const TOKEN_PROGRAM = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
@@ -351,5 +352,59 @@ describe('gate402 faucet', () => {
       code: 'CHAIN_UNAVAILABLE',
       message: `no local EVM chain (anvil) answers at http://127.0.0.1:${anvilPort} — start \`npx gate402 serve\` first`,
     });
+  });
+
+  it('gives up on a stalled chain within RPC_TIMEOUT_MS, and fails over to the next SOLANA_RPC_URL', async () => {
+    const [stalledSolana, stalledAnvil] = await Promise.all([
+      startFaultProxy(solanaUrl),
+      startFaultProxy(evmUrl),
+    ]);
+    stalledSolana.set({ kind: 'hang' });
+    stalledAnvil.set({ kind: 'hang' });
+    try {
+      const { address } = await generateKeyPairSigner();
+      const limits = { RPC_TIMEOUT_MS: '300', RPC_DOWN_MS: '5000' };
+      const started = performance.now();
+      const [solana, evm, failedOver] = await Promise.all([
+        refusal(['--to', address, '--amount', '1'], {
+          ...env,
+          ...limits,
+          SOLANA_RPC_URL: stalledSolana.url,
+        }),
+        refusal(['--to', `0x${randomBytes(20).toString('hex')}`, '--amount', '1'], {
+          ...env,
+          ...limits,
+          ANVIL_PORT: String(stalledAnvil.port),
+        }),
+        // The stalled endpoint first: every call waits for it once, then goes to the second.
+        faucetJson(['--to', address, '--amount', '0.5'], {
+          ...env,
+          ...limits,
+          SOLANA_RPC_URL: `${stalledSolana.url},${solanaUrl}`,
+          SOLANA_WS_URL: solanaUrl.replace(/^http/, 'ws').replace(/:(\d+)$/, (_m, p) => `:${Number(p) + 1}`),
+        }),
+      ]);
+      // Before the limits applied here, a stalled Solana endpoint held the command until it was killed.
+      assert.ok(performance.now() - started < 15_000, `took ${Math.round(performance.now() - started)} ms`);
+      assert.deepEqual(solana.error, {
+        code: 'CHAIN_UNAVAILABLE',
+        message: `no Solana chain (SOLANA_RPC_URL) answers at ${stalledSolana.url} — start \`npx gate402 serve\` first`,
+      });
+      assert.deepEqual(evm.error, {
+        code: 'CHAIN_UNAVAILABLE',
+        message: `no local EVM chain (anvil) answers at ${stalledAnvil.url} — start \`npx gate402 serve\` first`,
+      });
+      assert.equal(failedOver.address, address);
+      assert.equal(failedOver.amount, 0.5);
+      assert.equal(
+        await rpc(solanaUrl, 'getBalance', [address, { commitment: 'confirmed' }]).then(
+          (r) => (r as { value: number }).value,
+        ),
+        500_000_000,
+      );
+    } finally {
+      await stalledSolana.close();
+      await stalledAnvil.close();
+    }
   });
 });

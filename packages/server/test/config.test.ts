@@ -16,6 +16,12 @@ describe('configuration', () => {
     assert.equal(config.bodyLimitBytes, 65_536);
     assert.equal(config.planAccess, DEFAULT_PLAN_ACCESS);
     assert.equal(config.demoAccount, true);
+    assert.equal(config.eventRetentionDays, 30);
+  });
+
+  it('keeps events at least a day', () => {
+    assert.equal(loadConfig({ EVENT_RETENTION_DAYS: '1' }).eventRetentionDays, 1);
+    assert.throws(() => loadConfig({ EVENT_RETENTION_DAYS: '0' }), ConfigError);
   });
 
   it('reads every variable', () => {
@@ -73,12 +79,14 @@ describe('configuration', () => {
   it('reads several RPC URLs per network, in order, with per-call limits, and names each bad URL', () => {
     const config = loadConfig({
       SOLANA_RPC_URL: 'https://a.example/key1, https://b.example',
+      SOLANA_WS_URL: 'wss://a.example/key1,wss://b.example',
       EVM_RPC_URLS:
         '{"eip155:8453":["https://base-a.example","https://base-b.example/k"],"eip155:10":"https://op-a.example,https://op-b.example"}',
       RPC_TIMEOUT_MS: '2500',
       RPC_DOWN_MS: '5000',
     });
     assert.deepEqual(config.solanaRpcUrls, ['https://a.example/key1', 'https://b.example']);
+    assert.deepEqual(config.solanaWsUrls, ['wss://a.example/key1', 'wss://b.example']);
     assert.deepEqual(config.evmRpcUrls, [
       { id: 'eip155:8453', rpcUrls: ['https://base-a.example', 'https://base-b.example/k'] },
       { id: 'eip155:10', rpcUrls: ['https://op-a.example', 'https://op-b.example'] },
@@ -87,12 +95,14 @@ describe('configuration', () => {
     assert.equal(config.rpcDownMs, 5_000);
     const defaults = loadConfig({});
     assert.deepEqual(defaults.solanaRpcUrls, []);
+    assert.deepEqual(defaults.solanaWsUrls, []);
     assert.equal(defaults.rpcTimeoutMs, 8_000);
     assert.equal(defaults.rpcDownMs, 2_000);
 
     try {
       loadConfig({
         SOLANA_RPC_URL: 'https://a.example/secret1,,https://b.example',
+        SOLANA_WS_URL: 'wss://a.example/secret3,https://b.example',
         EVM_RPC_URLS: '{"eip155:8453":["https://ok.example","ftp://secret2@x"]}',
         RPC_TIMEOUT_MS: '5',
       });
@@ -101,6 +111,7 @@ describe('configuration', () => {
       assert.ok(error instanceof ConfigError);
       assert.deepEqual(error.problems, [
         'SOLANA_RPC_URL: has an empty URL between commas',
+        'SOLANA_WS_URL: URL 2 must start with ws:// or wss://',
         'EVM_RPC_URLS: URL 2 of eip155:8453 must start with http:// or https://',
         'RPC_TIMEOUT_MS: must be a whole number from 100 to 120000, got "5"',
       ]);

@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { newId } from '../src/domain/ids.ts';
+import { MAX_LIVE_STREAMS_PER_SESSION } from '../src/http/dashboard/live-stream-registry.ts';
 import { newPayment } from '../src/services/new-payment.ts';
 import { type DashboardApp, startDashboardApp } from './support/dashboard-app.ts';
 
@@ -136,7 +138,7 @@ describe('dashboard API: sign-up, log-in and sessions', () => {
     }
   });
 
-  it('refuses a second sign-up with the same email (409) and leaves no account behind', async () => {
+  it('refuses a second sign-up with the same email with a generic answer, and leaves no account behind', async () => {
     await signUp(gw, 'carol@example.test');
     const accountsBefore = await gw.store.accounts.count();
     const res = await gw.app.inject({
@@ -144,9 +146,34 @@ describe('dashboard API: sign-up, log-in and sessions', () => {
       url: '/dashboard/api/signup',
       payload: { email: 'CAROL@example.test', password: 'another password' },
     });
-    assert.equal(res.statusCode, 409);
-    assert.equal(res.json().error.code, 'EMAIL_ALREADY_REGISTERED');
+    // Never "registered": the answer names the field, as for any email that cannot be used.
+    assert.equal(res.statusCode, 400);
+    assert.equal(res.json().error.code, 'INVALID_PARAMETERS');
+    assert.deepEqual(res.json().error.details, {
+      email: 'cannot be used to sign up here; if you already have an account, log in',
+    });
+    assert.doesNotMatch(res.body, /regist|exist|taken/i);
+    assert.equal(res.headers['set-cookie'], undefined);
     assert.equal(await gw.store.accounts.count(), accountsBefore);
+  });
+
+  it('counts a refused sign-up against the per-address limit like any other', async () => {
+    const limited = await startDashboardApp({ loginAttempts: 2 });
+    try {
+      const attempt = () =>
+        limited.app.inject({
+          method: 'POST',
+          url: '/dashboard/api/signup',
+          payload: { email: 'probe@example.test', password: PASSWORD },
+        });
+      assert.equal((await attempt()).statusCode, 200);
+      assert.equal((await attempt()).statusCode, 400, 'taken');
+      const third = await attempt();
+      assert.equal(third.statusCode, 429, 'probing more emails from one address is slowed down');
+      assert.equal(third.json().error.code, 'RATE_LIMIT_EXCEEDED');
+    } finally {
+      await limited.close();
+    }
   });
 
   it('logs in with the right password only, answering a wrong password and an unknown email alike', async () => {
@@ -567,6 +594,331 @@ describe('dashboard API: keys, usage and webhooks', () => {
     assert.equal(deleted.statusCode, 200);
   });
 });
+
+describe('dashboard API: changing the password', () => {
+  let gw: DashboardApp;
+  before(async () => {
+    gw = await startDashboardApp();
+  });
+  after(() => gw.close());
+
+  const change = (browser: Browser, payload: object) =>
+    gw.app.inject(as(browser, { method: 'POST', url: '/dashboard/api/password', payload }));
+  const logIn = (password: string) =>
+    gw.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/login',
+      payload: { email: 'grace@example.test', password },
+    });
+
+  it('needs the current password and a valid new one, naming the field that is wrong', async () => {
+    const browser = await signUp(gw, 'grace@example.test');
+    const cases: [object, Record<string, string>][] = [
+      [
+        { currentPassword: 'not my password', newPassword: 'a fine new password' },
+        { currentPassword: 'is not your current password' },
+      ],
+      [{ currentPassword: PASSWORD, newPassword: 'short' }, { newPassword: 'must be 10 to 200 characters' }],
+      [
+        { currentPassword: PASSWORD, newPassword: PASSWORD },
+        { newPassword: 'must differ from the current password' },
+      ],
+      [{ newPassword: 'a fine new password' }, { currentPassword: 'is required' }],
+    ];
+    for (const [payload, details] of cases) {
+      const res = await change(browser, payload);
+      assert.equal(res.statusCode, 400, JSON.stringify(payload));
+      assert.equal(res.json().error.code, 'INVALID_PARAMETERS');
+      assert.deepEqual(res.json().error.details, details);
+    }
+    assert.equal((await logIn(PASSWORD)).statusCode, 200, 'the password did not change');
+  });
+
+  it('changes it, ends every session of the user and logs this browser in again with a new session', async () => {
+    const here = await logInAs(gw, 'grace@example.test', PASSWORD);
+    const elsewhere = await logInAs(gw, 'grace@example.test', PASSWORD);
+    const res = await change(here, { currentPassword: PASSWORD, newPassword: 'a brand new password' });
+    assert.equal(res.statusCode, 200, res.body);
+    const renewed: Browser = {
+      cookie: sessionCookieOf(res).split(';')[0] ?? '',
+      csrf: res.json().csrfToken,
+      accountId: res.json().accountId,
+    };
+    assert.notEqual(renewed.cookie, here.cookie);
+    assert.notEqual(renewed.csrf, here.csrf);
+    for (const ended of [here, elsewhere]) {
+      const old = await gw.app.inject(as(ended, { method: 'GET', url: '/dashboard/api/session' }));
+      assert.equal(old.statusCode, 401);
+    }
+    const now = await gw.app.inject(as(renewed, { method: 'GET', url: '/dashboard/api/session' }));
+    assert.equal(now.statusCode, 200);
+    assert.equal(now.json().email, 'grace@example.test');
+    assert.equal((await logIn(PASSWORD)).statusCode, 401);
+    assert.equal((await logIn('a brand new password')).statusCode, 200);
+  });
+
+  it('limits wrong current passwords per user', async () => {
+    const limited = await startDashboardApp({ loginAttempts: 2 });
+    try {
+      const browser = await signUp(limited, 'heidi@example.test');
+      const guess = (currentPassword: string) =>
+        limited.app.inject(
+          as(browser, {
+            method: 'POST',
+            url: '/dashboard/api/password',
+            payload: { currentPassword, newPassword: 'a fine new password' },
+          }),
+        );
+      assert.equal((await guess('guess number 1')).statusCode, 400);
+      assert.equal((await guess('guess number 2')).statusCode, 400);
+      const third = await guess(PASSWORD);
+      assert.equal(third.statusCode, 429, 'even the right one, once over the limit');
+      assert.equal(third.json().error.code, 'RATE_LIMIT_EXCEEDED');
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe('dashboard API: expired sessions', () => {
+  it('are purged periodically, without anyone logging in', async () => {
+    let clock = Date.now();
+    const gw = await startDashboardApp({ now: () => clock, sessionPurgeIntervalMs: 50 });
+    try {
+      const browser = await signUp(gw, 'ivan@example.test');
+      const token = browser.cookie.slice('gate402_session='.length);
+      const idHash = createHash('sha256').update(token).digest('hex');
+      // findActive at time 0 finds any stored row, expired or not.
+      assert.ok(await gw.store.dashboardSessions.findActive(idHash, 0), 'stored');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.ok(await gw.store.dashboardSessions.findActive(idHash, 0), 'not expired: kept');
+      clock += 3_600_000 + 1;
+      let row = await gw.store.dashboardSessions.findActive(idHash, 0);
+      for (let i = 0; i < 50 && row !== undefined; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        row = await gw.store.dashboardSessions.findActive(idHash, 0);
+      }
+      assert.equal(row, undefined, 'expired: purged');
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
+/** One Server-Sent Events connection to the live list, read as it arrives. */
+interface LiveStream {
+  readonly status: number;
+  readonly body: string;
+  /** Every event so far: `id` (payment events) and the event name and data. */
+  readonly events: { id: string | undefined; event: string; data: string }[];
+  readonly ended: Promise<void>;
+  waitFor(count: number): Promise<void>;
+  close(): void;
+}
+
+async function openLive(
+  url: string,
+  browser: Browser,
+  headers: Record<string, string> = {},
+): Promise<LiveStream> {
+  const controller = new AbortController();
+  const response = await fetch(url, {
+    headers: { cookie: browser.cookie, accept: 'text/event-stream', ...headers },
+    signal: controller.signal,
+  });
+  const events: LiveStream['events'] = [];
+  let text = '';
+  let wake = () => {};
+  const reader = response.body?.getReader();
+  const decoder = new TextDecoder();
+  const ended = (async () => {
+    try {
+      for (;;) {
+        const chunk = await reader?.read();
+        if (chunk === undefined || chunk.done) return;
+        text += decoder.decode(chunk.value, { stream: true });
+        for (let end = text.indexOf('\n\n'); end !== -1; end = text.indexOf('\n\n')) {
+          const block = text.slice(0, end);
+          text = text.slice(end + 2);
+          const fields = Object.fromEntries(
+            block
+              .split('\n')
+              .filter((line) => !line.startsWith(':') && line.includes(': '))
+              .map((line) => [line.slice(0, line.indexOf(': ')), line.slice(line.indexOf(': ') + 2)]),
+          );
+          if (fields.data !== undefined) {
+            events.push({ id: fields.id, event: fields.event ?? 'message', data: fields.data });
+          }
+        }
+        wake();
+      }
+    } catch {
+      // aborted by close()
+    } finally {
+      wake();
+    }
+  })();
+  let done = false;
+  void ended.then(() => {
+    done = true;
+  });
+  return {
+    status: response.status,
+    get body() {
+      return text;
+    },
+    events,
+    ended,
+    async waitFor(count) {
+      const deadline = Date.now() + 10_000;
+      while (events.length < count && !done && Date.now() < deadline) {
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, 100);
+        });
+      }
+      assert.ok(events.length >= count, `${events.length} of ${count} events: ${JSON.stringify(events)}`);
+    },
+    close: () => controller.abort(),
+  };
+}
+
+describe('dashboard API: the live payment list', () => {
+  let gw: DashboardApp;
+  let base: string;
+  let browser: Browser;
+  before(async () => {
+    gw = await startDashboardApp();
+    base = `${await gw.app.listen({ port: 0, host: '127.0.0.1' })}/dashboard/api/payments/live`;
+    browser = await signUp(gw, 'judy@example.test');
+  });
+  after(() => gw.close());
+
+  const record = async (accountId: string) => {
+    const id = newId('evt');
+    await gw.store.events.append({
+      id,
+      accountId,
+      type: 'payment.confirmed',
+      paymentId: null,
+      data: { amount: 0.5 },
+      createdAt: Date.now(),
+    });
+    return id;
+  };
+  const ids = (stream: LiveStream) => stream.events.filter((e) => e.event === 'payment').map((e) => e.id);
+
+  it('resumes after a dropped connection from Last-Event-ID (or ?since): the missed events once, then live', async () => {
+    const first = await openLive(base, browser);
+    assert.equal(first.status, 200);
+    const [e1, e2] = [await record(browser.accountId), await record(browser.accountId)];
+    await first.waitFor(2);
+    assert.deepEqual(ids(first), [e1, e2]);
+    first.close();
+    // While the browser is away: its own events, and another account's, which it must never see.
+    const other = await signUp(gw, 'judy-other@example.test');
+    const [e3, , e4] = [
+      await record(browser.accountId),
+      await record(other.accountId),
+      await record(browser.accountId),
+    ];
+
+    const resumed = await openLive(base, browser, { 'last-event-id': e2 });
+    await resumed.waitFor(2);
+    const e5 = await record(browser.accountId);
+    await resumed.waitFor(3);
+    assert.deepEqual(ids(resumed), [e3, e4, e5], 'no gap, no repeat, in order');
+    assert.equal(JSON.parse(resumed.events[0]?.data ?? '{}').amount, 0.5);
+    resumed.close();
+
+    const bySince = await openLive(`${base}?since=${e3}`, browser);
+    await bySince.waitFor(2);
+    assert.deepEqual(ids(bySince), [e4, e5]);
+    bySince.close();
+  });
+
+  it("answers a since that is not one of the account's events with INVALID_PARAMETERS", async () => {
+    const stranger = await signUp(gw, 'mallory@example.test');
+    const theirs = await record(stranger.accountId);
+    const cases: [string, Record<string, string>, Record<string, string>][] = [
+      [`${base}?since=evt_nope`, {}, { since: 'must be the id of one of your events (evt_…)' }],
+      [`${base}?since=${theirs}`, {}, { since: 'must be the id of one of your events (evt_…)' }],
+      [
+        base,
+        { 'last-event-id': theirs },
+        { 'Last-Event-ID': 'must be the id of one of your events (evt_…)' },
+      ],
+      [
+        base,
+        { 'last-event-id': 'garbage' },
+        { 'Last-Event-ID': 'must be the id of one of your events (evt_…)' },
+      ],
+    ];
+    for (const [url, headers, details] of cases) {
+      const res = await fetch(url, { headers: { cookie: browser.cookie, ...headers } });
+      assert.equal(res.status, 400, url);
+      const body = (await res.json()) as { error: { code: string; details: Record<string, string> } };
+      assert.equal(body.error.code, 'INVALID_PARAMETERS');
+      assert.deepEqual(body.error.details, details);
+    }
+  });
+
+  it(`holds at most ${MAX_LIVE_STREAMS_PER_SESSION} streams per session: the oldest is closed with a reason`, async () => {
+    const session = await logInAs(gw, 'judy@example.test', PASSWORD);
+    const streams: LiveStream[] = [];
+    for (let i = 0; i < MAX_LIVE_STREAMS_PER_SESSION; i++) streams.push(await openLive(base, session));
+    const newest = await openLive(base, session);
+    await streams[0]?.ended;
+    assert.deepEqual(streams[0]?.events, [
+      { id: undefined, event: 'closed', data: JSON.stringify({ reason: 'replaced' }) },
+    ]);
+    // The others, and another session of the same user, still get events.
+    const elsewhere = await openLive(base, browser);
+    const id = await record(browser.accountId);
+    for (const open of [...streams.slice(1), newest, elsewhere]) {
+      await open.waitFor(1);
+      assert.deepEqual(ids(open), [id]);
+      open.close();
+    }
+  });
+
+  it('ends the streams of a session that logs out, and of every session after a password change', async () => {
+    const a = await logInAs(gw, 'judy@example.test', PASSWORD);
+    const b = await logInAs(gw, 'judy@example.test', PASSWORD);
+    const [streamA, streamB] = [await openLive(base, a), await openLive(base, b)];
+    await gw.app.inject(as(a, { method: 'POST', url: '/dashboard/api/logout' }));
+    await streamA.ended;
+    assert.deepEqual(streamA.events.at(-1), {
+      id: undefined,
+      event: 'closed',
+      data: JSON.stringify({ reason: 'session-ended' }),
+    });
+    const res = await gw.app.inject(
+      as(b, {
+        method: 'POST',
+        url: '/dashboard/api/password',
+        payload: { currentPassword: PASSWORD, newPassword: 'judy has a new password' },
+      }),
+    );
+    assert.equal(res.statusCode, 200, res.body);
+    await streamB.ended;
+    assert.equal(streamB.events.at(-1)?.data, JSON.stringify({ reason: 'session-ended' }));
+  });
+});
+
+async function logInAs(gw: DashboardApp, email: string, password: string): Promise<Browser> {
+  const res = await gw.app.inject({
+    method: 'POST',
+    url: '/dashboard/api/login',
+    payload: { email, password },
+  });
+  assert.equal(res.statusCode, 200, res.body);
+  return {
+    cookie: sessionCookieOf(res).split(';')[0] ?? '',
+    csrf: res.json().csrfToken,
+    accountId: res.json().accountId,
+  };
+}
 
 describe('dashboard: sign-up switched off, and the CLI', () => {
   let gw: DashboardApp;

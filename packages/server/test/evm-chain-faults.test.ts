@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createPublicClient, http } from 'viem';
+import { type Address, createPublicClient, http } from 'viem';
+import { createAnvilClient } from '../src/chains/evm/anvil-client.ts';
 import { ANVIL_CHAIN_ID } from '../src/chains/evm/anvil-process.ts';
+import { anvilAdapter } from '../src/chains/evm/embedded-evm.ts';
 import { EvmAdapter } from '../src/chains/evm/evm-adapter.ts';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { RpcEndpoints } from '../src/chains/rpc-endpoints.ts';
@@ -157,5 +159,93 @@ describe('EVM RPC failures through a fault-injecting proxy', () => {
     const next = await send(0.01);
     assert.equal(next.statusCode, 200, next.body);
     assert.equal(next.json().status, 'confirmed');
+  });
+
+  it('ends a confirmation wait already running once the endpoint is down: the send answers submitted at once, mined once', async () => {
+    const sellerBefore = await balanceOf(seller.wallet);
+    const sentBefore = await direct.getTransactionCount({ address: buyer.wallet as `0x${string}` });
+    // The broadcast goes through; the receipt polls meet a stalled endpoint, marked down mid-wait.
+    // Without ending the wait there, the send held on for its 5 s confirmation wait.
+    proxy.set({ kind: 'hang', match: 'eth_getTransactionReceipt' });
+    const started = performance.now();
+    const response = await send(0.125);
+    const ms = performance.now() - started;
+    assert.equal(response.statusCode, 200, response.body);
+    assert.ok(ms < PROMPT_MS, `answered after ${Math.round(ms)} ms`);
+    const { paymentId, status } = response.json();
+    assert.equal(status, 'submitted');
+
+    await recover();
+    for (let pass = 0; pass < 100; pass++) {
+      await reconciler.runOnce();
+      const now = (
+        await gw.app.inject({
+          method: 'GET',
+          url: `/payment/status/${paymentId}`,
+          headers: bearer(buyer.key),
+        })
+      ).json().status;
+      if (now === 'confirmed' || now === 'finalized') break;
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    const settled = await gw.app.inject({
+      method: 'GET',
+      url: `/payment/status/${paymentId}`,
+      headers: bearer(buyer.key),
+    });
+    assert.ok(['confirmed', 'finalized'].includes(settled.json().status), settled.body);
+    assert.equal(await balanceOf(seller.wallet), sellerBefore + ETH / 8n, 'paid exactly once');
+    assert.equal(
+      await direct.getTransactionCount({ address: buyer.wallet as `0x${string}` }),
+      sentBefore + 1,
+      'one nonce used',
+    );
+  });
+
+  it('answers POST /faucet 503 CHAIN_UNAVAILABLE promptly while anvil stalls, and funds once it answers', async () => {
+    // The faucet's own client (anvil's dev account) goes through the same endpoint list as the adapter.
+    const endpoints = new RpcEndpoints({
+      network: evm.adapter.info.id,
+      urls: [proxy.url],
+      timeoutMs: TIMEOUT_MS,
+      downMs: DOWN_MS,
+    });
+    const local = anvilAdapter({
+      rpcUrl: proxy.url,
+      wsUrl: undefined,
+      client: createAnvilClient(endpoints),
+      endpoints,
+      operator: evm.operator as Address,
+      usdc: undefined,
+      pollIntervalMs: 20,
+    });
+    const faucetGateway = await startTestGateway({ networks: new NetworkRegistry([local]) });
+    try {
+      const caller = await faucetGateway.newCaller();
+      const address = `0x${'ab'.repeat(20)}`;
+      const fund = () =>
+        faucetGateway.app.inject({
+          method: 'POST',
+          url: '/faucet',
+          headers: bearer(caller.key),
+          payload: { address, amount: 1 },
+        });
+      proxy.set({ kind: 'hang' });
+      const started = performance.now();
+      const refused = await fund();
+      const ms = performance.now() - started;
+      assert.equal(refused.statusCode, 503, refused.body);
+      assert.equal(refused.json().error.code, 'CHAIN_UNAVAILABLE');
+      assert.ok(ms < PROMPT_MS, `answered after ${Math.round(ms)} ms`);
+
+      await recover();
+      const before = await balanceOf(address);
+      const funded = await fund();
+      assert.equal(funded.statusCode, 200, funded.body);
+      assert.equal(await balanceOf(address), before + ETH);
+    } finally {
+      await faucetGateway.close();
+      await local.close();
+    }
   });
 });

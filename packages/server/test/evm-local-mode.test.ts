@@ -41,13 +41,8 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
   });
   after(() => f.close());
 
-  const build = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
-    f.gw.app.inject({
-      method: 'POST',
-      url: '/transaction/send',
-      headers: { authorization: `Bearer ${buyer.key}`, ...headers },
-      payload: { walletAddress: payer.address, ...body },
-    });
+  const build = (body: Record<string, unknown>, headers?: Record<string, string>) =>
+    f.post(buyer.key, '/transaction/send', { walletAddress: payer.address, ...body }, headers);
   const status = async (key: string, paymentId: string) =>
     (await f.get(key, `/payment/status/${paymentId}`)).json();
   const broadcast = (transaction: string, privateKey = payer.privateKey) =>
@@ -186,6 +181,7 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
       ledger: f.gw.services.ledger,
       instanceId: 'evm-local-late',
       recheckMs: 0,
+      lateLandingRecheckMs: 0,
       now: () => Date.now() + 61_000,
     });
   const eventsOf = async (paymentId: string) =>
@@ -232,6 +228,71 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
     } finally {
       await f.anvil.setAutomine(true);
     }
+  });
+
+  it('confirms a transaction mined after it was called expired: payment.confirmed follows payment.expired', async () => {
+    const b = (await build({ recipientAddress: seller.wallet, amount: 0.008 })).json();
+    const late = lateReconciler();
+    await late.runOnce();
+    const expired = await status(buyer.key, b.paymentId);
+    assert.equal(expired.status, 'expired', 'past expiresAt, nothing waiting in the pool');
+    // The caller broadcasts anyway: nothing on EVM refuses signed bytes whose nonce is still unused.
+    const hash = await broadcast(b.transaction);
+    await late.runOnce();
+    const confirmed = await status(buyer.key, b.paymentId);
+    assert.equal(confirmed.status, 'confirmed');
+    assert.equal(confirmed.signature, hash);
+    const receipt = await f.anvil.getTransactionReceipt({ hash });
+    assert.equal(confirmed.blockHeight, Number(receipt.blockNumber));
+    const events = (await f.gw.store.events.listAfter(buyer.accountId, 0, 1000)).filter(
+      (e) => e.paymentId === b.paymentId,
+    );
+    assert.deepEqual(
+      events.map((e) => [e.type, e.data.status]),
+      [
+        ['payment.expired', 'expired'],
+        ['payment.confirmed', 'confirmed'],
+      ],
+    );
+    const record = await f.gw.store.payments.get(b.paymentId);
+    assert.equal(record?.error, null, 'the expiry note is gone');
+
+    await f.anvil.mine({ blocks: 64 });
+    await late.runOnce();
+    assert.equal((await status(buyer.key, b.paymentId)).status, 'finalized');
+    assert.deepEqual(await eventsOf(b.paymentId), [
+      'payment.expired',
+      'payment.confirmed',
+      'payment.finalized',
+    ]);
+    const redeemed = await f.post(seller.key, '/payment/receive', {
+      walletAddress: seller.wallet,
+      paymentProof: b.paymentProof,
+      expectedAmount: 0.008,
+    });
+    assert.equal(redeemed.statusCode, 200, redeemed.body);
+    assert.equal(redeemed.json().signature, hash);
+  });
+
+  it('stops looking for a late transaction once the watch after expiry is over', async () => {
+    const b = (await build({ recipientAddress: seller.wallet, amount: 0.009 })).json();
+    await lateReconciler().runOnce();
+    assert.equal((await status(buyer.key, b.paymentId)).status, 'expired');
+    await broadcast(b.transaction);
+    const muchLater = new PaymentReconciler({
+      store: f.gw.store,
+      networks: f.gw.networks,
+      ledger: f.gw.services.ledger,
+      instanceId: 'evm-local-much-later',
+      recheckMs: 0,
+      lateLandingRecheckMs: 0,
+      lateLandingWatchMs: 60_000,
+      now: () => Date.now() + 121_000,
+    });
+    await muchLater.runOnce();
+    assert.equal((await status(buyer.key, b.paymentId)).status, 'expired', 'no longer watched');
+    await lateReconciler().runOnce();
+    assert.equal((await status(buyer.key, b.paymentId)).status, 'confirmed', 'still within 10 minutes');
   });
 
   it('never confirms a tampered copy that reuses the reference with another amount or recipient', async () => {
@@ -447,6 +508,45 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
       }
       const again = await receiveLocally(paid.paymentProof);
       assert.deepEqual(again.json().error.details, { paymentProof: 'already_used' });
+    });
+
+    it('confirms a receipt mined after it was called expired, consuming the proof then', async () => {
+      const paid = await paidShop(0.05);
+      const r = (await receiveLocally(paid.paymentProof)).json();
+      const late = lateReconciler();
+      await late.runOnce();
+      assert.equal((await status(shop.key, r.paymentId)).status, 'expired', 'not broadcast in time');
+      await signAndBroadcastEvm(f.evm.anvil.rpcUrl, r.transaction, shopWallet.privateKey);
+      await late.runOnce();
+      assert.equal((await status(shop.key, r.paymentId)).status, 'confirmed');
+      const events = (await f.gw.store.events.listAfter(shop.accountId, 0, 1000))
+        .filter((e) => e.paymentId === r.paymentId)
+        .map((e) => e.type);
+      assert.deepEqual(events, ['payment.expired', 'payment.confirmed']);
+      const again = await f.post(shop.key, '/payment/receive', {
+        walletAddress: shopWallet.address,
+        paymentProof: paid.paymentProof,
+        expectedAmount: 0.05,
+      });
+      assert.deepEqual(again.json().error.details, { paymentProof: 'already_used' });
+    });
+
+    it('leaves a late receipt expired when the proof was redeemed after the expiry', async () => {
+      const paid = await paidShop(0.05);
+      const r = (await receiveLocally(paid.paymentProof)).json();
+      const late = lateReconciler();
+      await late.runOnce();
+      assert.equal((await status(shop.key, r.paymentId)).status, 'expired');
+      const redeemed = await f.post(shop.key, '/payment/receive', {
+        walletAddress: shopWallet.address,
+        paymentProof: paid.paymentProof,
+        expectedAmount: 0.05,
+      });
+      assert.equal(redeemed.statusCode, 200, redeemed.body);
+      await signAndBroadcastEvm(f.evm.anvil.rpcUrl, r.transaction, shopWallet.privateKey);
+      await late.runOnce();
+      const receipt = await status(shop.key, r.paymentId);
+      assert.equal(receipt.status, 'expired', 'the proof paid once, through the other receive');
     });
 
     it('refuses a proof for more than was paid, for another wallet, or for a wallet not the caller’s', async () => {

@@ -5,13 +5,9 @@ import { fileURLToPath } from 'node:url';
 import type { Hex } from 'viem';
 import { openStore } from '../src/store/open-store.ts';
 import type { Store } from '../src/store/store.ts';
+import { callerOf } from './support/api-caller.ts';
 import { SKIP_POSTGRES, type TempStorage, tempPostgres, tempSqlite } from './support/databases.ts';
-import {
-  callerOf,
-  ETH,
-  type EvmPaymentFixture,
-  startEvmPaymentFixture,
-} from './support/evm-payment-fixture.ts';
+import { ETH, type EvmPaymentFixture, startEvmPaymentFixture } from './support/evm-payment-fixture.ts';
 import { startTestGateway, type TestGateway } from './support/test-gateway.ts';
 
 const NETWORK = 'eip155:31337';

@@ -8,6 +8,7 @@ import {
   type EvmPaymentFixture,
   startEvmPaymentFixture,
 } from './support/evm-payment-fixture.ts';
+import { assertTransferred } from './support/transfer-checks.ts';
 
 const PAYMENT_ID = /^pay_[0-9A-HJKMNP-TV-Z]{26}$/;
 const TX_HASH = /^0x[0-9a-f]{64}$/;
@@ -24,13 +25,8 @@ describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, statu
   });
   after(() => f.close());
 
-  const send = (payer: EvmParty, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
-    f.gw.app.inject({
-      method: 'POST',
-      url: '/payment/send',
-      headers: { authorization: `Bearer ${payer.key}`, ...headers },
-      payload: { walletAddress: payer.wallet, ...body },
-    });
+  const send = (payer: EvmParty, body: Record<string, unknown>, headers?: Record<string, string>) =>
+    f.post(payer.key, '/payment/send', { walletAddress: payer.wallet, ...body }, headers);
 
   it('creates custodial EVM wallets with EIP-55 addresses and lists their ETH balances', async () => {
     assert.match(buyer.wallet, /^0x[0-9a-fA-F]{40}$/);
@@ -79,12 +75,14 @@ describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, statu
       { memo: s.paymentId },
       'the calldata carries the paymentId',
     );
-    assert.equal(await f.chain.getBalance(seller.wallet), ETH / 10n, 'the recipient gets exactly the amount');
-    assert.equal(
-      await f.chain.getBalance(buyer.wallet),
-      buyerBefore - ETH / 10n - receipt.gasUsed * receipt.effectiveGasPrice,
-      'the sender pays the amount and gas used × effective gas price',
-    );
+    await assertTransferred((address) => f.chain.getBalance(address), {
+      payer: buyer.wallet,
+      payerBefore: buyerBefore,
+      recipient: seller.wallet,
+      amount: ETH / 10n,
+      fee: receipt.gasUsed * receipt.effectiveGasPrice,
+      feeIs: 'gas used × effective gas price',
+    });
 
     const received = await f.post(seller.key, '/payment/receive', {
       walletAddress: seller.wallet,

@@ -1,19 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { type Localnet, startLocalnet } from '@gate402/localnet';
-import { localnetAdapter } from '../src/chains/solana/connect-solana.ts';
+import type { Localnet } from '@gate402/localnet';
 import type { SolanaAdapter } from '../src/chains/solana/solana-adapter.ts';
 import { generateSolanaKeypair } from '../src/chains/solana/solana-keypair.ts';
-import { CrashableGateway, type SentPayment, sleep, waitFor } from './support/crash-harness.ts';
 import {
-  DATABASE_URL,
-  REDIS_URL,
-  SKIP_POSTGRES,
-  SKIP_REDIS,
-  type TempStorage,
-  tempDir,
-  tempPostgres,
-} from './support/databases.ts';
+  type CrashableGateway,
+  cliWallet,
+  type SentPayment,
+  sleep,
+  waitFor,
+} from './support/crash-harness.ts';
+import { SKIP_POSTGRES, SKIP_REDIS } from './support/databases.ts';
+import { type TwoInstances, twoInstances } from './support/two-instances.ts';
 
 const SENDS = 12;
 const LAMPORTS = 1_000_000_000n;
@@ -32,61 +30,22 @@ interface HistoryPage {
 describe('two instances on PostgreSQL and Redis: one killed mid-payment, the other finishes', {
   skip: SKIP_POSTGRES || SKIP_REDIS,
 }, () => {
+  let instances: TwoInstances | undefined;
   let localnet: Localnet;
   let chain: SolanaAdapter;
-  let storage: TempStorage;
-  let dirs: ReturnType<typeof tempDir>[];
   let a: CrashableGateway;
   let b: CrashableGateway;
 
   before(async () => {
-    localnet = await startLocalnet({ port: 0, slotMs: 50, finalizedDepth: 32 });
-    chain = localnetAdapter(localnet);
-    storage = await tempPostgres();
-    const url = new URL(DATABASE_URL ?? '');
-    if (storage.location.kind === 'postgres' && storage.location.schema !== undefined) {
-      url.searchParams.set('options', `-c search_path=${storage.location.schema}`);
-    }
-    dirs = [tempDir(), tempDir()];
-    const settings = {
-      DATABASE_URL: url.toString(),
-      REDIS_URL: REDIS_URL ?? '',
-      SOLANA_RPC_URL: localnet.rpcUrl,
-      SOLANA_WS_URL: localnet.wsUrl,
-      ANVIL_PORT: '0',
-    };
-    a = await CrashableGateway.create(dirs[0]?.path ?? '', settings);
-    b = await CrashableGateway.create(dirs[1]?.path ?? '', settings);
+    instances = await twoInstances();
+    ({ localnet, chain, a, b } = instances);
   });
   after(async () => {
-    await a?.kill();
-    await b?.kill();
-    await chain?.close();
-    await localnet?.close();
-    await storage?.dispose();
-    for (const dir of dirs ?? []) dir.dispose();
+    await instances?.dispose();
   });
 
   it('pays every send once, whichever instance finishes it', { timeout: 180_000 }, async () => {
-    const account = a.cli<{ id: string }>([
-      'accounts',
-      'create',
-      '--name',
-      'two instances',
-      '--plan',
-      'enterprise',
-      '--rate-limit',
-      '100000',
-    ]);
-    const { key } = a.cli<{ key: string }>(['keys', 'create', '--account', account.id]);
-    const { address: wallet } = a.cli<{ address: string }>([
-      'wallets',
-      'create',
-      '--account',
-      account.id,
-      '--chain',
-      'solana',
-    ]);
+    const { key, wallet } = cliWallet(a, 'two instances', 'solana');
     const recipient = generateSolanaKeypair().address;
     localnet.airdrop(wallet, 100n * LAMPORTS);
     await waitFor(async () => (await chain.getBalance(wallet)) === 100n * LAMPORTS);
@@ -109,7 +68,12 @@ describe('two instances on PostgreSQL and Redis: one killed mid-payment, the oth
         () => 0,
       ),
     );
-    await waitFor(async () => (await b.get<HistoryPage>(key, `/payment/history/${wallet}`)).total > 0);
+    // Polled often: a send is answered within a few slots, and A must die before all of them are.
+    await waitFor(
+      async () => (await b.get<HistoryPage>(key, `/payment/history/${wallet}`)).total > 0,
+      10_000,
+      5,
+    );
     await a.kill();
     const firstAnswers = await Promise.all(throughA);
     assert.ok(

@@ -155,6 +155,33 @@ describe('local transaction mode: /transaction/send, watching, local-mode proofs
     assert.equal(await f.chain.adapter.getBalance(recipient.wallet), 0n);
   });
 
+  it('keeps a transaction pending past expiresAt while its blockhash is valid, and confirms it when it lands', async () => {
+    const recipient = await f.party();
+    const b = (await build({ recipientAddress: recipient.wallet, amount: 0.3 })).json();
+    // A worker whose clock is past expiresAt; manual slots keep the blockhash valid.
+    const late = new PaymentReconciler({
+      store: f.gw.store,
+      networks: f.gw.networks,
+      ledger: f.gw.services.ledger,
+      instanceId: 'local-late',
+      recheckMs: 0,
+      now: () => Date.now() + 61_000,
+    });
+    await late.runOnce();
+    assert.equal((await status(buyer.key, b.paymentId)).status, 'pending', 'the chain still takes it');
+    const signature = await broadcast(b.transaction);
+    f.chain.localnet.advanceSlots(1);
+    await late.runOnce();
+    const confirmed = await status(buyer.key, b.paymentId);
+    assert.equal(confirmed.status, 'confirmed');
+    assert.equal(confirmed.signature, signature);
+    assert.equal(await f.chain.adapter.getBalance(recipient.wallet), 300_000_000n);
+    const events = (await f.gw.store.events.listAfter(buyer.accountId, 0, 1000))
+      .filter((e) => e.paymentId === b.paymentId)
+      .map((e) => e.type);
+    assert.deepEqual(events, ['payment.confirmed'], 'never called expired');
+  });
+
   it('never confirms a tampered transaction that reuses the reference with another amount or recipient', async () => {
     const thief = generateSolanaKeypair().address;
     const b = (await build({ recipientAddress: seller.wallet, amount: 0.01 })).json();

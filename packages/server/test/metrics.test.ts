@@ -5,6 +5,7 @@ import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import type { SolanaAdapter } from '../src/chains/solana/solana-adapter.ts';
 import { GatewayMetrics } from '../src/metrics/gateway-metrics.ts';
 import { solanaAdapterFor } from './support/solana-adapter-for.ts';
+import { openStream } from './support/stream-client.ts';
 import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
 import { WebhookReceiver } from './support/webhook-receiver.ts';
 
@@ -101,7 +102,8 @@ describe('Prometheus metrics', () => {
       payload: { walletAddress: from, recipientAddress: to, amount: 0.1 },
     });
     assert.equal(sent.statusCode, 200, sent.body);
-    assert.equal(sent.json().status, 'confirmed');
+    // At least confirmed: on a quick localnet the send may already see its slot finalized.
+    assert.ok(['confirmed', 'finalized'].includes(sent.json().status), sent.body);
     const { paymentId } = sent.json();
     for (let i = 0; i < 2; i++) {
       const status = await gw.app.inject({
@@ -168,7 +170,39 @@ describe('Prometheus metrics', () => {
     assert.equal(value('gate402_webhook_deliveries_total{result="retrying"}'), 1);
     assert.equal(value('gate402_webhook_deliveries_total{result="succeeded"}'), 2);
     assert.equal(value('gate402_outbox_lag_events'), 0);
-    assert.equal(value(`gate402_payments{status="confirmed",network="${network}"}`), 1);
+    // Counted once, as confirmed, or as finalized once the reconciler has seen its slot finalized.
+    const byStatus = (status: string) => {
+      const series = `gate402_payments{status="${status}",network="${network}"}`;
+      return text.split('\n').some((l) => l.startsWith(`${series} `)) ? value(series) : 0;
+    };
+    assert.equal(byStatus('confirmed') + byStatus('finalized'), 1);
     assert.ok(value('process_cpu_user_seconds_total') > 0, 'process metrics are there too');
+  });
+
+  it('counts payment-stream attempts refused by the rate limit, on the upgrade and after an auth message', async () => {
+    const rejections = async () => {
+      const text = (await scrape(`Bearer ${TOKEN}`)).body;
+      const line = text
+        .split('\n')
+        .find((l) => l.startsWith('gate402_rate_limit_rejections_total{plan="enterprise"} '));
+      return line === undefined ? 0 : Number(line.split(' ')[1]);
+    };
+    const address = await gw.app.listen({ port: 0, host: '127.0.0.1' });
+    const url = `${address.replace(/^http/, 'ws')}/v1/payments/stream`;
+    const before = await rejections();
+    // One attempt a minute: the first stream opens, the next two are refused.
+    const limited = await gw.newCaller('enterprise', 1);
+    const open = await openStream(url, { headers: bearer(limited.key) });
+    const refused = await openStream(url, { headers: bearer(limited.key) }).then(
+      () => assert.fail('the second upgrade was accepted'),
+      (error: { status?: number; body?: string }) => error,
+    );
+    assert.equal(refused.status, 429);
+    assert.equal(JSON.parse(refused.body ?? '{}').error.code, 'RATE_LIMIT_EXCEEDED');
+    const byMessage = await openStream(url);
+    byMessage.send({ type: 'auth', apiKey: limited.key });
+    assert.equal((await byMessage.closed).code, 4029);
+    open.close();
+    assert.equal(await rejections(), before + 2);
   });
 });

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { createSolanaRpc, address as toAddress } from '@solana/kit';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { SolanaAdapter } from '../src/chains/solana/solana-adapter.ts';
+import { shareableUrl } from '../src/domain/shareable-url.ts';
 import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
 import { startTestChain, type TestChain } from './support/test-localnet.ts';
 
@@ -42,6 +43,48 @@ describe('GET /networks and POST /faucet on the embedded localnet', () => {
         },
       ],
     });
+  });
+
+  it('never shows an RPC URL that may carry an API key: null instead', async () => {
+    const remote = new SolanaAdapter({
+      info: {
+        ...chain.adapter.info,
+        isLocal: false,
+        rpcUrl: 'https://mainnet.example-rpc.com/?api-key=SECRET-IN-QUERY',
+        wsUrl: 'wss://mainnet.example-rpc.com/v2/SECRET-IN-PATH',
+      },
+      rpcUrl: chain.localnet.rpcUrl,
+    });
+    const other = await startTestGateway({ networks: new NetworkRegistry([remote]) });
+    try {
+      const caller = await other.newCaller('standard');
+      const res = await other.app.inject({ method: 'GET', url: '/networks', headers: bearer(caller.key) });
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.json().networks[0].rpcUrl, null);
+      assert.equal(res.json().networks[0].wsUrl, null);
+      assert.doesNotMatch(res.body, /SECRET/);
+    } finally {
+      await other.close();
+      await remote.close();
+    }
+  });
+
+  it('shares only a bare scheme://host[:port] URL', () => {
+    for (const [url, shown] of [
+      ['https://api.mainnet-beta.solana.com', 'https://api.mainnet-beta.solana.com'],
+      ['https://mainnet.base.org/', 'https://mainnet.base.org/'],
+      ['http://127.0.0.1:8899', 'http://127.0.0.1:8899'],
+      ['ws://127.0.0.1:8900', 'ws://127.0.0.1:8900'],
+      ['https://mainnet.infura.io/v3/0123456789abcdef', null],
+      ['https://base-mainnet.g.alchemy.com/v2/key', null],
+      ['https://rpc.example.com/?api-key=key', null],
+      ['https://key:x@rpc.example.com', null],
+      ['https://user@rpc.example.com', null],
+      ['https://rpc.example.com/#key', null],
+      ['not a url', null],
+    ] as const) {
+      assert.equal(shareableUrl(url), shown, url);
+    }
   });
 
   it('funds an address with SOL, exactly', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from './support/payment-fixture.ts';
+import { assertTransferred } from './support/transfer-checks.ts';
 
 const PAYMENT_ID = /^pay_[0-9A-HJKMNP-TV-Z]{26}$/;
 
@@ -40,10 +41,16 @@ describe('Lightning mode on Solana: send, receive, status, history', () => {
     assert.match(s.paymentProof, /^0x[0-9a-f]+$/);
     assert.match(s.signature, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
 
-    assert.equal(await f.chain.adapter.getBalance(seller.wallet), LAMPORTS / 10n);
     const tx = await f.chain.adapter.getTransaction(s.signature);
     assert.ok(tx);
-    assert.equal(await f.chain.adapter.getBalance(buyer.wallet), balanceBefore - LAMPORTS / 10n - tx.fee);
+    await assertTransferred((address) => f.chain.adapter.getBalance(address), {
+      payer: buyer.wallet,
+      payerBefore: balanceBefore,
+      recipient: seller.wallet,
+      amount: LAMPORTS / 10n,
+      fee: tx.fee,
+      feeIs: 'the transaction fee',
+    });
     assert.deepEqual(tx.memos, [s.paymentId], 'the memo carries the paymentId');
 
     const received = await f.post(seller.key, '/payment/receive', {
@@ -301,6 +308,24 @@ describe('Lightning mode on Solana: send, receive, status, history', () => {
     }
     const ok = await receive(seller, {});
     assert.equal(ok.statusCode, 200, 'the refusals did not use the proof up');
+  });
+
+  it('refuses a proof that names no resource when the receive names one, and accepts it without', async () => {
+    const sent = (await send(buyer, { recipientAddress: seller.wallet, amount: 0.01 })).json();
+    const receive = (body: Record<string, unknown>) =>
+      f.post(seller.key, '/payment/receive', {
+        walletAddress: seller.wallet,
+        paymentProof: sent.paymentProof,
+        expectedAmount: 0.01,
+        ...body,
+      });
+    const named = await receive({ resource: 'https://api.example.com/premium/data' });
+    assert.equal(named.statusCode, 422, named.body);
+    assert.equal(named.json().error.code, 'INVALID_PAYMENT_PROOF');
+    assert.deepEqual(named.json().error.details, { paymentProof: 'resource_missing' });
+    const unnamed = await receive({});
+    assert.equal(unnamed.statusCode, 200, 'the refusal did not use the proof up');
+    assert.equal(unnamed.json().signature, sent.signature);
   });
 
   it('pages history newest first with a total, and refuses bad parameters', async () => {

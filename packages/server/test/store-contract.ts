@@ -409,6 +409,32 @@ export function describePaymentStoreContract(
       assert.ok(released.some((p) => p.id === payment.id));
     });
 
+    it('leases expired payments of one mode changed since a time, one owner at a time', async () => {
+      const ids = async (list: Promise<PaymentRecord[]>) =>
+        (await list).map((p) => p.id).filter((id) => mine.includes(id));
+      const recent = aPayment(account.id, { mode: 'local', status: 'expired', updatedAt: 50_000 });
+      const old = aPayment(account.id, { mode: 'local', status: 'expired', updatedAt: 39_999 });
+      const custodial = aPayment(account.id, { status: 'expired', updatedAt: 50_000 });
+      const pending = aPayment(account.id, { mode: 'local', status: 'pending', updatedAt: 50_000 });
+      const mine = [recent.id, old.id, custodial.id, pending.id];
+      for (const p of [recent, old, custodial, pending]) await store.payments.insert(p);
+      const [a, b] = await Promise.all([
+        ids(store.payments.leaseExpired('worker-a', 'local', 40_000, 60_000, 61_000, 100)),
+        ids(store.payments.leaseExpired('worker-b', 'local', 40_000, 60_000, 61_000, 100)),
+      ]);
+      assert.deepEqual([...a, ...b], [recent.id], 'only the recent local one, to exactly one worker');
+      assert.deepEqual(
+        await ids(store.payments.leaseExpired('worker-c', 'local', 40_000, 60_500, 61_500, 100)),
+        [],
+        'still leased',
+      );
+      await store.payments.releaseLease(recent.id, a.length > 0 ? 'worker-a' : 'worker-b', 60_700);
+      assert.deepEqual(
+        await ids(store.payments.leaseExpired('worker-c', 'local', 40_000, 60_800, 61_800, 100)),
+        [recent.id],
+      );
+    });
+
     it('consumes a proof once, even when many try at the same instant', async () => {
       assert.equal(await store.proofs.isConsumed('solana:test:SIGX'), false);
       const results = await Promise.all(
@@ -484,6 +510,40 @@ export function describePaymentStoreContract(
         undefined,
       );
       assert.equal(await store.settlements.get('solana:test:NONE'), undefined);
+    });
+
+    it('lists open settlements unchanged since a time, least recently changed first', async () => {
+      const base = {
+        network: 'solana:open',
+        payer: 'BUYER',
+        payTo: 'SELLER',
+        asset: 'MINT',
+        amount: 1n,
+        signedTransaction: 'AQID',
+        lastValidBlockHeight: null,
+        error: null,
+        paymentId: null,
+        createdAt: 1,
+      };
+      const rows = [
+        { key: 'open:claimed', status: 'claimed' as const, updatedAt: 300 },
+        { key: 'open:submitted', status: 'submitted' as const, updatedAt: 200 },
+        { key: 'open:recent', status: 'submitted' as const, updatedAt: 900 },
+        { key: 'open:settled', status: 'settled' as const, updatedAt: 100 },
+        { key: 'open:failed', status: 'failed' as const, updatedAt: 100 },
+      ];
+      for (const row of rows) {
+        assert.equal(
+          await store.settlements.claim({ ...base, ...row, transactionId: `TX-${row.key}` }),
+          true,
+        );
+      }
+      const open = (await store.settlements.listOpen(500, 10)).filter((s) => s.network === 'solana:open');
+      assert.deepEqual(
+        open.map((s) => s.key),
+        ['open:submitted', 'open:claimed'],
+      );
+      assert.equal((await store.settlements.listOpen(500, 1)).length, 1);
     });
 
     it('appends events with increasing positions and lists them per account', async () => {

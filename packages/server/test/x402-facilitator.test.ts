@@ -1,30 +1,35 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { generateKeyPairSigner, getBase58Decoder } from '@solana/kit';
+import { generateKeyPairSigner } from '@solana/kit';
 import { x402Client } from '@x402/core/client';
 import {
   decodePaymentResponseHeader,
   decodePaymentSignatureHeader,
   encodePaymentSignatureHeader,
 } from '@x402/core/http';
-import { HTTPFacilitatorClient } from '@x402/core/server';
 import { ExactEvmScheme as EvmBuyerScheme } from '@x402/evm/exact/client';
 import { ExactEvmScheme as EvmSellerScheme } from '@x402/evm/exact/server';
-import { paymentMiddleware, x402ResourceServer } from '@x402/express';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { ExactSvmScheme as SvmBuyerScheme } from '@x402/svm/exact/client';
 import { ExactSvmScheme as SvmSellerScheme } from '@x402/svm/exact/server';
-import express from 'express';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { createPaymentHeader as createV1PaymentHeader } from 'x402/client';
-import { createSigner as createV1Signer } from 'x402/types';
 import { wrapFetchWithPayment as wrapV1FetchWithPayment } from 'x402-fetch';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
+import { callAs } from './support/api-caller.ts';
 import { startTestEvm, type TestEvm } from './support/test-anvil.ts';
 import { startTestGateway, type TestGateway } from './support/test-gateway.ts';
 import { startTestChain, type TestChain } from './support/test-localnet.ts';
+import {
+  evmExactRequirements,
+  evmPayload,
+  newV1SvmBuyer,
+  recordingFetch,
+  svmExactRequirements,
+  svmPayload,
+} from './support/x402-buyer.ts';
+import { gatewayFacilitator, startShop, type TestShop } from './support/x402-shop.ts';
 
 /**
  * Stock x402 parts against gate402's facilitator, on the embedded chains: an `@x402/express` seller
@@ -38,19 +43,11 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
   let gw: TestGateway;
   let gatewayUrl: string;
   let seller: { key: string; accountId: string; solana: string; evm: string };
-  let shop: ReturnType<typeof express>;
+  let shop: TestShop | undefined;
   let shopUrl: string;
-  let closeShop: () => Promise<void>;
 
-  const api = async (key: string, method: string, url: string, payload?: object) => {
-    const res = await gw.app.inject({
-      method: method as 'GET' | 'POST',
-      url,
-      headers: { authorization: `Bearer ${key}` },
-      ...(payload === undefined ? {} : { payload }),
-    });
-    return { status: res.statusCode, body: res.json() };
-  };
+  const api = (key: string, method: 'GET' | 'POST', url: string, payload?: object) =>
+    callAs(gw, key, method, url, payload);
 
   before(async () => {
     [chain, evm] = await Promise.all([startTestChain(), startTestEvm()]);
@@ -71,53 +68,42 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     // x402 `exact` does not create the seller's token account: a first USDC mint does.
     await api(caller.key, 'POST', '/faucet', { address: seller.solana, amount: 0.01, token: 'USDC' });
 
-    const facilitator = new HTTPFacilitatorClient({
-      url: `${gatewayUrl}/facilitator`,
-      createAuthHeaders: async () => {
-        const headers = { Authorization: `Bearer ${caller.key}` };
-        return { verify: headers, settle: headers, supported: headers };
+    const evmNetwork = evm.adapter.info.id as `eip155:${string}`;
+    shop = await startShop({
+      gatewayUrl,
+      key: caller.key,
+      schemes: [
+        [SOLANA_DEVNET_ID, new SvmSellerScheme()],
+        [evmNetwork, new EvmSellerScheme()],
+      ],
+      routes: {
+        '/solana-report': {
+          accepts: {
+            scheme: 'exact',
+            network: SOLANA_DEVNET_ID,
+            payTo: seller.solana,
+            price: { amount: '10000', asset: chain.localnet.usdcMint.address },
+          },
+          description: 'a report paid in localnet USDC',
+          body: { report: 'solana' },
+        },
+        '/evm-report': {
+          accepts: {
+            scheme: 'exact',
+            network: evmNetwork,
+            payTo: seller.evm,
+            price: { amount: '20000', asset: evm.usdc.address, extra: { name: 'USD Coin', version: '2' } },
+          },
+          description: 'a report paid in anvil USDC',
+          body: { report: 'evm' },
+        },
       },
     });
-    const server = new x402ResourceServer(facilitator)
-      .register(SOLANA_DEVNET_ID, new SvmSellerScheme())
-      .register(evm.adapter.info.id, new EvmSellerScheme());
-    const solanaUsdc = chain.localnet.usdcMint.address;
-    shop = express();
-    shop.use(
-      paymentMiddleware(
-        {
-          'GET /solana-report': {
-            accepts: {
-              scheme: 'exact',
-              network: SOLANA_DEVNET_ID,
-              payTo: seller.solana,
-              price: { amount: '10000', asset: solanaUsdc },
-            },
-            description: 'a report paid in localnet USDC',
-          },
-          'GET /evm-report': {
-            accepts: {
-              scheme: 'exact',
-              network: evm.adapter.info.id as `eip155:${string}`,
-              payTo: seller.evm,
-              price: { amount: '20000', asset: evm.usdc.address, extra: { name: 'USD Coin', version: '2' } },
-            },
-            description: 'a report paid in anvil USDC',
-          },
-        },
-        server,
-      ),
-    );
-    shop.get('/solana-report', (_req, res) => void res.json({ report: 'solana' }));
-    shop.get('/evm-report', (_req, res) => void res.json({ report: 'evm' }));
-    const listening = shop.listen(0, '127.0.0.1');
-    await new Promise((resolve) => listening.once('listening', resolve));
-    shopUrl = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
-    closeShop = () => new Promise((resolve) => listening.close(() => resolve()));
+    shopUrl = shop.url;
   });
 
   after(async () => {
-    await closeShop?.();
+    await shop?.close();
     await gw?.close();
     await Promise.all([chain?.close(), evm?.close()]);
     evm?.dispose();
@@ -165,13 +151,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
         allowedAssets: [{ network: SOLANA_DEVNET_ID, asset: chain.localnet.usdcMint.address }],
       },
     });
-    const sent: string[] = [];
-    const recording: typeof fetch = async (input, init) => {
-      const header = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
-      const signature = header.get('payment-signature');
-      if (signature !== null) sent.push(signature);
-      return fetch(input, init);
-    };
+    const { fetch: recording, sent } = recordingFetch();
     const pay = wrapFetchWithPayment(recording, client);
     const res = await pay(`${shopUrl}/solana-report`);
     assert.equal(res.status, 200, await res.clone().text());
@@ -231,13 +211,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
         allowedAssets: [{ network: evm.adapter.info.id as `eip155:${string}`, asset: evm.usdc.address }],
       },
     });
-    const sent: string[] = [];
-    const recording: typeof fetch = async (input, init) => {
-      const header = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
-      const signature = header.get('payment-signature');
-      if (signature !== null) sent.push(signature);
-      return fetch(input, init);
-    };
+    const { fetch: recording, sent } = recordingFetch();
     const res = await wrapFetchWithPayment(recording, client)(`${shopUrl}/evm-report`);
     assert.equal(res.status, 200, await res.clone().text());
     const settled = decodePaymentResponseHeader(res.headers.get('payment-response') ?? '');
@@ -264,25 +238,8 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
 
   it('EVM: refuses a token it does not know (it would pay that contract’s gas), another value, a forged domain and a payer without funds', async () => {
     const buyer = privateKeyToAccount(generatePrivateKey());
-    const network = evm.adapter.info.id as `eip155:${string}`;
-    const requirements = {
-      scheme: 'exact',
-      network,
-      asset: evm.usdc.address,
-      amount: '20000',
-      payTo: seller.evm,
-      maxTimeoutSeconds: 60,
-      extra: { name: 'USD Coin', version: '2' },
-    };
-    const client = x402Client.fromConfig({
-      schemes: [{ network, client: new EvmBuyerScheme(buyer) }],
-      spendControls: false,
-    });
-    const paymentPayload = await client.createPaymentPayload({
-      x402Version: 2,
-      resource: { url: 'https://shop.example/r' },
-      accepts: [requirements],
-    });
+    const requirements = evmExactRequirements(evm, { amount: '20000', payTo: seller.evm });
+    const paymentPayload = await evmPayload(buyer, requirements);
     const verify = async (changes: Record<string, unknown>) => {
       const r = { ...requirements, ...changes };
       const res = await api(seller.key, 'POST', '/facilitator/verify', {
@@ -308,27 +265,8 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
   const svmPayment = async (payTo: string, feePayer: string, amount = '10000') => {
     const buyer = await generateKeyPairSigner();
     await api(seller.key, 'POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
-    const client = x402Client.fromConfig({
-      schemes: [
-        { network: SOLANA_DEVNET_ID, client: new SvmBuyerScheme(buyer, { rpcUrl: chain.localnet.rpcUrl }) },
-      ],
-      spendControls: false,
-    });
-    const payload = await client.createPaymentPayload({
-      x402Version: 2,
-      resource: { url: 'https://shop.example/report' },
-      accepts: [
-        {
-          scheme: 'exact',
-          network: SOLANA_DEVNET_ID,
-          asset: chain.localnet.usdcMint.address,
-          amount,
-          payTo,
-          maxTimeoutSeconds: 60,
-          extra: { feePayer },
-        },
-      ],
-    });
+    const requirements = svmExactRequirements(chain, { amount, payTo, feePayer });
+    const payload = await svmPayload(chain, buyer, requirements, 'https://shop.example/report');
     return { buyer: buyer.address, header: encodePaymentSignatureHeader(payload) };
   };
   const feePayerOf = async (key: string, on = gw) => {
@@ -367,9 +305,10 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     const onChain = await chain.adapter.getSignatureStatus(received.body.signature);
     assert.equal(onChain?.status === 'confirmed' || onChain?.status === 'finalized', true);
 
+    // Settled by the facilitator: local mode knows it too (the same payload's settlement).
     const local = await api(seller.key, 'POST', '/transaction/receive', body);
     assert.equal(local.status, 422);
-    assert.equal(local.body.error.details.paymentProof, 'x402_not_supported_here');
+    assert.equal(local.body.error.details.paymentProof, 'already_used');
     const again = await api(seller.key, 'POST', '/payment/receive', body);
     assert.equal(again.status, 422);
     assert.equal(again.body.error.code, 'INVALID_PAYMENT_PROOF');
@@ -460,6 +399,58 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     }
   });
 
+  it('facilitatorUrl with a v1 X-PAYMENT value: the requirements forwarded name that facilitator’s fee payer (its GET /supported), not this gateway’s', async () => {
+    // The seller's gateway runs its own facilitator, with a fee payer of its own (its own storage).
+    const sellerGateway = await startTestGateway({
+      networks: new NetworkRegistry([chain.adapter, evm.adapter]),
+      allowPrivateOutboundUrls: true,
+    });
+    try {
+      await sellerGateway.services.facilitator.start();
+      const owner = await sellerGateway.newCaller('premium');
+      const external = await feePayerOf(seller.key);
+      assert.notEqual(await feePayerOf(owner.key, sellerGateway), external);
+      const inject = (method: 'GET' | 'POST', url: string, payload?: object) =>
+        sellerGateway.app.inject({
+          method,
+          url,
+          headers: { authorization: `Bearer ${owner.key}` },
+          ...(payload === undefined ? {} : { payload }),
+        });
+      const watched = await inject('POST', '/wallets', {
+        chain: 'solana',
+        address: seller.solana,
+        watchOnly: true,
+      });
+      assert.equal(watched.statusCode, 200, watched.body);
+
+      const buyerKey = await newV1SvmBuyer(chain);
+      await api(seller.key, 'POST', '/faucet', { address: buyerKey.address, amount: 1, token: 'USDC' });
+      // The buyer pays for the external facilitator's fee payer, as the seller's 402 told it to.
+      const header = await buyerKey.paymentHeader({
+        amount: '20000',
+        payTo: seller.solana,
+        feePayer: external,
+        resource: 'https://shop.example/v1-remote',
+      });
+      const body = {
+        walletAddress: seller.solana,
+        paymentProof: header,
+        expectedAmount: 0.02,
+        facilitatorUrl: `${gatewayUrl}/facilitator`,
+        facilitatorAuthorization: `Bearer ${seller.key}`,
+        timeout: 20,
+      };
+      const res = await inject('POST', '/payment/receive', body);
+      assert.equal(res.statusCode, 200, res.body);
+      assert.deepEqual([res.json().sender, res.json().amountReceived], [buyerKey.address, 0.02]);
+      const onChain = await chain.adapter.getTransaction(res.json().signature);
+      assert.equal(onChain?.feePayer, external, 'the external facilitator paid the fee');
+    } finally {
+      await sellerGateway.close();
+    }
+  });
+
   it('refuses a facilitatorUrl on a loopback, private or link-local address (SSRF) before any request', async () => {
     const { header } = await svmPayment(seller.solana, await feePayerOf(seller.key));
     for (const facilitatorUrl of [
@@ -488,19 +479,9 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
   });
 
   it('v1: x402-fetch pays a v1 route (X-PAYMENT, solana-devnet) that settles through gate402 with x402Version 1', async () => {
-    const buyerKey = await generateKeyPairSigner(true);
-    const exported = new Uint8Array(await crypto.subtle.exportKey('raw', buyerKey.keyPair.publicKey));
-    const pkcs8 = new Uint8Array(await crypto.subtle.exportKey('pkcs8', buyerKey.keyPair.privateKey));
-    const secret = new Uint8Array([...pkcs8.slice(-32), ...exported]);
-    const signer = await createV1Signer('solana-devnet', getBase58Decoder().decode(secret));
+    const buyerKey = await newV1SvmBuyer(chain);
     await api(seller.key, 'POST', '/faucet', { address: buyerKey.address, amount: 1, token: 'USDC' });
-    const facilitator = new HTTPFacilitatorClient({
-      url: `${gatewayUrl}/facilitator`,
-      createAuthHeaders: async () => {
-        const headers = { Authorization: `Bearer ${seller.key}` };
-        return { verify: headers, settle: headers, supported: headers };
-      },
-    });
+    const facilitator = gatewayFacilitator(gatewayUrl, seller.key);
     const requirements = {
       scheme: 'exact',
       network: 'solana-devnet',
@@ -513,7 +494,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       asset: chain.localnet.usdcMint.address,
       extra: { feePayer: await feePayerOf(seller.key) },
     };
-    shop.get('/v1-report', async (req, res) => {
+    shop?.app.get('/v1-report', async (req, res) => {
       const header = req.header('x-payment');
       if (header === undefined)
         return void res
@@ -533,7 +514,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       res.setHeader('X-PAYMENT-RESPONSE', Buffer.from(JSON.stringify(settled)).toString('base64'));
       res.json({ report: 'v1' });
     });
-    const pay = wrapV1FetchWithPayment(fetch, signer, 10_000n, undefined, {
+    const pay = wrapV1FetchWithPayment(fetch, buyerKey.signer, 10_000n, undefined, {
       svmConfig: { rpcUrl: chain.localnet.rpcUrl },
     });
     const res = await pay(`${shopUrl}/v1-report`);
@@ -547,31 +528,14 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
   });
 
   it('POST /payment/receive takes a v1 X-PAYMENT value (x402 1.x client): settled once through the built-in facilitator', async () => {
-    const buyerKey = await generateKeyPairSigner(true);
-    const publicKey = new Uint8Array(await crypto.subtle.exportKey('raw', buyerKey.keyPair.publicKey));
-    const pkcs8 = new Uint8Array(await crypto.subtle.exportKey('pkcs8', buyerKey.keyPair.privateKey));
-    const signer = await createV1Signer(
-      'solana-devnet',
-      getBase58Decoder().decode(new Uint8Array([...pkcs8.slice(-32), ...publicKey])),
-    );
+    const buyerKey = await newV1SvmBuyer(chain);
     await api(seller.key, 'POST', '/faucet', { address: buyerKey.address, amount: 1, token: 'USDC' });
-    const header = await createV1PaymentHeader(
-      signer,
-      1,
-      {
-        scheme: 'exact',
-        network: 'solana-devnet',
-        maxAmountRequired: '30000',
-        resource: 'https://shop.example/v1',
-        description: '',
-        mimeType: 'application/json',
-        payTo: seller.solana,
-        maxTimeoutSeconds: 60,
-        asset: chain.localnet.usdcMint.address,
-        extra: { feePayer: await feePayerOf(seller.key) },
-      },
-      { svmConfig: { rpcUrl: chain.localnet.rpcUrl } },
-    );
+    const header = await buyerKey.paymentHeader({
+      amount: '30000',
+      payTo: seller.solana,
+      feePayer: await feePayerOf(seller.key),
+      resource: 'https://shop.example/v1',
+    });
     const body = { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.03 };
     const received = await api(seller.key, 'POST', '/payment/receive', body);
     assert.equal(received.status, 200, JSON.stringify(received.body));

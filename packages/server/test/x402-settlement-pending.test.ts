@@ -2,14 +2,13 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { generateKeyPairSigner } from '@solana/kit';
-import { x402Client } from '@x402/core/client';
-import type { PaymentRequirements } from '@x402/core/types';
-import { ExactSvmScheme as SvmBuyerScheme } from '@x402/svm/exact/client';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
+import { callAs } from './support/api-caller.ts';
 import { DATABASE_URL, type TempStorage, tempPostgres, tempSqlite } from './support/databases.ts';
 import { startTestGateway, type TestGateway } from './support/test-gateway.ts';
 import { startTestChain, type TestChain } from './support/test-localnet.ts';
+import { svmExactRequirements, svmPayload } from './support/x402-buyer.ts';
 
 /**
  * Settlement that outlives its wait, on a localnet whose slots advance only by hand: nothing confirms
@@ -59,40 +58,15 @@ describe('x402 settlement: pending, then settled by a retry on another instance'
     feePayer: string,
     amount: string,
   ) => {
-    const requirements: PaymentRequirements = {
-      scheme: 'exact',
-      network: SOLANA_DEVNET_ID as PaymentRequirements['network'],
-      asset: chain.localnet.usdcMint.address,
-      amount,
-      payTo,
-      maxTimeoutSeconds: 60,
-      extra: { feePayer },
-    };
-    const client = x402Client.fromConfig({
-      schemes: [
-        { network: SOLANA_DEVNET_ID, client: new SvmBuyerScheme(buyer, { rpcUrl: chain.localnet.rpcUrl }) },
-      ],
-      spendControls: false,
-    });
-    const paymentPayload = await client.createPaymentPayload({
-      x402Version: 2,
-      resource: { url: 'https://shop.example/r' },
-      accepts: [requirements],
-    });
+    const requirements = svmExactRequirements(chain, { amount, payTo, feePayer });
+    const paymentPayload = await svmPayload(chain, buyer, requirements);
     return { x402Version: 2, paymentPayload, paymentRequirements: requirements };
   };
 
   it('answers settlement_pending with the transaction, and a retry settles that same transaction once', async () => {
     const seller = await first.newCaller('premium');
-    const call = async (gw: TestGateway, method: 'GET' | 'POST', url: string, payload?: object) => {
-      const res = await gw.app.inject({
-        method,
-        url,
-        headers: { authorization: `Bearer ${seller.key}` },
-        ...(payload === undefined ? {} : { payload }),
-      });
-      return res.json();
-    };
+    const call = async (gw: TestGateway, method: 'GET' | 'POST', url: string, payload?: object) =>
+      (await callAs(gw, seller.key, method, url, payload)).body;
     const wallet = (await call(first, 'POST', '/wallets', { chain: 'solana' })).address as string;
     const buyer = await generateKeyPairSigner();
     await call(first, 'POST', '/faucet', { address: wallet, amount: 0.01, token: 'USDC' });
@@ -143,14 +117,7 @@ describe('x402 settlement: pending, then settled by a retry on another instance'
     pump(true);
     const seller = await first.newCaller('premium');
     const call = async (gw: TestGateway, method: 'GET' | 'POST', url: string, payload?: object) =>
-      (
-        await gw.app.inject({
-          method,
-          url,
-          headers: { authorization: `Bearer ${seller.key}` },
-          ...(payload === undefined ? {} : { payload }),
-        })
-      ).json();
+      (await callAs(gw, seller.key, method, url, payload)).body;
     const wallet = (await call(first, 'POST', '/wallets', { chain: 'solana' })).address as string;
     const buyer = await generateKeyPairSigner();
     await call(first, 'POST', '/faucet', { address: wallet, amount: 0.01, token: 'USDC' });

@@ -1,9 +1,9 @@
-import { type FormEvent, useCallback, useEffect, useId, useRef, useState } from 'react';
+import { type FormEvent, useCallback, useEffect, useId, useState } from 'react';
 import { type ApiKey, api } from '../api.ts';
-import { ConfirmButton } from '../components/confirm-button.tsx';
-import { CopyButton } from '../components/copy-button.tsx';
+import { ConfirmDeleteButton } from '../components/confirm-delete-button.tsx';
 import { ErrorMessage } from '../components/error-message.tsx';
 import { formatTime } from '../components/format.ts';
+import { ShownOnceSecret } from '../components/shown-once-secret.tsx';
 
 /** Spec §2.6 and §5: keys are generated, listed and deleted here; rotation is create, switch, delete. */
 export function KeysPage() {
@@ -12,7 +12,6 @@ export function KeysPage() {
   const [created, setCreated] = useState<(ApiKey & { key: string }) | undefined>();
   const [error, setError] = useState<unknown>();
   const nameId = useId();
-  const secretRef = useRef<HTMLElement>(null);
 
   const load = useCallback(
     () => api<{ keys: ApiKey[] }>('GET', '/keys').then((r) => setKeys(r.keys), setError),
@@ -21,9 +20,6 @@ export function KeysPage() {
   useEffect(() => {
     load();
   }, [load]);
-  useEffect(() => {
-    if (created) secretRef.current?.focus();
-  }, [created]);
 
   const create = async (event: FormEvent) => {
     event.preventDefault();
@@ -68,20 +64,14 @@ export function KeysPage() {
           </form>
           <ErrorMessage error={error} />
           {created && (
-            <section className="card secret" ref={secretRef} tabIndex={-1} aria-labelledby="new-key-title">
-              <h2 id="new-key-title">New key “{created.name}”</h2>
-              <p className="warning" role="note">
-                Copy this key now: it is shown only once and cannot be recovered. Keep it on your server;
-                never put it in browser code, mobile apps or a repository.
-              </p>
-              <div className="secret-value">
-                <code data-testid="new-key">{created.key}</code>
-                <CopyButton text={created.key} label="Copy the new API key" />
-              </div>
-              <button type="button" className="secondary" onClick={() => setCreated(undefined)}>
-                I have stored it
-              </button>
-            </section>
+            <ShownOnceSecret
+              title={`New key “${created.name}”`}
+              advice="Keep it on your server; never put it in browser code, mobile apps or a repository."
+              secret={created.key}
+              copyLabel="Copy the new API key"
+              testId="new-key"
+              onDismiss={() => setCreated(undefined)}
+            />
           )}
           <div className="table-wrap">
             <table>
@@ -112,11 +102,9 @@ export function KeysPage() {
                     <td>{formatTime(key.createdAt)}</td>
                     <td>{formatTime(key.lastUsedAt)}</td>
                     <td>
-                      <ConfirmButton
-                        label={`Delete`}
+                      <ConfirmDeleteButton
                         question={`Delete key “${key.name}”? Requests with it will get 401.`}
-                        confirmLabel="Yes, delete"
-                        onConfirm={() => remove(key)}
+                        onDelete={() => remove(key)}
                       />
                     </td>
                   </tr>

@@ -1,7 +1,8 @@
-import { useCallback, useEffect, useId, useState } from 'react';
+import { useCallback, useEffect, useId, useRef, useState } from 'react';
 import { api, type PaymentEntry, type PaymentEvent, type Wallet } from '../api.ts';
 import { ErrorMessage } from '../components/error-message.tsx';
 import { formatTime, shorten } from '../components/format.ts';
+import { useLivePayments } from '../live-payments.ts';
 import { navigate } from '../router.ts';
 import { PaymentDetailView } from './payment-detail.tsx';
 
@@ -26,8 +27,7 @@ function PaymentList() {
   const [offset, setOffset] = useState(0);
   const [page, setPage] = useState<{ total: number; payments: PaymentEntry[] }>();
   const [wallets, setWallets] = useState<Wallet[]>([]);
-  const [live, setLive] = useState<PaymentEvent[]>([]);
-  const [connected, setConnected] = useState(false);
+  const [events, setEvents] = useState<PaymentEvent[]>([]);
   const [error, setError] = useState<unknown>();
   const ids = { wallet: useId(), type: useId(), status: useId() };
 
@@ -50,22 +50,18 @@ function PaymentList() {
     api<{ wallets: Wallet[] }>('GET', '/wallets').then((r) => setWallets(r.wallets), setError);
   }, []);
 
-  // The live list: events as the gateway records them. Each (re)connection also reloads the history,
-  // so nothing that happened while disconnected is missing from the page.
-  useEffect(() => {
-    const source = new EventSource('/dashboard/api/payments/live');
-    source.onopen = () => {
-      setConnected(true);
-      load();
-    };
-    source.onerror = () => setConnected(false);
-    source.addEventListener('payment', (message) => {
-      const event = JSON.parse((message as MessageEvent<string>).data) as PaymentEvent;
-      setLive((previous) => [event, ...previous.filter((e) => e.id !== event.id)].slice(0, LIVE_MAX));
-      load();
-    });
-    return () => source.close();
+  // The live list: events as the gateway records them, resumed without gap or repeat after a dropped
+  // connection. Each event also refreshes the history page shown (once for a burst, as after a resume).
+  const refresh = useRef<ReturnType<typeof setTimeout>>(undefined);
+  const reloadSoon = useCallback(() => {
+    clearTimeout(refresh.current);
+    refresh.current = setTimeout(load, 200);
   }, [load]);
+  useEffect(() => () => clearTimeout(refresh.current), []);
+  const live = useLivePayments((event) => {
+    setEvents((previous) => [event, ...previous.filter((e) => e.id !== event.id)].slice(0, LIVE_MAX));
+    reloadSoon();
+  }, reloadSoon);
 
   const change = (next: Partial<Filters>) => {
     setFilters({ ...filters, ...next });
@@ -78,13 +74,23 @@ function PaymentList() {
       <h1 id="payments-title">Payments</h1>
       <section className="card live" aria-labelledby="live-title">
         <h2 id="live-title">
-          Live <span className={connected ? 'dot on' : 'dot'} aria-hidden="true" />
-          <span className="visually-hidden">{connected ? '(connected)' : '(connecting)'}</span>
+          Live <span className={live.state === 'connected' ? 'dot on' : 'dot'} aria-hidden="true" />
+          <span className="visually-hidden">({live.state})</span>
         </h2>
-        {live.length === 0 && <p className="hint">Payment events appear here as they happen.</p>}
+        {live.notice !== undefined && (
+          <p className="hint" role="status">
+            {live.notice}{' '}
+            {live.state === 'paused' && (
+              <button type="button" className="secondary small" onClick={live.resume}>
+                Resume live updates
+              </button>
+            )}
+          </p>
+        )}
+        {events.length === 0 && <p className="hint">Payment events appear here as they happen.</p>}
         <ol className="live-list" aria-live="polite" data-testid="live-list">
-          {live.map((event) => (
-            <li key={event.id}>
+          {events.map((event) => (
+            <li key={event.id} data-event-id={event.id}>
               <span className="event-type">{event.type}</span> {event.amount}{' '}
               <a
                 href={`/dashboard/payments/${String(event.data.paymentId ?? '')}`}

@@ -1,9 +1,9 @@
 import { type FormEvent, useCallback, useEffect, useId, useState } from 'react';
 import { ApiError, api, type Delivery, type Webhook } from '../api.ts';
-import { ConfirmButton } from '../components/confirm-button.tsx';
-import { CopyButton } from '../components/copy-button.tsx';
+import { ConfirmDeleteButton } from '../components/confirm-delete-button.tsx';
 import { ErrorMessage } from '../components/error-message.tsx';
 import { formatTime } from '../components/format.ts';
+import { ShownOnceSecret } from '../components/shown-once-secret.tsx';
 
 /** Webhook endpoints, the signing secret shown once, the delivery log and redelivery. */
 export function WebhooksPage() {
@@ -93,20 +93,14 @@ export function WebhooksPage() {
       </form>
       <ErrorMessage error={error} />
       {created && (
-        <section className="card secret" aria-labelledby="secret-title">
-          <h2 id="secret-title">Signing secret of {created.url}</h2>
-          <p className="warning" role="note">
-            Copy this secret now: it is shown only once. Use it to check the webhook-signature header of each
-            delivery (Standard Webhooks).
-          </p>
-          <div className="secret-value">
-            <code data-testid="webhook-secret">{created.secret}</code>
-            <CopyButton text={created.secret} label="Copy the signing secret" />
-          </div>
-          <button type="button" className="secondary" onClick={() => setCreated(undefined)}>
-            I have stored it
-          </button>
-        </section>
+        <ShownOnceSecret
+          title={`Signing secret of ${created.url}`}
+          advice="Use it to check the webhook-signature header of each delivery (Standard Webhooks)."
+          secret={created.secret}
+          copyLabel="Copy the signing secret"
+          testId="webhook-secret"
+          onDismiss={() => setCreated(undefined)}
+        />
       )}
       {webhooks?.length === 0 && <p>No endpoints yet.</p>}
       <ul className="webhooks">
@@ -128,11 +122,9 @@ export function WebhooksPage() {
               >
                 {open === webhook.id ? 'Hide deliveries' : 'Show deliveries'}
               </button>
-              <ConfirmButton
-                label="Delete"
+              <ConfirmDeleteButton
                 question={`Delete the endpoint ${webhook.url}?`}
-                confirmLabel="Yes, delete"
-                onConfirm={() => remove(webhook)}
+                onDelete={() => remove(webhook)}
               />
             </div>
             {open === webhook.id && <DeliveryLog webhookId={webhook.id} />}

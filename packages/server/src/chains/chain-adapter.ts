@@ -1,4 +1,5 @@
 import type { NetworkInfo } from '../domain/network.ts';
+import type { RpcEndpoints } from './rpc-endpoints.ts';
 
 /**
  * The port every chain family implements (Solana with @solana/kit, EVM with viem). Services see only
@@ -12,6 +13,12 @@ export interface ChainAdapter {
   readonly faucet: LocalFaucet | undefined;
   /** Present on chains that order a sender's transactions by a nonce (EVM); absent on Solana. */
   readonly nonces?: AccountNonces;
+  /**
+   * The network's RPC endpoints, with their time limit and failover. Other clients of the same network
+   * (the x402 facilitator's) are built on this very list, so an endpoint found down by one is skipped
+   * by all, and every call is counted under the network in metrics.
+   */
+  readonly endpoints: RpcEndpoints;
 
   /** Resolves when the RPC endpoint answers; /readyz asks it. */
   ping(): Promise<void>;
@@ -29,7 +36,9 @@ export interface ChainAdapter {
   broadcast(wire: Uint8Array): Promise<string>;
   /**
    * Waits until the transaction is confirmed or failed, its blockhash expires, or `timeoutMs` passes
-   * (then `pending`: it may still land). Subscriptions first, with polling as a fallback.
+   * (then `pending`: it may still land). Also `pending`, at once, when every RPC endpoint of the
+   * network is down: nothing more can be learnt until one is back. Subscriptions first, with polling
+   * as a fallback.
    */
   waitForConfirmation(
     signature: string,

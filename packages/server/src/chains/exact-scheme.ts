@@ -17,17 +17,79 @@ export interface ExactScheme {
    * not even decodable.
    */
   settlementKey(payload: Readonly<Record<string, unknown>>): string | undefined;
-  /** Every check short of broadcasting, including a simulation against the chain now. */
-  verify(payload: Readonly<Record<string, unknown>>, requirements: ExactRequirements): Promise<ExactVerdict>;
   /**
-   * The transaction that settles a verified payload, signed by the facilitator and not yet broadcast.
-   * `nonces` allocates the facilitator's EVM nonce in the caller's database transaction.
+   * Every check short of broadcasting, including a simulation against the chain now. `sellerPays`:
+   * local mode, where the seller's wallet (`requirements.payTo`'s owner, named in `extra.feePayer`)
+   * pays the fee and broadcasts instead of this facilitator.
+   */
+  verify(
+    payload: Readonly<Record<string, unknown>>,
+    requirements: ExactRequirements,
+    options?: { readonly sellerPays?: boolean },
+  ): Promise<ExactVerdict>;
+  /**
+   * What settling a verified payload needs from the chain, asked now (fees, block height, the
+   * facilitator's pending EVM transaction count); the transaction is signed by the returned draft.
    */
   prepare(
     payload: Readonly<Record<string, unknown>>,
     requirements: ExactRequirements,
-    nonces: { allocate(network: string, address: string, floor: bigint): Promise<bigint> },
-  ): Promise<PreparedSettlementTx>;
+  ): Promise<SettlementDraft>;
+  /**
+   * Local mode (POST /transaction/receive): the unsigned transaction the seller (`requirements.payTo`)
+   * signs as fee payer and broadcasts itself, for a payload verified with `sellerPays`; undefined for a
+   * payload whose kind the seller cannot submit itself.
+   */
+  forSeller?(
+    payload: Readonly<Record<string, unknown>>,
+    requirements: ExactRequirements,
+  ): Promise<SellerTransaction | undefined>;
+  /**
+   * Local mode: the payment `forSeller` built, as it landed on chain (whoever broadcast it); `never`
+   * once it provably can never land (Solana: past `lastValidBlockHeight`; EVM: the authorization's
+   * validBefore, or the Permit2 permit's deadline, passed unused); undefined while it may still land. `builtAt` (Unix ms): when `forSeller`
+   * built it; nothing older needs looking at.
+   */
+  findLanded?(
+    built: Uint8Array,
+    lastValidBlockHeight: bigint,
+    builtAt: number,
+  ): Promise<LandedPayment | 'never' | undefined>;
+}
+
+export interface SellerTransaction {
+  /**
+   * Wire bytes without the seller's signature: Solana, the buyer's transaction with the fee payer's
+   * slot empty; EVM, an unsigned EIP-1559 transaction from the seller submitting the authorization (the
+   * token's transferWithAuthorization, or x402's Permit2 proxy's settle).
+   */
+  readonly unsigned: Uint8Array;
+  /**
+   * Solana: past this block height the transaction can never land (an upper bound, never early). EVM:
+   * gate402's deadline as for local-mode sends (the block at building + 150); the authorization's own
+   * validBefore (Permit2: the permit's deadline) is what ends the payment.
+   */
+  readonly lastValidBlockHeight: bigint;
+  /**
+   * When it can no longer land (Unix ms), when the payload itself sets a limit: an absolute time, so the
+   * payment's expiresAt never outlives the buyer's signature however long building took.
+   */
+  readonly validUntil?: number;
+  /**
+   * The most the seller pays the network for it, atomic units of the native currency; undefined when
+   * the chain cannot price it (Solana: the buyer's blockhash is already gone).
+   */
+  readonly fee: bigint | undefined;
+}
+
+export interface LandedPayment {
+  /** Signature (Solana) or hash (EVM) of the landed transaction. */
+  readonly transactionId: string;
+  readonly slot: bigint;
+  /** Why it failed on chain; null for success. */
+  readonly error: string | null;
+  /** What its fee payer paid the network, atomic units. */
+  readonly fee: bigint;
 }
 
 export interface ExactRequirements {
@@ -45,6 +107,18 @@ export type ExactVerdict =
   | { readonly valid: true; readonly payer: string; readonly decimals: number }
   | { readonly valid: false; readonly reason: string; readonly message: string; readonly payer?: string };
 
+/**
+ * A settlement ready to sign. The caller signs it inside the database transaction that claims the
+ * settlement (and, on EVM, allocates the nonce): `sign` does no network work, so that transaction
+ * waits on storage only and never holds the database on the chain.
+ */
+export interface SettlementDraft {
+  /** EVM: the facilitator's address and the chain's pending transaction count, the nonce's floor. */
+  readonly nonceFloor?: { readonly address: string; readonly pending: bigint };
+  /** `nonce`: allocated from `nonceFloor` (EVM); undefined where the chain has no nonces (Solana). */
+  sign(nonce: bigint | undefined): Promise<PreparedSettlementTx>;
+}
+
 export interface PreparedSettlementTx {
   readonly payer: string;
   /** Signature (Solana) or hash (EVM) of `wire`, known before it is broadcast. */
@@ -52,7 +126,7 @@ export interface PreparedSettlementTx {
   readonly wire: Uint8Array;
   /** Past this block height the transaction can never land (Solana); null when it never expires by itself. */
   readonly lastValidBlockHeight: bigint | null;
-  /** EVM: the facilitator's nonce this transaction took (from `nonces`), with the address it belongs to. */
+  /** EVM: the facilitator's nonce this transaction took, with the address it belongs to. */
   readonly nonce?: { readonly address: string; readonly value: bigint };
 }
 

@@ -84,6 +84,34 @@ export class RpcEndpoints {
     return this.endpoints.map((e) => e.url);
   }
 
+  /** How long one attempt may take (RPC_TIMEOUT_MS); clients built on these endpoints set theirs from it. */
+  get timeoutMs(): number {
+    return this.options.timeoutMs;
+  }
+
+  /**
+   * Whether every endpoint is skipped now (each failed within the last `downMs`): a call would fail at
+   * once. Waits that poll the chain end on it rather than wait out their whole time.
+   */
+  get allDown(): boolean {
+    const at = this.now();
+    return this.endpoints.every((e) => e.downUntil > at);
+  }
+
+  /** Another list for the same network, limits and observer (e.g. its PubSub URLs beside its RPC URLs). */
+  withUrls(urls: readonly string[]): RpcEndpoints {
+    return new RpcEndpoints({ ...this.options, urls });
+  }
+
+  /**
+   * Marks an endpoint down from outside a call: a long-lived connection to it (a subscription) broke or
+   * went silent after `run` had opened it, so the next `run` starts with the endpoint after it.
+   */
+  markDown(url: string): void {
+    const endpoint = this.endpoints.find((e) => e.url === url);
+    if (endpoint !== undefined) endpoint.downUntil = this.now() + this.options.downMs;
+  }
+
   /**
    * Runs `call.attempt` against the first endpoint that is up, then the next ones while they are
    * unavailable. `isUnavailable` tells a transport failure (try elsewhere) from an answer (returned or
@@ -93,7 +121,7 @@ export class RpcEndpoints {
     const { method, signal } = call;
     const at = this.now();
     const candidates = this.endpoints.filter((e) => e.downUntil <= at);
-    if (candidates.length === 0) throw this.allDown(at, undefined);
+    if (candidates.length === 0) throw this.unavailableError(at, undefined);
     let lastFailure: unknown;
     for (const endpoint of candidates) {
       signal?.throwIfAborted();
@@ -116,10 +144,10 @@ export class RpcEndpoints {
         lastFailure = timeout.aborted ? new Error(`no answer within ${this.options.timeoutMs} ms`) : error;
       }
     }
-    throw this.allDown(this.now(), lastFailure);
+    throw this.unavailableError(this.now(), lastFailure);
   }
 
-  private allDown(at: number, cause: unknown): ChainError {
+  private unavailableError(at: number, cause: unknown): ChainError {
     const next = Math.min(...this.endpoints.map((e) => e.downUntil));
     const retryAfterSeconds = Math.max(1, Math.ceil((next - at) / 1_000));
     const count = this.endpoints.length;
@@ -142,7 +170,7 @@ export class RpcEndpoints {
  * Settles with `work`, or rejects as soon as `signal` aborts even when `work` ignores the signal (a
  * client library with its own timer), so no call outlives its time limit.
  */
-function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+export function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);

@@ -72,23 +72,26 @@ export async function faucetCommand(ctx: CliContext, args: string[]): Promise<vo
 
 /** The local chain of `family`, where a running gateway would have started it. */
 async function connect(config: Config, family: ChainFamily): Promise<LocalChain> {
+  // The server's own time limits: a chain that stopped answering fails within RPC_TIMEOUT_MS.
+  const rpcLimits = { timeoutMs: config.rpcTimeoutMs, downMs: config.rpcDownMs };
   if (family === 'solana') {
-    // The faucet asks the first endpoint only: it exists for local chains, which have one.
-    const solanaRpcUrl = config.solanaRpcUrls[0];
-    const rpcUrl = solanaRpcUrl ?? loopbackUrl('LOCALNET_PORT', config.localnetPort);
+    // Every configured endpoint, in order, with failover, as the server has them.
+    const [configured, ...backups] = config.solanaRpcUrls;
+    const rpcUrl = configured ?? loopbackUrl('LOCALNET_PORT', config.localnetPort);
     // The embedded localnet's PubSub listens on the next port.
     const wsUrl =
-      solanaRpcUrl === undefined
+      configured === undefined
         ? `ws://127.0.0.1:${config.localnetPort + 1}`
-        : (config.solanaWsUrl ?? rpcUrl.replace(/^http/, 'ws'));
-    const where = solanaRpcUrl === undefined ? 'local Solana chain' : 'Solana chain (SOLANA_RPC_URL)';
+        : (config.solanaWsUrls[0] ?? rpcUrl.replace(/^http/, 'ws'));
+    const where = configured === undefined ? 'local Solana chain' : 'Solana chain (SOLANA_RPC_URL)';
     // Each family's SDK is loaded only when its chain is asked: bad input is refused without either.
     const { connectLocalSolana } = await import('../chains/solana/connect-local-solana.ts');
     return reach(where, rpcUrl, () =>
       connectLocalSolana({
-        rpcUrl,
+        rpcUrls: [rpcUrl, ...backups],
         wsUrl,
         mintAuthorityFile: join(config.dataDir, 'localnet', 'mint-authority.json'),
+        rpcLimits,
       }),
     );
   }
@@ -101,7 +104,7 @@ async function connect(config: Config, family: ChainFamily): Promise<LocalChain>
   const rpcUrl = loopbackUrl('ANVIL_PORT', config.anvilPort);
   const { connectLocalAnvil } = await import('../chains/evm/connect-local-anvil.ts');
   const anvil = await reach('local EVM chain (anvil)', rpcUrl, () =>
-    connectLocalAnvil({ rpcUrl, dataDir: config.dataDir }),
+    connectLocalAnvil({ rpcUrl, dataDir: config.dataDir, rpcLimits }),
   );
   if (anvil.adapter === undefined) {
     throw new GatewayError('FORBIDDEN', {

@@ -33,3 +33,8 @@ export function isApiKeyShape(value: string): boolean {
 export function hashApiKey(key: string): Buffer {
   return hash('sha256', key, 'buffer');
 }
+
+/** The same digest as hex, the form storage and the authentication cache index it by. */
+export function hashApiKeyHex(key: string): string {
+  return hash('sha256', key, 'hex');
+}

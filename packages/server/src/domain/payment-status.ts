@@ -3,6 +3,11 @@
  * pending (built; signed bytes may be stored, not yet known to be broadcast) → submitted (broadcast)
  * → confirmed → finalized; or failed (landed with an error) or expired (never landed before its
  * blockhash or expiresAt ran out). `confirmed` is what send, receive and status show on success.
+ *
+ * expired → confirmed (→ finalized) is the one way back: the chain is the ground truth, and a
+ * local-mode EVM transaction the caller signed stays valid until its nonce is used, so it can still be
+ * mined after gate402 gave up on it (broadcast late, or held by a node that did not show it waiting).
+ * When the chain shows it landed, the payment says so (PaymentReconciler's late-landing watch).
  */
 export const PAYMENT_STATUSES = [
   'pending',
@@ -20,7 +25,7 @@ const NEXT: Readonly<Record<PaymentStatus, readonly PaymentStatus[]>> = {
   confirmed: ['finalized'],
   finalized: [],
   failed: [],
-  expired: [],
+  expired: ['confirmed', 'finalized'],
 };
 
 export function canMove(from: PaymentStatus, to: PaymentStatus): boolean {

@@ -3,6 +3,7 @@ import type { OutboundPolicy } from '../outbound/ssrf-guard.ts';
 import { SecretBox } from '../services/custody/secret-box.ts';
 import type { Store } from '../store/store.ts';
 import { WebhookService } from '../webhooks/webhook-service.ts';
+import { RetentionJob } from '../workers/retention-job.ts';
 import { WebhookWorker } from '../workers/webhook-worker.ts';
 import { EventHub } from './event-hub.ts';
 import { type EventSignal, InProcessEventSignal } from './event-signal.ts';
@@ -17,13 +18,18 @@ export type PaymentEventsConfig = Pick<
   | 'streamMaxBufferedBytes'
   | 'webhookRetryBaseMs'
   | 'webhookRetryHours'
+  | 'eventRetentionDays'
 >;
 
-/** Everything that reads the outbox on one instance: the hub (stream), webhook endpoints and their worker. */
+/**
+ * Everything that reads the outbox on one instance: the hub (stream), webhook endpoints and their
+ * worker, and the retention job that deletes what none of them needs any more.
+ */
 export interface PaymentEvents {
   readonly hub: EventHub;
   readonly webhooks: WebhookService;
   readonly worker: WebhookWorker;
+  readonly retention: RetentionJob;
   readonly stream: {
     readonly heartbeatMs: number;
     readonly maxBufferedBytes: number;
@@ -85,10 +91,17 @@ export async function createPaymentEvents(parts: PaymentEventsParts): Promise<Pa
     ...(parts.onWebhookAttempt === undefined ? {} : { onAttempt: parts.onWebhookAttempt }),
   });
   webhooks.onDeliveryDue = () => worker.wake();
+  const retention = new RetentionJob({
+    store,
+    instanceId: parts.instanceId,
+    retentionDays: config.eventRetentionDays,
+    ...(parts.log === undefined ? {} : { log: parts.log }),
+  });
   return {
     hub,
     webhooks,
     worker,
+    retention,
     stream: {
       heartbeatMs: config.streamHeartbeatMs,
       maxBufferedBytes: config.streamMaxBufferedBytes,
@@ -97,8 +110,10 @@ export async function createPaymentEvents(parts: PaymentEventsParts): Promise<Pa
     start: async () => {
       await hub.start();
       worker.start();
+      retention.start();
     },
     close: async () => {
+      await retention.stop();
       await worker.stop();
       await hub.stop();
       await signal.close();

@@ -19,6 +19,10 @@ export class MemoryRateLimiter implements RateLimiter {
   ) {}
 
   async hit(subject: string, limit: number): Promise<RateLimitDecision> {
+    return this.hitNow(subject, limit);
+  }
+
+  hitNow(subject: string, limit: number): RateLimitDecision {
     const now = this.clock();
     const window = this.enterWindow(now);
     const entry = this.counts.get(subject);

@@ -5,6 +5,11 @@
 export interface RateLimiter {
   /** Counts one request of `subject` and says whether it is within `limit` for the current window. */
   hit(subject: string, limit: number): Promise<RateLimitDecision>;
+  /**
+   * The same as `hit`, answered at once, for a limiter whose counters live in this process; absent when
+   * counting needs a round trip (Redis). Lets the authentication hook finish without a promise.
+   */
+  readonly hitNow?: (subject: string, limit: number) => RateLimitDecision;
   /** How many requests of `subject` the current window has counted, without counting one (the dashboard). */
   used(subject: string): Promise<RateLimitUsage>;
   close(): Promise<void>;

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { generateApiKey, hashApiKey, isApiKeyShape } from '../domain/api-key.ts';
+import { generateApiKey, hashApiKey, hashApiKeyHex, isApiKeyShape } from '../domain/api-key.ts';
 import { GatewayError, invalidParameters } from '../domain/gateway-error.ts';
 import { newId } from '../domain/ids.ts';
 import { isPlan, MAX_RATE_LIMIT_PER_MINUTE, PLANS, type Plan, rateLimitOf } from '../domain/plan.ts';
@@ -123,6 +123,20 @@ export class AccountService {
   }
 
   /**
+   * What `authenticate` would answer, when it can answer without storage (the key was authenticated
+   * less than `authCacheMs` ago); undefined otherwise, which says nothing about the key.
+   */
+  cachedAuthentication(presented: string): AuthenticatedKey | undefined {
+    if (this.authCacheMs === 0 || !isApiKeyShape(presented)) return undefined;
+    return this.fromCache(hashApiKeyHex(presented), this.now());
+  }
+
+  private fromCache(hash: string, at: number): AuthenticatedKey | undefined {
+    const cached = this.authCache.get(hash);
+    return cached !== undefined && at - cached.at < this.authCacheMs ? cached.found : undefined;
+  }
+
+  /**
    * The key and account behind a presented secret, or undefined for anything that is not an active key.
    * The stored hash is found through a unique index on SHA-256(key), then compared in constant time:
    * the index lookup teaches an attacker nothing (finding a hash says nothing about keys whose hashes
@@ -133,8 +147,8 @@ export class AccountService {
     const digest = hashApiKey(presented);
     const hash = digest.toString('hex');
     const at = this.now();
-    const cached = this.authCache.get(hash);
-    if (cached !== undefined && at - cached.at < this.authCacheMs) return cached.found;
+    const cached = this.fromCache(hash, at);
+    if (cached !== undefined) return cached;
     const stored = await this.store.apiKeys.findActiveByHash(hash);
     if (stored === undefined || !sameDigest(stored.key.hash, digest)) {
       this.authCache.delete(hash);

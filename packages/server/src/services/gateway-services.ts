@@ -4,6 +4,7 @@ import type { Store } from '../store/store.ts';
 import { AccountService } from './account-service.ts';
 import { SecretBox } from './custody/secret-box.ts';
 import { FacilitatorService } from './facilitator/facilitator-service.ts';
+import { X402LocalReceiveService } from './facilitator/x402-local-receive.ts';
 import { X402ReceiveService } from './facilitator/x402-receive.ts';
 import { FaucetService } from './faucet-service.ts';
 import { LocalReceiveService } from './local-receive.ts';
@@ -36,6 +37,8 @@ export interface GatewayServices {
   readonly portfolio: PortfolioService;
   /** The built-in x402 facilitator; `start()` it before serving (it loads its fee-payer keys). */
   readonly facilitator: FacilitatorService;
+  /** x402 payloads given to /transaction/receive; the reconciler watches their pending payments. */
+  readonly x402Receipts: X402LocalReceiveService;
 }
 
 export interface ServiceParts {
@@ -82,6 +85,7 @@ export function createServices(parts: ServiceParts): GatewayServices {
     outbound: parts.outbound ?? { allowPrivate: false },
     now,
   });
+  const x402Receipts = new X402LocalReceiveService({ store, facilitator, x402, ledger, now });
   return {
     accounts: new AccountService(store, now, parts.authCacheMs ?? 0),
     wallets,
@@ -96,10 +100,11 @@ export function createServices(parts: ServiceParts): GatewayServices {
     receive: new ReceivePaymentService({ ...common, verifier, x402 }),
     query: new PaymentQueryService(store, networks, wallets, now),
     localSend: new LocalSendService(common),
-    localReceive: new LocalReceiveService({ ...common, verifier }),
+    localReceive: new LocalReceiveService({ ...common, verifier, x402: x402Receipts }),
     verify: new VerifyPaymentService(verifier, x402),
     tokens: new TokenInfoService(networks),
     portfolio: new PortfolioService(networks),
     facilitator,
+    x402Receipts,
   };
 }

@@ -5,11 +5,12 @@ import { toWholeUnits } from '../domain/money.ts';
 import type { PaymentRecord } from '../store/store.ts';
 import { decodeX402Header } from '../x402/payment-header.ts';
 import { atomicFromField } from './amounts.ts';
+import type { X402LocalReceiveResult, X402LocalReceiveService } from './facilitator/x402-local-receive.ts';
 import { freshReference, LOCAL_TRANSACTION_VALIDITY_MS } from './local-send.ts';
 import { receiptMemo } from './local-transfer.ts';
 import { newPayment } from './new-payment.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
-import { invalidProof, type ProofVerifier } from './proof-verifier.ts';
+import type { ProofVerifier } from './proof-verifier.ts';
 import { type ReceiveInput, receiveTimeoutMs } from './receive-payment.ts';
 import type { WalletService } from './wallet-service.ts';
 
@@ -39,6 +40,8 @@ export interface LocalReceiveResult {
 
 export interface LocalReceiveDeps {
   readonly wallets: WalletService;
+  /** Standard x402 payloads, for which the seller's wallet is the fee payer. */
+  readonly x402: X402LocalReceiveService;
   readonly verifier: ProofVerifier;
   readonly ledger: PaymentLedger;
   readonly now?: () => number;
@@ -53,6 +56,9 @@ export interface LocalReceiveDeps {
  * The proof is consumed when the receipt lands, not before: a pending received payment is recorded
  * with the receipt's reference, and the reconciler confirms it and consumes the proof in one database
  * transaction. If the receipt expires unsent, the proof stays redeemable.
+ *
+ * A standard x402 payload instead goes to X402LocalReceiveService: the answer is then the buyer's own
+ * transaction, for the seller to sign as its fee payer.
  */
 export class LocalReceiveService {
   private readonly now: () => number;
@@ -61,15 +67,15 @@ export class LocalReceiveService {
     this.now = deps.now ?? Date.now;
   }
 
-  async build(accountId: string, input: LocalReceiveInput): Promise<LocalReceiveResult> {
+  async build(
+    accountId: string,
+    input: LocalReceiveInput,
+  ): Promise<LocalReceiveResult | X402LocalReceiveResult> {
     // The wallet as stored (EVM: checksummed, as the chain reports the receipt's payer), whatever case was sent.
     const { address: walletAddress } = await this.deps.wallets.owned(accountId, input.walletAddress);
-    if (decodeX402Header(input.paymentProof) !== undefined) {
-      // A receipt is found on chain by its reference; an x402 transaction the seller co-signs has none yet.
-      throw invalidProof(
-        'x402 payloads are verified and settled by POST /payment/receive; /transaction/receive takes gate402 proofs',
-        'x402_not_supported_here',
-      );
+    const header = decodeX402Header(input.paymentProof);
+    if (header !== undefined) {
+      return this.deps.x402.build(accountId, { ...input, walletAddress, header });
     }
     const { claims, chain, tx, signature, received } = await this.deps.verifier.verify({
       paymentProof: input.paymentProof,

@@ -47,8 +47,8 @@ export const LOCAL_TRANSACTION_VALIDITY_MS = 60_000;
  *
  * The transaction carries a fresh reference address (read-only) and a memo with the paymentId, so
  * the reconciler can find it on chain and check it is the one built. The payment is recorded `pending`
- * before the answer; it becomes `confirmed` when the transaction lands, or `expired` once its
- * blockhash or `expiresAt` has passed without it.
+ * before the answer; it becomes `confirmed` when the transaction lands, or `expired` once it can no
+ * longer land (Solana: its blockhash is past; EVM: `expiresAt`; see PaymentReconciler).
  */
 export class LocalSendService {
   private readonly now: () => number;

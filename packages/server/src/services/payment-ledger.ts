@@ -57,14 +57,23 @@ export class PaymentLedger {
     to: PaymentStatus,
     changes: PaymentChanges = {},
   ): Promise<PaymentRecord | undefined> {
-    const moved = await tx.payments.transition(payment.id, statusesBefore(to), to, changes, this.now());
+    // Straight to finalized (the chain finalized it before confirmed was seen) goes through confirmed
+    // first, so every paid payment has its payment.confirmed event and is counted as confirmed once.
+    const from =
+      to === 'finalized' && payment.status !== 'confirmed'
+        ? ((await this.moveIn(tx, payment, 'confirmed', changes)) ?? payment)
+        : payment;
+    const moved = await tx.payments.transition(from.id, statusesBefore(to), to, changes, this.now());
     // Counted when the move is made; a transaction rolled back afterwards is rare enough not to matter
-    // for a latency histogram. Straight to finalized (confirmed never seen) counts as confirmed too.
-    if (moved !== undefined && this.observer !== undefined && payment.confirmedAt === null) {
-      if (to === 'confirmed' || to === 'finalized') {
-        const at = moved.confirmedAt ?? this.now();
-        this.observer.paymentConfirmed(moved.network, (at - moved.createdAt) / 1_000);
-      }
+    // for a latency histogram.
+    if (
+      moved !== undefined &&
+      to === 'confirmed' &&
+      this.observer !== undefined &&
+      from.confirmedAt === null
+    ) {
+      const at = moved.confirmedAt ?? this.now();
+      this.observer.paymentConfirmed(moved.network, (at - moved.createdAt) / 1_000);
     }
     const type = moved === undefined ? undefined : eventFor(moved, to);
     if (moved !== undefined && type !== undefined) await tx.events.append(this.event(moved, type));

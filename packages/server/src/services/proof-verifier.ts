@@ -112,8 +112,14 @@ export class ProofVerifier {
       throw invalidProof('the proof pays another recipient', 'recipient_mismatch');
     if (this.now() - claims.iat > this.deps.proofMaxAgeMs)
       throw invalidProof('the payment proof has expired', 'expired');
-    if (input.resource !== undefined && claims.res !== undefined && input.resource !== claims.res) {
-      throw invalidProof('the proof pays for another resource', 'resource_mismatch');
+    // A seller that names the resource asks whether this payment was for it. A proof that names none
+    // attests no such thing (the buyer paid without saying for what), so it would otherwise buy any
+    // resource of the seller's at the same price; it is good only where no resource is asked for.
+    if (input.resource !== undefined) {
+      if (claims.res === undefined)
+        throw invalidProof('the proof names no resource, and this one is for a resource', 'resource_missing');
+      if (input.resource !== claims.res)
+        throw invalidProof('the proof pays for another resource', 'resource_mismatch');
     }
     return claims;
   }

@@ -14,6 +14,7 @@ export interface Database {
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   outbox_cursors: OutboxCursorsTable;
+  job_leases: JobLeasesTable;
   facilitator_signers: FacilitatorSignersTable;
   x402_settlements: X402SettlementsTable;
   dashboard_users: DashboardUsersTable;
@@ -201,6 +202,13 @@ export interface WebhookDeliveriesTable {
 export interface OutboxCursorsTable {
   name: string;
   seq: number;
+}
+
+/** Which instance runs a background job until when (see JobLeaseRepository). */
+export interface JobLeasesTable {
+  name: string;
+  owner: string;
+  until: number;
 }
 
 export interface EventsTable {

@@ -91,23 +91,49 @@ export async function createKysely(location: StorageLocation): Promise<Kysely<Da
 
 const STATEMENT_CACHE_SIZE = 256;
 
+type SqliteStatement = import('better-sqlite3').Statement;
+
 /**
  * Kysely prepares every query afresh; preparing costs more than running a small indexed query.
  * Kysely's SQL text is stable per query shape (values are bound parameters), so prepared statements
  * are reused by text. Bounded: the oldest statement is dropped past the limit.
  */
 function withStatementCache(sqlite: import('better-sqlite3').Database) {
-  const cache = new Map<string, import('better-sqlite3').Statement>();
+  const cache = new Map<string, ReturnType<typeof fastRowStatement>>();
   return {
     close: () => sqlite.close(),
     prepare: (text: string) => {
       let statement = cache.get(text);
       if (statement === undefined) {
-        statement = sqlite.prepare(text);
+        statement = fastRowStatement(sqlite.prepare(text));
         if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value ?? '');
         cache.set(text, statement);
       }
       return statement;
+    },
+  };
+}
+
+/**
+ * The part of a statement Kysely's SQLite driver uses, with rows read as arrays and turned into objects
+ * by a function made for the statement's columns. better-sqlite3 builds each row object property by
+ * property, which for a payment row (32 columns) costs twice the whole query; an object literal of a
+ * fixed shape costs a fraction. Same result: same keys in the same order, a later duplicate name wins.
+ */
+function fastRowStatement(statement: SqliteStatement) {
+  if (!statement.reader) return statement;
+  const raw = statement.raw(true);
+  const columns = raw.columns().map((column) => column.name);
+  const toRow = new Function(
+    'values',
+    `return {${columns.map((name, i) => `${JSON.stringify(name)}: values[${i}]`).join(', ')}};`,
+  ) as (values: unknown[]) => Record<string, unknown>;
+  return {
+    reader: true,
+    all: (parameters: unknown[]) => (raw.all(parameters) as unknown[][]).map(toRow),
+    run: (parameters: unknown[]) => raw.run(parameters),
+    *iterate(parameters: unknown[]) {
+      for (const values of raw.iterate(parameters) as IterableIterator<unknown[]>) yield toRow(values);
     },
   };
 }

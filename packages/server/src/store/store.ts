@@ -10,14 +10,11 @@ import type { Plan } from '../domain/plan.ts';
 export interface Store extends Repositories {
   /**
    * Runs `work` in one database transaction: everything it writes commits together or not at all.
-   * State changes and their outbox events are written this way.
-   * `waitsOnNetwork`: the work awaits something other than storage (an RPC call) while it holds the
-   * transaction, so it must not share a commit with other transactions (see GroupCommit).
+   * State changes and their outbox events are written this way. `work` waits on storage only — never
+   * on the chain or another service — so a transaction never holds the database on the network (on
+   * SQLite it may share its commit with others; see GroupCommit).
    */
-  transaction<T>(
-    work: (tx: Repositories) => Promise<T>,
-    options?: { readonly waitsOnNetwork?: boolean },
-  ): Promise<T>;
+  transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T>;
   /** Resolves when storage answers a trivial query; used by /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -39,6 +36,7 @@ export interface Repositories {
   readonly nonces: NonceRepository;
   readonly webhooks: WebhookRepository;
   readonly webhookDeliveries: WebhookDeliveryRepository;
+  readonly jobLeases: JobLeaseRepository;
   readonly facilitatorSigners: FacilitatorSignerRepository;
   readonly settlements: SettlementRepository;
   readonly dashboardUsers: DashboardUserRepository;
@@ -261,6 +259,18 @@ export interface PaymentRepository {
     until: number,
     limit: number,
   ): Promise<PaymentRecord[]>;
+  /**
+   * As `lease`, for `mode` payments that were marked expired at or after `expiredSince` (their last
+   * change): the reconciler keeps watching those for a transaction that lands late.
+   */
+  leaseExpired(
+    owner: string,
+    mode: PaymentMode,
+    expiredSince: number,
+    now: number,
+    until: number,
+    limit: number,
+  ): Promise<PaymentRecord[]>;
   /** Ends `owner`'s lease; with `notBefore`, workers leave the payment alone until then (back-off). */
   releaseLease(id: string, owner: string, notBefore?: number): Promise<void>;
 }
@@ -313,6 +323,12 @@ export interface EventRepository {
   seqOf(accountId: string, id: string): Promise<number | undefined>;
   /** The highest seq committed so far (0 when there is none). */
   lastSeq(): Promise<number>;
+  /**
+   * Deletes up to `limit` events created before `before`, oldest first, except those a reader still
+   * needs: after the outbox cursor `keepAfterCursor` (not fanned out to webhooks yet), or named by a
+   * webhook delivery (which is sent, and redelivered, from its event). Returns how many.
+   */
+  deleteBefore(before: number, keepAfterCursor: string, limit: number): Promise<number>;
 }
 
 export interface WebhookRecord {
@@ -390,6 +406,18 @@ export interface WebhookDeliveryRepository {
   redeliver(id: string, now: number): Promise<WebhookDeliveryRecord | undefined>;
   /** The earliest `next_attempt_at` of a pending delivery, so the worker knows when to wake. */
   nextDueAt(): Promise<number | undefined>;
+  /** Deletes up to `limit` succeeded or failed deliveries created before `before`; never a pending one. */
+  deleteFinishedBefore(before: number, limit: number): Promise<number>;
+}
+
+/** Background jobs that one instance at a time should run (e.g. retention). */
+export interface JobLeaseRepository {
+  /**
+   * Takes the job `name` for `owner` until `until` if nobody holds it at `now` (never taken, or the
+   * last lease ran out); false when another holder's lease is still running. Two instances claiming
+   * at once: exactly one gets it.
+   */
+  claim(name: string, owner: string, now: number, until: number): Promise<boolean>;
 }
 
 export type IdempotencyClaim =
@@ -466,6 +494,11 @@ export interface SettlementRepository {
   /** Inserts the settlement; false when one with this key exists (the primary key decides a race). */
   claim(settlement: SettlementRecord): Promise<boolean>;
   get(key: string): Promise<SettlementRecord | undefined>;
+  /**
+   * Open settlements (claimed, submitted) unchanged since `updatedBefore`, least recently changed
+   * first: those no settle call is looking at any more (SettlementFinisher).
+   */
+  listOpen(updatedBefore: number, limit: number): Promise<SettlementRecord[]>;
   /** Compare-and-set: moves it to `status` only from one of `from`; undefined when another writer did. */
   transition(
     key: string,

@@ -1,11 +1,13 @@
-import type { ChainAdapter } from '../chains/chain-adapter.ts';
+import type { ChainAdapter, ChainTransaction } from '../chains/chain-adapter.ts';
 import { ChainError } from '../chains/chain-error.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { OPEN_STATUSES } from '../domain/payment-status.ts';
+import { isX402Receipt, type X402LocalReceiveService } from '../services/facilitator/x402-local-receive.ts';
 import { findBuiltReceipt, findBuiltTransfer, receiptMemo } from '../services/local-transfer.ts';
 import type { PaymentLedger } from '../services/payment-ledger.ts';
 import type { WalletService } from '../services/wallet-service.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
+import { PeriodicWorker } from './periodic-worker.ts';
 import { SequencedSendReconciler } from './sequenced-send-reconciler.ts';
 
 export interface ReconcilerDeps {
@@ -14,6 +16,8 @@ export interface ReconcilerDeps {
   readonly ledger: PaymentLedger;
   /** Signs replacements of stuck EVM sends (see SequencedSendReconciler); without it they are only resent. */
   readonly wallets?: Pick<WalletService, 'signer'>;
+  /** Watches x402 payloads given to /transaction/receive; without it their pending payments are left alone. */
+  readonly x402Receipts?: Pick<X402LocalReceiveService, 'watch'>;
   /** Names this process in leases. */
   readonly instanceId: string;
   readonly intervalMs?: number;
@@ -22,9 +26,23 @@ export interface ReconcilerDeps {
   /** How long a payment that did not change waits before it is looked at again. */
   readonly recheckMs?: number;
   readonly batchSize?: number;
+  /**
+   * How long a local-mode payment stays watched after it was marked expired, for a transaction that
+   * lands late (EVM: signed bytes stay valid until their nonce is used); default 10 minutes.
+   */
+  readonly lateLandingWatchMs?: number;
+  /** How often an expired payment under that watch is looked at again; default 15 s. */
+  readonly lateLandingRecheckMs?: number;
   readonly log?: (message: string, error?: unknown) => void;
   readonly now?: () => number;
 }
+
+/**
+ * About 256 blocks on Base (2 s) and 50 on Ethereum: while the EVM adapter's scan window still holds
+ * a transaction mined in that time. Each look at an expired payment costs a scan, hence the slow recheck.
+ */
+const LATE_LANDING_WATCH_MS = 10 * 60_000;
+const LATE_LANDING_RECHECK_MS = 15_000;
 
 /**
  * Moves open payments forward in the background, on every instance at once without stepping on each
@@ -35,20 +53,22 @@ export interface ReconcilerDeps {
  *   marks it expired;
  * - confirmed: marks it finalized when the chain finalizes it;
  * - local mode, pending (the caller signs and broadcasts; the gateway never does): finds the transaction
- *   by its reference and checks it is the one built (a tampered copy never counts); once
- *   lastValidBlockHeight or expiresAt has passed without it, marks it expired. A seller's pending
- *   receipt confirms when the receipt lands, and the buyer's proof is consumed in the same database
- *   transaction; if the proof was used meanwhile, the receipt payment fails.
+ *   by its reference and checks it is the one built (a tampered copy never counts); once it can no
+ *   longer land (see mayStillLand), marks it expired. A seller's pending receipt confirms when the
+ *   receipt lands, and the buyer's proof is consumed in the same database transaction; if the proof
+ *   was used meanwhile, the receipt payment fails.
+ * - local mode, expired within lateLandingWatchMs: looked at again now and then; a transaction that
+ *   landed after all moves the payment expired → confirmed (payment.confirmed follows payment.expired),
+ *   and a late receipt consumes the proof if it is still unused.
  * - EVM custodial sends (a nonce from the database): see SequencedSendReconciler — resent, replaced with
  *   higher fees when stuck, settled by whichever of their transactions is mined, expired only once
  *   their nonce is used by another transaction.
  * This is also the crash recovery: a send whose process died after storing is finished here.
  */
 export class PaymentReconciler {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
   private readonly now: () => number;
   private readonly sequenced: SequencedSendReconciler;
+  private readonly worker: PeriodicWorker;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.now = deps.now ?? Date.now;
@@ -58,44 +78,51 @@ export class PaymentReconciler {
       wallets: deps.wallets,
       now: this.now,
     });
+    this.worker = new PeriodicWorker(() => this.runOnce(), {
+      intervalMs: deps.intervalMs ?? 1_000,
+      onError: (error) => deps.log?.('payment reconciler pass failed', error),
+    });
   }
 
   start(): void {
-    const tick = () => {
-      this.running = this.runOnce()
-        .catch((error: unknown) => this.deps.log?.('payment reconciler pass failed', error))
-        .finally(() => {
-          if (this.timer !== undefined) this.timer = setTimeout(tick, this.deps.intervalMs ?? 1_000);
-        });
-    };
-    this.timer = setTimeout(tick, this.deps.intervalMs ?? 1_000);
+    this.worker.start();
   }
 
-  async stop(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.running;
+  stop(): Promise<void> {
+    return this.worker.stop();
   }
 
   /** One pass; returns how many payments it looked at. */
   async runOnce(): Promise<number> {
     const at = this.now();
-    const leased = await this.deps.store.payments.lease(
-      this.deps.instanceId,
-      OPEN_STATUSES,
-      at,
-      at + (this.deps.leaseMs ?? 60_000),
-      this.deps.batchSize ?? 50,
-    );
-    await Promise.all(leased.map((payment) => this.reconcile(payment)));
-    return leased.length;
+    const until = at + (this.deps.leaseMs ?? 60_000);
+    const limit = this.deps.batchSize ?? 50;
+    // One transaction for all the leases: on SQLite each lease would otherwise be a commit of its own.
+    const [open, expired] = await this.deps.store.transaction(async ({ payments }) => [
+      await payments.lease(this.deps.instanceId, OPEN_STATUSES, at, until, limit),
+      await payments.leaseExpired(
+        this.deps.instanceId,
+        'local',
+        at - (this.deps.lateLandingWatchMs ?? LATE_LANDING_WATCH_MS),
+        at,
+        until,
+        limit,
+      ),
+    ]);
+    await Promise.all([...open, ...expired].map((payment) => this.reconcile(payment)));
+    return open.length + expired.length;
   }
 
   private async reconcile(payment: PaymentRecord): Promise<void> {
     try {
       const chain = this.deps.networks.get(payment.network);
       if (chain === undefined) return;
-      if (payment.mode === 'local' && payment.status === 'pending') {
+      if (isX402Receipt(payment) && payment.status !== 'confirmed') {
+        // No reference to find it by, and expired only once it can never land: nothing late to watch.
+        if (payment.status === 'pending') await this.deps.x402Receipts?.watch(payment, chain);
+      } else if (payment.status === 'expired') {
+        await this.watchLateLanding(payment, chain);
+      } else if (payment.mode === 'local' && payment.status === 'pending') {
         if (payment.direction === 'sent') await this.watchLocalSend(payment, chain);
         else await this.watchReceipt(payment, chain);
       } else if (payment.signature !== null) {
@@ -106,28 +133,38 @@ export class PaymentReconciler {
     } catch (error) {
       this.deps.log?.(`could not reconcile payment ${payment.id}`, error);
     } finally {
-      await this.deps.store.payments.releaseLease(
-        payment.id,
-        this.deps.instanceId,
-        this.now() + (this.deps.recheckMs ?? 2_000),
+      const recheckMs =
+        payment.status === 'expired'
+          ? (this.deps.lateLandingRecheckMs ?? LATE_LANDING_RECHECK_MS)
+          : (this.deps.recheckMs ?? 2_000);
+      // In a transaction, so the releases of one pass share a commit (SQLite's group commit).
+      const recheckAt = this.now() + recheckMs;
+      await this.deps.store.transaction((tx) =>
+        tx.payments.releaseLease(payment.id, this.deps.instanceId, recheckAt),
       );
     }
   }
 
+  /**
+   * An expired local-mode payment whose transaction may still have landed. Only a successful landing
+   * changes it: a failed one paid nothing, and a receipt whose proof was redeemed meanwhile stays expired.
+   */
+  private async watchLateLanding(payment: PaymentRecord, chain: ChainAdapter): Promise<void> {
+    if (payment.direction === 'sent') {
+      const tx = await findBuiltTransfer(chain, builtTransferOf(payment));
+      if (tx !== undefined && tx.error === null) await this.confirmLocalSend(payment, chain, tx);
+      return;
+    }
+    const receipt = await findBuiltReceipt(chain, builtReceiptOf(payment));
+    if (receipt !== undefined && receipt.error === null) await this.acceptReceipt(payment, 'late');
+  }
+
   private async watchLocalSend(payment: PaymentRecord, chain: ChainAdapter): Promise<void> {
-    const built = {
-      reference: payment.reference ?? '',
-      payer: payment.sender,
-      recipient: payment.recipient,
-      amount: payment.amount,
-      memo: payment.id,
-      lastValidBlockHeight: payment.lastValidBlockHeight,
-    };
+    const built = builtTransferOf(payment);
     let tx = await findBuiltTransfer(chain, built);
     if (tx === undefined) {
-      if (!(await this.isPast(payment, chain))) return;
-      if (await this.mayStillBeMined(payment, chain, payment.sender)) return;
-      // Past its validity: look once more, since it may have landed just before.
+      if (await this.mayStillLand(payment, chain, payment.sender)) return;
+      // It can no longer land: look once more, since it may have landed just before.
       tx = await findBuiltTransfer(chain, built);
       if (tx === undefined) {
         await this.deps.ledger.move(payment, 'expired', {
@@ -136,52 +173,65 @@ export class PaymentReconciler {
         return;
       }
     }
-    const blockHeight = await chain.blockHeightOf(tx.slot).catch(() => null);
     if (tx.error !== null) {
       await this.deps.ledger.move(payment, 'failed', {
         signature: tx.signature,
         slot: tx.slot,
-        blockHeight,
+        blockHeight: await chain.blockHeightOf(tx.slot).catch(() => null),
         error: tx.error,
       });
       return;
     }
+    await this.confirmLocalSend(payment, chain, tx);
+  }
+
+  /** From pending, or from expired when it landed late (the error that said it expired is cleared). */
+  private async confirmLocalSend(
+    payment: PaymentRecord,
+    chain: ChainAdapter,
+    tx: ChainTransaction,
+  ): Promise<void> {
     await this.deps.ledger.move(payment, 'confirmed', {
       signature: tx.signature,
       slot: tx.slot,
-      blockHeight,
+      blockHeight: await chain.blockHeightOf(tx.slot).catch(() => null),
       fee: tx.fee,
+      error: null,
       confirmedAt: this.now(),
     });
   }
 
   /** A seller's receipt (POST /transaction/receive): the proof is consumed when, and only if, it lands. */
   private async watchReceipt(payment: PaymentRecord, chain: ChainAdapter): Promise<void> {
-    const built = {
-      reference: payment.reference ?? '',
-      payer: payment.walletAddress,
-      memo: receiptMemo(payment.id, payment.sourcePaymentId ?? ''),
-      lastValidBlockHeight: payment.lastValidBlockHeight,
-    };
+    const built = builtReceiptOf(payment);
     let receipt = await findBuiltReceipt(chain, built);
-    if (receipt === undefined && (await this.isPast(payment, chain)))
-      receipt = await findBuiltReceipt(chain, built);
     if (receipt === undefined || receipt.error !== null) {
-      if (!(await this.isPast(payment, chain))) return;
-      if (receipt === undefined && (await this.mayStillBeMined(payment, chain, payment.walletAddress)))
+      if (await this.mayStillLand(payment, chain, payment.walletAddress)) return;
+      // It can no longer land: look once more, since it may have landed just before.
+      receipt ??= await findBuiltReceipt(chain, built);
+      if (receipt === undefined || receipt.error !== null) {
+        await this.deps.ledger.move(payment, 'expired', {
+          error: 'the receipt was not seen on chain before it expired; the proof is still unused',
+        });
         return;
-      await this.deps.ledger.move(payment, 'expired', {
-        error: 'the receipt was not seen on chain before it expired; the proof is still unused',
-      });
-      return;
+      }
     }
+    await this.acceptReceipt(payment, 'in time');
+  }
+
+  /**
+   * The receipt landed: the buyer's proof is consumed with the move to confirmed, in one database
+   * transaction. A proof redeemed elsewhere first fails a receipt that landed in time; one that landed
+   * late (after it was called expired, when the proof was free to be redeemed) just stays expired.
+   */
+  private async acceptReceipt(payment: PaymentRecord, landed: 'in time' | 'late'): Promise<void> {
     const { ledger, store } = this.deps;
     const at = this.now();
     await store.transaction(async (tx) => {
       const proofKey = `${payment.network}:${payment.signature}`;
       if (await tx.proofs.consume(proofKey, payment.id, payment.accountId, at)) {
-        await ledger.moveIn(tx, payment, 'confirmed', { confirmedAt: at });
-      } else {
+        await ledger.moveIn(tx, payment, 'confirmed', { confirmedAt: at, error: null });
+      } else if (landed === 'in time') {
         await ledger.moveIn(tx, payment, 'failed', {
           error: 'the payment proof was redeemed elsewhere before this receipt landed',
         });
@@ -190,28 +240,25 @@ export class PaymentReconciler {
   }
 
   /**
-   * EVM: nothing on chain ends a transaction at `expiresAt` (signed bytes stay valid until their nonce
-   * is used), so one the caller broadcast in time may still wait in the pool for a block. While the
-   * payer (the buyer of a local send, the seller of a receipt) has transactions waiting and
-   * `lastValidBlockHeight` is not passed, the payment stays pending rather than be called expired and
-   * then be mined.
+   * Whether a local-mode transaction not seen yet may still land, so the payment must stay pending.
+   * - Solana (no nonces): the chain accepts it until the height passes `lastValidBlockHeight` (its
+   *   blockhash) and refuses it for good after, whatever the clock says; `expiresAt` tells the caller
+   *   when to stop sending, it does not end the transaction. So only the blockhash ends the payment.
+   * - EVM: nothing on chain ends it (signed bytes stay valid until their nonce is used), so gate402's
+   *   own deadline applies: until `expiresAt`, and after it, while the payer (the buyer of a local
+   *   send, the seller of a receipt) has transactions waiting in the node's pool and
+   *   `lastValidBlockHeight` is not passed — one broadcast in time may still be waiting for a block.
+   *   Anything mined later still counts: the late-landing watch moves the payment on.
    */
-  private async mayStillBeMined(
-    payment: PaymentRecord,
-    chain: ChainAdapter,
-    payer: string,
-  ): Promise<boolean> {
-    if (chain.nonces === undefined || payment.lastValidBlockHeight === null) return false;
-    if ((await chain.getBlockHeight()) > payment.lastValidBlockHeight) return false;
-    return chain.nonces.hasWaiting(payer);
-  }
-
-  /** Whether a local-mode transaction can no longer be sent: its expiresAt or blockhash is past. */
-  private async isPast(payment: PaymentRecord, chain: ChainAdapter): Promise<boolean> {
-    if (payment.expiresAt !== null && this.now() > payment.expiresAt) return true;
-    return (
-      payment.lastValidBlockHeight !== null && (await chain.getBlockHeight()) > payment.lastValidBlockHeight
-    );
+  private async mayStillLand(payment: PaymentRecord, chain: ChainAdapter, payer: string): Promise<boolean> {
+    const withinBlockhash =
+      payment.lastValidBlockHeight === null
+        ? undefined
+        : (await chain.getBlockHeight()) <= payment.lastValidBlockHeight;
+    const beforeExpiresAt = payment.expiresAt === null || this.now() <= payment.expiresAt;
+    if (chain.nonces === undefined) return withinBlockhash ?? beforeExpiresAt;
+    if (withinBlockhash === false) return false;
+    return beforeExpiresAt || (withinBlockhash === true && (await chain.nonces.hasWaiting(payer)));
   }
 
   private async advance(payment: PaymentRecord, signature: string, chain: ChainAdapter): Promise<void> {
@@ -250,4 +297,24 @@ export class PaymentReconciler {
     }
     if (payment.status === 'pending') await ledger.move(payment, 'submitted');
   }
+}
+
+function builtTransferOf(payment: PaymentRecord) {
+  return {
+    reference: payment.reference ?? '',
+    payer: payment.sender,
+    recipient: payment.recipient,
+    amount: payment.amount,
+    memo: payment.id,
+    lastValidBlockHeight: payment.lastValidBlockHeight,
+  };
+}
+
+function builtReceiptOf(payment: PaymentRecord) {
+  return {
+    reference: payment.reference ?? '',
+    payer: payment.walletAddress,
+    memo: receiptMemo(payment.id, payment.sourcePaymentId ?? ''),
+    lastValidBlockHeight: payment.lastValidBlockHeight,
+  };
 }

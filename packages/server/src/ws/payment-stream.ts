@@ -22,6 +22,11 @@ export interface PaymentStreamDeps {
   readonly maxBufferedBytes: number;
   /** How long a connection without credentials on the upgrade may take to send its `auth` message. */
   readonly authTimeoutMs?: number;
+  /**
+   * Told of every attempt refused by the rate limit (a 429 on the upgrade, or close 4029 after an `auth`
+   * message), with the account's plan: the metric counts them with the HTTP API's 429s.
+   */
+  readonly onRateLimited?: (plan: string) => void;
 }
 
 const DEFAULT_AUTH_TIMEOUT_MS = 5_000;
@@ -210,6 +215,7 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
       };
     }
     if (!rate.allowed) {
+      deps.onRateLimited?.(account.plan);
       return {
         ok: false,
         error: new GatewayError('RATE_LIMIT_EXCEEDED', { retryAfter: rate.resetSeconds }),

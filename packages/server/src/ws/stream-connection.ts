@@ -1,45 +1,36 @@
 import type { WebSocket } from 'ws';
+import { AccountEventFeed } from '../events/account-event-feed.ts';
 import type { EventHub } from '../events/event-hub.ts';
 import { paymentEventMessage } from '../events/payment-event-message.ts';
 import type { EventRecord } from '../store/store.ts';
 import { STREAM_CLOSE } from './stream-close-codes.ts';
 import { EVERYTHING, matches, type StreamFilter } from './stream-subscription.ts';
 
-const REPLAY_PAGE = 200;
 /** How long a replay waits for the client to read what it was sent before it counts as too slow. */
 const REPLAY_DRAIN_TIMEOUT_MS = 30_000;
 
 /**
- * One authenticated stream connection: what it subscribed to, and where it is in the outbox.
- *
- * `cursor` is the seq of the last event considered for this connection (sent or filtered out). Live
- * events from the hub are sent only in `live` mode and only when newer than the cursor. A replay
- * (`since`) reads the account's events after the cursor from the outbox page by page; once a read
- * returns less than a page it moves the cursor to the hub position taken *before* that read (every
- * event up to there was committed before the read, so the read saw them) and switches to live when the
- * hub has not moved past the cursor meanwhile, else reads again. So every event after `since` is sent
- * once, in order: by the replay up to the switch, by the hub after it, never by both (the cursor check),
- * never by neither (the hub position check). No live event is buffered during a replay, so memory stays
- * bounded however long the replay is.
+ * One authenticated stream connection: what it subscribed to, and its AccountEventFeed, which hands on
+ * the account's events once each, in order, across a replay (`since`) and the switch to live.
  */
 export class StreamConnection {
   private filter: StreamFilter = EVERYTHING;
-  private cursor: number;
-  private mode: 'live' | 'replaying' = 'live';
-  /** Bumped by each subscribe with `since`, so an older replay stops. */
-  private replayGeneration = 0;
-  private readonly unsubscribe: () => void;
+  private readonly feed: AccountEventFeed;
   private closed = false;
 
   constructor(
     private readonly socket: WebSocket,
-    private readonly accountId: string,
-    private readonly hub: EventHub,
+    accountId: string,
+    hub: EventHub,
     private readonly maxBufferedBytes: number,
     private readonly log: (message: string, error: unknown) => void,
   ) {
-    this.cursor = hub.position;
-    this.unsubscribe = hub.subscribe(accountId, (event) => this.onLiveEvent(event));
+    this.feed = new AccountEventFeed(hub, accountId, {
+      deliver: (event) => {
+        if (matches(this.filter, event)) this.send(event);
+      },
+      drained: () => this.drained(),
+    });
     socket.once('close', () => this.dispose());
   }
 
@@ -47,53 +38,23 @@ export class StreamConnection {
   subscribe(filter: StreamFilter, sinceSeq: number | undefined): void {
     this.filter = filter;
     if (sinceSeq === undefined) return;
-    this.cursor = sinceSeq;
-    this.mode = 'replaying';
-    const generation = ++this.replayGeneration;
-    this.replay(generation).catch((error) => {
+    this.feed.replayAfter(sinceSeq).catch((error) => {
       this.log('payment stream replay failed', error);
       this.close(STREAM_CLOSE.UNAVAILABLE, 'replay failed; reconnect with since');
     });
   }
 
-  private onLiveEvent(event: EventRecord): void {
-    if (this.mode !== 'live' || event.seq <= this.cursor) return;
-    this.cursor = event.seq;
-    if (matches(this.filter, event)) this.send(event);
-  }
-
-  private async replay(generation: number): Promise<void> {
-    const events = this.hub.store.events;
-    for (;;) {
-      const horizon = this.hub.position;
-      const page = await events.listAfter(this.accountId, this.cursor, REPLAY_PAGE);
-      if (this.closed || generation !== this.replayGeneration) return;
-      for (const event of page) {
-        this.cursor = event.seq;
-        if (matches(this.filter, event)) this.send(event);
-      }
-      if (page.length === REPLAY_PAGE) {
-        await this.drained();
-        continue;
-      }
-      this.cursor = Math.max(this.cursor, horizon);
-      if (this.cursor >= this.hub.position) {
-        this.mode = 'live';
-        return;
-      }
-    }
-  }
-
   /** Resolves once the client has read most of what was sent, so a replay never outruns it. */
-  private async drained(): Promise<void> {
+  private async drained(): Promise<boolean> {
     const started = Date.now();
     while (!this.closed && this.socket.bufferedAmount > this.maxBufferedBytes / 2) {
       if (Date.now() - started > REPLAY_DRAIN_TIMEOUT_MS) {
         this.close(STREAM_CLOSE.TOO_SLOW, 'consumer too slow');
-        return;
+        return false;
       }
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
+    return !this.closed;
   }
 
   private send(event: EventRecord): void {
@@ -118,8 +79,7 @@ export class StreamConnection {
   private dispose(): void {
     if (this.closed) return;
     this.closed = true;
-    this.replayGeneration++;
-    this.unsubscribe();
+    this.feed.close();
   }
 }
 

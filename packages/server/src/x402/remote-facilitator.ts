@@ -10,7 +10,8 @@ export class RemoteFacilitatorError extends Error {
 }
 
 /**
- * Calls an x402 facilitator a caller named (`facilitatorUrl`): POST `<url>/verify` and `<url>/settle`.
+ * Calls an x402 facilitator a caller named (`facilitatorUrl`): POST `<url>/verify` and `<url>/settle`,
+ * and GET `<url>/supported` (the Solana fee payer a v1 payload was built for).
  * The URL passes the SSRF guard (every resolved address public unless ALLOW_PRIVATE_OUTBOUND_URLS) and
  * the connection is pinned to the checked addresses; no redirects are followed; the whole exchange
  * is bounded by `timeoutMs` and the answer by MAX_FACILITATOR_RESPONSE_BYTES.
@@ -27,19 +28,36 @@ export class RemoteFacilitator {
     body: unknown,
     timeoutMs: number,
   ): Promise<Record<string, unknown>> {
+    return this.exchange(operation, JSON.stringify(body), timeoutMs);
+  }
+
+  /** GET `<url>/supported`: x402's SupportedResponse (`kinds`, `extensions`, `signers`). */
+  async supported(timeoutMs: number): Promise<Record<string, unknown>> {
+    const answer = await this.exchange('supported', undefined, timeoutMs);
+    if (!Array.isArray(answer.kinds))
+      throw new RemoteFacilitatorError("the facilitator's supported answer has no kinds");
+    return answer;
+  }
+
+  /** POST `text` (GET without it) to `<url>/<operation>`; the answer's JSON object. */
+  private async exchange(
+    operation: 'verify' | 'settle' | 'supported',
+    text: string | undefined,
+    timeoutMs: number,
+  ): Promise<Record<string, unknown>> {
     const target = `${this.baseUrl.replace(/\/+$/, '')}/${operation}`;
     const resolved = await resolveOutbound(target, this.policy);
-    const text = JSON.stringify(body);
     const send = resolved.url.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
       const req = send(
         resolved.url,
         {
-          method: 'POST',
+          method: text === undefined ? 'GET' : 'POST',
           lookup: pinnedLookup(resolved),
           headers: {
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(text),
+            ...(text === undefined
+              ? {}
+              : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }),
             ...(this.authorization === undefined ? {} : { authorization: this.authorization }),
           },
           timeout: timeoutMs,
@@ -124,7 +142,7 @@ export class RemoteFacilitator {
             : new RemoteFacilitatorError(`the facilitator cannot be reached: ${error.message}`),
         ),
       );
-      req.end(text);
+      req.end(text ?? '');
     });
   }
 }

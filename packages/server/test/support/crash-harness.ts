@@ -90,6 +90,65 @@ export class CrashableGateway {
   }
 }
 
+/**
+ * An operator's set-up with the CLI on the gateway's storage: an Enterprise account with `rateLimit`
+ * requests a minute (by default one no run reaches) and its API key.
+ */
+export function cliAccount(
+  gateway: CrashableGateway,
+  name: string,
+  rateLimit = 100_000,
+): { accountId: string; key: string } {
+  const account = gateway.cli<{ id: string }>([
+    'accounts',
+    'create',
+    '--name',
+    name,
+    '--plan',
+    'enterprise',
+    '--rate-limit',
+    String(rateLimit),
+  ]);
+  const { key } = gateway.cli<{ key: string }>(['keys', 'create', '--account', account.id]);
+  return { accountId: account.id, key };
+}
+
+/** cliAccount's account and key, and a custodial wallet of `chain` in that account. */
+export function cliWallet(
+  gateway: CrashableGateway,
+  name: string,
+  chain: 'solana' | 'evm',
+): { accountId: string; key: string; wallet: string } {
+  const { accountId, key } = cliAccount(gateway, name);
+  const { address } = gateway.cli<{ address: string }>([
+    'wallets',
+    'create',
+    '--account',
+    accountId,
+    '--chain',
+    chain,
+  ]);
+  return { accountId, key, wallet: address };
+}
+
+/**
+ * What holds after a crash run on any chain: one payment per Idempotency-Key, every one settled (the
+ * reconciler finishes what killed processes left open), none recorded twice. Their final status answers, by id.
+ */
+export async function settledOnce(
+  gateway: CrashableGateway,
+  key: string,
+  wallet: string,
+  answers: readonly SentPayment[],
+): Promise<Map<string, SentPayment>> {
+  const ids = answers.map((a) => a.paymentId);
+  assert.equal(new Set(ids).size, answers.length, 'one payment per idempotency key');
+  const final = await settledPayments(gateway, key, ids);
+  const history = await gateway.get<{ total: number }>(key, `/payment/history/${wallet}?limit=500`);
+  assert.equal(history.total, answers.length, 'no payment recorded twice');
+  return final;
+}
+
 export interface SentPayment {
   readonly paymentId: string;
   readonly status: string;
@@ -173,11 +232,15 @@ export async function settledPayments(
   return final;
 }
 
-export async function waitFor(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+export async function waitFor(
+  check: () => Promise<boolean>,
+  timeoutMs = 10_000,
+  intervalMs = 200,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(200);
+    await sleep(intervalMs);
   }
 }
 

@@ -24,7 +24,15 @@ export interface DashboardApp {
  * Webhook URLs may point at loopback here (ALLOW_PRIVATE_OUTBOUND_URLS), so no test needs DNS.
  */
 export async function startDashboardApp(
-  options: { signup?: boolean; loginAttempts?: number; distDir?: string; trustProxy?: boolean } = {},
+  options: {
+    signup?: boolean;
+    loginAttempts?: number;
+    distDir?: string;
+    trustProxy?: boolean;
+    /** The dashboard's clock (sessions' expiry); the rate limiter keeps its own, standing still. */
+    now?: () => number;
+    sessionPurgeIntervalMs?: number;
+  } = {},
 ): Promise<DashboardApp> {
   const storage = tempSqlite();
   const { store } = await openStore(storage.location);
@@ -54,6 +62,10 @@ export async function startDashboardApp(
     signupEnabled: options.signup ?? true,
     sessionTtlMs: 3_600_000,
     loginAttemptsPerMinute: options.loginAttempts ?? 10,
+    ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.sessionPurgeIntervalMs === undefined
+      ? {}
+      : { sessionPurgeIntervalMs: options.sessionPurgeIntervalMs }),
   });
   const app = await buildApp({
     config: {

@@ -1,31 +1,19 @@
-import type { LightMyRequestResponse } from 'fastify';
 import { createTestClient, http, publicActions } from 'viem';
 import { ANVIL_CHAIN_ID } from '../../src/chains/evm/anvil-process.ts';
 import { EvmAdapter } from '../../src/chains/evm/evm-adapter.ts';
 import { NetworkRegistry } from '../../src/chains/network-registry.ts';
 import { PaymentReconciler } from '../../src/workers/payment-reconciler.ts';
+import { type ApiCaller, callerOf } from './api-caller.ts';
+import { newParty, type Party } from './party.ts';
 import { startTestEvm, type TestEvm } from './test-anvil.ts';
-import { bearer, startTestGateway, type TestGateway, type TestGatewayOptions } from './test-gateway.ts';
+import { startTestGateway, type TestGateway, type TestGatewayOptions } from './test-gateway.ts';
 
 export const ETH = 10n ** 18n;
 
-export interface EvmParty {
-  readonly accountId: string;
-  readonly key: string;
-  readonly wallet: string;
-}
+export type EvmParty = Party;
 
-/** Calls the API of one gateway as a caller would. */
-export function callerOf(gw: TestGateway) {
-  return {
-    post: (key: string, url: string, payload: unknown): Promise<LightMyRequestResponse> =>
-      gw.app.inject({ method: 'POST', url, headers: bearer(key), payload: payload as object }),
-    get: (key: string, url: string): Promise<LightMyRequestResponse> =>
-      gw.app.inject({ method: 'GET', url, headers: bearer(key) }),
-  };
-}
-
-export interface EvmPaymentFixture extends ReturnType<typeof callerOf> {
+/** The EVM payment fixture; payment-fixture.ts is its Solana twin (both share api-caller and party). */
+export interface EvmPaymentFixture extends ApiCaller {
   readonly evm: TestEvm;
   readonly chain: EvmAdapter;
   readonly gw: TestGateway;
@@ -59,21 +47,17 @@ export async function startEvmPaymentFixture(
     ...(options.replaceAfterBlocks === undefined ? {} : { replaceAfterBlocks: options.replaceAfterBlocks }),
   });
   const gw = await startTestGateway({ networks: new NetworkRegistry([chain]), ...options.gateway });
-  const calls = callerOf(gw);
   return {
-    ...calls,
+    ...callerOf(gw),
     evm,
     chain,
     gw,
     anvil: anvilClient(evm.anvil.rpcUrl),
-    party: async (eth = 0n, plan = 'standard') => {
-      const caller = await gw.newCaller(plan);
-      const created = await calls.post(caller.key, '/wallets', { chain: 'evm' });
-      if (created.statusCode !== 200) throw new Error(`wallet creation failed: ${created.body}`);
-      const wallet = created.json().address as string;
-      if (eth > 0n) await chain.faucet?.fundNative(wallet, eth);
-      return { ...caller, wallet };
-    },
+    party: (eth = 0n, plan = 'standard') =>
+      newParty(gw, 'evm', {
+        plan,
+        ...(eth > 0n ? { fund: (wallet) => chain.faucet?.fundNative(wallet, eth) } : {}),
+      }),
     reconciler: (instanceId, on = gw) =>
       new PaymentReconciler({
         store: on.store,

@@ -10,6 +10,8 @@ import { type AddressInfo, connect, createServer, type Server, type Socket } fro
  * - delay: forward each request after `ms`.
  * - http-error: answer every request `status` with a text body and close (a proxy or provider error).
  * - flap: alternate between pass and drop every `periodMs`.
+ * - silent: connections stay open and requests still reach the target, but nothing it sends comes back
+ *   (a PubSub endpoint that stops publishing while its socket stays up); open connections fall silent too.
  * `match`, when given, limits the fault to requests whose bytes contain it (e.g. one JSON-RPC
  * method); other requests pass.
  */
@@ -19,7 +21,8 @@ export type FaultMode =
   | { readonly kind: 'hang'; readonly match?: string }
   | { readonly kind: 'delay'; readonly ms: number; readonly match?: string }
   | { readonly kind: 'http-error'; readonly status: number; readonly match?: string }
-  | { readonly kind: 'flap'; readonly periodMs: number };
+  | { readonly kind: 'flap'; readonly periodMs: number }
+  | { readonly kind: 'silent' };
 
 export interface FaultProxy {
   /** `http://127.0.0.1:<port>`; swap the scheme for WebSocket traffic. */
@@ -28,6 +31,10 @@ export interface FaultProxy {
   set(mode: FaultMode): void;
   /** Requests that reached the target, by whether their bytes contain `text`. */
   forwarded(text: string): number;
+  /** Bytes from the target that reached the gateway, over all connections. */
+  delivered(): number;
+  /** Connections from the gateway open now. */
+  openConnections(): number;
   close(): Promise<void>;
 }
 
@@ -36,13 +43,20 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   const { hostname, port: targetPort } = new URL(target);
   let mode: FaultMode = { kind: 'pass' };
   const sockets = new Set<Socket>();
+  const clients = new Set<Socket>();
+  let deliveredBytes = 0;
   const forwardedChunks: string[] = [];
 
   const effective = (chunk: string): FaultMode => {
     if (mode.kind === 'flap') {
       return Math.floor(Date.now() / mode.periodMs) % 2 === 0 ? { kind: 'pass' } : { kind: 'drop' };
     }
-    if (mode.kind !== 'pass' && mode.match !== undefined && !chunk.includes(mode.match)) {
+    if (
+      mode.kind !== 'pass' &&
+      mode.kind !== 'silent' &&
+      mode.match !== undefined &&
+      !chunk.includes(mode.match)
+    ) {
       return { kind: 'pass' };
     }
     return mode;
@@ -50,6 +64,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
 
   const server: Server = createServer((client) => {
     sockets.add(client);
+    clients.add(client);
     const upstream = connect(Number(targetPort), hostname);
     sockets.add(upstream);
     const closeBoth = () => {
@@ -57,17 +72,21 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       upstream.destroy();
       sockets.delete(client);
       sockets.delete(upstream);
+      clients.delete(client);
     };
     client.on('error', closeBoth).on('close', closeBoth);
     upstream.on('error', closeBoth).on('close', closeBoth);
     upstream.on('data', (chunk: Buffer) => {
-      if (!client.destroyed) client.write(chunk);
+      if (client.destroyed || mode.kind === 'silent') return;
+      deliveredBytes += chunk.length;
+      client.write(chunk);
     });
     client.on('data', (chunk: Buffer) => {
       const text = chunk.toString('latin1');
       const now = effective(text);
       switch (now.kind) {
         case 'pass':
+        case 'silent':
           forwardedChunks.push(text);
           upstream.write(chunk);
           return;
@@ -113,6 +132,8 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       }
     },
     forwarded: (text) => forwardedChunks.filter((chunk) => chunk.includes(text)).length,
+    delivered: () => deliveredBytes,
+    openConnections: () => clients.size,
     close: async () => {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

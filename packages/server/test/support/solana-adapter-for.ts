@@ -6,9 +6,13 @@ export interface AdapterRoute {
   /** The RPC URLs the adapter uses, in order (the localnet's own, or proxies in front of it). */
   readonly urls: readonly string[];
   readonly wsUrl?: string | undefined;
+  /** Several PubSub URLs, in order, with failover; absent: `wsUrl`. */
+  readonly wsUrls?: readonly string[];
   readonly timeoutMs?: number;
   readonly downMs?: number;
   readonly observer?: RpcObserver;
+  /** How long the slot feed stays on a fallback PubSub URL before trying the preferred ones again. */
+  readonly slotFeedReturnMs?: number;
   /** The localnet's slot length; default 20 ms. */
   readonly slotMs?: number;
 }
@@ -25,11 +29,13 @@ export function solanaAdapterFor(localnet: Localnet, route: AdapterRoute): Solan
       isDefault: true,
       isLocal: true,
       rpcUrl,
-      wsUrl: route.wsUrl,
+      wsUrl: route.wsUrl ?? route.wsUrls?.[0],
       tokens: [],
     },
     rpcUrl,
-    wsUrl: route.wsUrl,
+    wsUrl: route.wsUrl ?? route.wsUrls?.[0],
+    ...(route.wsUrls === undefined ? {} : { wsUrls: route.wsUrls }),
+    slotFeedReturnMs: route.slotFeedReturnMs,
     endpoints: new RpcEndpoints({
       network: localnet.network,
       urls: route.urls,

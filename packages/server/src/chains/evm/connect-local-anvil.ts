@@ -1,10 +1,12 @@
-import { createPublicClient, http } from 'viem';
+import { createPublicClient } from 'viem';
+import type { RpcLimits } from '../rpc-endpoints.ts';
 import { createAnvilClient } from './anvil-client.ts';
 import { ANVIL_CHAIN_ID } from './anvil-process.ts';
-import { anvilAdapter, anvilFiles } from './embedded-evm.ts';
+import { anvilAdapter, anvilEndpoints, anvilFiles } from './embedded-evm.ts';
 import type { EvmAdapter } from './evm-adapter.ts';
 import { toChainError } from './evm-errors.ts';
 import { evmNetworkId } from './evm-networks.ts';
+import { failoverTransport } from './failover-transport.ts';
 import { recordedUsdcLike } from './usdc-like-deployment.ts';
 
 export interface LocalAnvil {
@@ -18,15 +20,20 @@ export interface LocalAnvil {
  * The anvil another process runs (`gate402 serve`), with the same faucet as the embedded chain's: its
  * first dev account pays ETH and mints the USDC-like token recorded in `DATA_DIR/anvil/deployments.json`.
  * Anything that is not anvil with chain id 31337 gets no adapter. Throws ChainError `unavailable` when
- * nothing answers.
+ * nothing answers within `rpcLimits.timeoutMs` (RPC_TIMEOUT_MS; absent: the default).
  */
-export async function connectLocalAnvil(options: { rpcUrl: string; dataDir: string }): Promise<LocalAnvil> {
-  const client = createAnvilClient(options.rpcUrl);
+export async function connectLocalAnvil(options: {
+  rpcUrl: string;
+  dataDir: string;
+  rpcLimits?: RpcLimits | undefined;
+}): Promise<LocalAnvil> {
+  const endpoints = anvilEndpoints(options.rpcUrl, options.rpcLimits);
+  const client = createAnvilClient(endpoints);
   try {
     const [chainId, version] = await Promise.all([
       client.getChainId(),
       // The test client's request type knows only anvil's own methods; this one is standard.
-      createPublicClient({ transport: http(options.rpcUrl, { retryCount: 0 }) }).request({
+      createPublicClient({ transport: failoverTransport(endpoints, endpoints.timeoutMs) }).request({
         method: 'web3_clientVersion',
       }),
     ]);
@@ -39,7 +46,7 @@ export async function connectLocalAnvil(options: { rpcUrl: string; dataDir: stri
     const { deploymentsFile } = anvilFiles(options.dataDir);
     const usdc = await recordedUsdcLike(client, { recordFile: deploymentsFile, network });
     return {
-      adapter: anvilAdapter({ rpcUrl: options.rpcUrl, wsUrl: undefined, client, operator, usdc }),
+      adapter: anvilAdapter({ rpcUrl: options.rpcUrl, wsUrl: undefined, client, endpoints, operator, usdc }),
       tokensRefused:
         usdc === undefined
           ? `${deploymentsFile} names no USDC-like token on this chain (tokens are minted only on the gateway's own anvil)`

@@ -2,12 +2,18 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Address } from 'viem';
 import type { NetworkInfo } from '../../domain/network.ts';
-import { RpcEndpoints, type RpcLimits } from '../rpc-endpoints.ts';
+import {
+  DEFAULT_RPC_DOWN_MS,
+  DEFAULT_RPC_TIMEOUT_MS,
+  RpcEndpoints,
+  type RpcLimits,
+} from '../rpc-endpoints.ts';
 import { type AnvilClient, createAnvilClient } from './anvil-client.ts';
 import { AnvilFaucet } from './anvil-faucet.ts';
 import { ANVIL_CHAIN_ID, type AnvilProcess, startAnvil } from './anvil-process.ts';
 import { EvmAdapter } from './evm-adapter.ts';
 import { evmNetworkId, WEI_DECIMALS } from './evm-networks.ts';
+import { ensurePermit2 } from './permit2-deployment.ts';
 import { ensureUsdcLike } from './usdc-like-deployment.ts';
 
 /** Seconds between anvil's state dumps: the most a hard kill of anvil itself can lose. */
@@ -36,7 +42,7 @@ export interface EmbeddedEvm {
 
 /**
  * The embedded EVM chain: anvil with its state in DATA_DIR, the USDC-like token (deployed once, found
- * again on later starts), a faucet, and the adapter for it.
+ * again on later starts), Permit2 and x402's Permit2 proxy, a faucet, and the adapter for it.
  */
 export async function startEmbeddedEvm(options: EmbeddedEvmOptions): Promise<EmbeddedEvm> {
   const files = anvilFiles(options.dataDir);
@@ -48,15 +54,18 @@ export async function startEmbeddedEvm(options: EmbeddedEvmOptions): Promise<Emb
     blockTimeSeconds: options.blockTimeSeconds,
   });
   try {
-    const client = createAnvilClient(anvil.rpcUrl);
+    const id = evmNetworkId(ANVIL_CHAIN_ID);
+    const endpoints = anvilEndpoints(anvil.rpcUrl, options.rpcLimits);
+    const client = createAnvilClient(endpoints);
     const [operator] = await client.getAddresses();
     if (operator === undefined) throw new Error('anvil has no dev account');
-    const id = evmNetworkId(ANVIL_CHAIN_ID);
     const usdc = await ensureUsdcLike(client, {
       owner: operator,
       recordFile: files.deploymentsFile,
       network: id,
     });
+    // Permit2 and x402's proxy at their canonical addresses, so `exact` Permit2 payments settle here too.
+    await ensurePermit2(client, { deployer: operator });
     const adapter = anvilAdapter({
       rpcUrl: anvil.rpcUrl,
       wsUrl: anvil.wsUrl,
@@ -64,7 +73,7 @@ export async function startEmbeddedEvm(options: EmbeddedEvmOptions): Promise<Emb
       operator,
       usdc: usdc.address,
       pollIntervalMs: options.pollIntervalMs ?? 100,
-      rpcLimits: options.rpcLimits,
+      endpoints,
     });
     return {
       anvil,
@@ -89,17 +98,32 @@ export function anvilFiles(dataDir: string): { dir: string; stateFile: string; d
 }
 
 /**
+ * The one endpoint of a local anvil, with the configured time limits (absent: the defaults). The
+ * adapter and the faucet's client share it, so a stalled anvil is found down once for both.
+ */
+export function anvilEndpoints(rpcUrl: string, limits: RpcLimits | undefined): RpcEndpoints {
+  return new RpcEndpoints({
+    network: evmNetworkId(ANVIL_CHAIN_ID),
+    urls: [rpcUrl],
+    timeoutMs: DEFAULT_RPC_TIMEOUT_MS,
+    downMs: DEFAULT_RPC_DOWN_MS,
+    ...limits,
+  });
+}
+
+/**
  * The adapter for a local anvil, whoever started it: a faucet paid by the dev account `operator` (which
  * also owns the USDC-like token, when it is deployed) and the token in the network's list.
+ * `endpoints` is the list `client` was made with.
  */
 export function anvilAdapter(options: {
   rpcUrl: string;
   wsUrl: string | undefined;
   client: AnvilClient;
+  endpoints: RpcEndpoints;
   operator: Address;
   usdc: Address | undefined;
   pollIntervalMs?: number;
-  rpcLimits?: RpcLimits | undefined;
 }): EvmAdapter {
   const info: NetworkInfo = {
     id: evmNetworkId(ANVIL_CHAIN_ID),
@@ -112,16 +136,11 @@ export function anvilAdapter(options: {
     wsUrl: options.wsUrl,
     tokens: options.usdc === undefined ? [] : [{ symbol: 'USDC', address: options.usdc, decimals: 6 }],
   };
-  const limits = options.rpcLimits;
   return new EvmAdapter({
     info,
     rpcUrl: options.rpcUrl,
-    ...(limits === undefined
-      ? {}
-      : {
-          endpoints: new RpcEndpoints({ network: info.id, urls: [options.rpcUrl], ...limits }),
-          rpcTimeoutMs: limits.timeoutMs,
-        }),
+    endpoints: options.endpoints,
+    rpcTimeoutMs: options.endpoints.timeoutMs,
     chainId: ANVIL_CHAIN_ID,
     faucet: new AnvilFaucet(
       options.client,

@@ -107,6 +107,7 @@ export class EvmAdapter implements ChainAdapter {
   readonly info: NetworkInfo;
   readonly faucet: LocalFaucet | undefined;
   readonly nonces: AccountNonces;
+  readonly endpoints: RpcEndpoints;
   private readonly client: PublicClient;
   private readonly chainId: number;
   private readonly pollIntervalMs: number;
@@ -125,7 +126,7 @@ export class EvmAdapter implements ChainAdapter {
     this.nonces = this.nonceOperations(options.replaceAfterBlocks ?? DEFAULT_REPLACE_AFTER_BLOCKS);
     // cacheTime 0: viem would otherwise serve the block number from a 4 s cache.
     const timeoutMs = options.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS;
-    const endpoints =
+    this.endpoints =
       options.endpoints ??
       new RpcEndpoints({
         network: options.info.id,
@@ -133,7 +134,10 @@ export class EvmAdapter implements ChainAdapter {
         timeoutMs,
         downMs: DEFAULT_RPC_DOWN_MS,
       });
-    this.client = createPublicClient({ transport: failoverTransport(endpoints, timeoutMs), cacheTime: 0 });
+    this.client = createPublicClient({
+      transport: failoverTransport(this.endpoints, timeoutMs),
+      cacheTime: 0,
+    });
   }
 
   async ping(): Promise<void> {
@@ -260,7 +264,9 @@ export class EvmAdapter implements ChainAdapter {
           return (await this.statusOf(hash)) ?? { status: 'expired' };
         }
       } catch {
-        // A failed poll is retried; the caller's timeout bounds the wait.
+        // A failed poll is retried, and the caller's timeout bounds the wait; but once every endpoint is
+        // down nothing can be learnt for a while, so the wait ends now, not known (`pending`).
+        if (this.endpoints.allDown) break;
       }
       const left = deadline - Date.now();
       if (left <= 0) break;

@@ -4,12 +4,13 @@ import {
   encodeFunctionData,
   getAddress,
   type Hex,
-  http,
   isAddress,
   isHex,
   keccak256,
   type PublicClient,
   parseAbi,
+  parseTransaction,
+  toHex,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import {
@@ -17,10 +18,25 @@ import {
   type ExactRequirements,
   type ExactScheme,
   type ExactVerdict,
-  type PreparedSettlementTx,
+  type LandedPayment,
   refuse,
+  type SellerTransaction,
+  type SettlementDraft,
 } from '../exact-scheme.ts';
+import type { RpcEndpoints } from '../rpc-endpoints.ts';
 import { toChainError } from './evm-errors.ts';
+import { failoverTransport } from './failover-transport.ts';
+import { EXACT_PERMIT2_PROXY_ADDRESS } from './permit2-addresses.ts';
+import {
+  checkPermit2Payment,
+  isPermit2Payload,
+  type Permit2Authorization,
+  permit2AuthorizationOf,
+  permit2Available,
+  permit2SettleCall,
+} from './permit2-payment.ts';
+import { findLandedAuthorization, sellerAuthorizationTransaction } from './seller-paid-authorization.ts';
+import { findLandedPermit2 } from './seller-paid-permit2.ts';
 
 const EIP3009_ABI = parseAbi([
   'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)',
@@ -66,14 +82,27 @@ interface Authorization {
   readonly signature: Hex;
 }
 
-/** x402 `exact` on EVM with EIP-3009: the facilitator submits transferWithAuthorization and pays the gas. */
+/** The ways x402 `exact` moves an EVM token (`extra.assetTransferMethod`); absent means either. */
+type AssetTransferMethod = 'eip3009' | 'permit2';
+
+/**
+ * x402 `exact` on EVM: the facilitator submits the buyer's signed transfer and pays the gas, either an
+ * EIP-3009 transferWithAuthorization on the token or, for any ERC-20 the buyer approved Permit2 for, the
+ * x402 Permit2 proxy's `settle` (permit2-payment.ts). The payload's shape says which.
+ */
 export class ExactEvmScheme implements ExactScheme {
   readonly family = 'evm' as const;
   private readonly client: PublicClient;
   private readonly chainId: number;
+  /**
+   * Set by `detectPermit2`: the chain carries Permit2 and x402's proxy, so GET /facilitator/supported
+   * offers it. Verification looks at the chain itself each time, whatever this says.
+   */
+  private permit2Ready = false;
 
   constructor(
-    rpcUrl: string,
+    /** The network adapter's own list: the same failover, time limit and down marks. */
+    endpoints: RpcEndpoints,
     private readonly feePayer: EvmFeePayer,
     private readonly network: string,
     /**
@@ -83,7 +112,7 @@ export class ExactEvmScheme implements ExactScheme {
     private readonly assets: readonly string[],
     private readonly clock: () => number = Date.now,
   ) {
-    this.client = createPublicClient({ transport: http(rpcUrl) });
+    this.client = createPublicClient({ transport: failoverTransport(endpoints, endpoints.timeoutMs) });
     this.chainId = Number(network.slice('eip155:'.length));
   }
 
@@ -91,26 +120,45 @@ export class ExactEvmScheme implements ExactScheme {
     return [this.feePayer.address];
   }
 
-  supportedExtra(): undefined {
-    return undefined;
+  /** Looks once whether Permit2 payments can settle here, so GET /facilitator/supported can offer them. */
+  async detectPermit2(): Promise<boolean> {
+    this.permit2Ready = await permit2Available(this.client);
+    return this.permit2Ready;
+  }
+
+  supportedExtra(): Record<string, unknown> | undefined {
+    const methods: AssetTransferMethod[] = ['eip3009', 'permit2'];
+    return this.permit2Ready ? { assetTransferMethods: methods } : undefined;
   }
 
   settlementKey(payload: Readonly<Record<string, unknown>>): string | undefined {
+    if (isPermit2Payload(payload)) {
+      const permit = permit2AuthorizationOf(payload);
+      // Permit2: one (owner, nonce) transfers once, whatever the spender or the signature's encoding.
+      return permit === undefined
+        ? undefined
+        : `${this.network}:exact:permit2:${permit.from}:${permit.nonce}`;
+    }
     const auth = authorizationOf(payload);
     // EIP-3009: one (authorizer, nonce) pays once, whatever the signature's encoding.
     return auth === undefined ? undefined : `${this.network}:exact:${auth.from}:${auth.nonce.toLowerCase()}`;
   }
 
-  async verify(payload: Readonly<Record<string, unknown>>, req: ExactRequirements): Promise<ExactVerdict> {
-    const auth = authorizationOf(payload);
-    if (auth === undefined) {
-      return refuse(
-        'invalid_payload',
-        'payload must be {signature, authorization:{from,to,value,validAfter,validBefore,nonce}}',
-      );
-    }
-    const refusal = await this.check(auth, req);
+  async verify(
+    payload: Readonly<Record<string, unknown>>,
+    req: ExactRequirements,
+    options: { readonly sellerPays?: boolean } = {},
+  ): Promise<ExactVerdict> {
+    const transfer = this.transferOf(payload, req);
+    if ('valid' in transfer) return transfer;
+    // Local mode: simulated as the seller, who submits it.
+    const submitter = options.sellerPays === true ? req.payTo : this.feePayer.address;
+    const refusal =
+      transfer.method === 'permit2'
+        ? await this.checkPermit2(transfer.permit, req, submitter)
+        : await this.check(transfer.auth, req, submitter);
     if (refusal !== undefined) return refusal;
+    const payer = transfer.method === 'permit2' ? transfer.permit.from : transfer.auth.from;
     const decimals = await this.call(() =>
       this.client.readContract({
         address: getAddress(req.asset),
@@ -118,23 +166,64 @@ export class ExactEvmScheme implements ExactScheme {
         functionName: 'decimals',
       }),
     );
-    return { valid: true, payer: auth.from, decimals };
+    return { valid: true, payer, decimals };
   }
 
+  /** The payload decoded as the transfer method its shape names, if the requirements allow that method. */
+  private transferOf(
+    payload: Readonly<Record<string, unknown>>,
+    req: ExactRequirements,
+  ):
+    | { method: 'eip3009'; auth: Authorization }
+    | { method: 'permit2'; permit: Permit2Authorization }
+    | ExactRefusal {
+    const asked = req.extra.assetTransferMethod;
+    if (asked !== undefined && asked !== 'eip3009' && asked !== 'permit2') {
+      return refuse(
+        'invalid_payload',
+        `extra.assetTransferMethod ${JSON.stringify(asked)} is not supported here: eip3009 or permit2`,
+      );
+    }
+    const method: AssetTransferMethod = isPermit2Payload(payload) ? 'permit2' : 'eip3009';
+    if (asked !== undefined && asked !== method) {
+      return refuse('invalid_payload', `the requirements ask for ${asked}, the payload is ${method}`);
+    }
+    if (method === 'permit2') {
+      const permit = permit2AuthorizationOf(payload);
+      if (permit === undefined) {
+        return refuse(
+          'invalid_payload',
+          'payload must be {signature, permit2Authorization:{from, permitted:{token, amount}, spender, nonce, deadline, witness:{to, validAfter}}}',
+        );
+      }
+      return { method, permit };
+    }
+    const auth = authorizationOf(payload);
+    if (auth === undefined) {
+      return refuse(
+        'invalid_payload',
+        'payload must be {signature, authorization:{from,to,value,validAfter,validBefore,nonce}}',
+      );
+    }
+    return { method, auth };
+  }
+
+  /** Estimates gas and fees and reads the pending count now; the draft signs with the allocated nonce. */
   async prepare(
     payload: Readonly<Record<string, unknown>>,
     req: ExactRequirements,
-    nonces: { allocate(network: string, address: string, floor: bigint): Promise<bigint> },
-  ): Promise<PreparedSettlementTx> {
-    const auth = authorizationOf(payload);
-    if (auth === undefined) throw new Error('prepare() called on a payload that was not verified');
+  ): Promise<SettlementDraft> {
+    const transfer = this.transferOf(payload, req);
+    if ('valid' in transfer) throw new Error('prepare() called on a payload that was not verified');
     const account = privateKeyToAccount(`0x${Buffer.from(this.feePayer.secretKey).toString('hex')}`);
-    const data = encodeFunctionData({
-      abi: EIP3009_ABI,
-      functionName: 'transferWithAuthorization',
-      args: [auth.from, auth.to, auth.value, auth.validAfter, auth.validBefore, auth.nonce, auth.signature],
-    });
-    const to = getAddress(req.asset);
+    const { payer, to, data } =
+      transfer.method === 'permit2'
+        ? { payer: transfer.permit.from, ...permit2SettleCall(transfer.permit) }
+        : {
+            payer: transfer.auth.from,
+            to: getAddress(req.asset),
+            data: transferWithAuthorizationData(transfer.auth),
+          };
     const [gas, fees, pending] = await this.call(() =>
       Promise.all([
         this.client.estimateGas({ account: account.address, to, data }),
@@ -142,30 +231,49 @@ export class ExactEvmScheme implements ExactScheme {
         this.client.getTransactionCount({ address: account.address, blockTag: 'pending' }),
       ]),
     );
-    const nonce = await nonces.allocate(this.network, account.address, BigInt(pending));
-    const serialized = await account.signTransaction({
-      chainId: this.chainId,
-      type: 'eip1559',
-      to,
-      data,
-      // A margin over the estimate: the authorization's storage writes cost the same on every call.
-      gas: (gas * 12n) / 10n,
-      maxFeePerGas: fees.maxFeePerGas,
-      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-      nonce: Number(nonce),
-    });
     return {
-      payer: auth.from,
-      transactionId: keccak256(serialized),
-      wire: Buffer.from(serialized.slice(2), 'hex'),
-      lastValidBlockHeight: null,
-      nonce: { address: account.address, value: nonce },
+      nonceFloor: { address: account.address, pending: BigInt(pending) },
+      sign: async (nonce) => {
+        if (nonce === undefined) throw new Error('an EVM settlement is signed with an allocated nonce');
+        const serialized = await account.signTransaction({
+          chainId: this.chainId,
+          type: 'eip1559',
+          to,
+          data,
+          // A margin over the estimate: the transfer's storage writes cost the same on every call.
+          gas: (gas * 12n) / 10n,
+          maxFeePerGas: fees.maxFeePerGas,
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+          nonce: Number(nonce),
+        });
+        return {
+          payer,
+          transactionId: keccak256(serialized),
+          wire: Buffer.from(serialized.slice(2), 'hex'),
+          lastValidBlockHeight: null,
+          nonce: { address: account.address, value: nonce },
+        };
+      },
     };
   }
 
-  private async check(auth: Authorization, req: ExactRequirements): Promise<ExactRefusal | undefined> {
-    const payer = auth.from;
-    const { name, version } = req.extra;
+  private async checkPermit2(
+    permit: Permit2Authorization,
+    req: ExactRequirements,
+    submitter: string,
+  ): Promise<ExactRefusal | undefined> {
+    const context = {
+      client: this.client,
+      chainId: this.chainId,
+      feePayer: getAddress(submitter),
+      maxGas: EVM_MAX_SETTLEMENT_GAS,
+      now: this.clock,
+    };
+    return this.checkAsset(permit.from, req) ?? (await checkPermit2Payment(context, permit, req));
+  }
+
+  /** The fee payer pays the gas of whatever contract `asset` names, so only known tokens are settled. */
+  private checkAsset(payer: string, req: ExactRequirements): ExactRefusal | undefined {
     if (
       !isAddress(req.asset) ||
       !this.assets.some((a) => isAddress(a) && getAddress(a) === getAddress(req.asset))
@@ -176,6 +284,61 @@ export class ExactEvmScheme implements ExactScheme {
         payer,
       );
     }
+    return undefined;
+  }
+
+  async forSeller(
+    payload: Readonly<Record<string, unknown>>,
+    req: ExactRequirements,
+  ): Promise<SellerTransaction | undefined> {
+    if (isPermit2Payload(payload)) {
+      const permit = permit2AuthorizationOf(payload);
+      if (permit === undefined) return undefined;
+      // x402's proxy lets any caller settle: Permit2 binds the transfer to the proxy as spender and the
+      // witness fixes recipient and amount, so the seller's own call moves exactly what the buyer signed.
+      const call = permit2SettleCall(permit);
+      return sellerAuthorizationTransaction(
+        this.client,
+        this.chainId,
+        req.payTo,
+        call.to,
+        call.data,
+        // Permit2 accepts the permit in a block stamped at its deadline, none after.
+        permit.deadline + 1n,
+      );
+    }
+    const auth = authorizationOf(payload);
+    if (auth === undefined) return undefined;
+    const data = transferWithAuthorizationData(auth);
+    return sellerAuthorizationTransaction(
+      this.client,
+      this.chainId,
+      req.payTo,
+      req.asset,
+      data,
+      auth.validBefore,
+    );
+  }
+
+  async findLanded(
+    built: Uint8Array,
+    lastValidBlockHeight: bigint,
+  ): Promise<LandedPayment | 'never' | undefined> {
+    const { to } = parseTransaction(toHex(built));
+    return to != null && getAddress(to) === EXACT_PERMIT2_PROXY_ADDRESS
+      ? findLandedPermit2(this.client, built, lastValidBlockHeight)
+      : findLandedAuthorization(this.client, built, lastValidBlockHeight);
+  }
+
+  private async check(
+    auth: Authorization,
+    req: ExactRequirements,
+    submitter: string,
+  ): Promise<ExactRefusal | undefined> {
+    const payer = auth.from;
+    const { name, version } = req.extra;
+    const unknownAsset = this.checkAsset(payer, req);
+    if (unknownAsset !== undefined) return unknownAsset;
     if (typeof name !== 'string' || typeof version !== 'string') {
       return refuse(
         'invalid_payload',
@@ -264,11 +427,11 @@ export class ExactEvmScheme implements ExactScheme {
     // Estimating the gas runs the call as the fee payer would send it: a revert is a failed simulation.
     const gas = await this.client
       .estimateContractGas({
-        account: getAddress(this.feePayer.address),
+        account: getAddress(submitter),
         address: asset,
         abi: EIP3009_ABI,
         functionName: 'transferWithAuthorization',
-        args: [auth.from, auth.to, auth.value, auth.validAfter, auth.validBefore, auth.nonce, auth.signature],
+        args: transferWithAuthorizationArgs(auth),
       })
       .catch((error: unknown) =>
         error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error),
@@ -297,6 +460,26 @@ export class ExactEvmScheme implements ExactScheme {
       throw toChainError(error);
     }
   }
+}
+
+function transferWithAuthorizationArgs(auth: Authorization) {
+  return [
+    auth.from,
+    auth.to,
+    auth.value,
+    auth.validAfter,
+    auth.validBefore,
+    auth.nonce,
+    auth.signature,
+  ] as const;
+}
+
+function transferWithAuthorizationData(auth: Authorization): Hex {
+  return encodeFunctionData({
+    abi: EIP3009_ABI,
+    functionName: 'transferWithAuthorization',
+    args: transferWithAuthorizationArgs(auth),
+  });
 }
 
 function authorizationOf(payload: Readonly<Record<string, unknown>>): Authorization | undefined {

@@ -1,8 +1,6 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import solc from 'solc';
 import { keccak256 } from 'viem';
+import { compileSolidity, writeArtifact } from './solidity-compiler.ts';
 
 /**
  * Compiles contracts/UsdcLike.sol with the pinned solc (npm, offline) and writes usdc-like-artifact.ts.
@@ -23,38 +21,13 @@ export interface CompiledContract {
   readonly compilerVersion: string;
 }
 
-interface SolcOutput {
-  errors?: { severity: string; formattedMessage: string }[];
-  contracts: Record<
-    string,
-    Record<
-      string,
-      { abi: unknown[]; evm: { bytecode: { object: string }; deployedBytecode: { object: string } } }
-    >
-  >;
-}
-
 export function compileUsdcLike(): CompiledContract {
-  const input = {
-    language: 'Solidity',
-    sources: { 'UsdcLike.sol': { content: readFileSync(SOURCE_FILE, 'utf8') } },
-    settings: {
-      optimizer: { enabled: true, runs: 200 },
-      // Cancun runs on anvil and on every chain x402 uses today.
-      evmVersion: 'cancun',
-      outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object', 'evm.deployedBytecode.object'] } },
-    },
-  };
-  const output = JSON.parse(solc.compile(JSON.stringify(input))) as SolcOutput;
-  const errors = (output.errors ?? []).filter((e) => e.severity === 'error');
-  if (errors.length > 0) throw new Error(errors.map((e) => e.formattedMessage).join('\n'));
-  const contract = output.contracts['UsdcLike.sol']?.UsdcLike;
-  if (contract === undefined) throw new Error('solc produced no UsdcLike contract');
+  const contract = compileSolidity({ sourceFile: SOURCE_FILE, contractName: 'UsdcLike' });
   return {
     abi: contract.abi,
-    bytecode: `0x${contract.evm.bytecode.object}`,
-    runtimeCodeHash: keccak256(`0x${contract.evm.deployedBytecode.object}`),
-    compilerVersion: solc.version(),
+    bytecode: contract.bytecode,
+    runtimeCodeHash: keccak256(contract.runtimeCode),
+    compilerVersion: contract.compilerVersion,
   };
 }
 
@@ -74,8 +47,5 @@ function renderArtifact(compiled: CompiledContract): string {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  writeFileSync(ARTIFACT_FILE, renderArtifact(compileUsdcLike()));
-  // Formatted by the repository's formatter, so `biome check` stays clean on the generated file.
-  execFileSync('npx', ['biome', 'format', '--write', ARTIFACT_FILE], { stdio: 'inherit' });
-  console.log(`wrote ${ARTIFACT_FILE}`);
+  writeArtifact(ARTIFACT_FILE, renderArtifact(compileUsdcLike()));
 }

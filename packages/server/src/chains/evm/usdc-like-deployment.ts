@@ -18,7 +18,7 @@ import { USDC_LIKE_BYTECODE, USDC_LIKE_RUNTIME_CODE_HASH } from './usdc-like-art
  * The deterministic-deployment proxy anvil installs at genesis: calldata `salt ‖ init code` runs
  * CREATE2, so the token's address depends only on its code and owner, never on what else the chain did.
  */
-const CREATE2_DEPLOYER: Address = '0x4e59b44847b379578588920ca78fbf26c0b4956c';
+export const CREATE2_DEPLOYER: Address = '0x4e59b44847b379578588920ca78fbf26c0b4956c';
 const SALT = keccak256(toHex('gate402 USDC-like token'));
 
 /**

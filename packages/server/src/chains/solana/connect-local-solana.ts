@@ -3,7 +3,7 @@ import {
   address,
   appendTransactionMessageInstructions,
   createKeyPairSignerFromBytes,
-  createSolanaRpc,
+  createSolanaRpcFromTransport,
   createTransactionMessage,
   getBase64Encoder,
   getTransactionEncoder,
@@ -24,7 +24,13 @@ import {
 import type { NetworkInfo, TokenInfo } from '../../domain/network.ts';
 import type { LocalFaucet } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
-import { RpcEndpoints, type RpcLimits } from '../rpc-endpoints.ts';
+import {
+  DEFAULT_RPC_DOWN_MS,
+  DEFAULT_RPC_TIMEOUT_MS,
+  RpcEndpoints,
+  type RpcLimits,
+} from '../rpc-endpoints.ts';
+import { failoverTransport } from './failover-transport.ts';
 import { decodeMintAccount, TOKEN_PROGRAM } from './mint-account.ts';
 import { SolanaAdapter } from './solana-adapter.ts';
 import { toChainError } from './solana-errors.ts';
@@ -37,7 +43,8 @@ const MINT_SIZE = 82n;
 const MINT_AUTHORITY_OFFSET = 4n;
 
 export interface LocalSolanaOptions {
-  readonly rpcUrl: string;
+  /** In order of preference, with failover (SOLANA_RPC_URL's list); the first is shown to callers. */
+  readonly rpcUrls: readonly [string, ...string[]];
   readonly wsUrl: string | undefined;
   /** The USDC-like mint's authority, as the localnet writes it (solana-keygen 64-byte JSON array). */
   readonly mintAuthorityFile: string;
@@ -45,7 +52,7 @@ export interface LocalSolanaOptions {
   readonly name?: string;
   /** The chain's slot length when known (0: manual slots); otherwise it is measured. */
   readonly slotMs?: number;
-  /** Time limits and metrics of the adapter's RPC calls; absent: the defaults, unwatched. */
+  /** Time limits and metrics of every RPC call (the faucet's too); absent: the defaults, unwatched. */
   readonly rpcLimits?: RpcLimits | undefined;
 }
 
@@ -61,11 +68,17 @@ export interface LocalSolana {
  * faucet that goes through its JSON-RPC only: SOL by `requestAirdrop`, the USDC-like token by MintToChecked
  * signed with the mint authority the localnet keeps in its ledger directory. A chain whose genesis is
  * mainnet's, devnet's or testnet's is never local, whatever answers at the URL.
- * Throws ChainError `unavailable` when nothing answers.
+ * Throws ChainError `unavailable` when no endpoint answers within the time limit.
  */
 export async function connectLocalSolana(options: LocalSolanaOptions): Promise<LocalSolana> {
-  const rpc = createSolanaRpc(options.rpcUrl);
-  const genesisHash = await rpc
+  const [rpcUrl] = options.rpcUrls;
+  const limits: RpcLimits = options.rpcLimits ?? {
+    timeoutMs: DEFAULT_RPC_TIMEOUT_MS,
+    downMs: DEFAULT_RPC_DOWN_MS,
+  };
+  const endpointsOf = (network: string) => new RpcEndpoints({ network, urls: options.rpcUrls, ...limits });
+  // The network's id is not known before its genesis hash: the first call is counted under the family.
+  const genesisHash = await createSolanaRpcFromTransport(failoverTransport(endpointsOf('solana')))
     .getGenesisHash()
     .send()
     .catch((error: unknown) => {
@@ -80,17 +93,17 @@ export async function connectLocalSolana(options: LocalSolanaOptions): Promise<L
     nativeCurrency: { symbol: 'SOL', decimals: LAMPORTS_DECIMALS },
     isDefault: true,
     isLocal: known === undefined,
-    rpcUrl: options.rpcUrl,
+    rpcUrl,
     wsUrl: options.wsUrl,
     tokens,
   });
-  const limits = options.rpcLimits;
-  const endpoints =
-    limits === undefined ? undefined : new RpcEndpoints({ network: id, urls: [options.rpcUrl], ...limits });
+  // One list for the adapter and the faucet's own calls, so both fail over and give up alike.
+  const endpoints = endpointsOf(id);
+  const rpc = createSolanaRpcFromTransport(failoverTransport(endpoints));
   if (known !== undefined) {
     const adapter = new SolanaAdapter({
       info: info([]),
-      rpcUrl: options.rpcUrl,
+      rpcUrl,
       wsUrl: options.wsUrl,
       endpoints,
     });
@@ -104,7 +117,9 @@ export async function connectLocalSolana(options: LocalSolanaOptions): Promise<L
     const outcome = await adapter.waitForConfirmation(signature, lastValidBlockHeight, CONFIRM_TIMEOUT_MS);
     if (outcome.status === 'confirmed' || outcome.status === 'finalized') return signature;
     const why = outcome.status === 'failed' ? `failed: ${outcome.error}` : `is ${outcome.status}`;
-    throw new ChainError('rejected', `faucet transaction ${signature} ${why}`);
+    // Not known yet (the chain stopped answering, or is slow) is a chain that is unavailable, not a refusal.
+    const kind = outcome.status === 'pending' ? 'unavailable' : 'rejected';
+    throw new ChainError(kind, `faucet transaction ${signature} ${why}`);
   };
   const faucet: LocalFaucet = {
     fundNative: async (to, lamports) => {
@@ -165,7 +180,7 @@ export async function connectLocalSolana(options: LocalSolanaOptions): Promise<L
   };
   adapter = new SolanaAdapter({
     info: info('mint' in usdc ? [usdc.token] : []),
-    rpcUrl: options.rpcUrl,
+    rpcUrl,
     wsUrl: options.wsUrl,
     endpoints,
     faucet,

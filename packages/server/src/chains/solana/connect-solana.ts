@@ -23,7 +23,7 @@ const EMBEDDED_LOCALNET_NAME = 'Solana Localnet (embedded)';
 type SolanaConfig = Pick<
   Config,
   | 'solanaRpcUrls'
-  | 'solanaWsUrl'
+  | 'solanaWsUrls'
   | 'localnetPort'
   | 'localnetSlotMs'
   | 'dataDir'
@@ -49,8 +49,10 @@ export async function connectSolana(
   const [rpcUrl] = config.solanaRpcUrls;
   if (rpcUrl !== undefined) {
     const urls = config.solanaRpcUrls;
-    // Subscriptions go to the first endpoint only; confirmations fall back to polling, which fails over.
-    const wsUrl = config.solanaWsUrl ?? rpcUrl.replace(/^http/, 'ws');
+    // Subscriptions fail over between these as RPC calls do between `urls`.
+    const wsUrls =
+      config.solanaWsUrls.length > 0 ? config.solanaWsUrls : urls.map((url) => url.replace(/^http/, 'ws'));
+    const wsUrl = wsUrls[0];
     // The network's id is not known before its genesis hash: the first call is counted under the family.
     const probe = new RpcEndpoints({ network: 'solana', urls, ...limits });
     const genesisHash = await createSolanaRpcFromTransport(failoverTransport(probe))
@@ -70,7 +72,7 @@ export async function connectSolana(
       tokens: known?.usdc === undefined ? [] : [known.usdc],
     });
     const endpoints = new RpcEndpoints({ network: id, urls, ...limits });
-    const adapter = new SolanaAdapter({ info, rpcUrl, wsUrl, endpoints });
+    const adapter = new SolanaAdapter({ info, rpcUrl, wsUrl, wsUrls, endpoints });
     return { adapter, close: () => adapter.close() };
   }
 
@@ -81,7 +83,7 @@ export async function connectSolana(
   log(`embedded Solana localnet: RPC ${localnet.rpcUrl}, WebSocket ${localnet.wsUrl}, ${localnet.network}`);
   try {
     const { adapter } = await connectLocalSolana({
-      rpcUrl: localnet.rpcUrl,
+      rpcUrls: [localnet.rpcUrl],
       wsUrl: localnet.wsUrl,
       mintAuthorityFile: localnet.mintAuthorityFile,
       name: EMBEDDED_LOCALNET_NAME,

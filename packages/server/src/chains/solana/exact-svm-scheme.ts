@@ -3,7 +3,7 @@ import {
   address,
   type CompiledTransactionMessage,
   createKeyPairFromBytes,
-  createSolanaRpc,
+  createSolanaRpcFromTransport,
   getAddressEncoder,
   getBase64EncodedWireTransaction,
   getBase64Encoder,
@@ -22,10 +22,17 @@ import {
   type ExactRequirements,
   type ExactScheme,
   type ExactVerdict,
+  type LandedPayment,
   type PreparedSettlementTx,
   refuse,
+  type SellerTransaction,
+  type SettlementDraft,
 } from '../exact-scheme.ts';
+import { InFlightReads } from '../in-flight-reads.ts';
+import type { RpcEndpoints } from '../rpc-endpoints.ts';
+import { failoverTransport } from './failover-transport.ts';
 import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from './mint-account.ts';
+import { findLandedMessage, sellerTransaction, transferAuthorityOf } from './seller-paid-exact.ts';
 import { MEMO_PROGRAM } from './solana-adapter.ts';
 import { toChainError } from './solana-errors.ts';
 
@@ -79,13 +86,15 @@ export class ExactSvmScheme implements ExactScheme {
   /** WebCrypto keys of the fee payers, imported once. */
   private readonly keyPairs = new Map<string, ReturnType<typeof createKeyPairFromBytes>>();
   private readonly tokenAccounts = new Map<string, Promise<string>>();
+  private readonly simulations = new InFlightReads();
 
+  /** @param endpoints the network adapter's own list: the same failover, time limit and down marks. */
   constructor(
-    rpcUrl: string,
+    endpoints: RpcEndpoints,
     feePayers: readonly SvmFeePayer[],
     private readonly network: string,
   ) {
-    this.rpc = createSolanaRpc(rpcUrl);
+    this.rpc = createSolanaRpcFromTransport(failoverTransport(endpoints));
     this.feePayers = new Map(feePayers.map((f) => [f.address, f]));
   }
 
@@ -107,7 +116,11 @@ export class ExactSvmScheme implements ExactScheme {
     return `${this.network}:exact:${digest}`;
   }
 
-  async verify(payload: Readonly<Record<string, unknown>>, req: ExactRequirements): Promise<ExactVerdict> {
+  async verify(
+    payload: Readonly<Record<string, unknown>>,
+    req: ExactRequirements,
+    options: { readonly sellerPays?: boolean } = {},
+  ): Promise<ExactVerdict> {
     const decoded = decode(payload);
     if (decoded === undefined) {
       return refuse(
@@ -115,14 +128,15 @@ export class ExactSvmScheme implements ExactScheme {
         'payload.transaction is not a base64 Solana transaction',
       );
     }
-    const layout = await this.checkLayout(decoded, req);
+    const layout = await this.checkLayout(decoded, req, options.sellerPays === true);
     if (!layout.valid) return layout;
     const simulated = await this.simulate(decoded);
     if (simulated !== undefined) return refuse(simulated.reason, simulated.message, layout.payer);
     return { valid: true, payer: layout.payer, decimals: layout.decimals };
   }
 
-  async prepare(payload: Readonly<Record<string, unknown>>): Promise<PreparedSettlementTx> {
+  /** Co-signs (WebCrypto, off the event loop) and asks the block height now; the draft only hands it over. */
+  async prepare(payload: Readonly<Record<string, unknown>>): Promise<SettlementDraft> {
     const decoded = decode(payload);
     if (decoded === undefined) throw new Error('prepare() called on a payload that was not verified');
     const feePayer = this.feePayers.get(decoded.message.staticAccounts[0] ?? '');
@@ -134,12 +148,30 @@ export class ExactSvmScheme implements ExactScheme {
       .catch((error: unknown) => {
         throw toChainError(error);
       });
-    return {
+    const prepared: PreparedSettlementTx = {
       payer: transferAuthority(decoded.message) ?? '',
       transactionId: getSignatureFromTransaction(signed),
       wire: new Uint8Array(getTransactionEncoder().encode(signed)),
       lastValidBlockHeight: height + BLOCKHASH_VALIDITY_BLOCKS,
     };
+    return { sign: async () => prepared };
+  }
+
+  async forSeller(payload: Readonly<Record<string, unknown>>): Promise<SellerTransaction> {
+    const decoded = decode(payload);
+    if (decoded === undefined) throw new Error('forSeller() called on a payload that was not verified');
+    return sellerTransaction(this.rpc, new Uint8Array(getTransactionEncoder().encode(decoded.transaction)));
+  }
+
+  async findLanded(
+    built: Uint8Array,
+    lastValidBlockHeight: bigint,
+    builtAt: number,
+  ): Promise<LandedPayment | 'never' | undefined> {
+    const authority = transferAuthorityOf(built);
+    return authority === undefined
+      ? 'never'
+      : findLandedMessage(this.rpc, built, authority, lastValidBlockHeight, builtAt);
   }
 
   private async cosign(transaction: Transaction, feePayer: SvmFeePayer): Promise<Transaction> {
@@ -171,19 +203,19 @@ export class ExactSvmScheme implements ExactScheme {
   private async checkLayout(
     { transaction, message }: Decoded,
     req: ExactRequirements,
-  ): Promise<{ valid: true; payer: string; decimals: number; feePayer: SvmFeePayer } | ExactRefusal> {
+    sellerPays: boolean,
+  ): Promise<{ valid: true; payer: string; decimals: number } | ExactRefusal> {
     const accounts = message.staticAccounts.map(String);
     const feePayerAddress = accounts[0] ?? '';
     const expectedFeePayer = req.extra.feePayer;
-    const feePayer = this.feePayers.get(feePayerAddress);
-    if (
-      typeof expectedFeePayer !== 'string' ||
-      feePayer === undefined ||
-      expectedFeePayer !== feePayerAddress
-    ) {
+    // Local mode: the seller's own wallet pays (and signs) instead of one of this facilitator's keys.
+    const payable = sellerPays || this.feePayers.has(feePayerAddress);
+    if (typeof expectedFeePayer !== 'string' || !payable || expectedFeePayer !== feePayerAddress) {
       return refuse(
         'invalid_exact_svm_payload_missing_fee_payer',
-        "the transaction's fee payer is not this facilitator's (extra.feePayer from GET /facilitator/supported)",
+        sellerPays
+          ? `the transaction's fee payer is not ${String(expectedFeePayer)}, the wallet that signs it`
+          : "the transaction's fee payer is not this facilitator's (extra.feePayer from GET /facilitator/supported)",
       );
     }
     if (message.version === 0 && (message.addressTableLookups?.length ?? 0) > 0) {
@@ -317,7 +349,7 @@ export class ExactSvmScheme implements ExactScheme {
         authority,
       );
     }
-    return { valid: true, payer: authority, decimals: d[9] ?? 0, feePayer };
+    return { valid: true, payer: authority, decimals: d[9] ?? 0 };
   }
 
   /** Every signer but the fee payer has signed the message, and each signature verifies. */
@@ -341,9 +373,18 @@ export class ExactSvmScheme implements ExactScheme {
    * not checked by the simulation: the buyer's were verified above and the fee payer's is ours to add,
    * so co-signing here would only cost a signature per verification.
    */
-  private async simulate({ transaction }: Decoded): Promise<{ reason: string; message: string } | undefined> {
+  private simulate({ transaction }: Decoded): Promise<{ reason: string; message: string } | undefined> {
+    const wire = getBase64EncodedWireTransaction(transaction);
+    // The same transaction verified by several callers at once (a retried verify, verify then settle,
+    // one payment shown to many instances' sellers) is simulated once for all of them.
+    return this.simulations.share(wire, () => this.simulateWire(wire));
+  }
+
+  private async simulateWire(
+    wire: ReturnType<typeof getBase64EncodedWireTransaction>,
+  ): Promise<{ reason: string; message: string } | undefined> {
     const { value } = await this.rpc
-      .simulateTransaction(getBase64EncodedWireTransaction(transaction), {
+      .simulateTransaction(wire, {
         encoding: 'base64',
         sigVerify: false,
         commitment: 'confirmed',

@@ -1,10 +1,6 @@
-import {
-  createDefaultRpcTransport,
-  isSolanaError,
-  type RpcTransport,
-  SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR,
-} from '@solana/kit';
+import { isSolanaError, type RpcTransport } from '@solana/kit';
 import type { RpcEndpoints } from '../rpc-endpoints.ts';
+import { createNodeHttpTransport, RpcTransportError } from './node-http-transport.ts';
 
 /**
  * A @solana/kit RPC transport over every endpoint of the network: each request is sent to the first
@@ -12,7 +8,7 @@ import type { RpcEndpoints } from '../rpc-endpoints.ts';
  * RpcEndpoints). JSON-RPC errors in an answer are answers: kit turns them into errors as usual.
  */
 export function failoverTransport(endpoints: RpcEndpoints): RpcTransport {
-  const transports = new Map(endpoints.urls.map((url) => [url, createDefaultRpcTransport({ url })]));
+  const transports = new Map(endpoints.urls.map((url) => [url, createNodeHttpTransport({ url })]));
   return (<TResponse>(config: { payload: unknown; signal?: AbortSignal }) =>
     endpoints.run({
       method: methodOf(config.payload),
@@ -28,11 +24,15 @@ function methodOf(payload: unknown): string {
   return typeof method === 'string' ? method : 'batch';
 }
 
-/** An HTTP error status (5xx, 429, …), or no HTTP answer at all (refused, reset, DNS). */
-function isTransportFailure(error: unknown): boolean {
-  if (isSolanaError(error, SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR)) return true;
+/**
+ * An HTTP error status (5xx, 429, …), no HTTP answer at all (refused, reset, DNS), or a body that is
+ * not JSON (a proxy's error page). An answer over the size bound is not: every endpoint would send the
+ * same answer to the same question, and marking them all down would turn one caller's oversized query
+ * into 503s for every caller for RPC_DOWN_MS; that call alone fails.
+ */
+export function isTransportFailure(error: unknown): boolean {
+  if (error instanceof RpcTransportError) return error.kind !== 'too_large';
   if (isSolanaError(error)) return false;
-  // fetch rejects with a TypeError ("fetch failed") for connection failures, and a body that is not
-  // JSON (a proxy's error page) is a SyntaxError.
+  // An invalid URL is a TypeError, as it was with fetch.
   return error instanceof TypeError || error instanceof SyntaxError;
 }

@@ -12,6 +12,8 @@ export interface SignatureWatcherSource {
   /** Statuses of these signatures, in order; undefined where the chain does not know one. */
   statuses(signatures: readonly string[]): Promise<(ConfirmationOutcome | undefined)[]>;
   blockHeight(): Promise<bigint>;
+  /** Whether every RPC endpoint is down now, so a failed check says nothing will be learnt for a while. */
+  unreachable?(): boolean;
 }
 
 /**
@@ -20,7 +22,9 @@ export interface SignatureWatcherSource {
  * subscription and a poll per payment (which at a few hundred sends a second swamps an RPC endpoint).
  * Checks run when `nudge()` is called (a new slot, from a slot subscription) and on a timer as a
  * fallback. A signature the chain still does not know once the height passes its
- * lastValidBlockHeight is looked up once more and then reported expired.
+ * lastValidBlockHeight is looked up once more and then reported expired. A check that fails while
+ * every endpoint is down ends every wait at once, `pending` (not known): waiting out each caller's
+ * timeout would learn nothing more, and the caller answers as it does for a slow chain.
  */
 export class SignatureWatcher {
   private readonly watches = new Map<string, Watch>();
@@ -57,6 +61,11 @@ export class SignatureWatcher {
     });
   }
 
+  /** Whether any signature is being waited for. */
+  get busy(): boolean {
+    return this.watches.size > 0;
+  }
+
   /** Checks now (coalesced with a check already running). */
   nudge(): void {
     if (this.watches.size === 0) return;
@@ -65,7 +74,9 @@ export class SignatureWatcher {
       return;
     }
     this.checking = this.check()
-      .catch(() => {})
+      .catch(() => {
+        if (this.source.unreachable?.() === true) this.settleAll({ status: 'pending' });
+      })
       .finally(() => {
         this.checking = undefined;
         if (this.again) {
@@ -111,6 +122,10 @@ export class SignatureWatcher {
     // It may have landed just before its blockhash expired: look once more before saying expired.
     const last = await this.source.statuses(expired);
     for (const [j, signature] of expired.entries()) this.settle(signature, last[j] ?? { status: 'expired' });
+  }
+
+  private settleAll(outcome: ConfirmationOutcome): void {
+    for (const signature of [...this.watches.keys()]) this.settle(signature, outcome);
   }
 
   private settle(signature: string, outcome: ConfirmationOutcome): void {

@@ -5,10 +5,10 @@ import {
   address,
   appendTransactionMessageInstructions,
   type Base64EncodedWireTransaction,
+  type Blockhash,
   compileTransaction,
   createNoopSigner,
   createSolanaRpcFromTransport,
-  createSolanaRpcSubscriptions,
   createTransactionMessage,
   getAddressDecoder,
   getSignatureFromTransaction,
@@ -17,11 +17,9 @@ import {
   type Instruction,
   pipe,
   type Rpc,
-  type RpcSubscriptions,
   type Signature,
   type SignatureBytes,
   type SolanaRpcApi,
-  type SolanaRpcSubscriptionsApi,
   setTransactionMessageFeePayer,
   setTransactionMessageLifetimeUsingBlockhash,
 } from '@solana/kit';
@@ -31,6 +29,7 @@ import {
 } from '@solana-program/compute-budget';
 import { getAddMemoInstruction } from '@solana-program/memo';
 import { getTransferSolInstruction } from '@solana-program/system';
+import { encodeBase58 } from '../../domain/base58.ts';
 import type { NetworkInfo } from '../../domain/network.ts';
 import type {
   ChainAdapter,
@@ -55,8 +54,10 @@ import {
 } from './metaplex-metadata.ts';
 import { decodeMintAccount, TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from './mint-account.ts';
 import { SignatureWatcher } from './signature-watcher.ts';
+import { DEFAULT_SLOT_FEED_RETURN_MS, SlotFeed } from './slot-feed.ts';
 import { toChainError } from './solana-errors.ts';
 import { generateSolanaKeypair, signWithSecretKey } from './solana-keypair.ts';
+import { encodeTransferTransaction, singleSignerMessage } from './transfer-transaction.ts';
 
 /**
  * The SPL Memo program every Solana cluster runs (v2). @solana-program/memo now defaults to another
@@ -95,6 +96,10 @@ export interface SolanaAdapterOptions {
   readonly endpoints?: RpcEndpoints | undefined;
   /** PubSub URL; confirmation falls back to polling when subscriptions fail. */
   readonly wsUrl?: string | undefined;
+  /** Several PubSub URLs in order of preference, with failover (SOLANA_WS_URL's list); absent: `wsUrl`. */
+  readonly wsUrls?: readonly string[] | undefined;
+  /** How long the slot feed stays on a fallback PubSub URL before trying the preferred ones again. */
+  readonly slotFeedReturnMs?: number | undefined;
   readonly faucet?: LocalFaucet | undefined;
   /**
    * The slot time when it is known (an embedded localnet: its configured slot length; 0 = slots advance
@@ -107,13 +112,14 @@ export interface SolanaAdapterOptions {
 export class SolanaAdapter implements ChainAdapter {
   readonly info: NetworkInfo;
   readonly faucet: LocalFaucet | undefined;
+  readonly endpoints: RpcEndpoints;
   private readonly rpc: Rpc<SolanaRpcApi>;
-  private readonly subscriptions: RpcSubscriptions<SolanaRpcSubscriptionsApi> | undefined;
+  /** New slots nudge the watcher; absent without a PubSub URL (the watcher's timer alone). */
+  private readonly slotFeed: SlotFeed | undefined;
   /** Aborted on close, so no wait outlives the adapter. */
   private readonly lifetime = new AbortController();
   private readonly watcher: SignatureWatcher;
   private readonly reads = new InFlightReads();
-  private slotFeed = false;
   private readonly blockHeights = new Map<bigint, bigint>();
   private readonly recentFees = new Map<string, { at: number; price: Promise<bigint> }>();
   private readonly knownSlotMs: number | undefined;
@@ -123,7 +129,7 @@ export class SolanaAdapter implements ChainAdapter {
     this.info = options.info;
     this.faucet = options.faucet;
     this.knownSlotMs = options.slotMs;
-    const endpoints =
+    this.endpoints =
       options.endpoints ??
       new RpcEndpoints({
         network: options.info.id,
@@ -131,14 +137,33 @@ export class SolanaAdapter implements ChainAdapter {
         timeoutMs: DEFAULT_RPC_TIMEOUT_MS,
         downMs: DEFAULT_RPC_DOWN_MS,
       });
-    this.rpc = createSolanaRpcFromTransport(failoverTransport(endpoints));
-    this.subscriptions =
-      options.wsUrl === undefined ? undefined : createSolanaRpcSubscriptions(options.wsUrl);
+    this.rpc = createSolanaRpcFromTransport(failoverTransport(this.endpoints));
     setMaxListeners(0, this.lifetime.signal);
     this.watcher = new SignatureWatcher(
-      { statuses: (signatures) => this.statusesOf(signatures), blockHeight: () => this.getBlockHeight() },
+      {
+        statuses: (signatures) => this.statusesOf(signatures),
+        blockHeight: () => this.getBlockHeight(),
+        unreachable: () => this.endpoints.allDown,
+      },
       POLL_INTERVAL_MS,
     );
+    const wsUrls = options.wsUrls ?? (options.wsUrl === undefined ? [] : [options.wsUrl]);
+    this.slotFeed =
+      wsUrls.length === 0
+        ? undefined
+        : new SlotFeed({
+            endpoints: this.endpoints.withUrls(wsUrls),
+            onSlot: () => this.watcher.nudge(),
+            wanted: () => this.watcher.busy,
+            // Silence of ten slots, and never less than a call's time limit, means a dead subscription;
+            // a localnet advanced by hand (slotMs 0) may rightly send none for long.
+            silenceMs:
+              options.slotMs === 0
+                ? undefined
+                : Math.max(this.endpoints.timeoutMs, 10 * (options.slotMs ?? DEFAULT_SLOT_MS)),
+            returnAfterMs: options.slotFeedReturnMs ?? DEFAULT_SLOT_FEED_RETURN_MS,
+            lifetime: this.lifetime.signal,
+          });
   }
 
   async ping(): Promise<void> {
@@ -178,42 +203,24 @@ export class SolanaAdapter implements ChainAdapter {
           ),
     ]);
 
-    const transfer = getTransferSolInstruction({
-      source: createNoopSigner(from),
-      destination: to,
-      amount: request.amount,
-    });
-    const instructions: Instruction[] = [
-      getSetComputeUnitLimitInstruction({ units: TRANSFER_COMPUTE_UNIT_LIMIT }),
-      ...(computeUnitPrice > 0n
-        ? [getSetComputeUnitPriceInstruction({ microLamports: computeUnitPrice })]
-        : []),
-      request.reference === undefined
-        ? transfer
-        : {
-            ...transfer,
-            accounts: [
-              ...transfer.accounts,
-              { address: address(request.reference), role: AccountRole.READONLY },
-            ],
-          },
-      ...(request.memo === undefined
-        ? []
-        : [getAddMemoInstruction({ memo: request.memo }, { programAddress: MEMO_PROGRAM })]),
-    ];
-    const message = pipe(
-      createTransactionMessage({ version: 0 }),
-      (m) => setTransactionMessageFeePayer(from, m),
-      (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
-      (m) => appendTransactionMessageInstructions(instructions, m),
-    );
-    const transaction = compileTransaction(message);
+    const unsigned =
+      encodeTransferTransaction({
+        from,
+        to,
+        reference: request.reference,
+        lamports: request.amount,
+        blockhash: blockhash.blockhash,
+        computeUnitLimit: TRANSFER_COMPUTE_UNIT_LIMIT,
+        computeUnitPrice,
+        memo: request.memo,
+        memoProgram: MEMO_PROGRAM,
+      }) ?? compileTransfer(from, to, request, blockhash, computeUnitPrice);
     // Solana charges ceil(price × limit / 10^6) lamports of priority fee.
     const priorityFee =
       (computeUnitPrice * BigInt(TRANSFER_COMPUTE_UNIT_LIMIT) + MICRO_LAMPORTS_PER_LAMPORT - 1n) /
       MICRO_LAMPORTS_PER_LAMPORT;
     return {
-      unsigned: new Uint8Array(getTransactionEncoder().encode(transaction)),
+      unsigned,
       lastValidBlockHeight: blockhash.lastValidBlockHeight,
       fee: BASE_FEE_PER_SIGNATURE + priorityFee,
       priorityFee,
@@ -224,6 +231,18 @@ export class SolanaAdapter implements ChainAdapter {
   }
 
   async sign(prepared: PreparedTransaction, secretKey: Uint8Array): Promise<SignedTransaction> {
+    // The fee payer alone signs what prepareTransfer builds: its slot is the first, written in place.
+    const single = singleSignerMessage(prepared.unsigned);
+    if (single !== undefined && Buffer.from(single.signer).equals(secretKey.subarray(32))) {
+      const signature = signWithSecretKey(secretKey, single.message);
+      const wire = new Uint8Array(prepared.unsigned);
+      wire.set(signature, 1);
+      return {
+        wire,
+        signature: encodeBase58(signature),
+        lastValidBlockHeight: prepared.lastValidBlockHeight,
+      };
+    }
     const transaction = getTransactionDecoder().decode(prepared.unsigned);
     const signer = address(getAddressDecoder().decode(secretKey.subarray(32)));
     if (!(signer in transaction.signatures)) throw new Error(`${signer} is not a signer of this transaction`);
@@ -246,12 +265,16 @@ export class SolanaAdapter implements ChainAdapter {
     );
   }
 
+  /**
+   * Also ends, `pending`, as soon as every RPC endpoint of the network is down: nothing can be learnt
+   * until one is back, and the payment is finished by the reconciler like any other unconfirmed one.
+   */
   async waitForConfirmation(
     signature: string,
     lastValidBlockHeight: bigint,
     timeoutMs: number,
   ): Promise<ConfirmationOutcome> {
-    this.startSlotFeed();
+    this.slotFeed?.start();
     const abort = AbortSignal.any([this.lifetime.signal, AbortSignal.timeout(Math.max(1, timeoutMs))]);
     return (await this.watcher.wait(signature, lastValidBlockHeight, abort)) ?? { status: 'pending' };
   }
@@ -462,27 +485,6 @@ export class SolanaAdapter implements ChainAdapter {
     });
   }
 
-  /**
-   * New slots trigger the signature watcher, so a confirmation is seen in the slot it happens;
-   * without subscriptions the watcher's timer does the same a little later.
-   */
-  private startSlotFeed(): void {
-    if (this.slotFeed || this.subscriptions === undefined) return;
-    this.slotFeed = true;
-    const subscriptions = this.subscriptions;
-    void (async () => {
-      try {
-        const slots = await subscriptions
-          .slotNotifications()
-          .subscribe({ abortSignal: this.lifetime.signal });
-        for await (const _slot of slots) this.watcher.nudge();
-      } catch {
-        // Subscriptions unavailable or closed: the watcher's timer carries on alone.
-      }
-      this.slotFeed = false;
-    })();
-  }
-
   /** Runs an RPC call, turning what kit throws into a ChainError. */
   private async call<T>(work: () => Promise<T>): Promise<T> {
     try {
@@ -507,4 +509,51 @@ function base64Bytes(data: readonly [string, string] | unknown): Uint8Array {
 
 function jsonBigint(_key: string, value: unknown): unknown {
   return typeof value === 'bigint' ? value.toString() : value;
+}
+
+/**
+ * The same transfer through @solana/kit's message compiler: for what the hand encoding leaves out (one
+ * key in two roles), and the reference transaction-transfer.test.ts compares the hand encoding with.
+ */
+export function compileTransfer(
+  from: Address,
+  to: Address,
+  request: {
+    readonly amount: bigint;
+    readonly reference?: string | undefined;
+    readonly memo?: string | undefined;
+  },
+  blockhash: { readonly blockhash: Blockhash; readonly lastValidBlockHeight: bigint },
+  computeUnitPrice: bigint,
+): Uint8Array {
+  const transfer = getTransferSolInstruction({
+    source: createNoopSigner(from),
+    destination: to,
+    amount: request.amount,
+  });
+  const instructions: Instruction[] = [
+    getSetComputeUnitLimitInstruction({ units: TRANSFER_COMPUTE_UNIT_LIMIT }),
+    ...(computeUnitPrice > 0n
+      ? [getSetComputeUnitPriceInstruction({ microLamports: computeUnitPrice })]
+      : []),
+    request.reference === undefined
+      ? transfer
+      : {
+          ...transfer,
+          accounts: [
+            ...transfer.accounts,
+            { address: address(request.reference), role: AccountRole.READONLY },
+          ],
+        },
+    ...(request.memo === undefined
+      ? []
+      : [getAddMemoInstruction({ memo: request.memo }, { programAddress: MEMO_PROGRAM })]),
+  ];
+  const message = pipe(
+    createTransactionMessage({ version: 0 }),
+    (m) => setTransactionMessageFeePayer(from, m),
+    (m) => setTransactionMessageLifetimeUsingBlockhash(blockhash, m),
+    (m) => appendTransactionMessageInstructions(instructions, m),
+  );
+  return new Uint8Array(getTransactionEncoder().encode(compileTransaction(message)));
 }

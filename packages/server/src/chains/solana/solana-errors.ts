@@ -3,13 +3,13 @@ import {
   SOLANA_ERROR__INSTRUCTION_ERROR__CUSTOM,
   SOLANA_ERROR__INSTRUCTION_ERROR__INSUFFICIENT_FUNDS,
   SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
-  SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR,
   SOLANA_ERROR__TRANSACTION_ERROR__ALREADY_PROCESSED,
   SOLANA_ERROR__TRANSACTION_ERROR__BLOCKHASH_NOT_FOUND,
   SOLANA_ERROR__TRANSACTION_ERROR__INSUFFICIENT_FUNDS_FOR_FEE,
   SOLANA_ERROR__TRANSACTION_ERROR__INSUFFICIENT_FUNDS_FOR_RENT,
 } from '@solana/kit';
 import { ChainError } from '../chain-error.ts';
+import { RpcTransportError } from './node-http-transport.ts';
 
 /** The System program's "ResultWithNegativeLamports": a transfer of more than the source holds. */
 const SYSTEM_INSUFFICIENT_LAMPORTS = 1;
@@ -40,15 +40,11 @@ export function toChainError(error: unknown): ChainError {
     }
     return new ChainError('rejected', 'the chain refused the transaction', { cause: error });
   }
-  if (isSolanaError(error, SOLANA_ERROR__RPC__TRANSPORT_HTTP_ERROR) || isNetworkFailure(error)) {
+  if (error instanceof RpcTransportError) {
     return new ChainError('unavailable', 'the Solana RPC endpoint could not be reached', { cause: error });
   }
   if (isSolanaError(error)) {
     return new ChainError('invalid_transaction', 'the RPC endpoint refused the request', { cause: error });
   }
   return new ChainError('unavailable', 'the Solana RPC request failed', { cause: error });
-}
-
-function isNetworkFailure(error: unknown): boolean {
-  return error instanceof TypeError && /fetch failed|network/i.test(error.message);
 }

@@ -11,6 +11,7 @@ import { dashboardPaymentRoutes } from './dashboard-payment-routes.ts';
 import { installDashboardSession } from './dashboard-session.ts';
 import { dashboardWalletRoutes } from './dashboard-wallet-routes.ts';
 import { dashboardWebhookRoutes } from './dashboard-webhook-routes.ts';
+import { LiveStreamRegistry } from './live-stream-registry.ts';
 
 export const DASHBOARD_API_PREFIX = '/dashboard/api';
 
@@ -30,8 +31,10 @@ export interface DashboardApiDeps {
  */
 export async function dashboardApi(app: FastifyInstance, deps: DashboardApiDeps) {
   installDashboardSession(app, deps.auth);
+  purgeExpiredSessionsPeriodically(app, deps.auth);
   const { services } = deps;
-  await app.register(dashboardAuthRoutes, { auth: deps.auth });
+  const streams = new LiveStreamRegistry();
+  await app.register(dashboardAuthRoutes, { auth: deps.auth, streams });
   await app.register(dashboardAccountRoutes, { accounts: services.accounts, rateLimiter: deps.rateLimiter });
   await app.register(dashboardWalletRoutes, {
     wallets: services.wallets,
@@ -40,7 +43,26 @@ export async function dashboardApi(app: FastifyInstance, deps: DashboardApiDeps)
   });
   await app.register(dashboardPaymentRoutes, { query: services.query });
   if (deps.events !== undefined) {
-    await app.register(dashboardLivePayments, { hub: deps.events.hub });
+    await app.register(dashboardLivePayments, { hub: deps.events.hub, auth: deps.auth, streams });
     await app.register(dashboardWebhookRoutes, { webhooks: deps.events.webhooks });
   }
+}
+
+/**
+ * Expired sessions open nothing (every lookup checks the time), but their rows would pile up: every
+ * instance deletes them every `auth.sessionPurgeIntervalMs`, and once at start.
+ */
+function purgeExpiredSessionsPeriodically(app: FastifyInstance, auth: DashboardAuthService): void {
+  const purge = () =>
+    auth.purgeExpiredSessions().catch((error: unknown) => {
+      // Storage unavailable: the next round tries again.
+      app.log.warn({ err: error }, 'purging expired dashboard sessions failed');
+    });
+  let timer: NodeJS.Timeout | undefined;
+  app.addHook('onReady', async () => {
+    await purge();
+    timer = setInterval(purge, auth.sessionPurgeIntervalMs);
+    timer.unref();
+  });
+  app.addHook('onClose', async () => clearInterval(timer));
 }

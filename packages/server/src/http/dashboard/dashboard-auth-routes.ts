@@ -8,6 +8,7 @@ import {
   type NewSession,
 } from '../../services/dashboard/dashboard-auth-service.ts';
 import { dashboardSessionOf } from './dashboard-session.ts';
+import type { LiveStreamRegistry } from './live-stream-registry.ts';
 import { clearedSessionCookie, readCookie, SESSION_COOKIE, sessionCookie } from './session-cookie.ts';
 
 const Credentials = Type.Object(
@@ -19,8 +20,20 @@ const Credentials = Type.Object(
   { additionalProperties: false },
 );
 
-/** Sign-up, log-in, log-out and the current session. */
-export async function dashboardAuthRoutes(app: FastifyInstance, opts: { auth: DashboardAuthService }) {
+const PasswordChange = Type.Object(
+  {
+    currentPassword: Type.String({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH }),
+    // The length rule is checked by the service, as for sign-up.
+    newPassword: Type.String({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH }),
+  },
+  { additionalProperties: false },
+);
+
+/** Sign-up, log-in, log-out, the current session and a password change. */
+export async function dashboardAuthRoutes(
+  app: FastifyInstance,
+  opts: { auth: DashboardAuthService; streams: LiveStreamRegistry },
+) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const { auth } = opts;
 
@@ -43,8 +56,18 @@ export async function dashboardAuthRoutes(app: FastifyInstance, opts: { auth: Da
   r.post('/logout', { schema: { hide: true } }, async (request, reply) => {
     const token = readCookie(request.headers.cookie, SESSION_COOKIE);
     if (token !== undefined) await auth.logOut(token);
+    opts.streams.endSession(dashboardSessionOf(request).id);
     reply.header('set-cookie', clearedSessionCookie(request.protocol === 'https'));
     return { loggedOut: true };
+  });
+
+  // Every session of the user ends, this one included; the answer logs this browser in again with a new
+  // session (cookie and CSRF token), as log-in does.
+  r.post('/password', { schema: { hide: true, body: PasswordChange } }, async (request, reply) => {
+    const session = dashboardSessionOf(request);
+    const renewed = await auth.changePassword(session, request.body);
+    opts.streams.endUser(session.user.id);
+    return started(request, reply, renewed);
   });
 
   // The page asks this on load: who is logged in, and the CSRF token for its state-changing requests.

@@ -1,9 +1,9 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { GatewayError } from '../../domain/gateway-error.ts';
 import { RATE_WINDOW_MS } from '../../domain/plan.ts';
-import type { PlanAccess } from '../../domain/plan-access.ts';
+import type { Feature, PlanAccess } from '../../domain/plan-access.ts';
 import type { RateLimitDecision, RateLimiter } from '../../ratelimit/rate-limiter.ts';
-import type { AccountService } from '../../services/account-service.ts';
+import type { AccountService, AuthenticatedKey } from '../../services/account-service.ts';
 import { sendError } from './errors.ts';
 
 export interface AuthenticationDeps {
@@ -25,42 +25,88 @@ const RATE_WINDOW_SECONDS = RATE_WINDOW_MS / 1000;
  * Refused requests are counted too, so hammering a forbidden route still meets the limit.
  */
 export function installAuthentication(app: FastifyInstance, deps: AuthenticationDeps): void {
-  app.addHook('onRequest', async (request, reply) => {
-    const feature = request.routeOptions.config.feature;
+  // Attached to each route that names a feature, with the feature at hand: routes without one (health,
+  // documents) carry no hook, and no request pays for looking its route's options up.
+  app.addHook('onRoute', (route) => {
+    const feature = route.config?.feature;
     if (feature === undefined) return;
-
-    const presented = BEARER.exec(request.headers.authorization ?? '')?.[1];
-    const found = presented === undefined ? undefined : await deps.accounts.authenticate(presented);
-    if (found === undefined) {
-      reply.header('www-authenticate', 'Bearer realm="gate402"');
-      return sendError(reply, request, new GatewayError('UNAUTHORIZED'));
-    }
-
-    const { account } = found;
-    const rate = await countRequest(deps.rateLimiter, account.id, account.rateLimit);
-    setRateLimitHeaders(reply, account.plan, rate);
-    if (!rate.allowed) {
-      deps.onRateLimited?.(account.plan);
-      const retryAfter = rate.resetSeconds;
-      return sendError(
-        reply,
-        request,
-        new GatewayError('RATE_LIMIT_EXCEEDED', {
-          message: `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${retryAfter} s.`,
-          retryAfter,
-        }),
-      );
-    }
-
-    if (!deps.planAccess[account.plan].has(feature)) {
-      return sendError(
-        reply,
-        request,
-        new GatewayError('FORBIDDEN', { message: `The ${account.plan} plan does not include ${feature}.` }),
-      );
-    }
-    request.caller = { account, key: found.key, rate };
+    const onRequest = route.onRequest;
+    route.onRequest = [
+      ...(onRequest === undefined ? [] : Array.isArray(onRequest) ? onRequest : [onRequest]),
+      authenticationHook(deps, feature),
+    ];
   });
+}
+
+/**
+ * A callback hook: a key authenticated moments ago, counted by an in-process limiter (the common case on
+ * one instance), is admitted without a promise; anything else takes the asynchronous path.
+ */
+function authenticationHook(deps: AuthenticationDeps, feature: Feature): onRequestHookHandler {
+  return (request, reply, done) => {
+    const presented = BEARER.exec(request.headers.authorization ?? '')?.[1];
+    const cached = presented === undefined ? undefined : deps.accounts.cachedAuthentication(presented);
+    if (cached !== undefined && deps.rateLimiter.hitNow !== undefined) {
+      const rate = deps.rateLimiter.hitNow(cached.account.id, cached.account.rateLimit);
+      if (admit(deps, request, reply, feature, cached, rate)) done();
+      return;
+    }
+    authenticateAndCount(deps, presented).then((found) => {
+      if (found === undefined) return refuseUnknownKey(request, reply);
+      if (admit(deps, request, reply, feature, found, found.rate)) done();
+    }, done);
+  };
+}
+
+async function authenticateAndCount(deps: AuthenticationDeps, presented: string | undefined) {
+  const found = presented === undefined ? undefined : await deps.accounts.authenticate(presented);
+  if (found === undefined) return undefined;
+  const rate = await countRequest(deps.rateLimiter, found.account.id, found.account.rateLimit);
+  return { ...found, rate };
+}
+
+function refuseUnknownKey(request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('www-authenticate', 'Bearer realm="gate402"');
+  sendError(reply, request, new GatewayError('UNAUTHORIZED'));
+}
+
+/**
+ * Steps 2 and 3 for an authenticated key: sets the rate-limit headers, answers 429 or 403 itself, and
+ * otherwise records the caller. True when the request may go on to its route.
+ */
+function admit(
+  deps: AuthenticationDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  feature: Feature,
+  found: AuthenticatedKey,
+  rate: RateLimitDecision,
+): boolean {
+  const { account } = found;
+  setRateLimitHeaders(reply, account.plan, rate);
+  if (!rate.allowed) {
+    deps.onRateLimited?.(account.plan);
+    const retryAfter = rate.resetSeconds;
+    sendError(
+      reply,
+      request,
+      new GatewayError('RATE_LIMIT_EXCEEDED', {
+        message: `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${retryAfter} s.`,
+        retryAfter,
+      }),
+    );
+    return false;
+  }
+  if (!deps.planAccess[account.plan].has(feature)) {
+    sendError(
+      reply,
+      request,
+      new GatewayError('FORBIDDEN', { message: `The ${account.plan} plan does not include ${feature}.` }),
+    );
+    return false;
+  }
+  request.caller = { account, key: found.key, rate };
+  return true;
 }
 
 /**

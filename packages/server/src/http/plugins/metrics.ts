@@ -32,6 +32,7 @@ export function installMetrics(app: FastifyInstance, options: { metrics: Gateway
     '/metrics',
     {
       schema: {
+        operationId: 'getMetrics',
         tags: ['health'],
         summary: 'Prometheus metrics (text format 0.0.4); needs `Authorization: Bearer <METRICS_TOKEN>`.',
         security: [{ metricsToken: [] }],

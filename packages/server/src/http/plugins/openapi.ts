@@ -1,6 +1,6 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import { Type } from 'typebox';
 import { ERROR_CATALOGUE } from '../../domain/error-catalogue.ts';
 
@@ -34,6 +34,9 @@ const ERROR_RESPONSES: Record<number, string> = {
  * OpenAPI 3.1 generated from the route schemas at GET /openapi.json, and the Swagger UI, served from
  * this process with no outside scripts, at GET /docs. Authenticated routes get the security scheme and
  * the common error responses added as they are registered, so a new route is documented by construction.
+ * Every documented route sets `schema.operationId` (camelCase, verb first: `sendPayment`): generated
+ * clients take their method names from it, so it never changes once published; test/openapi.test.ts
+ * lists them all, so a new route without one fails there.
  */
 export async function installOpenApi(app: FastifyInstance, version: string): Promise<void> {
   app.addSchema(ErrorBodySchema);
@@ -63,6 +66,7 @@ export async function installOpenApi(app: FastifyInstance, version: string): Pro
       },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transform: ({ schema, url }) => ({ schema: withDefaultedQueryOptional(schema), url }),
   });
   await app.register(swaggerUi, {
     routePrefix: '/docs',
@@ -70,6 +74,22 @@ export async function installOpenApi(app: FastifyInstance, version: string): Pro
     staticCSP: true,
   });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+}
+
+/**
+ * A query parameter with a `default` is filled in by validation (useDefaults) before the handler runs,
+ * so the handler's type may count on it while the caller may leave it out: the document says it is
+ * optional and shows the default. The route's own schema object, which the validator uses, is not touched.
+ */
+function withDefaultedQueryOptional(schema: FastifySchema): FastifySchema {
+  const query = schema?.querystring as
+    | { properties?: Record<string, { default?: unknown }>; required?: string[] }
+    | undefined;
+  if (query?.properties === undefined || query.required === undefined) return schema;
+  const properties = query.properties;
+  const required = query.required.filter((name) => properties[name]?.default === undefined);
+  if (required.length === query.required.length) return schema;
+  return { ...schema, querystring: { ...query, required } };
 }
 
 function documentRoute(route: RouteOptions): void {

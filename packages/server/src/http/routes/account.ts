@@ -26,6 +26,7 @@ export async function accountRoutes(app: FastifyInstance) {
     {
       config: { feature: 'account' },
       schema: {
+        operationId: 'getAccount',
         summary: "The caller's account: plan, rate limit and requests remaining in the current window.",
         response: { 200: AccountSchema },
       },

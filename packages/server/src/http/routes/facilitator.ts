@@ -41,7 +41,7 @@ const SettleResponse = Type.Object(
     errorReason: Type.Optional(
       Type.String({
         description:
-          'x402 reason code; `duplicate_settlement` (already settled), `settlement_pending` (sent, not confirmed yet: settle again, it is never sent twice), `transaction_failed`, or a verification reason.',
+          'x402 reason code; `duplicate_settlement` (already settled), `settlement_pending` (sent, not confirmed yet: settle again, it is never sent twice; or leave it to the background worker), `transaction_failed`, or a verification reason.',
       }),
     ),
     errorMessage: Type.Optional(Type.String()),
@@ -84,10 +84,11 @@ export async function facilitatorRoutes(app: FastifyInstance, deps: { facilitato
     {
       config,
       schema: {
+        operationId: 'getSupportedPaymentKinds',
         tags: ['facilitator'],
         summary: 'x402: the payment kinds this facilitator settles.',
         description:
-          'Scheme `exact` on every configured network, in x402 v2 (CAIP-2 ids) and v1 (network names) form. On Solana `extra.feePayer` is the fee payer sellers copy into their requirements.',
+          'Scheme `exact` on every configured network, in x402 v2 (CAIP-2 ids) and v1 (network names) form. On Solana `extra.feePayer` is the fee payer sellers copy into their requirements. On EVM, where the chain carries Permit2 and x402\'s exact Permit2 proxy, `extra.assetTransferMethods` is `["eip3009","permit2"]`: requirements with `extra.assetTransferMethod: "permit2"` are settled through Permit2.',
         response: { 200: SupportedResponse },
       },
     },
@@ -99,6 +100,7 @@ export async function facilitatorRoutes(app: FastifyInstance, deps: { facilitato
     {
       config,
       schema: {
+        operationId: 'verifyX402Payment',
         tags: ['facilitator'],
         summary: 'x402: verify a payment payload against requirements, without settling it.',
         body: FacilitatorRequest,
@@ -113,10 +115,11 @@ export async function facilitatorRoutes(app: FastifyInstance, deps: { facilitato
     {
       config,
       schema: {
+        operationId: 'settleX402Payment',
         tags: ['facilitator'],
         summary: 'x402: settle a payment payload on chain, exactly once.',
         description:
-          'Verifies, signs (Solana: as fee payer; EVM: transferWithAuthorization) and stores the transaction before broadcasting it, then waits for `confirmed`. The same payload again: `duplicate_settlement`. Not confirmed within PAYMENT_CONFIRM_TIMEOUT_MS: `settlement_pending` with the transaction; settling again looks at that transaction and never sends another.',
+          "Verifies, signs (Solana: as fee payer; EVM: transferWithAuthorization) and stores the transaction before broadcasting it, then waits for `confirmed`. The same payload again: `duplicate_settlement`. Not confirmed within PAYMENT_CONFIRM_TIMEOUT_MS: `settlement_pending` with the transaction; settling again looks at that transaction and never sends another. Nobody has to: a background worker finishes every settlement left pending the same way, recording the seller's payment (status, history, stream, webhooks) once it confirms.",
         body: FacilitatorRequest,
         response: { 200: SettleResponse },
       },

@@ -29,6 +29,7 @@ export async function faucetRoutes(app: FastifyInstance, opts: { faucet: FaucetS
     {
       config: { feature: 'faucet' },
       schema: {
+        operationId: 'fundFromFaucet',
         summary: 'Fund an address with native currency or a known token (local networks only).',
         body: FaucetBody,
         response: {

@@ -21,6 +21,7 @@ export async function healthRoutes(app: FastifyInstance, opts: { checks: readonl
     '/healthz',
     {
       schema: {
+        operationId: 'getHealth',
         tags: ['health'],
         summary: 'Liveness: the process answers.',
         response: { 200: Type.Object({ status: Type.Literal('ok') }) },
@@ -33,6 +34,7 @@ export async function healthRoutes(app: FastifyInstance, opts: { checks: readonl
     '/readyz',
     {
       schema: {
+        operationId: 'getReadiness',
         tags: ['health'],
         summary: 'Readiness: storage and every configured dependency answer. 503 when one does not.',
         response: {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
+import { shareableUrl } from '../../domain/shareable-url.ts';
 
 const TokenSchema = Type.Object({
   symbol: Type.String(),
@@ -20,8 +21,13 @@ export const NetworkSchema = Type.Object(
       description: "Used for this family's addresses when a request names no network.",
     }),
     isLocal: Type.Boolean({ description: 'A chain on the gateway machine; the faucet works only here.' }),
-    rpcUrl: Type.String({ description: 'Where local-mode callers broadcast their signed transactions.' }),
-    wsUrl: Type.Union([Type.String(), Type.Null()]),
+    rpcUrl: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "Where local-mode callers may broadcast their signed transactions: the gateway's own endpoint, shown only when its URL cannot carry a secret (scheme, host and port alone). Null when it has a path, query or user part (where providers put API keys): broadcast through your own endpoint of this network.",
+    }),
+    wsUrl: Type.Union([Type.String(), Type.Null()], {
+      description: 'The PubSub (WebSocket) endpoint, shown under the same rule as `rpcUrl`; null otherwise.',
+    }),
     tokens: Type.Array(TokenSchema),
   },
   { $id: 'Network', title: 'Network' },
@@ -34,10 +40,17 @@ export async function networkRoutes(app: FastifyInstance, opts: { networks: Netw
     {
       config: { feature: 'networks' },
       schema: {
+        operationId: 'listNetworks',
         summary: 'The configured networks, their native currency, RPC URLs and known tokens.',
         response: { 200: Type.Object({ networks: Type.Array(NetworkSchema) }) },
       },
     },
-    async () => ({ networks: opts.networks.list().map((n) => ({ ...n, wsUrl: n.wsUrl ?? null })) }),
+    async () => ({
+      networks: opts.networks.list().map((n) => ({
+        ...n,
+        rpcUrl: shareableUrl(n.rpcUrl),
+        wsUrl: n.wsUrl === undefined ? null : shareableUrl(n.wsUrl),
+      })),
+    }),
   );
 }

@@ -18,6 +18,13 @@ export const Resource = Type.String({
   maxLength: 2048,
   description: 'The protected resource URL.',
 });
+/** On the receive routes the resource is also a check of the proof (ProofVerifier). */
+export const ReceiveResource = Type.String({
+  format: 'uri',
+  maxLength: 2048,
+  description:
+    'The protected resource this payment must be for. A gateway proof made for another resource (`resource_mismatch`), or naming none (`resource_missing`), is refused with INVALID_PAYMENT_PROOF; omit it to accept a proof whatever it was made for.',
+});
 export const Network = Type.String({
   minLength: 1,
   maxLength: 100,
@@ -100,7 +107,7 @@ const ReceiveBody = Type.Object(
     walletAddress: Address('Receiving wallet: one of your wallets (custodial or watch-only).'),
     paymentProof: PaymentProofField,
     expectedAmount: ExpectedAmountField,
-    resource: Type.Optional(Resource),
+    resource: Type.Optional(ReceiveResource),
     facilitatorUrl: Type.Optional(FacilitatorUrlField),
     facilitatorAuthorization: Type.Optional(FacilitatorAuthorizationField),
     timeout: Type.Optional(
@@ -186,6 +193,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRouteDeps
     {
       config: { feature: 'payments', idempotent: true },
       schema: {
+        operationId: 'sendPayment',
         tags: ['payments'],
         summary: 'Pay from a custodial wallet: the gateway checks, builds, signs and broadcasts.',
         description:
@@ -212,6 +220,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRouteDeps
     {
       config: { feature: 'payments', idempotent: true },
       schema: {
+        operationId: 'receivePayment',
         tags: ['payments'],
         summary: 'Verify a payment proof for one of your wallets and record the payment (once per proof).',
         body: ReceiveBody,
@@ -226,6 +235,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRouteDeps
     {
       config: { feature: 'status' },
       schema: {
+        operationId: 'getPaymentStatus',
         tags: ['payments'],
         summary: 'A payment of your account, with confirmations from the chain.',
         params: Type.Object({
@@ -245,6 +255,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRouteDeps
     {
       config: { feature: 'history' },
       schema: {
+        operationId: 'getPaymentHistory',
         tags: ['payments'],
         summary: 'Sent and received payments of one of your wallets, newest first.',
         params: Type.Object({ walletAddress: Address('One of your wallets.') }),

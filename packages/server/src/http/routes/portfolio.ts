@@ -42,6 +42,7 @@ export async function portfolioRoutes(app: FastifyInstance, deps: { portfolio: P
     {
       config: { feature: 'portfolio' },
       schema: {
+        operationId: 'getPortfolio',
         tags: ['portfolio'],
         summary: 'Native balance and token holdings of any wallet address.',
         description:

@@ -32,6 +32,7 @@ export async function tokenRoutes(app: FastifyInstance, deps: { tokens: TokenInf
     {
       config: { feature: 'tokens' },
       schema: {
+        operationId: 'getTokenInfo',
         tags: ['tokens'],
         summary: 'A token mint (SPL Token, Token-2022) or ERC-20 contract: supply, authorities, metadata.',
         description: 'Not a token: 404 `TOKEN_NOT_FOUND`. A malformed address: 400.',

@@ -13,7 +13,7 @@ import {
   MAX_METADATA_BYTES,
   Network,
   PaymentProofField,
-  Resource,
+  ReceiveResource,
   SendBody,
 } from './payments.ts';
 
@@ -68,7 +68,7 @@ const TransactionReceiveBody = Type.Object(
     walletAddress: Address('Receiving wallet: one of your wallets; it pays the receipt fee and signs it.'),
     paymentProof: PaymentProofField,
     expectedAmount: ExpectedAmountField,
-    resource: Type.Optional(Resource),
+    resource: Type.Optional(ReceiveResource),
     facilitatorUrl: Type.Optional(FacilitatorUrlField),
     priorityFee: Type.Optional(
       Type.Number({
@@ -97,12 +97,26 @@ const TransactionReceiveResult = Type.Object(
     transaction: Base64Transaction,
     lastValidBlockHeight: LastValidBlockHeight,
     expiresAt: ExpiresAt,
-    signature: Type.String({ description: "The buyer's transaction." }),
-    amountReceived: Type.Number(),
+    signature: Type.Optional(
+      Type.String({
+        description:
+          "gate402 proofs: the buyer's transaction. Absent for x402 payloads: `transaction` is the buyer's transaction, and its id is the signature your wallet adds.",
+      }),
+    ),
+    amountReceived: Type.Number({
+      description: 'In the native currency; for x402 payloads in the whole units of `asset`.',
+    }),
     sender: Type.String(),
-    status: Type.String({ description: '`pending` until the receipt lands; then `confirmed`.' }),
-    reference: Type.String(),
+    status: Type.String({
+      description: '`pending` until the receipt (x402: the payment itself) lands; then `confirmed`.',
+    }),
+    reference: Type.Optional(
+      Type.String({ description: 'gate402 proofs: finds the receipt on chain. Absent for x402 payloads.' }),
+    ),
     network: Type.String(),
+    asset: Type.Optional(
+      Type.String({ description: 'x402 payloads: the token paid (SPL mint), as in status and history.' }),
+    ),
   },
   { $id: 'TransactionReceiveResult', title: 'TransactionReceiveResult' },
 );
@@ -121,6 +135,7 @@ export async function transactionRoutes(app: FastifyInstance, deps: TransactionR
     {
       config: { feature: 'transactions', idempotent: true },
       schema: {
+        operationId: 'buildSendTransaction',
         tags: ['transactions'],
         summary: 'Build an unsigned payment transaction for your own wallet to sign and broadcast.',
         description:
@@ -146,10 +161,12 @@ export async function transactionRoutes(app: FastifyInstance, deps: TransactionR
     {
       config: { feature: 'transactions', idempotent: true },
       schema: {
+        operationId: 'buildReceiveTransaction',
         tags: ['transactions'],
         summary: 'Verify a payment proof and build an unsigned receipt for your wallet to sign.',
         description:
-          "Verifies the proof exactly like /payment/receive (waiting up to `timeout` for the buyer's transaction to land). The answer is a receipt transaction, fee payer = `walletAddress`: a memo naming this receipt's paymentId and the buyer's paymentId it accepts, and a zero-value transfer to itself that carries a fresh reference (on EVM both in the calldata of one 0 ETH transfer to itself). **The proof is consumed when the receipt lands on chain, not before**: until then the received payment is `pending`; once the gateway sees the receipt it becomes `confirmed` and the proof can never be redeemed again (by either endpoint). If the receipt is not sent before `expiresAt`, the payment becomes `expired` and the proof stays redeemable. If the proof was redeemed elsewhere before the receipt landed, the payment becomes `failed`.",
+          "Verifies the proof exactly like /payment/receive (waiting up to `timeout` for the buyer's transaction to land). The answer is a receipt transaction, fee payer = `walletAddress`: a memo naming this receipt's paymentId and the buyer's paymentId it accepts, and a zero-value transfer to itself that carries a fresh reference (on EVM both in the calldata of one 0 ETH transfer to itself). **The proof is consumed when the receipt lands on chain, not before**: until then the received payment is `pending`; once the gateway sees the receipt it becomes `confirmed` and the proof can never be redeemed again (by either endpoint). If the receipt is not sent before `expiresAt`, the payment becomes `expired` and the proof stays redeemable. If the proof was redeemed elsewhere before the receipt landed, the payment becomes `failed`.\n\n" +
+          "**x402 payloads** (`exact`; a v1 `X-PAYMENT` or v2 `PAYMENT-SIGNATURE` value as `paymentProof`): your wallet (`walletAddress`, also the `payTo`) submits the payment itself and pays its fee; no facilitator is involved. Solana: the buyer builds its transaction with `extra.feePayer` = `walletAddress`; the gateway verifies it like its facilitator does (instruction layout, exact amount to your token account, the buyer's signature, a simulation), except that the fee payer must be your wallet, and answers that very transaction in `transaction`, the buyer's signature in place and your fee-payer slot empty: sign it and broadcast it; its id is your signature. EVM (EIP-3009): the gateway verifies the authorization (simulated as your wallet submitting it) and answers an unsigned EIP-1559 transaction from your wallet to the token calling `transferWithAuthorization` with your next nonce; sign it and broadcast it. EVM Permit2 (`extra.assetTransferMethod: \"permit2\"`; the buyer approved Permit2 for the token): the same checks as the facilitator's (simulated as your wallet), and an unsigned EIP-1559 transaction from your wallet calling `settle` on x402's exact Permit2 proxy (0x402085c248EeA27D92E8b30b2C58ed07f9E20001) with the buyer's permit; any caller may settle, and the permit fixes recipient and amount. `expectedAmount` is in the token's whole units (`asset`). The payment is `pending` until the gateway sees it on chain (Solana: the transaction by its message; EVM: the authorization's AuthorizationUsed event, or a settle of the permit spending its Permit2 nonce, whoever submitted it), then `confirmed`, and the payload is consumed then, once: building it again answers `INVALID_PAYMENT_PROOF` (`already_used`), and of two receipts built for one payload only one confirms (if gate402's facilitator settled the same EVM authorization or permit, it records the payment and the receipt fails). It becomes `expired` only when it can never land: Solana past `lastValidBlockHeight` (an upper bound of the buyer's blockhash), EVM once a block passes the authorization's validBefore or the permit's deadline unused (`expiresAt` is no later); a late broadcast before then still pays you. `facilitatorUrl` and `priorityFee` do not apply (400); a wallet that cannot pay the network fee is 422 `INSUFFICIENT_BALANCE`.",
         body: TransactionReceiveBody,
         response: { 200: TransactionReceiveResult },
       },

@@ -62,6 +62,7 @@ export async function verifyRoutes(app: FastifyInstance, deps: { verify: VerifyP
     {
       config: { feature: 'verification' },
       schema: {
+        operationId: 'verifyPayment',
         tags: ['verification'],
         summary: 'Check a payment proof against the chain without redeeming it.',
         description:

@@ -25,6 +25,7 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
     {
       config: { feature: 'wallets' },
       schema: {
+        operationId: 'createWallet',
         tags: ['wallets'],
         summary: 'Create a custodial wallet, or register a watch-only address you control elsewhere.',
         body: Type.Object(
@@ -63,6 +64,7 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
     {
       config: { feature: 'wallets' },
       schema: {
+        operationId: 'listWallets',
         tags: ['wallets'],
         summary: 'Your wallets with their native balances.',
         response: {

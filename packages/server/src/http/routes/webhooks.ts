@@ -54,6 +54,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: { webhooks: Webh
     {
       config: { feature: 'webhooks' },
       schema: {
+        operationId: 'createWebhook',
         tags: ['webhooks'],
         summary:
           'Register an HTTPS endpoint for payment events. The answer carries the signing secret, once.',
@@ -95,6 +96,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: { webhooks: Webh
     {
       config: { feature: 'webhooks' },
       schema: {
+        operationId: 'listWebhooks',
         tags: ['webhooks'],
         summary: 'Your webhook endpoints (never their secrets).',
         response: { 200: Type.Object({ webhooks: Type.Array(WebhookSchema) }) },
@@ -108,6 +110,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: { webhooks: Webh
     {
       config: { feature: 'webhooks' },
       schema: {
+        operationId: 'deleteWebhook',
         tags: ['webhooks'],
         summary: 'Delete an endpoint and its delivery log; nothing more is sent to it.',
         params: WebhookId,
@@ -125,6 +128,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: { webhooks: Webh
     {
       config: { feature: 'webhooks' },
       schema: {
+        operationId: 'listWebhookDeliveries',
         tags: ['webhooks'],
         summary: "The endpoint's delivery log, newest event first.",
         params: WebhookId,
@@ -149,6 +153,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: { webhooks: Webh
     {
       config: { feature: 'webhooks' },
       schema: {
+        operationId: 'redeliverWebhookDelivery',
         tags: ['webhooks'],
         summary: 'Send a delivery again now, whatever its status (same event id, fresh signature).',
         params: Type.Object({

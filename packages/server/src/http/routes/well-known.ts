@@ -9,6 +9,7 @@ export async function wellKnownRoutes(app: FastifyInstance, opts: { proofs: Paym
     '/.well-known/gate402.json',
     {
       schema: {
+        operationId: 'getProofKeys',
         tags: ['proofs'],
         summary: 'Public keys of this gateway’s payment-proof attestations, for other gate402 instances.',
         response: {

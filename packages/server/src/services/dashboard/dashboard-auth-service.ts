@@ -16,8 +16,13 @@ export interface DashboardAuthOptions {
   readonly sessionTtlMs: number;
   /** Log-in attempts per minute, per email and (separately, ten times as many) per client address. */
   readonly loginAttemptsPerMinute: number;
+  /** How often expired sessions are deleted; default {@link DEFAULT_SESSION_PURGE_INTERVAL_MS}. */
+  readonly sessionPurgeIntervalMs?: number;
   readonly now?: () => number;
 }
+
+/** Expired sessions never open anything (findActive checks the time); purging only keeps the table small. */
+export const DEFAULT_SESSION_PURGE_INTERVAL_MS = 10 * 60_000;
 
 /** A new session: the cookie value (shown to the browser only) and its CSRF token. */
 export interface NewSession {
@@ -28,6 +33,8 @@ export interface NewSession {
 }
 
 export interface ActiveSession {
+  /** The stored SHA-256 of the cookie value: names the session without being able to open it. */
+  readonly id: string;
   readonly user: DashboardUserRecord;
   readonly csrfToken: string;
   readonly expiresAt: number;
@@ -52,7 +59,19 @@ export class DashboardAuthService {
     return this.options.signupEnabled;
   }
 
-  /** A new Standard account with this user, logged in. Limited per client address, like log-in. */
+  get sessionPurgeIntervalMs(): number {
+    return this.options.sessionPurgeIntervalMs ?? DEFAULT_SESSION_PURGE_INTERVAL_MS;
+  }
+
+  /**
+   * A new Standard account with this user, logged in. Limited per client address, like log-in.
+   *
+   * A taken email gets a generic refusal (INVALID_PARAMETERS on `email`, never "registered") after the
+   * same work as a success (the attempt is counted and the password hashed either way), so neither the
+   * words nor the time say more than they must. Something shows anyway: sign-up logs in at once and the
+   * gateway sends no mail, so "no account was made" is visible whatever the wording; the per-address
+   * limit is what makes probing many emails slow (README, "The web dashboard").
+   */
   async signUp(input: { email: string; password: string }, clientAddress: string): Promise<NewSession> {
     if (!this.options.signupEnabled) {
       throw new GatewayError('FORBIDDEN', {
@@ -95,11 +114,7 @@ export class DashboardAuthService {
         if (error instanceof EmailTaken) return false;
         throw error;
       });
-    if (!created) {
-      throw new GatewayError('EMAIL_ALREADY_REGISTERED', {
-        message: 'This email already has a dashboard login; log in instead.',
-      });
-    }
+    if (!created) throw invalidParameters({ email: SIGNUP_REFUSED });
     return this.openSession(user);
   }
 
@@ -130,7 +145,47 @@ export class DashboardAuthService {
     if (token.length === 0 || token.length > 100) return undefined;
     const found = await this.store.dashboardSessions.findActive(hashToken(token), this.now());
     if (found === undefined) return undefined;
-    return { user: found.user, csrfToken: found.session.csrfToken, expiresAt: found.session.expiresAt };
+    return {
+      id: found.session.idHash,
+      user: found.user,
+      csrfToken: found.session.csrfToken,
+      expiresAt: found.session.expiresAt,
+    };
+  }
+
+  /**
+   * A logged-in user's own password change. The current password is required, so a session left open on
+   * someone else's screen cannot take the account over; attempts are limited per user like log-ins.
+   * Every session of the user ends, and the caller gets a new one: a session stolen before the change
+   * dies with the old password, and the browser that changed it stays logged in.
+   */
+  async changePassword(
+    session: ActiveSession,
+    input: { currentPassword: string; newPassword: string },
+  ): Promise<NewSession> {
+    validPassword(input.newPassword, 'newPassword');
+    if (input.newPassword === input.currentPassword) {
+      throw invalidParameters({ newPassword: 'must differ from the current password' });
+    }
+    await this.limit(
+      [[`dashboard-password:user:${session.user.id}`, this.options.loginAttemptsPerMinute]],
+      'password change',
+    );
+    // The stored hash, not the session's copy: another browser may have changed it meanwhile.
+    const user = await this.store.dashboardUsers.get(session.user.id);
+    if (user === undefined || !(await verifyPassword(input.currentPassword, user.passwordHash))) {
+      throw invalidParameters({ currentPassword: 'is not your current password' });
+    }
+    const passwordHash = await hashPassword(input.newPassword);
+    const at = this.now();
+    await this.store.dashboardUsers.setPassword(user.id, passwordHash, at);
+    await this.store.dashboardSessions.deleteByUser(user.id);
+    return this.openSession({ ...user, passwordHash, updatedAt: at });
+  }
+
+  /** Deletes the sessions expired by now; the dashboard API runs it every {@link sessionPurgeIntervalMs}. */
+  purgeExpiredSessions(): Promise<number> {
+    return this.store.dashboardSessions.deleteExpired(this.now());
   }
 
   async logOut(token: string): Promise<void> {
@@ -215,13 +270,14 @@ export class DashboardAuthService {
       createdAt: at,
       expiresAt,
     });
-    // Housekeeping on the way: sessions are few, and a log-in is a rare enough moment to sweep them.
-    await this.store.dashboardSessions.deleteExpired(at);
     return { token, csrfToken, expiresAt, user };
   }
 }
 
 class EmailTaken extends Error {}
+
+/** The one answer to a sign-up whose email cannot be used, taken or not (see signUp). */
+export const SIGNUP_REFUSED = 'cannot be used to sign up here; if you already have an account, log in';
 
 /** Sessions are stored by hash: a copy of the table opens no browser session. */
 function hashToken(token: string): string {
@@ -236,10 +292,10 @@ function validEmail(raw: string): string {
   return email;
 }
 
-function validPassword(password: string): void {
+function validPassword(password: string, field = 'password'): void {
   if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
     throw invalidParameters({
-      password: `must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`,
+      [field]: `must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`,
     });
   }
 }

@@ -6,7 +6,7 @@ import type { ExactRequirements, ExactScheme, PreparedSettlementTx } from '../..
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import { ExactSvmScheme } from '../../chains/solana/exact-svm-scheme.ts';
 import { newId } from '../../domain/ids.ts';
-import type { SettlementRecord, Store } from '../../store/store.ts';
+import type { SettlementRecord, SettlementStatus, Store } from '../../store/store.ts';
 import { SOLANA_DEVNET_ID, v1NameOf } from '../../x402/network-names.ts';
 import { parsePaymentRequest, type X402Payment } from '../../x402/payment-request.ts';
 import type { SecretBox } from '../custody/secret-box.ts';
@@ -80,15 +80,16 @@ export class FacilitatorService {
       const key = await keys.ensure(family, () => chain.generateKeypair());
       const scheme =
         family === 'solana'
-          ? new ExactSvmScheme(chain.info.rpcUrl, [key], chain.info.id)
+          ? new ExactSvmScheme(chain.endpoints, [key], chain.info.id)
           : new ExactEvmScheme(
-              chain.info.rpcUrl,
+              chain.endpoints,
               key,
               chain.info.id,
               chain.info.tokens.map((t) => t.address),
               this.now,
             );
       this.routes.set(chain.info.id, { chain, scheme });
+      if (scheme instanceof ExactEvmScheme) await this.detectPermit2(scheme, chain);
       if (chain.info.isLocal && chain.faucet !== undefined) await this.fund(chain, key.address);
     }
     const local = this.localnetAlias();
@@ -182,6 +183,11 @@ export class FacilitatorService {
     if (!this.deps.localnetAsDevnet || this.deps.networks.get(SOLANA_DEVNET_ID) !== undefined)
       return undefined;
     return this.deps.networks.all().find((c) => c.info.family === 'solana' && c.info.isLocal);
+  }
+
+  /** The `exact` scheme serving a network (CAIP-2, the devnet alias included); undefined when none. */
+  schemeFor(network: string): ExactScheme | undefined {
+    return this.routes.get(network)?.scheme;
   }
 
   /** This facilitator's Solana fee payer, which sellers name in `extra.feePayer`. */
@@ -284,45 +290,77 @@ export class FacilitatorService {
     };
   }
 
-  /** Signs the settlement and stores it, claimed, in one database transaction; undefined when already claimed. */
+  /**
+   * Asks the chain what the settlement needs, then signs it and stores it, claimed, in one database
+   * transaction that waits on storage only; undefined when already claimed.
+   */
   private async claim(
     route: Route,
     key: string,
     payment: X402Payment,
     requirements: ExactRequirements,
   ): Promise<{ record: SettlementRecord; nonce: PreparedSettlementTx['nonce'] } | undefined> {
+    const draft = await route.scheme.prepare(payment.payload, requirements);
+    const network = route.chain.info.id;
     const lost = Symbol('lost');
     try {
-      return await this.deps.store.transaction(
-        async (repos) => {
-          const prepared = await route.scheme.prepare(payment.payload, requirements, repos.nonces);
-          const at = this.now();
-          const record: SettlementRecord = {
-            key,
-            network: route.chain.info.id,
-            payer: prepared.payer,
-            payTo: canonicalAddress(requirements.payTo),
-            asset: requirements.asset,
-            amount: requirements.amount,
-            transactionId: prepared.transactionId,
-            signedTransaction: Buffer.from(prepared.wire).toString('base64'),
-            lastValidBlockHeight: prepared.lastValidBlockHeight,
-            status: 'claimed',
-            error: null,
-            paymentId: null,
-            createdAt: at,
-            updatedAt: at,
-          };
-          // Rolled back when lost, so an EVM nonce allocated for it is given back.
-          if (!(await repos.settlements.claim(record))) throw lost;
-          return { record, nonce: prepared.nonce };
-          // prepare() asks the chain (e.g. the block height) inside the transaction.
-        },
-        { waitsOnNetwork: true },
-      );
+      return await this.deps.store.transaction(async (repos) => {
+        const { nonceFloor } = draft;
+        const nonce =
+          nonceFloor === undefined
+            ? undefined
+            : await repos.nonces.allocate(network, nonceFloor.address, nonceFloor.pending);
+        const prepared = await draft.sign(nonce);
+        const at = this.now();
+        const record: SettlementRecord = {
+          key,
+          network,
+          payer: prepared.payer,
+          payTo: canonicalAddress(requirements.payTo),
+          asset: requirements.asset,
+          amount: requirements.amount,
+          transactionId: prepared.transactionId,
+          signedTransaction: Buffer.from(prepared.wire).toString('base64'),
+          lastValidBlockHeight: prepared.lastValidBlockHeight,
+          status: 'claimed',
+          error: null,
+          paymentId: null,
+          createdAt: at,
+          updatedAt: at,
+        };
+        // Rolled back when lost, so an EVM nonce allocated for it is given back.
+        if (!(await repos.settlements.claim(record))) throw lost;
+        return { record, nonce: prepared.nonce };
+      });
     } catch (error) {
       if (error === lost) return undefined;
       throw error;
+    }
+  }
+
+  /**
+   * A settlement left open (claimed or submitted) that nobody settles again: its settle answered
+   * `settlement_pending`, or the process died after claiming it. Looks at the stored transaction
+   * exactly as a retried settle would — resending the same bytes, never signing another — for at most
+   * `waitMs`, and settles it (recording the seller's payment and its event), fails it (landed with an
+   * error, or provably expired: past its lastValidBlockHeight and still unknown), or leaves it open.
+   */
+  async finish(settlement: SettlementRecord, waitMs: number): Promise<SettlementStatus | 'open'> {
+    const route = this.routes.get(settlement.network);
+    if (route === undefined || (settlement.status !== 'claimed' && settlement.status !== 'submitted'))
+      return settlement.status;
+    const decimals = await this.decimalsOf(route, settlement.asset);
+    const outcome = await this.broadcastAndWait(route, settlement, decimals, false, waitMs);
+    switch (outcome.kind) {
+      case 'settled':
+        return 'settled';
+      case 'failed':
+        return 'failed';
+      case 'duplicate':
+        // Another writer (a settle retry, another instance) moved it first.
+        return (await this.deps.store.settlements.get(settlement.key))?.status ?? 'open';
+      case 'pending':
+        return 'open';
     }
   }
 
@@ -345,6 +383,7 @@ export class FacilitatorService {
     settlement: SettlementRecord,
     decimals: number,
     first: boolean,
+    waitMs = this.deps.settleWaitMs,
   ): Promise<Outcome> {
     const { chain } = route;
     const known = first ? undefined : await chain.getSignatureStatus(settlement.transactionId);
@@ -363,7 +402,7 @@ export class FacilitatorService {
       outcome = await chain.waitForConfirmation(
         settlement.transactionId,
         settlement.lastValidBlockHeight ?? BigInt(Number.MAX_SAFE_INTEGER),
-        this.deps.settleWaitMs,
+        waitMs,
       );
     }
     switch (outcome.status) {
@@ -476,6 +515,21 @@ export class FacilitatorService {
           errorMessage: outcome.message,
           ...common,
         };
+    }
+  }
+
+  /**
+   * Offers Permit2 payments where the chain carries Permit2 and x402's proxy. A chain that does not
+   * answer now is served without the offer rather than holding the gateway's start.
+   */
+  private async detectPermit2(scheme: ExactEvmScheme, chain: ChainAdapter): Promise<void> {
+    try {
+      if (await scheme.detectPermit2())
+        this.deps.log?.(`x402 facilitator: Permit2 payments offered on ${chain.info.name}`);
+    } catch (error) {
+      this.deps.log?.(
+        `x402 facilitator: could not look for Permit2 on ${chain.info.name} (${error instanceof Error ? error.message : String(error)}); Permit2 is not offered there`,
+      );
     }
   }
 

@@ -56,11 +56,17 @@ export class X402ReceiveService {
   /** Verifies and settles; the settled payment is recorded for the caller's wallet. */
   async receive(accountId: string, input: X402ReceiveInput): Promise<ReceiveResult> {
     const started = performance.now();
-    const { payment, chain, decimals } = await this.paymentOf(input);
+    // One deadline for the whole exchange with a remote facilitator: `timeout` bounds its GET
+    // /supported (v1 Solana), verification and settlement together.
+    const deadline = this.now() + input.timeoutMs;
+    const { payment, chain, decimals } = await this.paymentOf({
+      ...input,
+      timeoutMs: Math.max(1, deadline - this.now()),
+    });
     const record =
       input.facilitatorUrl === undefined
         ? await this.settleHere(payment)
-        : await this.settleRemotely(accountId, input, payment, chain, decimals);
+        : await this.settleRemotely(accountId, input, payment, chain, decimals, deadline);
     return {
       success: true,
       verified: true,
@@ -121,11 +127,10 @@ export class X402ReceiveService {
     payment: X402Payment,
     chain: ChainAdapter,
     decimals: number,
+    deadline: number,
   ): Promise<PaymentRecord> {
     const remote = this.remote(input);
     const body = requestBody(payment, input);
-    // One deadline for the whole exchange: `timeout` bounds verification and settlement together.
-    const deadline = this.now() + input.timeoutMs;
     const left = () => Math.max(1, deadline - this.now());
     const verified = await this.ask(() => remote.call('verify', body, left()));
     if (verified.isValid !== true) throw refusal(verified.invalidReason, verified.invalidMessage);
@@ -167,6 +172,37 @@ export class X402ReceiveService {
     return record;
   }
 
+  /**
+   * The Solana fee payer of the facilitator that settles: the built-in one's own key, or what the
+   * facilitator at `facilitatorUrl` lists in GET /supported (`kinds[].extra.feePayer`) for the network.
+   */
+  private async feePayerFor(
+    input: X402ReceiveInput,
+    network: string,
+    networkAsSent: string,
+  ): Promise<string | undefined> {
+    if (input.facilitatorUrl === undefined) return this.deps.facilitator.feePayerOf(network);
+    const remote = this.remote(input);
+    const supported = await this.ask(() => remote.supported(input.timeoutMs));
+    const kinds = Array.isArray(supported.kinds) ? (supported.kinds as unknown[]) : [];
+    for (const kind of kinds) {
+      if (typeof kind !== 'object' || kind === null) continue;
+      const k = kind as Record<string, unknown>;
+      const extra = k.extra as Record<string, unknown> | undefined;
+      if (
+        k.scheme === 'exact' &&
+        (k.network === networkAsSent || k.network === network) &&
+        typeof extra?.feePayer === 'string'
+      ) {
+        return extra.feePayer;
+      }
+    }
+    throw verificationFailed(
+      `the facilitator at facilitatorUrl lists no exact fee payer for ${networkAsSent} in GET /supported`,
+      'invalid_network',
+    );
+  }
+
   private remote(input: X402ReceiveInput): RemoteFacilitator {
     return new RemoteFacilitator(
       input.facilitatorUrl ?? '',
@@ -187,9 +223,13 @@ export class X402ReceiveService {
     }
   }
 
-  /** The x402 payment the header carries, as requirements the seller's wallet and amount must meet. */
-  private async paymentOf(
+  /**
+   * The x402 payment the header carries, as requirements the seller's wallet and amount must meet.
+   * `sellerPays`: local mode, where the seller's wallet is the Solana fee payer, not this facilitator.
+   */
+  async paymentOf(
     input: X402ReceiveInput,
+    options: { readonly sellerPays?: boolean } = {},
   ): Promise<{ payment: X402Payment; chain: ChainAdapter; decimals: number }> {
     const { header } = input;
     const accepted = header.x402Version === 2 ? header.value.accepted : undefined;
@@ -231,11 +271,18 @@ export class X402ReceiveService {
       );
     }
     const extra: Record<string, unknown> = { ...(accepted?.extra ?? {}) };
-    if (accepted === undefined) {
-      const feePayer = this.deps.facilitator.feePayerOf(network);
+    if (chain.info.family === 'solana') {
+      // Local mode: the seller's wallet signs as fee payer. Otherwise a v1 payload does not repeat the
+      // requirements, so the fee payer is the one of the facilitator that will co-sign it.
+      const feePayer =
+        options.sellerPays === true
+          ? input.walletAddress
+          : accepted === undefined
+            ? await this.feePayerFor(input, network ?? networkAsSent, networkAsSent)
+            : undefined;
       if (feePayer !== undefined) extra.feePayer = feePayer;
-      else
-        Object.assign(extra, { name: (await chain.getTokenInfo(asset))?.name ?? 'USD Coin', version: '2' });
+    } else if (accepted === undefined) {
+      Object.assign(extra, { name: (await chain.getTokenInfo(asset))?.name ?? 'USD Coin', version: '2' });
     }
     return {
       chain,
@@ -286,7 +333,7 @@ function requestBody(payment: X402Payment, input: X402ReceiveInput): Record<stri
 }
 
 /** A facilitator's refusal as the gateway's error: a settled payment is a used proof, the rest failed verification. */
-function refusal(reason: unknown, message: unknown, transaction?: string): GatewayError {
+export function refusal(reason: unknown, message: unknown, transaction?: string): GatewayError {
   const code = typeof reason === 'string' && reason !== '' ? reason : 'invalid';
   const text =
     typeof message === 'string' && message !== '' ? message : `the facilitator refused the payment (${code})`;

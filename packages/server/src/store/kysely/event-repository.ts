@@ -86,6 +86,31 @@ export class KyselyEventRepository implements EventRepository {
     return row === undefined ? undefined : Number(row.seq);
   }
 
+  async deleteBefore(before: number, keepAfterCursor: string, limit: number): Promise<number> {
+    const result = await this.db
+      .deleteFrom('events')
+      .where('seq', 'in', (eb) =>
+        eb
+          .selectFrom('events as e')
+          .select('e.seq')
+          .where('e.created_at', '<', before)
+          .where('e.seq', '<=', (sub) =>
+            sub.selectFrom('outbox_cursors').select('outbox_cursors.seq').where('name', '=', keepAfterCursor),
+          )
+          .where(({ not, exists, selectFrom }) =>
+            not(
+              exists(
+                selectFrom('webhook_deliveries as d').select('d.id').whereRef('d.event_seq', '=', 'e.seq'),
+              ),
+            ),
+          )
+          .orderBy('e.seq', 'asc')
+          .limit(limit),
+      )
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
   async lastSeq(): Promise<number> {
     const row = await this.db
       .selectFrom('events')

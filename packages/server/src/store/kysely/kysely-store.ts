@@ -9,6 +9,7 @@ import { KyselyEventRepository } from './event-repository.ts';
 import { KyselyFacilitatorSignerRepository } from './facilitator-signer-repository.ts';
 import { GroupCommit } from './group-commit.ts';
 import { KyselyIdempotencyRepository } from './idempotency-repository.ts';
+import { KyselyJobLeaseRepository } from './job-lease-repository.ts';
 import { KyselyNonceRepository } from './nonce-repository.ts';
 import { KyselyPaymentRepository } from './payment-repository.ts';
 import { KyselyProofRepository } from './proof-repository.ts';
@@ -29,6 +30,7 @@ export class KyselyStore implements Store {
   readonly nonces;
   readonly webhooks;
   readonly webhookDeliveries;
+  readonly jobLeases;
   private readonly eventListeners = new Set<() => void>();
   readonly facilitatorSigners;
   readonly settlements;
@@ -55,16 +57,14 @@ export class KyselyStore implements Store {
     this.nonces = repositories.nonces;
     this.webhooks = repositories.webhooks;
     this.webhookDeliveries = repositories.webhookDeliveries;
+    this.jobLeases = repositories.jobLeases;
     this.facilitatorSigners = repositories.facilitatorSigners;
     this.settlements = repositories.settlements;
     this.dashboardUsers = repositories.dashboardUsers;
     this.dashboardSessions = repositories.dashboardSessions;
   }
 
-  async transaction<T>(
-    work: (tx: Repositories) => Promise<T>,
-    options: { readonly waitsOnNetwork?: boolean } = {},
-  ): Promise<T> {
+  async transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
     let appended = false;
     const unit = (trx: Transaction<Database>) =>
       work(
@@ -72,10 +72,7 @@ export class KyselyStore implements Store {
           appended = true;
         }),
       );
-    // A transaction that waits on the network commits alone: in a shared commit it would keep the
-    // others' writes (and SQLite's write lock) waiting on its RPC call.
-    const shared = options.waitsOnNetwork === true ? undefined : this.groupCommit;
-    const result = await (shared?.run(unit) ?? this.db.transaction().execute(unit));
+    const result = await (this.groupCommit?.run(unit) ?? this.db.transaction().execute(unit));
     // Only after the commit: a listener that reads the outbox must find the events.
     if (appended) this.eventsCommitted();
     return result;
@@ -111,6 +108,7 @@ function repositoriesOn(db: Kysely<Database>, eventAppended: () => void): Reposi
     nonces: new KyselyNonceRepository(db),
     webhooks: new KyselyWebhookRepository(db),
     webhookDeliveries: new KyselyWebhookDeliveryRepository(db),
+    jobLeases: new KyselyJobLeaseRepository(db),
     facilitatorSigners: new KyselyFacilitatorSignerRepository(db),
     settlements: new KyselySettlementRepository(db),
     dashboardUsers: new KyselyDashboardUserRepository(db),

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable, Updateable } from 'kysely';
+import { expressionBuilder, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { PaymentDirection, PaymentMode, PaymentStatus } from '../../domain/payment-status.ts';
 import type { Database, PaymentsTable } from '../database-schema.ts';
 import type {
@@ -10,6 +10,7 @@ import type {
   PaymentSearch,
 } from '../store.ts';
 import { compiledOnce } from './compiled-query.ts';
+import { leaseRows } from './lease-rows.ts';
 
 export class KyselyPaymentRepository implements PaymentRepository {
   constructor(private readonly db: Kysely<Database>) {}
@@ -202,10 +203,6 @@ export class KyselyPaymentRepository implements PaymentRepository {
     return { total: Number(count.n), payments: rows.map(toPayment) };
   }
 
-  /**
-   * Each candidate is taken with a compare-and-set on its lease, so two instances leasing at once
-   * never both get the same payment, on SQLite and PostgreSQL alike.
-   */
   async lease(
     owner: string,
     statuses: readonly PaymentStatus[],
@@ -213,30 +210,42 @@ export class KyselyPaymentRepository implements PaymentRepository {
     until: number,
     limit: number,
   ): Promise<PaymentRecord[]> {
-    const candidates = await this.db
-      .selectFrom('payments')
-      .select(['id', 'lease_until'])
-      .where('status', 'in', [...statuses])
-      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-      .orderBy('created_at', 'asc')
-      .limit(limit)
-      .execute();
-    const leased: PaymentRecord[] = [];
-    for (const candidate of candidates) {
-      const row = await this.db
-        .updateTable('payments')
-        .set({ lease_owner: owner, lease_until: until })
-        .where('id', '=', candidate.id)
-        .where((eb) =>
-          candidate.lease_until === null
-            ? eb('lease_until', 'is', null)
-            : eb('lease_until', '=', candidate.lease_until),
-        )
-        .returningAll()
-        .executeTakeFirst();
-      if (row !== undefined) leased.push(toPayment(row));
-    }
-    return leased;
+    const eb = expressionBuilder<Database, 'payments'>();
+    const rows = await leaseRows(this.db, {
+      table: 'payments',
+      eligible: eb('status', 'in', [...statuses]),
+      orderBy: 'created_at',
+      owner,
+      now,
+      until,
+      limit,
+    });
+    return rows.map(toPayment);
+  }
+
+  async leaseExpired(
+    owner: string,
+    mode: PaymentMode,
+    expiredSince: number,
+    now: number,
+    until: number,
+    limit: number,
+  ): Promise<PaymentRecord[]> {
+    const eb = expressionBuilder<Database, 'payments'>();
+    const rows = await leaseRows(this.db, {
+      table: 'payments',
+      eligible: eb.and([
+        eb('status', '=', 'expired'),
+        eb('updated_at', '>=', expiredSince),
+        eb('mode', '=', mode),
+      ]),
+      orderBy: 'updated_at',
+      owner,
+      now,
+      until,
+      limit,
+    });
+    return rows.map(toPayment);
   }
 
   async releaseLease(id: string, owner: string, notBefore?: number): Promise<void> {

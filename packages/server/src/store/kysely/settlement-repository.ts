@@ -39,6 +39,18 @@ export class KyselySettlementRepository implements SettlementRepository {
     return row && toSettlement(row);
   }
 
+  async listOpen(updatedBefore: number, limit: number): Promise<SettlementRecord[]> {
+    const rows = await this.db
+      .selectFrom('x402_settlements')
+      .selectAll()
+      .where('status', 'in', ['claimed', 'submitted'])
+      .where('updated_at', '<=', updatedBefore)
+      .orderBy('updated_at', 'asc')
+      .limit(limit)
+      .execute();
+    return rows.map(toSettlement);
+  }
+
   async transition(
     key: string,
     from: readonly SettlementStatus[],

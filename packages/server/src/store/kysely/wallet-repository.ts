@@ -2,6 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { ChainFamily } from '../../domain/address.ts';
 import type { Database, WalletsTable } from '../database-schema.ts';
 import type { WalletRecord, WalletRepository } from '../store.ts';
+import { compiledOnce } from './compiled-query.ts';
 
 export class KyselyWalletRepository implements WalletRepository {
   constructor(private readonly db: Kysely<Database>) {}
@@ -34,13 +35,13 @@ export class KyselyWalletRepository implements WalletRepository {
     return rows.map(toWallet);
   }
 
+  /** Every receive and send looks its wallet up: compiled once (see compiledOnce). */
+  private readonly findByAddressQuery = compiledOnce((db: Kysely<Database>) =>
+    db.selectFrom('wallets').selectAll().where('family', '=', '').where('address', '=', '').compile(),
+  );
+
   async findByAddress(family: ChainFamily, address: string): Promise<WalletRecord | undefined> {
-    const row = await this.db
-      .selectFrom('wallets')
-      .selectAll()
-      .where('family', '=', family)
-      .where('address', '=', address)
-      .executeTakeFirst();
+    const [row] = await this.findByAddressQuery(this.db, family, address);
     return row && toWallet(row);
   }
 }

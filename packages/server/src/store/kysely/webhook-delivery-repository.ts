@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import { expressionBuilder, type Kysely, type Selectable } from 'kysely';
 import type { Database, WebhookDeliveriesTable } from '../database-schema.ts';
 import type {
   DeliveryAttempt,
@@ -6,6 +6,7 @@ import type {
   WebhookDeliveryRecord,
   WebhookDeliveryRepository,
 } from '../store.ts';
+import { leaseRows } from './lease-rows.ts';
 
 export class KyselyWebhookDeliveryRepository implements WebhookDeliveryRepository {
   constructor(private readonly db: Kysely<Database>) {}
@@ -79,34 +80,19 @@ export class KyselyWebhookDeliveryRepository implements WebhookDeliveryRepositor
     return rows.map(toDelivery);
   }
 
-  /** Each candidate is taken with a compare-and-set on its lease, as payments are (payment-repository). */
   async leaseDue(owner: string, now: number, until: number, limit: number): Promise<WebhookDeliveryRecord[]> {
-    const candidates = await this.db
-      .selectFrom('webhook_deliveries')
-      .select(['id', 'lease_until'])
-      .where('status', '=', 'pending')
-      .where('next_attempt_at', '<=', now)
-      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-      .orderBy('next_attempt_at', 'asc')
-      .limit(limit)
-      .execute();
-    const leased: WebhookDeliveryRecord[] = [];
-    for (const candidate of candidates) {
-      const row = await this.db
-        .updateTable('webhook_deliveries')
-        .set({ lease_owner: owner, lease_until: until })
-        .where('id', '=', candidate.id)
-        .where('status', '=', 'pending')
-        .where((eb) =>
-          candidate.lease_until === null
-            ? eb('lease_until', 'is', null)
-            : eb('lease_until', '=', candidate.lease_until),
-        )
-        .returningAll()
-        .executeTakeFirst();
-      if (row !== undefined) leased.push(toDelivery(row));
-    }
-    return leased;
+    const eb = expressionBuilder<Database, 'webhook_deliveries'>();
+    const rows = await leaseRows(this.db, {
+      table: 'webhook_deliveries',
+      // Also checked when each is taken: one that succeeded meanwhile (its lease ended) is not sent again.
+      eligible: eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now)]),
+      orderBy: 'next_attempt_at',
+      owner,
+      now,
+      until,
+      limit,
+    });
+    return rows.map(toDelivery);
   }
 
   async recordAttempt(id: string, owner: string, attempt: DeliveryAttempt): Promise<boolean> {
@@ -146,6 +132,24 @@ export class KyselyWebhookDeliveryRepository implements WebhookDeliveryRepositor
       .where('status', '=', 'pending')
       .executeTakeFirst();
     return row?.at === null || row?.at === undefined ? undefined : Number(row.at);
+  }
+
+  async deleteFinishedBefore(before: number, limit: number): Promise<number> {
+    const result = await this.db
+      .deleteFrom('webhook_deliveries')
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom('webhook_deliveries as d')
+          .select('d.id')
+          .where('d.status', 'in', ['succeeded', 'failed'])
+          .where('d.created_at', '<', before)
+          .orderBy('d.created_at', 'asc')
+          .limit(limit),
+      )
+      // A redeliver may have made it pending since it was picked: it needs its event again.
+      .where('status', 'in', ['succeeded', 'failed'])
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
   }
 }
 

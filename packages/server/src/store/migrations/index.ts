@@ -6,6 +6,9 @@ import { evmNonces } from './0004-evm-nonces.ts';
 import { webhooks } from './0006-webhooks.ts';
 import { x402Facilitator } from './0007-x402-facilitator.ts';
 import { dashboardUsers } from './0008-dashboard-users.ts';
+import { paymentsExpiredWatch } from './0009-payments-expired-watch.ts';
+import { outboxRetention } from './0010-outbox-retention.ts';
+import { openSettlements } from './0011-open-settlements.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -19,4 +22,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0006-webhooks': webhooks,
   '0007-x402-facilitator': x402Facilitator,
   '0008-dashboard-users': dashboardUsers,
+  '0009-payments-expired-watch': paymentsExpiredWatch,
+  '0010-outbox-retention': outboxRetention,
+  '0011-open-settlements': openSettlements,
 };

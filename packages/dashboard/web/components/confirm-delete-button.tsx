@@ -1,25 +1,20 @@
 import { useEffect, useRef, useState } from 'react';
 
 /**
- * A destructive action behind a second, explicit step: the first press asks, "Yes" does it. Focus moves
- * to the question's Cancel button and back, so keyboard users always know where they are.
+ * Deleting behind a second, explicit step: "Delete" asks `question`, "Yes, delete" does it. Focus moves to
+ * the question's Cancel button, so keyboard users always know where they are. The one delete control of
+ * the dashboard (API keys, webhook endpoints), so every delete asks the same way.
  */
-export function ConfirmButton(props: {
-  label: string;
-  question: string;
-  confirmLabel: string;
-  onConfirm: () => Promise<void> | void;
-}) {
+export function ConfirmDeleteButton(props: { question: string; onDelete: () => Promise<void> | void }) {
   const [asking, setAsking] = useState(false);
   const cancelRef = useRef<HTMLButtonElement>(null);
-  const openRef = useRef<HTMLButtonElement>(null);
   useEffect(() => {
     if (asking) cancelRef.current?.focus();
   }, [asking]);
   if (!asking) {
     return (
-      <button type="button" className="danger small" ref={openRef} onClick={() => setAsking(true)}>
-        {props.label}
+      <button type="button" className="danger small" onClick={() => setAsking(true)}>
+        Delete
       </button>
     );
   }
@@ -30,11 +25,11 @@ export function ConfirmButton(props: {
         type="button"
         className="danger small"
         onClick={async () => {
-          await props.onConfirm();
+          await props.onDelete();
           setAsking(false);
         }}
       >
-        {props.confirmLabel}
+        Yes, delete
       </button>
       <button type="button" className="secondary small" ref={cancelRef} onClick={() => setAsking(false)}>
         Cancel

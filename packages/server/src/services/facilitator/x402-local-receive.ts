@@ -1,0 +1,246 @@
+import type { ChainAdapter } from '../../chains/chain-adapter.ts';
+import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
+import { newId } from '../../domain/ids.ts';
+import { toWholeUnits } from '../../domain/money.ts';
+import type { PaymentRecord, Store } from '../../store/store.ts';
+import type { X402Header } from '../../x402/payment-header.ts';
+import { LOCAL_TRANSACTION_VALIDITY_MS } from '../local-send.ts';
+import { newPayment } from '../new-payment.ts';
+import type { PaymentLedger } from '../payment-ledger.ts';
+import { invalidProof } from '../proof-verifier.ts';
+import type { FacilitatorService } from './facilitator-service.ts';
+import { refusal, type X402ReceiveService } from './x402-receive.ts';
+
+/** What /transaction/receive takes, as this service needs it. */
+export interface X402LocalReceiveInput {
+  readonly walletAddress: string;
+  readonly header: X402Header;
+  readonly expectedAmount: number;
+  readonly resource?: string | undefined;
+  readonly facilitatorUrl?: string | undefined;
+  readonly priorityFee?: number | undefined;
+}
+
+/** The receive build's answer (spec §2.5) for an x402 payload. */
+export interface X402LocalReceiveResult {
+  success: true;
+  verified: true;
+  paymentId: string;
+  /** Base64 wire bytes: the buyer's transaction, the seller's fee-payer signature slot empty. */
+  transaction: string;
+  lastValidBlockHeight: number;
+  expiresAt: number;
+  amountReceived: number;
+  sender: string;
+  status: string;
+  network: string;
+  /** The token paid (x402 `exact` moves tokens); `amountReceived` is in its whole units. */
+  asset: string;
+}
+
+export interface X402LocalReceiveDeps {
+  readonly store: Store;
+  readonly facilitator: FacilitatorService;
+  readonly x402: X402ReceiveService;
+  readonly ledger: PaymentLedger;
+  readonly now?: () => number;
+}
+
+/** Marks the payment's `sourcePaymentId` as an x402 payment's identity (its settlement key). */
+const X402_SOURCE_PREFIX = 'x402:';
+
+/** Whether a payment is the pending side of an x402 payload given to /transaction/receive. */
+export function isX402Receipt(payment: PaymentRecord): boolean {
+  return payment.mode === 'local' && (payment.sourcePaymentId?.startsWith(X402_SOURCE_PREFIX) ?? false);
+}
+
+/**
+ * Local transaction mode, seller side, for a standard x402 payload (spec §4.7; v1 `X-PAYMENT`, v2
+ * `PAYMENT-SIGNATURE`). The seller signs as fee payer: the buyer built its `exact` transaction with the
+ * seller's wallet in `extra.feePayer`, so no facilitator can settle it, and the answer is that very
+ * transaction for the seller to co-sign and broadcast through its own RPC endpoint.
+ *
+ * The payload is verified as the built-in facilitator verifies it (layout, amount, recipient, the
+ * buyer's signature, a simulation), except that the fee payer must be the seller's wallet. A pending
+ * received payment is recorded; the reconciler finds the transaction once it lands (by its message:
+ * its id is the seller's signature) and confirms the payment, consuming the payload's identity in the
+ * same database transaction, so one payload is recorded once however often it was built. It is called
+ * expired only once the chain's height passes `lastValidBlockHeight`, when it can never land — not at
+ * `expiresAt`, since a late broadcast would still pay the seller.
+ *
+ * On EVM the payload is an EIP-3009 authorization: the answer is an unsigned EIP-1559 transaction from
+ * the seller's wallet calling `transferWithAuthorization`; the payment is found by the authorization's
+ * AuthorizationUsed event (whoever submitted it, it pays the seller), and it expires once validBefore
+ * passes unused. A Permit2 payload is answered as the seller's call of x402's Permit2 proxy's `settle`
+ * (the proxy lets any caller settle; the signature binds recipient and amount), found by its Permit2
+ * nonce being spent by a settle of that permit (the token's Transfer event and its transaction), and
+ * expired once a block passes the permit's deadline unused. If gate402's facilitator settled the same
+ * authorization or permit, its settlement records it and this receipt fails.
+ */
+export class X402LocalReceiveService {
+  private readonly now: () => number;
+
+  constructor(private readonly deps: X402LocalReceiveDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  async build(accountId: string, input: X402LocalReceiveInput): Promise<X402LocalReceiveResult> {
+    if (input.facilitatorUrl !== undefined) {
+      throw invalidParameters({
+        facilitatorUrl:
+          'an x402 payload in local mode is broadcast by your wallet, not settled by a facilitator; use POST /payment/receive to settle through one',
+      });
+    }
+    if (input.priorityFee !== undefined) {
+      throw invalidParameters({
+        priorityFee: "an x402 payload's fees were set by the buyer who signed it; omit priorityFee",
+      });
+    }
+    const { payment, chain, decimals } = await this.deps.x402.paymentOf(
+      {
+        walletAddress: input.walletAddress,
+        header: input.header,
+        expected: { whole: input.expectedAmount, field: 'expectedAmount' },
+        resource: input.resource,
+        timeoutMs: 0,
+      },
+      { sellerPays: true },
+    );
+    const resolved = this.deps.facilitator.route(payment);
+    if (!resolved.ok) throw refusal(resolved.reason, resolved.message);
+    const { scheme } = resolved.route;
+    if (scheme.forSeller === undefined || scheme.findLanded === undefined) {
+      throw invalidProof(
+        `x402 payloads on ${chain.info.name} are settled by POST /payment/receive, not built for your wallet to sign`,
+        'x402_not_supported_here',
+      );
+    }
+    const identity = scheme.settlementKey(payment.payload);
+    const source = `${X402_SOURCE_PREFIX}${identity}`;
+    // Recorded here, or settled by the facilitator (EVM: anyone may submit an authorization).
+    if (
+      identity !== undefined &&
+      ((await this.deps.store.proofs.isConsumed(source)) ||
+        (await this.deps.store.settlements.get(identity)) !== undefined)
+    ) {
+      throw invalidProof('this payment proof was already used', 'already_used');
+    }
+    const verdict = await scheme.verify(payment.payload, resolved.requirements, { sellerPays: true });
+    if (!verdict.valid) {
+      // A fee payer without funds fails the simulation, which would read as the buyer's fault.
+      if (
+        verdict.reason.endsWith('simulation_failed') &&
+        (await chain.getBalance(input.walletAddress)) === 0n
+      ) {
+        throw cannotPayFee(input.walletAddress);
+      }
+      throw refusal(verdict.reason, verdict.message);
+    }
+    if (identity === undefined) throw refusal('invalid_payload', 'the payload cannot be decoded');
+
+    const built = await scheme.forSeller(payment.payload, resolved.requirements);
+    if (built === undefined) {
+      throw invalidProof(
+        'this kind of x402 payload is settled by POST /payment/receive, not built for your wallet to submit',
+        'x402_not_supported_here',
+      );
+    }
+    if (built.fee !== undefined && (await chain.getBalance(input.walletAddress)) < built.fee) {
+      throw cannotPayFee(input.walletAddress);
+    }
+    const at = this.now();
+    const transaction = Buffer.from(built.unsigned).toString('base64');
+    const record = newPayment(at, {
+      id: newId('pay'),
+      accountId,
+      direction: 'received',
+      mode: 'local',
+      status: 'pending',
+      network: chain.info.id,
+      walletAddress: input.walletAddress,
+      sender: verdict.payer,
+      recipient: input.walletAddress,
+      amount: resolved.requirements.amount,
+      asset: { address: resolved.requirements.asset, decimals },
+      resource: input.resource ?? null,
+      // What the reconciler looks for on chain: the transaction exactly as built.
+      signedTransaction: transaction,
+      lastValidBlockHeight: built.lastValidBlockHeight,
+      expiresAt: Math.min(at + LOCAL_TRANSACTION_VALIDITY_MS, built.validUntil ?? Infinity),
+      sourcePaymentId: source,
+    });
+    await this.deps.ledger.record(record);
+    return {
+      success: true,
+      verified: true,
+      paymentId: record.id,
+      transaction,
+      lastValidBlockHeight: Number(built.lastValidBlockHeight),
+      expiresAt: record.expiresAt ?? at,
+      amountReceived: toWholeUnits(record.amount, decimals),
+      sender: record.sender,
+      status: record.status,
+      network: record.network,
+      asset: resolved.requirements.asset,
+    };
+  }
+
+  /**
+   * One look at a pending x402 receipt (the reconciler's pass): confirmed, consuming the payload's
+   * identity, once its transaction has landed; failed if it landed with an error or the identity was
+   * consumed by another receipt of the same payload; expired once it can never land.
+   */
+  async watch(payment: PaymentRecord, chain: ChainAdapter): Promise<void> {
+    const scheme = this.deps.facilitator.schemeFor(payment.network);
+    if (
+      scheme?.findLanded === undefined ||
+      payment.signedTransaction === null ||
+      payment.lastValidBlockHeight === null
+    )
+      return;
+    const built = new Uint8Array(Buffer.from(payment.signedTransaction, 'base64'));
+    const landed = await scheme.findLanded(built, payment.lastValidBlockHeight, payment.createdAt);
+    if (landed === undefined) return;
+    if (landed === 'never') {
+      await this.deps.ledger.move(payment, 'expired', {
+        error:
+          'the payment did not land before it expired (blockhash, authorization or permit deadline); it can never land now',
+      });
+      return;
+    }
+    const blockHeight = await chain.blockHeightOf(landed.slot).catch(() => null);
+    const onChain = { signature: landed.transactionId, slot: landed.slot, blockHeight, fee: landed.fee };
+    if (landed.error !== null) {
+      await this.deps.ledger.move(payment, 'failed', { ...onChain, error: landed.error });
+      return;
+    }
+    const at = this.now();
+    const { ledger } = this.deps;
+    const identity = (payment.sourcePaymentId ?? '').slice(X402_SOURCE_PREFIX.length);
+    await this.deps.store.transaction(async (tx) => {
+      // The facilitator may have settled the same authorization or permit (EVM): then its settlement records it.
+      const settled = await tx.settlements.get(identity);
+      const byFacilitator = settled !== undefined && settled.transactionId === landed.transactionId;
+      if (
+        !byFacilitator &&
+        (await tx.proofs.consume(payment.sourcePaymentId ?? '', payment.id, payment.accountId, at))
+      ) {
+        await ledger.moveIn(tx, payment, 'confirmed', { ...onChain, confirmedAt: at });
+      } else {
+        await ledger.moveIn(tx, payment, 'failed', {
+          ...onChain,
+          error: byFacilitator
+            ? 'this x402 payment was settled by the facilitator, which recorded it'
+            : 'this x402 payment was recorded by another receipt of the same payload',
+        });
+      }
+    });
+  }
+}
+
+function cannotPayFee(walletAddress: string): GatewayError {
+  return new GatewayError('INSUFFICIENT_BALANCE', {
+    message: `The payment's network fee is paid by ${walletAddress}, which cannot pay it.`,
+    details: { walletAddress: 'cannot pay the transaction fee' },
+  });
+}

@@ -1,0 +1,386 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import {
+  generateKeyPairSigner,
+  getCompiledTransactionMessageDecoder,
+  getTransactionDecoder,
+} from '@solana/kit';
+import { encodePaymentSignatureHeader } from '@x402/core/http';
+import { bytesToHex, createTestClient, http, parseTransaction } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { NetworkRegistry } from '../src/chains/network-registry.ts';
+import { generateSolanaKeypair } from '../src/chains/solana/solana-keypair.ts';
+import type { PaymentReconciler } from '../src/workers/payment-reconciler.ts';
+import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
+import { callAs } from './support/api-caller.ts';
+import { type EvmLocalWallet, newEvmLocalWallet, signAndBroadcastEvm } from './support/evm-local-signer.ts';
+import { handReconciler, untilNotPending } from './support/hand-reconciler.ts';
+import { signAndBroadcast } from './support/local-signer.ts';
+import { startTestEvm, type TestEvm } from './support/test-anvil.ts';
+import { startTestGateway, type TestGateway } from './support/test-gateway.ts';
+import { startTestChain, type TestChain } from './support/test-localnet.ts';
+import {
+  evmExactRequirements,
+  evmPayload,
+  newV1SvmBuyer,
+  svmExactRequirements,
+  svmPayload,
+} from './support/x402-buyer.ts';
+
+const LAMPORTS = 1_000_000_000n;
+
+/**
+ * x402 payloads in local transaction mode (POST /transaction/receive): the buyer's `exact` transaction
+ * names the seller's own wallet as fee payer; the gateway answers it for the seller to sign and
+ * broadcast, and records the payment once, when it lands.
+ */
+describe('x402 payloads in POST /transaction/receive: the seller signs as fee payer', () => {
+  let chain: TestChain;
+  let gw: TestGateway;
+  let reconciler: PaymentReconciler;
+  let seller: { key: string; wallet: string; secretKey: Uint8Array };
+
+  const api = (method: 'GET' | 'POST', url: string, payload?: object) =>
+    callAs(gw, seller.key, method, url, payload);
+  const usdcOf = async (owner: string) =>
+    (await chain.adapter.getTokenAccounts(owner)).find((a) => a.mint === chain.localnet.usdcMint.address)
+      ?.amount ?? 0n;
+
+  /** A stock @x402/svm buyer's v2 PAYMENT-SIGNATURE value paying `amount` atomic USDC, fee payer `feePayer`. */
+  const v2Payment = async (feePayer: string, amount = '40000', payTo = seller.wallet) => {
+    const buyer = await generateKeyPairSigner();
+    await api('POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const requirements = svmExactRequirements(chain, { amount, payTo, feePayer });
+    const payload = await svmPayload(chain, buyer, requirements, 'https://shop.example/report');
+    return { buyer: buyer.address, header: encodePaymentSignatureHeader(payload) };
+  };
+  const settle = (paymentId: string) =>
+    untilNotPending(reconciler, () => api('GET', `/payment/status/${paymentId}`), 100);
+
+  before(async () => {
+    chain = await startTestChain();
+    gw = await startTestGateway({ networks: new NetworkRegistry([chain.adapter]) });
+    await gw.services.facilitator.start();
+    reconciler = handReconciler(gw, 'x402-local-worker');
+    // The seller keeps its key: a watch-only wallet with SOL for fees and a USDC account to be paid into.
+    const caller = await gw.newCaller('standard');
+    const keys = generateSolanaKeypair();
+    seller = { key: caller.key, wallet: keys.address, secretKey: keys.secretKey };
+    const watched = await api('POST', '/wallets', {
+      chain: 'solana',
+      address: keys.address,
+      watchOnly: true,
+    });
+    assert.equal(watched.status, 200, JSON.stringify(watched.body));
+    chain.localnet.airdrop(seller.wallet, LAMPORTS);
+    await api('POST', '/faucet', { address: seller.wallet, amount: 0.01, token: 'USDC' });
+  });
+
+  after(async () => {
+    await gw?.close();
+    await chain?.close();
+  });
+
+  it('answers the buyer’s transaction for the seller to sign; once broadcast it is recorded once, confirmed', async () => {
+    const { buyer, header } = await v2Payment(seller.wallet);
+    const body = { walletAddress: seller.wallet, paymentProof: header, expectedAmount: 0.04 };
+    const height = await chain.adapter.getBlockHeight();
+    const built = await api('POST', '/transaction/receive', body);
+    assert.equal(built.status, 200, JSON.stringify(built.body));
+    const b = built.body;
+    assert.deepEqual(
+      [b.verified, b.status, b.amountReceived, b.sender, b.asset, b.network],
+      [true, 'pending', 0.04, buyer, chain.localnet.usdcMint.address, chain.adapter.info.id],
+    );
+    assert.equal(b.signature, undefined);
+    assert.equal(b.reference, undefined);
+    assert.ok(b.lastValidBlockHeight >= Number(height) + 150, String(b.lastValidBlockHeight));
+    assert.ok(b.expiresAt > Date.now() && b.expiresAt <= Date.now() + 60_000);
+
+    const tx = getTransactionDecoder().decode(Buffer.from(b.transaction, 'base64'));
+    const message = getCompiledTransactionMessageDecoder().decode(tx.messageBytes);
+    assert.equal(message.staticAccounts[0], seller.wallet, 'the seller is the fee payer');
+    assert.equal(tx.signatures[seller.wallet as keyof typeof tx.signatures], null, 'its slot is empty');
+    assert.notEqual(tx.signatures[buyer as keyof typeof tx.signatures], null, 'the buyer has signed');
+
+    // Nothing is paid or recorded as received until the seller broadcasts.
+    await reconciler.runOnce();
+    assert.equal((await api('GET', `/payment/status/${b.paymentId}`)).body.status, 'pending');
+    const held = await usdcOf(seller.wallet);
+    const signature = await signAndBroadcast(chain.localnet.rpcUrl, b.transaction, seller.secretKey);
+    const status = await settle(b.paymentId);
+    assert.deepEqual(
+      [status.status, status.signature, status.amount, status.sender, status.asset],
+      ['confirmed', signature, 0.04, buyer, chain.localnet.usdcMint.address],
+    );
+    assert.equal((await usdcOf(seller.wallet)) - held, 40_000n);
+
+    const again = await api('POST', '/transaction/receive', body);
+    assert.equal(again.status, 422);
+    assert.deepEqual(
+      [again.body.error.code, again.body.error.details.paymentProof],
+      ['INVALID_PAYMENT_PROOF', 'already_used'],
+    );
+    const history = await api('GET', `/payment/history/${seller.wallet}`);
+    assert.equal(
+      history.body.payments.filter((p: { signature: string }) => p.signature === signature).length,
+      1,
+    );
+  });
+
+  it('of two receipts built for one payload, one confirms and the other fails; the payment is paid once', async () => {
+    const { header } = await v2Payment(seller.wallet, '10000');
+    const body = { walletAddress: seller.wallet, paymentProof: header, expectedAmount: 0.01 };
+    const first = await api('POST', '/transaction/receive', body);
+    const second = await api('POST', '/transaction/receive', body);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.equal(second.status, 200, JSON.stringify(second.body));
+    assert.equal(first.body.transaction, second.body.transaction);
+    const held = await usdcOf(seller.wallet);
+    await signAndBroadcast(chain.localnet.rpcUrl, first.body.transaction, seller.secretKey);
+    const outcomes = [await settle(first.body.paymentId), await settle(second.body.paymentId)];
+    assert.deepEqual(outcomes.map((o) => o.status).sort(), ['confirmed', 'failed']);
+    assert.equal((await usdcOf(seller.wallet)) - held, 10_000n);
+  });
+
+  it('finds the payment however many transactions the buyer made after it (the buyer’s history is paged)', async () => {
+    const { buyer, header } = await v2Payment(seller.wallet, '10000');
+    const built = await api('POST', '/transaction/receive', {
+      walletAddress: seller.wallet,
+      paymentProof: header,
+      expectedAmount: 0.01,
+    });
+    assert.equal(built.status, 200, JSON.stringify(built.body));
+    const signature = await signAndBroadcast(chain.localnet.rpcUrl, built.body.transaction, seller.secretKey);
+    while ((await chain.adapter.getSignatureStatus(signature)) === undefined) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    // More than a page of the buyer's history lands after the payment.
+    for (let i = 0; i < 130; i++) chain.localnet.airdrop(buyer, LAMPORTS / 100n + BigInt(i));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const status = await settle(built.body.paymentId);
+    assert.deepEqual([status.status, status.signature], ['confirmed', signature]);
+  });
+
+  it('takes a v1 X-PAYMENT value (x402 1.x client) built with the seller as fee payer', async () => {
+    const buyerKey = await newV1SvmBuyer(chain);
+    await api('POST', '/faucet', { address: buyerKey.address, amount: 1, token: 'USDC' });
+    const header = await buyerKey.paymentHeader({
+      amount: '30000',
+      payTo: seller.wallet,
+      feePayer: seller.wallet,
+      resource: 'https://shop.example/v1',
+    });
+    const built = await api('POST', '/transaction/receive', {
+      walletAddress: seller.wallet,
+      paymentProof: header,
+      expectedAmount: 0.03,
+    });
+    assert.equal(built.status, 200, JSON.stringify(built.body));
+    assert.equal(built.body.sender, buyerKey.address);
+    const signature = await signAndBroadcast(chain.localnet.rpcUrl, built.body.transaction, seller.secretKey);
+    const status = await settle(built.body.paymentId);
+    assert.deepEqual([status.status, status.signature, status.amount], ['confirmed', signature, 0.03]);
+  });
+
+  it('expires a receipt never broadcast only once its blockhash can no longer land', async () => {
+    const { header } = await v2Payment(seller.wallet, '10000');
+    const built = await api('POST', '/transaction/receive', {
+      walletAddress: seller.wallet,
+      paymentProof: header,
+      expectedAmount: 0.01,
+    });
+    assert.equal(built.status, 200, JSON.stringify(built.body));
+    await reconciler.runOnce();
+    assert.equal((await api('GET', `/payment/status/${built.body.paymentId}`)).body.status, 'pending');
+    while ((await chain.adapter.getBlockHeight()) <= BigInt(built.body.lastValidBlockHeight)) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const status = await settle(built.body.paymentId);
+    assert.equal(status.status, 'expired');
+  });
+
+  it('refuses a payload whose fee payer is not the seller’s wallet, a wallet that cannot pay the fee, another recipient, facilitatorUrl and priorityFee', async () => {
+    const supported = await api('GET', '/facilitator/supported');
+    assert.equal(
+      supported.status,
+      403,
+      'a Standard key may not use the facilitator, but its fee payer is public',
+    );
+    const gatewayFeePayer = gw.services.facilitator.feePayerOf(SOLANA_DEVNET_ID) ?? '';
+    const forFacilitator = await v2Payment(gatewayFeePayer, '10000');
+    const body = { walletAddress: seller.wallet, paymentProof: forFacilitator.header, expectedAmount: 0.01 };
+    const refused = await api('POST', '/transaction/receive', body);
+    assert.equal(refused.status, 422);
+    assert.deepEqual(
+      [refused.body.error.code, refused.body.error.details.paymentProof],
+      ['PAYMENT_VERIFICATION_FAILED', 'invalid_exact_svm_payload_missing_fee_payer'],
+    );
+
+    const { header } = await v2Payment(seller.wallet, '10000');
+    const bad = [
+      [{ facilitatorUrl: 'https://facilitator.example' }, 'facilitatorUrl'],
+      [{ priorityFee: 0.0001 }, 'priorityFee'],
+    ] as const;
+    for (const [extra, field] of bad) {
+      const res = await api('POST', '/transaction/receive', {
+        walletAddress: seller.wallet,
+        paymentProof: header,
+        expectedAmount: 0.01,
+        ...extra,
+      });
+      assert.equal(res.status, 400, field);
+      assert.equal(res.body.error.code, 'INVALID_PARAMETERS');
+      assert.equal(typeof res.body.error.details[field], 'string');
+    }
+    const low = await api('POST', '/transaction/receive', {
+      walletAddress: seller.wallet,
+      paymentProof: header,
+      expectedAmount: 0.02,
+    });
+    assert.deepEqual([low.status, low.body.error.details.paymentProof], [422, 'amount_too_low']);
+    // A wallet that cannot pay the fee it signs for: refused before the simulation blames the buyer.
+    const poor = generateSolanaKeypair();
+    await api('POST', '/wallets', { chain: 'solana', address: poor.address, watchOnly: true });
+    const unpaid = await v2Payment(poor.address, '10000', poor.address);
+    const broke = await api('POST', '/transaction/receive', {
+      walletAddress: poor.address,
+      paymentProof: unpaid.header,
+      expectedAmount: 0.01,
+    });
+    assert.deepEqual(
+      [broke.status, broke.body.error.code, typeof broke.body.error.details.walletAddress],
+      [422, 'INSUFFICIENT_BALANCE', 'string'],
+    );
+    const other = await api('POST', '/wallets', { chain: 'solana' });
+    const elsewhere = await api('POST', '/transaction/receive', {
+      walletAddress: other.body.address,
+      paymentProof: header,
+      expectedAmount: 0.01,
+    });
+    assert.deepEqual(
+      [elsewhere.status, elsewhere.body.error.details.paymentProof],
+      [422, 'recipient_mismatch'],
+    );
+  });
+});
+
+/**
+ * The same on EVM: the payload is the buyer's EIP-3009 authorization, and the answer an unsigned
+ * EIP-1559 transaction from the seller's wallet submitting it with transferWithAuthorization.
+ */
+describe('x402 EVM payloads in POST /transaction/receive: the seller submits transferWithAuthorization', () => {
+  let evm: TestEvm;
+  let gw: TestGateway;
+  let reconciler: PaymentReconciler;
+  let seller: { key: string; wallet: EvmLocalWallet };
+  let anvil: ReturnType<typeof createTestClient>;
+
+  const api = (method: 'GET' | 'POST', url: string, payload?: object) =>
+    callAs(gw, seller.key, method, url, payload);
+  const usdcOf = async (owner: string) =>
+    (await evm.adapter.getTokenAccounts(owner)).find((a) => a.mint === evm.usdc.address)?.amount ?? 0n;
+  const payment = async (amount: string, maxTimeoutSeconds = 60) => {
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    await api('POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const requirements = evmExactRequirements(evm, {
+      amount,
+      payTo: seller.wallet.address,
+      maxTimeoutSeconds,
+    });
+    const payload = await evmPayload(buyer, requirements, 'https://shop.example/evm');
+    return { buyer: buyer.address, header: encodePaymentSignatureHeader(payload) };
+  };
+  const settle = (paymentId: string) =>
+    untilNotPending(reconciler, () => api('GET', `/payment/status/${paymentId}`), 50);
+
+  before(async () => {
+    evm = await startTestEvm();
+    anvil = createTestClient({ mode: 'anvil', transport: http(evm.adapter.info.rpcUrl) });
+    gw = await startTestGateway({ networks: new NetworkRegistry([evm.adapter]) });
+    await gw.services.facilitator.start();
+    reconciler = handReconciler(gw, 'x402-evm-local-worker');
+    const caller = await gw.newCaller('standard');
+    seller = { key: caller.key, wallet: newEvmLocalWallet() };
+    const watched = await api('POST', '/wallets', {
+      chain: 'evm',
+      address: seller.wallet.address,
+      watchOnly: true,
+    });
+    assert.equal(watched.status, 200, JSON.stringify(watched.body));
+    await evm.adapter.faucet?.fundNative(seller.wallet.address, 10n ** 18n);
+  });
+
+  after(async () => {
+    await gw?.close();
+    await evm?.close();
+    evm?.dispose();
+  });
+
+  it('answers an unsigned transferWithAuthorization from the seller; once mined it is recorded once', async () => {
+    const { buyer, header } = await payment('20000');
+    const body = { walletAddress: seller.wallet.address, paymentProof: header, expectedAmount: 0.02 };
+    const built = await api('POST', '/transaction/receive', body);
+    assert.equal(built.status, 200, JSON.stringify(built.body));
+    const b = built.body;
+    assert.deepEqual(
+      [b.status, b.amountReceived, b.sender, b.asset],
+      ['pending', 0.02, buyer, evm.usdc.address],
+    );
+    const tx = parseTransaction(bytesToHex(Buffer.from(b.transaction, 'base64')));
+    assert.equal(tx.type, 'eip1559');
+    assert.equal(tx.to?.toLowerCase(), evm.usdc.address.toLowerCase());
+    assert.equal(tx.value ?? 0n, 0n);
+
+    const held = await usdcOf(seller.wallet.address);
+    const hash = await signAndBroadcastEvm(evm.adapter.info.rpcUrl, b.transaction, seller.wallet.privateKey);
+    const status = await settle(b.paymentId);
+    assert.deepEqual(
+      [status.status, status.signature, status.amount, status.sender],
+      ['confirmed', hash, 0.02, buyer],
+    );
+    assert.equal((await usdcOf(seller.wallet.address)) - held, 20_000n);
+    const again = await api('POST', '/transaction/receive', body);
+    assert.deepEqual([again.status, again.body.error.details.paymentProof], [422, 'already_used']);
+    // The facilitator cannot settle the used authorization either.
+    const facilitated = await api('POST', '/payment/receive', body);
+    assert.equal(facilitated.status, 422);
+  });
+
+  it('a receipt whose authorization the facilitator settled first fails; the payment is recorded once, by the facilitator', async () => {
+    const { header } = await payment('10000');
+    const body = { walletAddress: seller.wallet.address, paymentProof: header, expectedAmount: 0.01 };
+    const built = await api('POST', '/transaction/receive', body);
+    assert.equal(built.status, 200, JSON.stringify(built.body));
+    const settled = await api('POST', '/payment/receive', body);
+    assert.equal(settled.status, 200, JSON.stringify(settled.body));
+    const status = await settle(built.body.paymentId);
+    assert.equal(status.status, 'failed');
+    const history = await api('GET', `/payment/history/${seller.wallet.address}`);
+    const received = history.body.payments.filter(
+      (p: { signature: string | null }) => p.signature === settled.body.signature,
+    );
+    assert.equal(
+      received.length,
+      2,
+      'the facilitator’s payment, and the failed receipt naming the same transaction',
+    );
+    assert.deepEqual(received.map((p: { status: string }) => p.status).sort(), ['confirmed', 'failed']);
+  });
+
+  it('expires a receipt never submitted once the chain passes the authorization’s validBefore', async () => {
+    const { header } = await payment('10000', 30);
+    const built = await api('POST', '/transaction/receive', {
+      walletAddress: seller.wallet.address,
+      paymentProof: header,
+      expectedAmount: 0.01,
+    });
+    assert.equal(built.status, 200, JSON.stringify(built.body));
+    assert.ok(built.body.expiresAt <= Date.now() + 30_000, 'expiresAt is no later than validBefore');
+    await reconciler.runOnce();
+    assert.equal((await api('GET', `/payment/status/${built.body.paymentId}`)).body.status, 'pending');
+    await anvil.increaseTime({ seconds: 120 });
+    await anvil.mine({ blocks: 1 });
+    assert.equal((await settle(built.body.paymentId)).status, 'expired');
+  });
+});

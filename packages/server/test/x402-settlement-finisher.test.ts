@@ -1,0 +1,232 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { generateKeyPairSigner, getBase58Decoder } from '@solana/kit';
+import { createTestClient, http } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { NetworkRegistry } from '../src/chains/network-registry.ts';
+import { SettlementFinisher } from '../src/workers/settlement-finisher.ts';
+import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
+import { callAs } from './support/api-caller.ts';
+import { DATABASE_URL, type TempStorage, tempPostgres, tempSqlite } from './support/databases.ts';
+import { startTestEvm, type TestEvm } from './support/test-anvil.ts';
+import { startTestGateway, type TestGateway } from './support/test-gateway.ts';
+import { startTestChain, type TestChain } from './support/test-localnet.ts';
+import { evmExactRequirements, evmPayload, svmExactRequirements, svmPayload } from './support/x402-buyer.ts';
+
+const SETTLE_WAIT_MS = 1_500;
+
+/**
+ * A settle that outlives its wait answers `settlement_pending`, and then nobody settles again: the
+ * gateway restarts, and the background finisher of the new process (one instance at a time, by a job
+ * lease) looks at the stored transaction once the chain moves, settles it, and records the seller's
+ * payment exactly as a settle that confirmed in time would. The localnet's slots advance only by hand.
+ */
+describe('x402 settlement finisher: a settlement left pending is finished in the background', () => {
+  let chain: TestChain;
+  let storage: TempStorage;
+  let gw: TestGateway;
+  let pumping: NodeJS.Timeout | undefined;
+  const masterKey = new Uint8Array(randomBytes(32));
+
+  const pump = (on: boolean) => {
+    if (pumping !== undefined) clearInterval(pumping);
+    pumping = on ? setInterval(() => chain.localnet.advanceSlots(1), 10) : undefined;
+  };
+  const start = async (disposeStorage: boolean) => {
+    const started = await startTestGateway({
+      storage,
+      masterKey,
+      networks: new NetworkRegistry([chain.adapter]),
+      confirmTimeoutMs: SETTLE_WAIT_MS,
+      disposeStorage,
+    });
+    await started.services.facilitator.start();
+    return started;
+  };
+  const finisher = (instanceId: string, on = gw) =>
+    new SettlementFinisher({
+      store: on.store,
+      facilitator: on.services.facilitator,
+      instanceId,
+      settleWaitMs: SETTLE_WAIT_MS,
+      leaseMs: 1_000,
+      waitMs: 300,
+    });
+
+  before(async () => {
+    storage = DATABASE_URL === undefined ? tempSqlite() : await tempPostgres();
+    chain = await startTestChain({ slotMs: 0, finalizedDepth: 2 });
+    pump(true);
+  });
+
+  after(async () => {
+    pump(false);
+    await gw?.close();
+    await chain?.close();
+  });
+
+  it('settles it after a restart, with no settle retry: the payment reaches status and history once', async () => {
+    const first = await start(false);
+    const seller = await first.newCaller('premium');
+    const call = async (on: TestGateway, method: 'GET' | 'POST', url: string, payload?: object) =>
+      (await callAs(on, seller.key, method, url, payload)).body;
+    const wallet = (await call(first, 'POST', '/wallets', { chain: 'solana' })).address as string;
+    const buyer = await generateKeyPairSigner();
+    await call(first, 'POST', '/faucet', { address: wallet, amount: 0.01, token: 'USDC' });
+    await call(first, 'POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const feePayer = first.services.facilitator.feePayerOf(SOLANA_DEVNET_ID) ?? '';
+    const requirements = svmExactRequirements(chain, { amount: '150000', payTo: wallet, feePayer });
+    const paymentPayload = await svmPayload(chain, buyer, requirements);
+    const body = { x402Version: 2, paymentPayload, paymentRequirements: requirements };
+
+    pump(false);
+    const pending = await call(first, 'POST', '/facilitator/settle', body);
+    assert.deepEqual([pending.success, pending.errorReason], [false, 'settlement_pending']);
+    await first.close();
+
+    gw = await start(true);
+    const a = finisher('finisher-a');
+    const b = finisher('finisher-b');
+    // Not looked at while a settle could still be waiting on it; then the chain has not confirmed it.
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_WAIT_MS));
+    assert.equal(await a.runOnce(), 1);
+    assert.equal(await b.runOnce(), 0, 'the other instance waits for the job lease');
+    assert.equal((await call(gw, 'GET', `/payment/history/${wallet}`)).total, 0);
+
+    pump(true);
+    let history = await call(gw, 'GET', `/payment/history/${wallet}`);
+    for (let i = 0; i < 80 && history.total === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      await a.runOnce();
+      await b.runOnce();
+      history = await call(gw, 'GET', `/payment/history/${wallet}`);
+    }
+    assert.equal(history.total, 1);
+    const [entry] = history.payments;
+    assert.deepEqual(
+      [entry.type, entry.signature, entry.amount, entry.sender, entry.asset],
+      ['received', pending.transaction, 0.15, buyer.address, chain.localnet.usdcMint.address],
+    );
+    const status = await call(gw, 'GET', `/payment/status/${entry.paymentId}`);
+    assert.ok(['confirmed', 'finalized'].includes(status.status), status.status);
+    const events = await gw.store.events.listAfter(seller.accountId, 0, 1_000);
+    assert.deepEqual(
+      events.filter((e) => e.paymentId === entry.paymentId).map((e) => e.type),
+      ['payment.received'],
+    );
+    // Settled: the same payload again is a duplicate, and the buyer paid once.
+    const again = await call(gw, 'POST', '/facilitator/settle', body);
+    assert.deepEqual(
+      [again.success, again.errorReason, again.transaction],
+      [false, 'duplicate_settlement', pending.transaction],
+    );
+    assert.deepEqual(await gw.store.settlements.listOpen(Date.now(), 10), [], 'nothing left open');
+    const held = (await chain.adapter.getTokenAccounts(buyer.address)).find(
+      (t) => t.mint === chain.localnet.usdcMint.address,
+    )?.amount;
+    assert.equal(held, 1_000_000n - 150_000n);
+  });
+
+  it('fails a settlement whose transaction never landed once its blockhash has expired, recording nothing', async () => {
+    const at = Date.now() - 60_000;
+    const transactionId = getBase58Decoder().decode(new Uint8Array(randomBytes(64)));
+    const key = `${chain.adapter.info.id}:exact:never-landed`;
+    const claimed = await gw.store.settlements.claim({
+      key,
+      network: chain.adapter.info.id,
+      payer: (await generateKeyPairSigner()).address,
+      payTo: (await generateKeyPairSigner()).address,
+      asset: chain.localnet.usdcMint.address,
+      amount: 1_000n,
+      transactionId,
+      // Bytes no node takes: the stored transaction can never land, whatever is resent.
+      signedTransaction: Buffer.from(randomBytes(200)).toString('base64'),
+      lastValidBlockHeight: (await chain.adapter.getBlockHeight()) - 1n,
+      status: 'submitted',
+      error: null,
+      paymentId: null,
+      createdAt: at,
+      updatedAt: at,
+    });
+    assert.equal(claimed, true);
+    const worker = finisher('finisher-expiry');
+    let row = await gw.store.settlements.get(key);
+    for (let i = 0; i < 20 && row?.status === 'submitted'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await worker.runOnce();
+      row = await gw.store.settlements.get(key);
+    }
+    assert.equal(row?.status, 'failed');
+    assert.match(row?.error ?? '', /expired/);
+    assert.equal(row?.paymentId, null);
+  });
+});
+
+/** The same on EVM: a transferWithAuthorization not mined within the settle's wait, mined later. */
+describe('x402 settlement finisher on EVM', () => {
+  let evm: TestEvm;
+  let gw: TestGateway;
+
+  before(async () => {
+    evm = await startTestEvm();
+    gw = await startTestGateway({
+      networks: new NetworkRegistry([evm.adapter]),
+      confirmTimeoutMs: SETTLE_WAIT_MS,
+    });
+    await gw.services.facilitator.start();
+  });
+
+  after(async () => {
+    await gw?.close();
+    await evm?.close();
+    evm?.dispose();
+  });
+
+  it('settles a transferWithAuthorization mined after its settle gave up waiting', async () => {
+    const anvil = createTestClient({ mode: 'anvil', transport: http(evm.adapter.info.rpcUrl) });
+    const seller = await gw.newCaller('premium');
+    const call = async (method: 'GET' | 'POST', url: string, payload?: object) =>
+      (await callAs(gw, seller.key, method, url, payload)).body;
+    const wallet = (await call('POST', '/wallets', { chain: 'evm' })).address as string;
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    await call('POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const requirements = evmExactRequirements(evm, {
+      amount: '30000',
+      payTo: wallet,
+      maxTimeoutSeconds: 300,
+    });
+    const paymentPayload = await evmPayload(buyer, requirements, 'https://shop.example/evm');
+    const body = { x402Version: 2, paymentPayload, paymentRequirements: requirements };
+
+    await anvil.setAutomine(false);
+    let pending: { success: boolean; errorReason?: string; transaction: string };
+    try {
+      pending = await call('POST', '/facilitator/settle', body);
+    } finally {
+      await anvil.setAutomine(true);
+    }
+    assert.deepEqual([pending.success, pending.errorReason], [false, 'settlement_pending']);
+    const worker = new SettlementFinisher({
+      store: gw.store,
+      facilitator: gw.services.facilitator,
+      instanceId: 'evm-finisher',
+      settleWaitMs: SETTLE_WAIT_MS,
+      leaseMs: 200,
+      waitMs: 300,
+    });
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_WAIT_MS));
+    await anvil.mine({ blocks: 1 });
+    let history = await call('GET', `/payment/history/${wallet}`);
+    for (let i = 0; i < 40 && history.total === 0; i++) {
+      await worker.runOnce();
+      history = await call('GET', `/payment/history/${wallet}`);
+      if (history.total === 0) await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    assert.equal(history.total, 1);
+    assert.deepEqual(
+      [history.payments[0].signature, history.payments[0].amount, history.payments[0].sender],
+      [pending.transaction, 0.03, buyer.address],
+    );
+  });
+});
