@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { generateKeyPairSigner, getBase58Decoder } from '@solana/kit';
-import { createTestClient, http } from 'viem';
+import { createPublicClient, createTestClient, encodeFunctionData, type Hex, http, parseAbi } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { SettlementFinisher } from '../src/workers/settlement-finisher.ts';
@@ -228,5 +228,159 @@ describe('x402 settlement finisher on EVM', () => {
       [history.payments[0].signature, history.payments[0].amount, history.payments[0].sender],
       [pending.transaction, 0.03, buyer.address],
     );
+  });
+  /** A settle whose transferWithAuthorization is not mined within the wait, then dropped from anvil's pool. */
+  const settleThenDrop = async (amount: string, maxTimeoutSeconds: number) => {
+    const anvil = createTestClient({ mode: 'anvil', transport: http(evm.adapter.info.rpcUrl) });
+    const seller = await gw.newCaller('premium');
+    const call = async (method: 'GET' | 'POST', url: string, payload?: object) =>
+      (await callAs(gw, seller.key, method, url, payload)).body;
+    const wallet = (await call('POST', '/wallets', { chain: 'evm' })).address as string;
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    await call('POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const requirements = evmExactRequirements(evm, { amount, payTo: wallet, maxTimeoutSeconds });
+    const paymentPayload = await evmPayload(buyer, requirements, 'https://shop.example/evm');
+    const body = { x402Version: 2, paymentPayload, paymentRequirements: requirements };
+    await anvil.setAutomine(false);
+    let pending: { success: boolean; errorReason?: string; transaction: string };
+    try {
+      pending = await call('POST', '/facilitator/settle', body);
+      assert.deepEqual([pending.success, pending.errorReason], [false, 'settlement_pending']);
+      await anvil.dropTransaction({ hash: pending.transaction as Hex });
+    } finally {
+      await anvil.setAutomine(true);
+    }
+    const key = gw.services.facilitator.schemeFor(evm.adapter.info.id)?.settlementKey(paymentPayload.payload);
+    assert.ok(key !== undefined);
+    const feePayer = gw.services.facilitator.supported().signers['eip155:*']?.[0] as Hex;
+    return {
+      anvil,
+      call,
+      wallet,
+      buyer,
+      body,
+      pending,
+      key,
+      feePayer,
+      authorization: paymentPayload.payload,
+    };
+  };
+  // Looks at settlements as soon as they are open, instead of after a settle's wait.
+  const eagerFinisher = (instanceId: string) =>
+    new SettlementFinisher({
+      store: gw.store,
+      facilitator: gw.services.facilitator,
+      instanceId,
+      settleWaitMs: SETTLE_WAIT_MS,
+      leaseMs: 1,
+      waitMs: 300,
+      now: () => Date.now() + SETTLE_WAIT_MS + 1_000,
+    });
+  const tokenAbi = parseAbi([
+    'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)',
+    'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',
+    'function balanceOf(address account) view returns (uint256)',
+  ]);
+  const readToken = (functionName: 'balanceOf' | 'authorizationState', args: readonly unknown[]) =>
+    createPublicClient({ transport: http(evm.adapter.info.rpcUrl) }).readContract({
+      address: evm.usdc.address as Hex,
+      abi: tokenAbi,
+      functionName,
+      args: args as never,
+    });
+
+  it('settles on the transaction of whoever else submitted the authorization, recording the payment once', async () => {
+    const { anvil, call, wallet, buyer, body, pending, key, authorization } = await settleThenDrop(
+      '40000',
+      3_600,
+    );
+    // Someone else (the buyer, a watcher of the pool) submits the same signed authorization.
+    const auth = authorization.authorization as Record<string, string>;
+    const stranger = privateKeyToAccount(generatePrivateKey()).address;
+    await anvil.setBalance({ address: stranger, value: 10n ** 18n });
+    await anvil.impersonateAccount({ address: stranger });
+    const carrier = (await anvil.request({
+      method: 'eth_sendTransaction',
+      params: [
+        {
+          from: stranger,
+          to: evm.usdc.address as Hex,
+          data: encodeFunctionData({
+            abi: tokenAbi,
+            functionName: 'transferWithAuthorization',
+            args: [
+              auth.from as Hex,
+              auth.to as Hex,
+              BigInt(auth.value ?? ''),
+              BigInt(auth.validAfter ?? ''),
+              BigInt(auth.validBefore ?? ''),
+              auth.nonce as Hex,
+              authorization.signature as Hex,
+            ],
+          }),
+        },
+      ],
+    } as never)) as Hex;
+    await anvil.stopImpersonatingAccount({ address: stranger });
+    assert.notEqual(carrier, pending.transaction);
+
+    const worker = eagerFinisher('evm-carried');
+    let row = await gw.store.settlements.get(key);
+    for (let i = 0; i < 20 && row?.status !== 'settled' && row?.status !== 'failed'; i++) {
+      await worker.runOnce();
+      row = await gw.store.settlements.get(key);
+    }
+    assert.deepEqual([row?.status, row?.transactionId], ['settled', carrier]);
+    const history = await call('GET', `/payment/history/${wallet}`);
+    assert.equal(history.total, 1);
+    assert.deepEqual(
+      [history.payments[0].paymentId, history.payments[0].signature, history.payments[0].amount],
+      [row?.paymentId, carrier, 0.04],
+    );
+    // Settled: the payload again is a duplicate naming the carrier, and the buyer paid once.
+    const again = await call('POST', '/facilitator/settle', body);
+    assert.deepEqual(
+      [again.success, again.errorReason, again.transaction],
+      [false, 'duplicate_settlement', carrier],
+    );
+    assert.equal(await worker.runOnce(), 0, 'nothing left open');
+    assert.equal(await readToken('balanceOf', [buyer.address]), 1_000_000n - 40_000n);
+    assert.equal((await call('GET', `/payment/history/${wallet}`)).total, 1);
+  });
+
+  it('fails a settlement whose transaction was never mined once a block passes validBefore with the authorization unused', async () => {
+    const { anvil, call, wallet, buyer, pending, key, feePayer, authorization } = await settleThenDrop(
+      '50000',
+      120,
+    );
+    // The fee payer's nonce is taken by another transaction: the stored one can never be mined now.
+    await anvil.impersonateAccount({ address: feePayer });
+    await anvil.request({
+      method: 'eth_sendTransaction',
+      params: [{ from: feePayer, to: feePayer, value: '0x0' }],
+    } as never);
+    await anvil.stopImpersonatingAccount({ address: feePayer });
+
+    const worker = eagerFinisher('evm-never');
+    await worker.runOnce();
+    await worker.runOnce();
+    // Before validBefore someone else could still submit the authorization: it stays open.
+    assert.equal((await gw.store.settlements.get(key))?.status, 'submitted');
+
+    const auth = authorization.authorization as Record<string, string>;
+    await anvil.increaseTime({ seconds: 180 });
+    await anvil.mine({ blocks: 1 });
+    let row = await gw.store.settlements.get(key);
+    for (let i = 0; i < 20 && row?.status === 'submitted'; i++) {
+      await worker.runOnce();
+      row = await gw.store.settlements.get(key);
+    }
+    assert.equal(row?.status, 'failed');
+    assert.match(row?.error ?? '', /never mined/);
+    assert.deepEqual([row?.paymentId, row?.transactionId], [null, pending.transaction]);
+    assert.equal(await readToken('authorizationState', [auth.from, auth.nonce]), false);
+    assert.equal(await readToken('balanceOf', [buyer.address]), 1_000_000n);
+    assert.equal((await call('GET', `/payment/history/${wallet}`)).total, 0);
+    assert.equal(await worker.runOnce(), 0, 'nothing left open');
   });
 });

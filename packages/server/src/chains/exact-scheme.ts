@@ -55,6 +55,16 @@ export interface ExactScheme {
     lastValidBlockHeight: bigint,
     builtAt: number,
   ): Promise<LandedPayment | 'never' | undefined>;
+  /**
+   * The facilitator's settlement whose own transaction is not mined (dropped from the pool, its nonce
+   * taken by another transaction) or reverted: the transaction that carried its payment — its own or
+   * anyone's, since the buyer's signature fixes recipient and amount — `never` once it provably can
+   * never be carried (EVM: a block stamped at the authorization's validBefore, or past the permit's
+   * deadline, exists and it is still unused), undefined while it may still be. `claimedAt` (Unix ms):
+   * when the settlement was claimed, the payload unused then. Absent where the settlement's own
+   * transaction expires by itself (Solana: its blockhash).
+   */
+  findSettled?(signed: Uint8Array, claimedAt: number): Promise<LandedPayment | 'never' | undefined>;
 }
 
 export interface SellerTransaction {

@@ -504,7 +504,12 @@ export interface SettlementRepository {
     key: string,
     from: readonly SettlementStatus[],
     status: SettlementStatus,
-    changes: { readonly error?: string | null; readonly paymentId?: string | null },
+    changes: {
+      readonly error?: string | null;
+      readonly paymentId?: string | null;
+      /** The transaction that carried the payment, when another than its own did (EVM). */
+      readonly transactionId?: string;
+    },
     at: number,
   ): Promise<SettlementRecord | undefined>;
 }

@@ -26,6 +26,7 @@ import {
 import type { RpcEndpoints } from '../rpc-endpoints.ts';
 import { toChainError } from './evm-errors.ts';
 import { failoverTransport } from './failover-transport.ts';
+import { firstBlockSince } from './first-block-since.ts';
 import { EXACT_PERMIT2_PROXY_ADDRESS } from './permit2-addresses.ts';
 import {
   checkPermit2Payment,
@@ -35,7 +36,11 @@ import {
   permit2Available,
   permit2SettleCall,
 } from './permit2-payment.ts';
-import { findLandedAuthorization, sellerAuthorizationTransaction } from './seller-paid-authorization.ts';
+import {
+  findLandedAuthorization,
+  LOCAL_VALIDITY_BLOCKS,
+  sellerAuthorizationTransaction,
+} from './seller-paid-authorization.ts';
 import { findLandedPermit2 } from './seller-paid-permit2.ts';
 
 const EIP3009_ABI = parseAbi([
@@ -65,6 +70,9 @@ export const EVM_MAX_SETTLEMENT_GAS = 200_000n;
 
 /** An authorization must stay valid this long after verification, so the settlement can still land. */
 const VALID_BEFORE_MARGIN_SECONDS = 6n;
+
+/** How far before a settlement's claim (by this process's clock) its carrier is looked for on chain. */
+const CLAIM_CLOCK_MARGIN_SECONDS = 600n;
 
 export interface EvmFeePayer {
   readonly address: string;
@@ -324,10 +332,30 @@ export class ExactEvmScheme implements ExactScheme {
     built: Uint8Array,
     lastValidBlockHeight: bigint,
   ): Promise<LandedPayment | 'never' | undefined> {
-    const { to } = parseTransaction(toHex(built));
+    // It was unused when the transaction was built, at lastValidBlockHeight - LOCAL_VALIDITY_BLOCKS.
+    const fromBlock =
+      lastValidBlockHeight > LOCAL_VALIDITY_BLOCKS ? lastValidBlockHeight - LOCAL_VALIDITY_BLOCKS : 0n;
+    return this.findCarrier(built, fromBlock);
+  }
+
+  /**
+   * A facilitator settlement whose own transaction was not mined, or reverted: the transaction that
+   * used its authorization (Permit2: spent its nonce through the proxy's settle), whoever sent it;
+   * `never` once a block at validBefore (past the permit's deadline) exists and it is still unused.
+   * No block number was kept at claiming, so the search starts at the first block stamped at the claim,
+   * less a margin for a clock that differs from the chain's.
+   */
+  async findSettled(signed: Uint8Array, claimedAt: number): Promise<LandedPayment | 'never' | undefined> {
+    const since = BigInt(Math.floor(claimedAt / 1000)) - CLAIM_CLOCK_MARGIN_SECONDS;
+    const fromBlock = await this.call(() => firstBlockSince(this.client, since > 0n ? since : 0n));
+    return this.findCarrier(signed, fromBlock);
+  }
+
+  private findCarrier(tx: Uint8Array, fromBlock: bigint): Promise<LandedPayment | 'never' | undefined> {
+    const { to } = parseTransaction(toHex(tx));
     return to != null && getAddress(to) === EXACT_PERMIT2_PROXY_ADDRESS
-      ? findLandedPermit2(this.client, built, lastValidBlockHeight)
-      : findLandedAuthorization(this.client, built, lastValidBlockHeight);
+      ? findLandedPermit2(this.client, tx, fromBlock)
+      : findLandedAuthorization(this.client, tx, fromBlock);
   }
 
   private async check(

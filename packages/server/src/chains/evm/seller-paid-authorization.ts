@@ -75,12 +75,13 @@ export async function sellerAuthorizationTransaction(
  * token's AuthorizationUsed event for (authorizer, nonce), whichever transaction carried it — the
  * transfer's recipient is fixed by the buyer's signature, so whoever submitted it paid the seller.
  * `never` once a block at or past validBefore exists and the authorization is still unused: no later
- * block can use it.
+ * block can use it. `fromBlock`: a block at which the authorization was still unused (when the
+ * transaction was built or signed); nothing older is searched.
  */
 export async function findLandedAuthorization(
   client: PublicClient,
   built: Uint8Array,
-  lastValidBlockHeight: bigint,
+  fromBlock: bigint,
 ): Promise<LandedPayment | 'never' | undefined> {
   const tx = parseTransaction(toHex(built));
   if (tx.to == null || tx.data === undefined) return 'never';
@@ -113,9 +114,7 @@ export async function findLandedAuthorization(
       address: token,
       event: EIP3009_ABI[2],
       args: { authorizer, nonce },
-      // It was unused when the transaction was built, at lastValidBlockHeight - 150.
-      fromBlock:
-        lastValidBlockHeight > LOCAL_VALIDITY_BLOCKS ? lastValidBlockHeight - LOCAL_VALIDITY_BLOCKS : 0n,
+      fromBlock,
       toBlock: 'latest',
     });
     if (log?.transactionHash == null) return undefined;

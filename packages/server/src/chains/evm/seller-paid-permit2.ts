@@ -13,7 +13,6 @@ import type { LandedPayment } from '../exact-scheme.ts';
 import { toChainError } from './evm-errors.ts';
 import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from './permit2-addresses.ts';
 import { EXACT_PERMIT2_PROXY_ABI } from './permit2-proxy-artifact.ts';
-import { LOCAL_VALIDITY_BLOCKS } from './seller-paid-authorization.ts';
 
 const READS_ABI = parseAbi([
   'function nonceBitmap(address owner, uint256 wordPosition) view returns (uint256)',
@@ -65,12 +64,13 @@ export function settledPermitOf(
  *
  * `never` once a block past the permit's deadline exists and no such transfer was found: Permit2 refuses
  * the permit in any later block, and a nonce spent otherwise (the buyer invalidated it, or signed another
- * permit with it) can never pay this one either.
+ * permit with it) can never pay this one either. `fromBlock`: a block at which the nonce was still
+ * unspent (when the transaction was built or signed); nothing older is searched.
  */
 export async function findLandedPermit2(
   client: PublicClient,
   built: Uint8Array,
-  lastValidBlockHeight: bigint,
+  fromBlock: bigint,
 ): Promise<LandedPayment | 'never' | undefined> {
   const tx = parseTransaction(toHex(built));
   const permit = settledPermitOf(tx.to, tx.data);
@@ -94,7 +94,7 @@ export async function findLandedPermit2(
       if (!pastDeadline) return undefined;
       return (await spent()) ? undefined : 'never';
     }
-    const landed = await findSettle(client, permit, lastValidBlockHeight);
+    const landed = await findSettle(client, permit, fromBlock);
     if (landed !== undefined) return landed;
     return pastDeadline ? 'never' : undefined;
   } catch (error) {
@@ -105,15 +105,13 @@ export async function findLandedPermit2(
 async function findSettle(
   client: PublicClient,
   permit: SettledPermit,
-  lastValidBlockHeight: bigint,
+  fromBlock: bigint,
 ): Promise<LandedPayment | undefined> {
   const logs = await client.getLogs({
     address: permit.token,
     event: READS_ABI[1],
     args: { from: permit.owner, to: permit.to },
-    // The nonce was unspent when the transaction was built, at lastValidBlockHeight - 150.
-    fromBlock:
-      lastValidBlockHeight > LOCAL_VALIDITY_BLOCKS ? lastValidBlockHeight - LOCAL_VALIDITY_BLOCKS : 0n,
+    fromBlock,
     toBlock: 'latest',
   });
   for (const log of logs) {

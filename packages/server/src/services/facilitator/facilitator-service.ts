@@ -2,7 +2,12 @@ import { canonicalAddress } from '../../chains/canonical-address.ts';
 import type { ChainAdapter, ConfirmationOutcome } from '../../chains/chain-adapter.ts';
 import { ChainError } from '../../chains/chain-error.ts';
 import { ExactEvmScheme } from '../../chains/evm/exact-evm-scheme.ts';
-import type { ExactRequirements, ExactScheme, PreparedSettlementTx } from '../../chains/exact-scheme.ts';
+import type {
+  ExactRequirements,
+  ExactScheme,
+  LandedPayment,
+  PreparedSettlementTx,
+} from '../../chains/exact-scheme.ts';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import { ExactSvmScheme } from '../../chains/solana/exact-svm-scheme.ts';
 import { newId } from '../../domain/ids.ts';
@@ -13,6 +18,7 @@ import type { SecretBox } from '../custody/secret-box.ts';
 import { newPayment } from '../new-payment.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
 import { FeePayerKeys } from './fee-payer-keys.ts';
+import { x402ReceiptProofKey } from './x402-receipt-proof.ts';
 
 /** x402 facilitator answers, exactly as x402 defines them (VerifyResponse, SettleResponse, SupportedResponse). */
 export interface VerifyAnswer {
@@ -52,6 +58,10 @@ interface Route {
   readonly chain: ChainAdapter;
   readonly scheme: ExactScheme;
 }
+
+/** Why a settlement whose transaction was never mined is failed (EVM). */
+const NEVER_CARRIED =
+  'the transaction was never mined, and the authorization expired unused (a block at its validBefore, or past the permit deadline, exists): it can never land now';
 
 /** Fee-payer balance the facilitator tops itself up to on local networks (SOL, ETH): 10 units. */
 const LOCAL_FEE_PAYER_FUNDING = 10n;
@@ -389,15 +399,26 @@ export class FacilitatorService {
     const known = first ? undefined : await chain.getSignatureStatus(settlement.transactionId);
     let outcome: ConfirmationOutcome | undefined = known;
     if (outcome === undefined) {
+      // Sent before and not mined (EVM: dropped from the pool, or its nonce taken by another
+      // transaction): the chain says whether the payment was carried by someone else's transaction, or
+      // provably never can be. A failed look changes nothing: the stored bytes are resent as before.
+      const fate = first ? undefined : await this.fateOf(route, settlement).catch(() => undefined);
+      if (fate !== undefined && fate !== 'never' && fate.transactionId === settlement.transactionId)
+        return this.markSettled(route, settlement, decimals, fate.slot);
       try {
+        // Resent even when another transaction carried the payment or it can never be carried: mined, it
+        // spends the fee payer's nonce (and reverts), so no later settlement waits behind a nonce gap.
         await chain.broadcast(Buffer.from(settlement.signedTransaction, 'base64'));
       } catch (error) {
         // A first broadcast the node refuses outright can never land; a resend may be refused only
-        // because the transaction is already known or landed, which the wait below tells apart.
+        // because the transaction is already known or landed (or its nonce taken), which the wait
+        // below tells apart.
         if (first && error instanceof ChainError && error.kind === 'rejected') {
           return this.markFailed(settlement, `the network refused the transaction: ${error.message}`, true);
         }
       }
+      if (fate === 'never') return this.markFailed(settlement, NEVER_CARRIED);
+      if (fate !== undefined) return this.markCarried(route, settlement, decimals, fate);
       await this.deps.store.settlements.transition(settlement.key, ['claimed'], 'submitted', {}, this.now());
       outcome = await chain.waitForConfirmation(
         settlement.transactionId,
@@ -409,8 +430,15 @@ export class FacilitatorService {
       case 'confirmed':
       case 'finalized':
         return this.markSettled(route, settlement, decimals, outcome.slot);
-      case 'failed':
+      case 'failed': {
+        // EVM: it reverts when another transaction used the authorization first — then the buyer paid
+        // the seller all the same, and that transaction is the settlement's. Unknown for now: left open.
+        const fate = await this.fateOf(route, settlement).catch(() => 'unknown' as const);
+        if (fate === 'unknown') return { kind: 'pending', settlement };
+        if (fate !== undefined && fate !== 'never')
+          return this.markCarried(route, settlement, decimals, fate);
         return this.markFailed(settlement, `the transaction failed on chain: ${outcome.error}`);
+      }
       case 'expired':
         return this.markFailed(settlement, 'the transaction expired before it landed');
       case 'pending':
@@ -418,17 +446,50 @@ export class FacilitatorService {
     }
   }
 
+  /**
+   * Where the settlement's own transaction is not the last word (EVM): the transaction that carried
+   * its payment, `never` once it provably cannot be carried, undefined while it may still be.
+   */
+  private async fateOf(
+    route: Route,
+    settlement: SettlementRecord,
+  ): Promise<LandedPayment | 'never' | undefined> {
+    if (route.scheme.findSettled === undefined) return undefined;
+    const signed = new Uint8Array(Buffer.from(settlement.signedTransaction, 'base64'));
+    return route.scheme.findSettled(signed, settlement.createdAt);
+  }
+
+  /** The payment was carried on chain: by the settlement's own transaction, or by another one. */
+  private markCarried(
+    route: Route,
+    settlement: SettlementRecord,
+    decimals: number,
+    landed: LandedPayment,
+  ): Promise<Outcome> {
+    return landed.transactionId === settlement.transactionId
+      ? this.markSettled(route, settlement, decimals, landed.slot)
+      : this.markSettled(route, settlement, decimals, landed.slot, landed.transactionId);
+  }
+
+  /**
+   * Settled, with the seller's payment recorded once. `carrier`: another transaction than the
+   * settlement's own carried the payment (someone else submitted the authorization) — a seller's local
+   * receipt of the same payload can find that transaction too, so the payload's consumed proof decides
+   * which of the two records it; the settlement then names that transaction.
+   */
   private async markSettled(
     route: Route,
     settlement: SettlementRecord,
     decimals: number,
     slot: bigint,
+    carrier?: string,
   ): Promise<Outcome> {
     const { chain } = route;
+    const signature = carrier ?? settlement.transactionId;
     const wallet = await this.deps.store.wallets.findByAddress(chain.info.family, settlement.payTo);
     const [blockHeight, tx] = await Promise.all([
       chain.blockHeightOf(slot).catch(() => null),
-      chain.getTransaction(settlement.transactionId).catch(() => undefined),
+      chain.getTransaction(signature).catch(() => undefined),
     ]);
     const at = this.now();
     const payment =
@@ -447,23 +508,42 @@ export class FacilitatorService {
             amount: settlement.amount,
             asset: { address: settlement.asset, decimals },
             fee: tx?.fee ?? null,
-            signature: settlement.transactionId,
+            signature,
             slot,
             blockHeight,
             confirmedAt: at,
           });
-    const moved = await this.deps.store.transaction(async (repos) => {
-      const row = await repos.settlements.transition(
-        settlement.key,
-        ['claimed', 'submitted'],
-        'settled',
-        { paymentId: payment?.id ?? null },
-        at,
-      );
-      if (row !== undefined && payment !== undefined)
-        await this.deps.ledger.recordIn(repos, payment, 'payment.received');
-      return row;
-    });
+    const lost = Symbol('lost');
+    let moved: SettlementRecord | undefined;
+    try {
+      moved = await this.deps.store.transaction(async (repos) => {
+        const record =
+          payment !== undefined &&
+          (carrier === undefined ||
+            (await repos.proofs.consume(
+              x402ReceiptProofKey(settlement.key),
+              payment.id,
+              payment.accountId,
+              at,
+            )));
+        const row = await repos.settlements.transition(
+          settlement.key,
+          ['claimed', 'submitted'],
+          'settled',
+          {
+            paymentId: record ? payment.id : null,
+            ...(carrier === undefined ? {} : { transactionId: carrier }),
+          },
+          at,
+        );
+        // Another writer settled it first: the proof consumed above is given back with the rollback.
+        if (row === undefined) throw lost;
+        if (record) await this.deps.ledger.recordIn(repos, payment, 'payment.received');
+        return row;
+      });
+    } catch (error) {
+      if (error !== lost) throw error;
+    }
     return moved === undefined ? { kind: 'duplicate', settlement } : { kind: 'settled', settlement: moved };
   }
 

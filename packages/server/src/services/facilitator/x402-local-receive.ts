@@ -9,6 +9,7 @@ import { newPayment } from '../new-payment.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
 import { invalidProof } from '../proof-verifier.ts';
 import type { FacilitatorService } from './facilitator-service.ts';
+import { X402_RECEIPT_PROOF_PREFIX } from './x402-receipt-proof.ts';
 import { refusal, type X402ReceiveService } from './x402-receive.ts';
 
 /** What /transaction/receive takes, as this service needs it. */
@@ -47,7 +48,7 @@ export interface X402LocalReceiveDeps {
 }
 
 /** Marks the payment's `sourcePaymentId` as an x402 payment's identity (its settlement key). */
-const X402_SOURCE_PREFIX = 'x402:';
+const X402_SOURCE_PREFIX = X402_RECEIPT_PROOF_PREFIX;
 
 /** Whether a payment is the pending side of an x402 payload given to /transaction/receive. */
 export function isX402Receipt(payment: PaymentRecord): boolean {

@@ -55,7 +55,11 @@ export class KyselySettlementRepository implements SettlementRepository {
     key: string,
     from: readonly SettlementStatus[],
     status: SettlementStatus,
-    changes: { readonly error?: string | null; readonly paymentId?: string | null },
+    changes: {
+      readonly error?: string | null;
+      readonly paymentId?: string | null;
+      readonly transactionId?: string;
+    },
     at: number,
   ): Promise<SettlementRecord | undefined> {
     const row = await this.db
@@ -65,6 +69,7 @@ export class KyselySettlementRepository implements SettlementRepository {
         updated_at: at,
         ...(changes.error === undefined ? {} : { error: changes.error }),
         ...(changes.paymentId === undefined ? {} : { payment_id: changes.paymentId }),
+        ...(changes.transactionId === undefined ? {} : { transaction_id: changes.transactionId }),
       })
       .where('settlement_key', '=', key)
       .where('status', 'in', [...from])
