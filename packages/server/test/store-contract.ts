@@ -447,6 +447,28 @@ export function describePaymentStoreContract(
       assert.equal(await store.proofs.isConsumed('solana:test:SIGX'), true);
     });
 
+    it('names one receipt per x402 payload, even when many claim at the same instant, and replaces it only by compare-and-set', async () => {
+      const identity = 'x402:eip155:31337:exact:0xBuyer:0x01';
+      assert.equal(await store.x402Receipts.get(identity), undefined);
+      const first = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => store.x402Receipts.claim(identity, `pay_${i}`, undefined, 1)),
+      );
+      assert.equal(first.filter(Boolean).length, 1);
+      const winner = `pay_${first.indexOf(true)}`;
+      assert.equal(await store.x402Receipts.get(identity), winner);
+      assert.equal(await store.x402Receipts.claim(identity, 'pay_late', undefined, 2), false);
+      // Replacing: only a claimer that read the current receipt, and only one of those.
+      assert.equal(await store.x402Receipts.claim(identity, 'pay_stale', 'pay_none', 3), false);
+      const replaced = await Promise.all(
+        ['pay_x', 'pay_y', 'pay_z'].map((id) => store.x402Receipts.claim(identity, id, winner, 4)),
+      );
+      assert.equal(replaced.filter(Boolean).length, 1);
+      assert.equal(
+        await store.x402Receipts.get(identity),
+        ['pay_x', 'pay_y', 'pay_z'][replaced.indexOf(true)],
+      );
+    });
+
     it('stores a token payment with its asset exactly', async () => {
       const payment = aPayment(account.id, {
         direction: 'received',

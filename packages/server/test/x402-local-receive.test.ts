@@ -128,19 +128,37 @@ describe('x402 payloads in POST /transaction/receive: the seller signs as fee pa
     );
   });
 
-  it('of two receipts built for one payload, one confirms and the other fails; the payment is paid once', async () => {
+  it('the same payload again while its receipt is pending, even twice at the same instant, answers that one receipt; it is paid once', async () => {
     const { header } = await v2Payment(seller.wallet, '10000');
     const body = { walletAddress: seller.wallet, paymentProof: header, expectedAmount: 0.01 };
-    const first = await api('POST', '/transaction/receive', body);
-    const second = await api('POST', '/transaction/receive', body);
-    assert.equal(first.status, 200, JSON.stringify(first.body));
-    assert.equal(second.status, 200, JSON.stringify(second.body));
-    assert.equal(first.body.transaction, second.body.transaction);
+    const recorded = async () => (await api('GET', `/payment/history/${seller.wallet}`)).body.total;
+    const before = await recorded();
+    const [first, second] = await Promise.all([
+      api('POST', '/transaction/receive', body),
+      api('POST', '/transaction/receive', body),
+    ]);
+    const third = await api('POST', '/transaction/receive', body);
+    for (const answer of [first, second, third])
+      assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    const receipt = (a: typeof first) => [
+      a.body.paymentId,
+      a.body.transaction,
+      a.body.expiresAt,
+      a.body.lastValidBlockHeight,
+      a.body.status,
+    ];
+    assert.deepEqual(receipt(second), receipt(first));
+    assert.deepEqual(receipt(third), receipt(first));
+    assert.equal(await recorded(), before + 1, 'one receipt recorded');
+
     const held = await usdcOf(seller.wallet);
-    await signAndBroadcast(chain.localnet.rpcUrl, first.body.transaction, seller.secretKey);
-    const outcomes = [await settle(first.body.paymentId), await settle(second.body.paymentId)];
-    assert.deepEqual(outcomes.map((o) => o.status).sort(), ['confirmed', 'failed']);
+    const signature = await signAndBroadcast(chain.localnet.rpcUrl, first.body.transaction, seller.secretKey);
+    const status = await settle(first.body.paymentId);
+    assert.deepEqual([status.status, status.signature], ['confirmed', signature]);
     assert.equal((await usdcOf(seller.wallet)) - held, 10_000n);
+    assert.equal(await recorded(), before + 1);
+    const again = await api('POST', '/transaction/receive', body);
+    assert.deepEqual([again.status, again.body.error.details.paymentProof], [422, 'already_used']);
   });
 
   it('finds the payment however many transactions the buyer made after it (the buyer’s history is paged)', async () => {
@@ -183,13 +201,10 @@ describe('x402 payloads in POST /transaction/receive: the seller signs as fee pa
     assert.deepEqual([status.status, status.signature, status.amount], ['confirmed', signature, 0.03]);
   });
 
-  it('expires a receipt never broadcast only once its blockhash can no longer land', async () => {
+  it('expires a receipt never broadcast only once its blockhash can no longer land; then builds no other', async () => {
     const { header } = await v2Payment(seller.wallet, '10000');
-    const built = await api('POST', '/transaction/receive', {
-      walletAddress: seller.wallet,
-      paymentProof: header,
-      expectedAmount: 0.01,
-    });
+    const body = { walletAddress: seller.wallet, paymentProof: header, expectedAmount: 0.01 };
+    const built = await api('POST', '/transaction/receive', body);
     assert.equal(built.status, 200, JSON.stringify(built.body));
     await reconciler.runOnce();
     assert.equal((await api('GET', `/payment/status/${built.body.paymentId}`)).body.status, 'pending');
@@ -198,6 +213,12 @@ describe('x402 payloads in POST /transaction/receive: the seller signs as fee pa
     }
     const status = await settle(built.body.paymentId);
     assert.equal(status.status, 'expired');
+    // The buyer's blockhash is gone: the payload can never land, so no new receipt is built for it.
+    const recorded = (await api('GET', `/payment/history/${seller.wallet}`)).body.total;
+    const again = await api('POST', '/transaction/receive', body);
+    assert.equal(again.status, 422, JSON.stringify(again.body));
+    assert.equal(again.body.error.code, 'PAYMENT_VERIFICATION_FAILED');
+    assert.equal((await api('GET', `/payment/history/${seller.wallet}`)).body.total, recorded);
   });
 
   it('refuses a payload whose fee payer is not the seller’s wallet, a wallet that cannot pay the fee, another recipient, facilitatorUrl and priorityFee', async () => {
@@ -368,13 +389,44 @@ describe('x402 EVM payloads in POST /transaction/receive: the seller submits tra
     assert.deepEqual(received.map((p: { status: string }) => p.status).sort(), ['confirmed', 'failed']);
   });
 
-  it('expires a receipt never submitted once the chain passes the authorization’s validBefore', async () => {
+  it('the same authorization again while its receipt is pending, even twice at the same instant, answers that one receipt', async () => {
+    const { header } = await payment('10000');
+    const body = { walletAddress: seller.wallet.address, paymentProof: header, expectedAmount: 0.01 };
+    const recorded = async () => (await api('GET', `/payment/history/${seller.wallet.address}`)).body.total;
+    const before = await recorded();
+    const [first, second] = await Promise.all([
+      api('POST', '/transaction/receive', body),
+      api('POST', '/transaction/receive', body),
+    ]);
+    const third = await api('POST', '/transaction/receive', body);
+    for (const answer of [first, second, third])
+      assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    const receipt = (a: typeof first) => [
+      a.body.paymentId,
+      a.body.transaction,
+      a.body.expiresAt,
+      a.body.lastValidBlockHeight,
+    ];
+    assert.deepEqual(receipt(second), receipt(first));
+    assert.deepEqual(receipt(third), receipt(first));
+    assert.equal(await recorded(), before + 1, 'one receipt recorded');
+    const held = await usdcOf(seller.wallet.address);
+    const hash = await signAndBroadcastEvm(
+      evm.adapter.info.rpcUrl,
+      first.body.transaction,
+      seller.wallet.privateKey,
+    );
+    const status = await settle(first.body.paymentId);
+    assert.deepEqual([status.status, status.signature], ['confirmed', hash]);
+    assert.equal((await usdcOf(seller.wallet.address)) - held, 10_000n);
+    assert.equal(await recorded(), before + 1);
+  });
+
+  // Last: it moves the chain's clock ahead of the gateway's.
+  it('expires a receipt never submitted once the chain passes the authorization’s validBefore; then builds no other', async () => {
     const { header } = await payment('10000', 30);
-    const built = await api('POST', '/transaction/receive', {
-      walletAddress: seller.wallet.address,
-      paymentProof: header,
-      expectedAmount: 0.01,
-    });
+    const body = { walletAddress: seller.wallet.address, paymentProof: header, expectedAmount: 0.01 };
+    const built = await api('POST', '/transaction/receive', body);
     assert.equal(built.status, 200, JSON.stringify(built.body));
     assert.ok(built.body.expiresAt <= Date.now() + 30_000, 'expiresAt is no later than validBefore');
     await reconciler.runOnce();
@@ -382,5 +434,11 @@ describe('x402 EVM payloads in POST /transaction/receive: the seller submits tra
     await anvil.increaseTime({ seconds: 120 });
     await anvil.mine({ blocks: 1 });
     assert.equal((await settle(built.body.paymentId)).status, 'expired');
+    // No block can carry the authorization any more: no new receipt is built for it.
+    const recorded = (await api('GET', `/payment/history/${seller.wallet.address}`)).body.total;
+    const again = await api('POST', '/transaction/receive', body);
+    assert.equal(again.status, 422, JSON.stringify(again.body));
+    assert.equal(again.body.error.code, 'PAYMENT_VERIFICATION_FAILED');
+    assert.equal((await api('GET', `/payment/history/${seller.wallet.address}`)).body.total, recorded);
   });
 });

@@ -17,6 +17,7 @@ export interface Database {
   job_leases: JobLeasesTable;
   facilitator_signers: FacilitatorSignersTable;
   x402_settlements: X402SettlementsTable;
+  x402_receipts: X402ReceiptsTable;
   dashboard_users: DashboardUsersTable;
   dashboard_sessions: DashboardSessionsTable;
 }
@@ -150,6 +151,12 @@ export interface PaymentsTable {
   /** Token payments (x402 `exact`): the mint or contract and its decimals; null: native currency. */
   asset: string | null;
   asset_decimals: number | null;
+}
+
+export interface X402ReceiptsTable {
+  identity: string;
+  payment_id: string;
+  updated_at: number;
 }
 
 export interface ConsumedProofsTable {

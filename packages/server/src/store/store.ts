@@ -39,6 +39,7 @@ export interface Repositories {
   readonly jobLeases: JobLeaseRepository;
   readonly facilitatorSigners: FacilitatorSignerRepository;
   readonly settlements: SettlementRepository;
+  readonly x402Receipts: X402ReceiptRepository;
   readonly dashboardUsers: DashboardUserRepository;
   readonly dashboardSessions: DashboardSessionRepository;
 }
@@ -469,6 +470,20 @@ export interface FacilitatorSignerRepository {
 export type SettlementStatus = 'claimed' | 'submitted' | 'settled' | 'failed';
 
 /** One x402 settlement, keyed by what makes the payment unique (its transaction or authorization). */
+/**
+ * Which receipt answers for an x402 payload in local mode (POST /transaction/receive): one open
+ * receipt per payload identity, so asking again, or twice at the same instant, gets the same one.
+ */
+export interface X402ReceiptRepository {
+  /**
+   * Makes `paymentId` the payload's receipt: when it has none (`previous` undefined), or in place of
+   * `previous`, read before and no longer pending (compare-and-set). False when another claim won.
+   */
+  claim(identity: string, paymentId: string, previous: string | undefined, at: number): Promise<boolean>;
+  /** The id of the payload's receipt, pending or not; undefined when none was claimed. */
+  get(identity: string): Promise<string | undefined>;
+}
+
 export interface SettlementRecord {
   readonly key: string;
   readonly network: string;

@@ -1,3 +1,4 @@
+import { canonicalAddress } from '../../chains/canonical-address.ts';
 import type { ChainAdapter } from '../../chains/chain-adapter.ts';
 import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
@@ -63,7 +64,10 @@ export function isX402Receipt(payment: PaymentRecord): boolean {
  *
  * The payload is verified as the built-in facilitator verifies it (layout, amount, recipient, the
  * buyer's signature, a simulation), except that the fee payer must be the seller's wallet. A pending
- * received payment is recorded; the reconciler finds the transaction once it lands (by its message:
+ * received payment is recorded, one per payload at a time: while it is pending, the same payload asked
+ * again (even at the same instant, on another instance) gets that same receipt — its id, transaction
+ * and expiresAt — and only once it failed or expired may a new one be built, for a payload that still
+ * verifies (can still land). The reconciler finds the transaction once it lands (by its message:
  * its id is the seller's signature) and confirms the payment, consuming the payload's identity in the
  * same database transaction, so one payload is recorded once however often it was built. It is called
  * expired only once the chain's height passes `lastValidBlockHeight`, when it can never land — not at
@@ -86,6 +90,14 @@ export class X402LocalReceiveService {
   }
 
   async build(accountId: string, input: X402LocalReceiveInput): Promise<X402LocalReceiveResult> {
+    return this.buildOnce(accountId, input, true);
+  }
+
+  private async buildOnce(
+    accountId: string,
+    input: X402LocalReceiveInput,
+    mayRetry: boolean,
+  ): Promise<X402LocalReceiveResult> {
     if (input.facilitatorUrl !== undefined) {
       throw invalidParameters({
         facilitatorUrl:
@@ -126,6 +138,10 @@ export class X402LocalReceiveService {
     ) {
       throw invalidProof('this payment proof was already used', 'already_used');
     }
+    // The payload's receipt, while it is pending, answers for it: asking again builds nothing new.
+    const previous = identity === undefined ? undefined : await this.receiptOf(source);
+    if (previous?.status === 'pending') return this.answer(accountId, input, previous.payment, decimals);
+    // A new receipt only for a payload that can still land: verified again against the chain now.
     const verdict = await scheme.verify(payment.payload, resolved.requirements, { sellerPays: true });
     if (!verdict.valid) {
       // A fee payer without funds fails the simulation, which would read as the buyer's fault.
@@ -170,19 +186,63 @@ export class X402LocalReceiveService {
       expiresAt: Math.min(at + LOCAL_TRANSACTION_VALIDITY_MS, built.validUntil ?? Infinity),
       sourcePaymentId: source,
     });
-    await this.deps.ledger.record(record);
+    // Claimed with the payment in one database transaction: of two calls building at the same instant
+    // (here or on another instance), one records its receipt and the other answers with that one.
+    const claimed = await this.deps.store.transaction(async (tx) => {
+      if (!(await tx.x402Receipts.claim(source, record.id, previous?.payment.id, at))) return false;
+      await this.deps.ledger.recordIn(tx, record);
+      return true;
+    });
+    if (!claimed) {
+      const winner = await this.receiptOf(source);
+      if (winner?.status === 'pending') return this.answer(accountId, input, winner.payment, decimals);
+      // The winner left pending at once (landed, or failed): looked at afresh, once.
+      if (mayRetry) return this.buildOnce(accountId, input, false);
+      throw invalidProof('this payment proof was already used', 'already_used');
+    }
+    return this.answer(accountId, input, record, decimals);
+  }
+
+  /** The receipt that answers for a payload (by its source, `x402:<identity>`), if one was claimed. */
+  private async receiptOf(
+    source: string,
+  ): Promise<{ payment: PaymentRecord; status: PaymentRecord['status'] } | undefined> {
+    const id = await this.deps.store.x402Receipts.get(source);
+    const payment = id === undefined ? undefined : await this.deps.store.payments.get(id);
+    return payment === undefined ? undefined : { payment, status: payment.status };
+  }
+
+  /**
+   * The build's answer for a receipt: the same for every call that gets it (its id, transaction and
+   * expiresAt), so a seller asking again signs the same transaction. Another account's receipt of the
+   * payload, or one for another wallet, is not shown: for this caller the proof is used.
+   */
+  private answer(
+    accountId: string,
+    input: X402LocalReceiveInput,
+    record: PaymentRecord,
+    decimals: number,
+  ): X402LocalReceiveResult {
+    if (
+      record.accountId !== accountId ||
+      canonicalAddress(record.walletAddress) !== canonicalAddress(input.walletAddress) ||
+      record.signedTransaction === null ||
+      record.lastValidBlockHeight === null
+    ) {
+      throw invalidProof('this payment proof was already used', 'already_used');
+    }
     return {
       success: true,
       verified: true,
       paymentId: record.id,
-      transaction,
-      lastValidBlockHeight: Number(built.lastValidBlockHeight),
-      expiresAt: record.expiresAt ?? at,
-      amountReceived: toWholeUnits(record.amount, decimals),
+      transaction: record.signedTransaction,
+      lastValidBlockHeight: Number(record.lastValidBlockHeight),
+      expiresAt: record.expiresAt ?? record.createdAt,
+      amountReceived: toWholeUnits(record.amount, record.asset?.decimals ?? decimals),
       sender: record.sender,
       status: record.status,
       network: record.network,
-      asset: resolved.requirements.asset,
+      asset: record.asset?.address ?? '',
     };
   }
 

@@ -17,6 +17,7 @@ import { KyselySettlementRepository } from './settlement-repository.ts';
 import { KyselyWalletRepository } from './wallet-repository.ts';
 import { KyselyWebhookDeliveryRepository } from './webhook-delivery-repository.ts';
 import { KyselyWebhookRepository } from './webhook-repository.ts';
+import { KyselyX402ReceiptRepository } from './x402-receipt-repository.ts';
 
 /** The Store on SQL, one code path for SQLite and PostgreSQL. */
 export class KyselyStore implements Store {
@@ -34,6 +35,7 @@ export class KyselyStore implements Store {
   private readonly eventListeners = new Set<() => void>();
   readonly facilitatorSigners;
   readonly settlements;
+  readonly x402Receipts;
   readonly dashboardUsers;
   readonly dashboardSessions;
 
@@ -60,6 +62,7 @@ export class KyselyStore implements Store {
     this.jobLeases = repositories.jobLeases;
     this.facilitatorSigners = repositories.facilitatorSigners;
     this.settlements = repositories.settlements;
+    this.x402Receipts = repositories.x402Receipts;
     this.dashboardUsers = repositories.dashboardUsers;
     this.dashboardSessions = repositories.dashboardSessions;
   }
@@ -111,6 +114,7 @@ function repositoriesOn(db: Kysely<Database>, eventAppended: () => void): Reposi
     jobLeases: new KyselyJobLeaseRepository(db),
     facilitatorSigners: new KyselyFacilitatorSignerRepository(db),
     settlements: new KyselySettlementRepository(db),
+    x402Receipts: new KyselyX402ReceiptRepository(db),
     dashboardUsers: new KyselyDashboardUserRepository(db),
     dashboardSessions: new KyselyDashboardSessionRepository(db),
   };

@@ -9,6 +9,7 @@ import { dashboardUsers } from './0008-dashboard-users.ts';
 import { paymentsExpiredWatch } from './0009-payments-expired-watch.ts';
 import { outboxRetention } from './0010-outbox-retention.ts';
 import { openSettlements } from './0011-open-settlements.ts';
+import { x402Receipts } from './0012-x402-receipts.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -25,4 +26,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0009-payments-expired-watch': paymentsExpiredWatch,
   '0010-outbox-retention': outboxRetention,
   '0011-open-settlements': openSettlements,
+  '0012-x402-receipts': x402Receipts,
 };
