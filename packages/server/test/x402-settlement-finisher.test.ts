@@ -2,13 +2,24 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { generateKeyPairSigner, getBase58Decoder } from '@solana/kit';
-import { createPublicClient, createTestClient, encodeFunctionData, type Hex, http, parseAbi } from 'viem';
+import { encodePaymentSignatureHeader } from '@x402/core/http';
+import {
+  createPublicClient,
+  createTestClient,
+  encodeFunctionData,
+  type Hex,
+  http,
+  keccak256,
+  parseAbi,
+} from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { SettlementFinisher } from '../src/workers/settlement-finisher.ts';
 import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
 import { callAs } from './support/api-caller.ts';
 import { DATABASE_URL, type TempStorage, tempPostgres, tempSqlite } from './support/databases.ts';
+import { newEvmLocalWallet, signAndBroadcastEvm } from './support/evm-local-signer.ts';
+import { handReconciler, untilNotPending } from './support/hand-reconciler.ts';
 import { startTestEvm, type TestEvm } from './support/test-anvil.ts';
 import { startTestGateway, type TestGateway } from './support/test-gateway.ts';
 import { startTestChain, type TestChain } from './support/test-localnet.ts';
@@ -289,22 +300,30 @@ describe('x402 settlement finisher on EVM', () => {
       args: args as never,
     });
 
-  it('settles on the transaction of whoever else submitted the authorization, recording the payment once', async () => {
-    const { anvil, call, wallet, buyer, body, pending, key, authorization } = await settleThenDrop(
-      '40000',
-      3_600,
-    );
-    // Someone else (the buyer, a watcher of the pool) submits the same signed authorization.
+  /** Someone other than the facilitator submits the buyer's signed authorization; its transaction hash. */
+  const submitAsStranger = async (
+    anvil: ReturnType<typeof createTestClient>,
+    authorization: Record<string, unknown>,
+    tipWei?: bigint,
+  ): Promise<Hex> => {
     const auth = authorization.authorization as Record<string, string>;
     const stranger = privateKeyToAccount(generatePrivateKey()).address;
     await anvil.setBalance({ address: stranger, value: 10n ** 18n });
     await anvil.impersonateAccount({ address: stranger });
-    const carrier = (await anvil.request({
+    const fees =
+      tipWei === undefined
+        ? {}
+        : {
+            maxPriorityFeePerGas: `0x${tipWei.toString(16)}`,
+            maxFeePerGas: `0x${(tipWei * 2n).toString(16)}`,
+          };
+    const hash = (await anvil.request({
       method: 'eth_sendTransaction',
       params: [
         {
           from: stranger,
           to: evm.usdc.address as Hex,
+          ...fees,
           data: encodeFunctionData({
             abi: tokenAbi,
             functionName: 'transferWithAuthorization',
@@ -322,6 +341,62 @@ describe('x402 settlement finisher on EVM', () => {
       ],
     } as never)) as Hex;
     await anvil.stopImpersonatingAccount({ address: stranger });
+    return hash;
+  };
+
+  it('a settle whose transaction reverts because another one used the authorization first answers success on that one', async () => {
+    const anvil = createTestClient({ mode: 'anvil', transport: http(evm.adapter.info.rpcUrl) });
+    const seller = await gw.newCaller('premium');
+    const call = async (method: 'GET' | 'POST', url: string, payload?: object) =>
+      (await callAs(gw, seller.key, method, url, payload)).body;
+    const wallet = (await call('POST', '/wallets', { chain: 'evm' })).address as string;
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    await call('POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const requirements = evmExactRequirements(evm, {
+      amount: '35000',
+      payTo: wallet,
+      maxTimeoutSeconds: 3_600,
+    });
+    const paymentPayload = await evmPayload(buyer, requirements, 'https://shop.example/evm');
+    const body = { x402Version: 2, paymentPayload, paymentRequirements: requirements };
+    const key =
+      gw.services.facilitator.schemeFor(evm.adapter.info.id)?.settlementKey(paymentPayload.payload) ?? '';
+
+    await anvil.setAutomine(false);
+    let answer: { success: boolean; errorReason?: string; transaction: string };
+    let carrier: Hex;
+    try {
+      const settling = call('POST', '/facilitator/settle', body);
+      while ((await gw.store.settlements.get(key))?.status !== 'submitted')
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      // A watcher of the pool submits the same authorization with a higher tip: mined first.
+      carrier = await submitAsStranger(anvil, paymentPayload.payload, 100n * 10n ** 9n);
+      await anvil.mine({ blocks: 1 });
+      answer = await settling;
+    } finally {
+      await anvil.setAutomine(true);
+    }
+    // The facilitator's own transaction was mined after it, and reverted.
+    const signed = (await gw.store.settlements.get(key))?.signedTransaction ?? '';
+    const own = keccak256(`0x${Buffer.from(signed, 'base64').toString('hex')}`);
+    const client = createPublicClient({ transport: http(evm.adapter.info.rpcUrl) });
+    assert.equal((await client.getTransactionReceipt({ hash: own })).status, 'reverted');
+    assert.deepEqual([answer.success, answer.transaction], [true, carrier]);
+    const history = await call('GET', `/payment/history/${wallet}`);
+    assert.deepEqual(
+      history.payments.map((p: { signature: string; amount: number }) => [p.signature, p.amount]),
+      [[carrier, 0.035]],
+    );
+    assert.equal(await readToken('balanceOf', [buyer.address]), 1_000_000n - 35_000n);
+  });
+
+  it('settles on the transaction of whoever else submitted the authorization, recording the payment once', async () => {
+    const { anvil, call, wallet, buyer, body, pending, key, authorization } = await settleThenDrop(
+      '40000',
+      3_600,
+    );
+    // Someone else (the buyer, a watcher of the pool) submits the same signed authorization.
+    const carrier = await submitAsStranger(anvil, authorization);
     assert.notEqual(carrier, pending.transaction);
 
     const worker = eagerFinisher('evm-carried');
@@ -347,6 +422,103 @@ describe('x402 settlement finisher on EVM', () => {
     assert.equal(await readToken('balanceOf', [buyer.address]), 1_000_000n - 40_000n);
     assert.equal((await call('GET', `/payment/history/${wallet}`)).total, 1);
   });
+
+  /**
+   * A seller's local receipt and a facilitator settlement of one authorization; the settlement's own
+   * transaction is dropped and the seller's carries it. Whichever looks first records it, once.
+   */
+  const localReceiptCarries = async (finisherFirst: boolean) => {
+    const anvil = createTestClient({ mode: 'anvil', transport: http(evm.adapter.info.rpcUrl) });
+    const seller = await gw.newCaller('premium');
+    const api = (method: 'GET' | 'POST', url: string, payload?: object) =>
+      callAs(gw, seller.key, method, url, payload);
+    const sellerWallet = newEvmLocalWallet();
+    const watched = await api('POST', '/wallets', {
+      chain: 'evm',
+      address: sellerWallet.address,
+      watchOnly: true,
+    });
+    assert.equal(watched.status, 200, JSON.stringify(watched.body));
+    await evm.adapter.faucet?.fundNative(sellerWallet.address, 10n ** 18n);
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    await api('POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const requirements = evmExactRequirements(evm, {
+      amount: '25000',
+      payTo: sellerWallet.address,
+      maxTimeoutSeconds: 3_600,
+    });
+    const paymentPayload = await evmPayload(buyer, requirements, 'https://shop.example/evm');
+    const receipt = await api('POST', '/transaction/receive', {
+      walletAddress: sellerWallet.address,
+      paymentProof: encodePaymentSignatureHeader(paymentPayload),
+      expectedAmount: 0.025,
+    });
+    assert.equal(receipt.status, 200, JSON.stringify(receipt.body));
+    const key =
+      gw.services.facilitator.schemeFor(evm.adapter.info.id)?.settlementKey(paymentPayload.payload) ?? '';
+    await anvil.setAutomine(false);
+    try {
+      const pending = (
+        await api('POST', '/facilitator/settle', {
+          x402Version: 2,
+          paymentPayload,
+          paymentRequirements: requirements,
+        })
+      ).body;
+      assert.deepEqual([pending.success, pending.errorReason], [false, 'settlement_pending']);
+      await anvil.dropTransaction({ hash: pending.transaction as Hex });
+    } finally {
+      await anvil.setAutomine(true);
+    }
+    // The seller's own transaction carries the authorization.
+    const carrier = await signAndBroadcastEvm(
+      evm.adapter.info.rpcUrl,
+      receipt.body.transaction,
+      sellerWallet.privateKey,
+    );
+    const reconciler = handReconciler(gw, 'evm-local-receipt');
+    const reconcile = () =>
+      untilNotPending(reconciler, () => api('GET', `/payment/status/${receipt.body.paymentId}`), 50);
+    const worker = eagerFinisher('evm-local-receipt');
+    const finish = async () => {
+      let row = await gw.store.settlements.get(key);
+      for (let i = 0; i < 20 && row?.status !== 'settled' && row?.status !== 'failed'; i++) {
+        await worker.runOnce();
+        row = await gw.store.settlements.get(key);
+      }
+      return row;
+    };
+    const [status, row] = finisherFirst
+      ? await finish().then(async (r) => [await reconcile(), r] as const)
+      : await reconcile().then(async (r) => [r, await finish()] as const);
+    assert.deepEqual([row?.status, row?.transactionId], ['settled', carrier]);
+    // The payment is the settlement's when it looked first, else the receipt's; the other one fails.
+    const recorder = finisherFirst ? row?.paymentId : receipt.body.paymentId;
+    assert.equal(row?.paymentId, recorder);
+    assert.equal(status.status, finisherFirst ? 'failed' : 'confirmed');
+    const history = (await api('GET', `/payment/history/${sellerWallet.address}`)).body;
+    const received = history.payments
+      .filter((p: { signature: string }) => p.signature === carrier)
+      .map((p: { paymentId: string; status: string }) => [p.paymentId, p.status]);
+    if (finisherFirst) {
+      assert.deepEqual(
+        received.sort(),
+        [
+          [receipt.body.paymentId, 'failed'],
+          [recorder, 'confirmed'],
+        ].sort(),
+      );
+    } else {
+      assert.deepEqual(received, [[recorder, 'confirmed']], 'the settlement records no second payment');
+    }
+    assert.equal(await readToken('balanceOf', [buyer.address]), 1_000_000n - 25_000n);
+  };
+
+  it('a seller’s local receipt carries the authorization of a dropped settlement; the finisher looks first: one payment', () =>
+    localReceiptCarries(true));
+
+  it('a seller’s local receipt carries the authorization of a dropped settlement; the reconciler looks first: one payment', () =>
+    localReceiptCarries(false));
 
   it('fails a settlement whose transaction was never mined once a block passes validBefore with the authorization unused', async () => {
     const { anvil, call, wallet, buyer, pending, key, feePayer, authorization } = await settleThenDrop(

@@ -517,21 +517,24 @@ export class FacilitatorService {
     let moved: SettlementRecord | undefined;
     try {
       moved = await this.deps.store.transaction(async (repos) => {
+        const proofKey = x402ReceiptProofKey(settlement.key);
         const record =
           payment !== undefined &&
           (carrier === undefined ||
-            (await repos.proofs.consume(
-              x402ReceiptProofKey(settlement.key),
-              payment.id,
-              payment.accountId,
-              at,
-            )));
+            (await repos.proofs.consume(proofKey, payment.id, payment.accountId, at)));
+        // Recorded by the seller's local receipt of the payload (the one that consumed the proof, and
+        // names it in x402Receipts under the same key): the settlement names that payment.
+        const paymentId = record
+          ? payment.id
+          : carrier === undefined
+            ? null
+            : ((await repos.x402Receipts.get(proofKey)) ?? null);
         const row = await repos.settlements.transition(
           settlement.key,
           ['claimed', 'submitted'],
           'settled',
           {
-            paymentId: record ? payment.id : null,
+            paymentId,
             ...(carrier === undefined ? {} : { transactionId: carrier }),
           },
           at,
