@@ -12,6 +12,8 @@ import { openStore, storageLocation } from '../../packages/server/src/store/open
 const config = loadConfig({
   DATA_DIR: mkdtempSync(join(tmpdir(), 'gate402-bench-')),
   PORT: '0',
+  LOCALNET_PORT: '0',
+  ANVIL_PORT: '0',
   LOG_LEVEL: 'warn',
   GATE402_DEMO: 'false',
 });

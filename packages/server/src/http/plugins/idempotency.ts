@@ -34,6 +34,9 @@ declare module 'fastify' {
  * validation) or a 503 (a dependency down, nothing done) leaves the key free.
  */
 export function installIdempotency(app: FastifyInstance, store: Store, now: () => number = Date.now): void {
+  // Part of every request's shape, as `caller` is (see installAuthentication).
+  app.decorateRequest('idempotencyKey', undefined);
+  app.decorateRequest('idempotencyHeartbeat', undefined);
   const claimKey = async (request: FastifyRequest, reply: FastifyReply) => {
     const key = request.headers['idempotency-key'];
     if (key === undefined) return;

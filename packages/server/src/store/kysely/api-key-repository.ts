@@ -4,6 +4,33 @@ import type { ApiKeyRecord, ApiKeyRepository, KeyWithAccount } from '../store.ts
 import { toAccount } from './account-repository.ts';
 import { compiledOnce } from './compiled-query.ts';
 
+/**
+ * Authentication runs this on every request, so it is compiled once (see compiledOnce).
+ */
+const findActiveByHashQuery = compiledOnce((db: Kysely<Database>) =>
+  db
+    .selectFrom('api_keys as k')
+    .innerJoin('accounts as a', 'a.id', 'k.account_id')
+    .select([
+      'k.id',
+      'k.account_id',
+      'k.name',
+      'k.display_prefix',
+      'k.key_hash',
+      'k.created_at',
+      'k.last_used_at',
+      'k.revoked_at',
+      'a.name as account_name',
+      'a.plan as account_plan',
+      'a.custom_rate_limit as account_custom_rate_limit',
+      'a.created_at as account_created_at',
+      'a.updated_at as account_updated_at',
+    ])
+    .where('k.key_hash', '=', '')
+    .where('k.revoked_at', 'is', null)
+    .compile(),
+);
+
 export class KyselyApiKeyRepository implements ApiKeyRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -23,35 +50,8 @@ export class KyselyApiKeyRepository implements ApiKeyRepository {
       .execute();
   }
 
-  /**
-   * Authentication runs this on every request, so it is compiled once (see compiledOnce).
-   */
-  private readonly findActiveByHashQuery = compiledOnce((db: Kysely<Database>) =>
-    db
-      .selectFrom('api_keys as k')
-      .innerJoin('accounts as a', 'a.id', 'k.account_id')
-      .select([
-        'k.id',
-        'k.account_id',
-        'k.name',
-        'k.display_prefix',
-        'k.key_hash',
-        'k.created_at',
-        'k.last_used_at',
-        'k.revoked_at',
-        'a.name as account_name',
-        'a.plan as account_plan',
-        'a.custom_rate_limit as account_custom_rate_limit',
-        'a.created_at as account_created_at',
-        'a.updated_at as account_updated_at',
-      ])
-      .where('k.key_hash', '=', '')
-      .where('k.revoked_at', 'is', null)
-      .compile(),
-  );
-
   async findActiveByHash(hash: string): Promise<KeyWithAccount | undefined> {
-    const [row] = await this.findActiveByHashQuery(this.db, hash);
+    const [row] = await findActiveByHashQuery(this.db, hash);
     if (row === undefined) return undefined;
     return {
       key: toApiKey(row),

@@ -1,6 +1,21 @@
-import { type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely';
+import { type Insertable, type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely';
 import type { Database, EventsTable } from '../database-schema.ts';
 import type { EventRecord, EventRepository } from '../store.ts';
+import { compiledInsertOnce } from './compiled-query.ts';
+
+/** Every payment change appends one of these: compiled once (see compiledInsertOnce). */
+const insertEvent = compiledInsertOnce(
+  [
+    'id',
+    'account_id',
+    'type',
+    'payment_id',
+    'data',
+    'created_at',
+  ] satisfies (keyof Insertable<EventsTable>)[],
+  (db: Kysely<Database>, row: Insertable<EventsTable>) =>
+    db.insertInto('events').values(row).returning('seq').compile(),
+);
 
 /**
  * The outbox on SQL.
@@ -37,20 +52,18 @@ export class KyselyEventRepository implements EventRepository {
       // Key space 4020 ("gate402" outbox), one lock per schema so separate deployments do not wait on each other.
       await sql`select pg_advisory_xact_lock(4020, hashtext(current_schema()))`.execute(this.db);
     }
-    const row = await this.db
-      .insertInto('events')
-      .values({
-        id: event.id,
-        account_id: event.accountId,
-        type: event.type,
-        payment_id: event.paymentId,
-        data: JSON.stringify(event.data),
-        created_at: event.createdAt,
-      })
-      .returning('seq')
-      .executeTakeFirstOrThrow();
+    const { rows } = await insertEvent(this.db, {
+      id: event.id,
+      account_id: event.accountId,
+      type: event.type,
+      payment_id: event.paymentId,
+      data: JSON.stringify(event.data),
+      created_at: event.createdAt,
+    });
+    const seq = rows[0]?.seq;
+    if (seq === undefined) throw new Error('the event insert returned no seq');
     this.appended();
-    return Number(row.seq);
+    return Number(seq);
   }
 
   async listAfter(accountId: string, afterSeq: number, limit: number): Promise<EventRecord[]> {

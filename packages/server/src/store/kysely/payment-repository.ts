@@ -1,6 +1,6 @@
-import { expressionBuilder, type Kysely, type Selectable, type Updateable } from 'kysely';
+import { expressionBuilder, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { PaymentDirection, PaymentMode, PaymentStatus } from '../../domain/payment-status.ts';
-import type { Database, PaymentsTable } from '../database-schema.ts';
+import type { Database, PaymentCountsTable, PaymentsTable } from '../database-schema.ts';
 import type {
   HistoryQuery,
   PaymentChanges,
@@ -9,8 +9,107 @@ import type {
   PaymentRepository,
   PaymentSearch,
 } from '../store.ts';
-import { compiledOnce } from './compiled-query.ts';
+import { compiledInsertOnce, compiledOnce } from './compiled-query.ts';
 import { leaseRows } from './lease-rows.ts';
+
+/** Every payment's wallet count moves with it: +1, or a first row of 1. */
+const insertPaymentCount = compiledInsertOnce(
+  ['account_id', 'wallet_address', 'direction', 'n'] satisfies (keyof Insertable<PaymentCountsTable>)[],
+  (db: Kysely<Database>, row: Insertable<PaymentCountsTable>) =>
+    db
+      .insertInto('payment_counts')
+      .values(row)
+      .onConflict((oc) =>
+        oc
+          .columns(['account_id', 'wallet_address', 'direction'])
+          .doUpdateSet((eb) => ({ n: eb('payment_counts.n', '+', 1) })),
+      )
+      .compile(),
+);
+
+const PAYMENT_COLUMNS = [
+  'id',
+  'account_id',
+  'direction',
+  'mode',
+  'status',
+  'network',
+  'wallet_address',
+  'sender',
+  'recipient',
+  'amount',
+  'fee',
+  'resource',
+  'metadata',
+  'signature',
+  'reference',
+  'signed_transaction',
+  'last_valid_block_height',
+  'expires_at',
+  'slot',
+  'block_height',
+  'error',
+  'source_payment_id',
+  'idempotency_key',
+  'lease_owner',
+  'lease_until',
+  'created_at',
+  'updated_at',
+  'confirmed_at',
+  'nonce',
+  'replaced_signatures',
+  'asset',
+  'asset_decimals',
+] as const satisfies readonly (keyof PaymentsTable)[];
+
+const insertPaymentRow = compiledInsertOnce(PAYMENT_COLUMNS, (db: Kysely<Database>, row: PaymentRow) =>
+  db.insertInto('payments').values(row).compile(),
+);
+
+/** A payments row: every column, so one compiled INSERT serves every payment. */
+type PaymentRow = Required<Pick<Insertable<PaymentsTable>, (typeof PAYMENT_COLUMNS)[number]>>;
+
+function paymentRow(payment: PaymentRecord, lease: PaymentLease | undefined): PaymentRow {
+  return {
+    id: payment.id,
+    account_id: payment.accountId,
+    direction: payment.direction,
+    mode: payment.mode,
+    status: payment.status,
+    network: payment.network,
+    wallet_address: payment.walletAddress,
+    sender: payment.sender,
+    recipient: payment.recipient,
+    amount: payment.amount.toString(),
+    fee: payment.fee?.toString() ?? null,
+    resource: payment.resource,
+    metadata: payment.metadata === null ? null : JSON.stringify(payment.metadata),
+    signature: payment.signature,
+    reference: payment.reference,
+    signed_transaction: payment.signedTransaction,
+    last_valid_block_height: toNumber(payment.lastValidBlockHeight),
+    expires_at: payment.expiresAt,
+    slot: toNumber(payment.slot),
+    block_height: toNumber(payment.blockHeight),
+    error: payment.error,
+    source_payment_id: payment.sourcePaymentId,
+    idempotency_key: payment.idempotencyKey,
+    lease_owner: lease?.owner ?? null,
+    lease_until: lease?.until ?? null,
+    created_at: payment.createdAt,
+    updated_at: payment.updatedAt,
+    confirmed_at: payment.confirmedAt,
+    nonce: toNumber(payment.nonce ?? null),
+    replaced_signatures: signatureList(payment.replacedSignatures),
+    asset: payment.asset?.address ?? null,
+    asset_decimals: payment.asset?.decimals ?? null,
+  };
+}
+
+/** Status lookups run this for every request. */
+const getPaymentQuery = compiledOnce((db: Kysely<Database>) =>
+  db.selectFrom('payments').selectAll().where('id', '=', '').compile(),
+);
 
 export class KyselyPaymentRepository implements PaymentRepository {
   constructor(private readonly db: Kysely<Database>) {}
@@ -21,66 +120,17 @@ export class KyselyPaymentRepository implements PaymentRepository {
       await this.db.transaction().execute((trx) => new KyselyPaymentRepository(trx).insert(payment, lease));
       return;
     }
-    await this.db
-      .insertInto('payment_counts')
-      .values({
-        account_id: payment.accountId,
-        wallet_address: payment.walletAddress,
-        direction: payment.direction,
-        n: 1,
-      })
-      .onConflict((oc) =>
-        oc
-          .columns(['account_id', 'wallet_address', 'direction'])
-          .doUpdateSet((eb) => ({ n: eb('payment_counts.n', '+', 1) })),
-      )
-      .execute();
-    await this.db
-      .insertInto('payments')
-      .values({
-        id: payment.id,
-        account_id: payment.accountId,
-        direction: payment.direction,
-        mode: payment.mode,
-        status: payment.status,
-        network: payment.network,
-        wallet_address: payment.walletAddress,
-        sender: payment.sender,
-        recipient: payment.recipient,
-        amount: payment.amount.toString(),
-        fee: payment.fee?.toString() ?? null,
-        resource: payment.resource,
-        metadata: payment.metadata === null ? null : JSON.stringify(payment.metadata),
-        signature: payment.signature,
-        reference: payment.reference,
-        signed_transaction: payment.signedTransaction,
-        last_valid_block_height: toNumber(payment.lastValidBlockHeight),
-        expires_at: payment.expiresAt,
-        slot: toNumber(payment.slot),
-        block_height: toNumber(payment.blockHeight),
-        error: payment.error,
-        source_payment_id: payment.sourcePaymentId,
-        idempotency_key: payment.idempotencyKey,
-        lease_owner: lease?.owner ?? null,
-        lease_until: lease?.until ?? null,
-        created_at: payment.createdAt,
-        updated_at: payment.updatedAt,
-        confirmed_at: payment.confirmedAt,
-        nonce: toNumber(payment.nonce ?? null),
-        replaced_signatures: signatureList(payment.replacedSignatures),
-        asset: payment.asset?.address ?? null,
-        asset_decimals: payment.asset?.decimals ?? null,
-      })
-      .execute();
+    await insertPaymentCount(this.db, {
+      account_id: payment.accountId,
+      wallet_address: payment.walletAddress,
+      direction: payment.direction,
+      n: 1,
+    });
+    await insertPaymentRow(this.db, paymentRow(payment, lease));
   }
 
-  /** Status lookups run this for every request. */
-  private readonly getQuery = compiledOnce((db: Kysely<Database>) =>
-    db.selectFrom('payments').selectAll().where('id', '=', '').compile(),
-  );
-
   async get(id: string): Promise<PaymentRecord | undefined> {
-    const [row] = await this.getQuery(this.db, id);
+    const [row] = await getPaymentQuery(this.db, id);
     return row && toPayment(row);
   }
 

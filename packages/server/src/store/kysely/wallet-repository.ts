@@ -4,6 +4,11 @@ import type { Database, WalletsTable } from '../database-schema.ts';
 import type { WalletRecord, WalletRepository } from '../store.ts';
 import { compiledOnce } from './compiled-query.ts';
 
+/** Every receive and send looks its wallet up: compiled once (see compiledOnce). */
+const findByAddressQuery = compiledOnce((db: Kysely<Database>) =>
+  db.selectFrom('wallets').selectAll().where('family', '=', '').where('address', '=', '').compile(),
+);
+
 export class KyselyWalletRepository implements WalletRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -35,13 +40,8 @@ export class KyselyWalletRepository implements WalletRepository {
     return rows.map(toWallet);
   }
 
-  /** Every receive and send looks its wallet up: compiled once (see compiledOnce). */
-  private readonly findByAddressQuery = compiledOnce((db: Kysely<Database>) =>
-    db.selectFrom('wallets').selectAll().where('family', '=', '').where('address', '=', '').compile(),
-  );
-
   async findByAddress(family: ChainFamily, address: string): Promise<WalletRecord | undefined> {
-    const [row] = await this.findByAddressQuery(this.db, family, address);
+    const [row] = await findByAddressQuery(this.db, family, address);
     return row && toWallet(row);
   }
 }
