@@ -3,9 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { generateKeyPairSigner, getBase58Decoder } from '@solana/kit';
 import { encodePaymentSignatureHeader } from '@x402/core/http';
+import { createPermit2ApprovalTx } from '@x402/evm';
 import {
   createPublicClient,
   createTestClient,
+  createWalletClient,
   encodeFunctionData,
   type Hex,
   http,
@@ -13,6 +15,7 @@ import {
   parseAbi,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { PERMIT2_ADDRESS } from '../src/chains/evm/permit2-addresses.ts';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { SettlementFinisher } from '../src/workers/settlement-finisher.ts';
 import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
@@ -241,7 +244,7 @@ describe('x402 settlement finisher on EVM', () => {
     );
   });
   /** A settle whose transferWithAuthorization is not mined within the wait, then dropped from anvil's pool. */
-  const settleThenDrop = async (amount: string, maxTimeoutSeconds: number) => {
+  const settleThenDrop = async (amount: string, maxTimeoutSeconds: number, method?: 'permit2') => {
     const anvil = createTestClient({ mode: 'anvil', transport: http(evm.adapter.info.rpcUrl) });
     const seller = await gw.newCaller('premium');
     const call = async (method: 'GET' | 'POST', url: string, payload?: object) =>
@@ -250,6 +253,20 @@ describe('x402 settlement finisher on EVM', () => {
     const buyer = privateKeyToAccount(generatePrivateKey());
     await call('POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
     const requirements = evmExactRequirements(evm, { amount, payTo: wallet, maxTimeoutSeconds });
+    if (method === 'permit2') {
+      // The buyer's one-time approval of Permit2 for the token, as @x402/evm builds it.
+      await call('POST', '/faucet', { address: buyer.address, amount: 1 });
+      const client = createWalletClient({ account: buyer, transport: http(evm.adapter.info.rpcUrl) });
+      const approval = await client.sendTransaction({
+        ...createPermit2ApprovalTx(evm.usdc.address as Hex),
+        chain: null,
+      });
+      await createPublicClient({ transport: http(evm.adapter.info.rpcUrl) }).waitForTransactionReceipt({
+        hash: approval,
+        pollingInterval: 20,
+      });
+      requirements.extra = { assetTransferMethod: 'permit2' };
+    }
     const paymentPayload = await evmPayload(buyer, requirements, 'https://shop.example/evm');
     const body = { x402Version: 2, paymentPayload, paymentRequirements: requirements };
     await anvil.setAutomine(false);
@@ -264,6 +281,15 @@ describe('x402 settlement finisher on EVM', () => {
     const key = gw.services.facilitator.schemeFor(evm.adapter.info.id)?.settlementKey(paymentPayload.payload);
     assert.ok(key !== undefined);
     const feePayer = gw.services.facilitator.supported().signers['eip155:*']?.[0] as Hex;
+    // The fee payer's nonce is taken by another transaction: the stored one can never be mined now.
+    const replace = async () => {
+      await anvil.impersonateAccount({ address: feePayer });
+      await anvil.request({
+        method: 'eth_sendTransaction',
+        params: [{ from: feePayer, to: feePayer, value: '0x0' }],
+      } as never);
+      await anvil.stopImpersonatingAccount({ address: feePayer });
+    };
     return {
       anvil,
       call,
@@ -272,7 +298,7 @@ describe('x402 settlement finisher on EVM', () => {
       body,
       pending,
       key,
-      feePayer,
+      replace,
       authorization: paymentPayload.payload,
     };
   };
@@ -521,17 +547,11 @@ describe('x402 settlement finisher on EVM', () => {
     localReceiptCarries(false));
 
   it('fails a settlement whose transaction was never mined once a block passes validBefore with the authorization unused', async () => {
-    const { anvil, call, wallet, buyer, pending, key, feePayer, authorization } = await settleThenDrop(
+    const { anvil, call, wallet, buyer, pending, key, replace, authorization } = await settleThenDrop(
       '50000',
       120,
     );
-    // The fee payer's nonce is taken by another transaction: the stored one can never be mined now.
-    await anvil.impersonateAccount({ address: feePayer });
-    await anvil.request({
-      method: 'eth_sendTransaction',
-      params: [{ from: feePayer, to: feePayer, value: '0x0' }],
-    } as never);
-    await anvil.stopImpersonatingAccount({ address: feePayer });
+    await replace();
 
     const worker = eagerFinisher('evm-never');
     await worker.runOnce();
@@ -554,5 +574,41 @@ describe('x402 settlement finisher on EVM', () => {
     assert.equal(await readToken('balanceOf', [buyer.address]), 1_000_000n);
     assert.equal((await call('GET', `/payment/history/${wallet}`)).total, 0);
     assert.equal(await worker.runOnce(), 0, 'nothing left open');
+  });
+
+  // After the EIP-3009 one: the chain's clock is ahead of the gateway's from here on.
+  it('fails a Permit2 settlement never mined once a block passes the permit’s deadline with its nonce unspent', async () => {
+    const { anvil, call, wallet, buyer, pending, key, replace, authorization } = await settleThenDrop(
+      '45000',
+      600,
+      'permit2',
+    );
+    assert.match(key, /:exact:permit2:/, 'settled through x402’s Permit2 proxy');
+    await replace();
+    const worker = eagerFinisher('evm-permit2-never');
+    await worker.runOnce();
+    await worker.runOnce();
+    assert.equal((await gw.store.settlements.get(key))?.status, 'submitted');
+
+    const permit = authorization.permit2Authorization as { from: Hex; nonce: string };
+    await anvil.increaseTime({ seconds: 900 });
+    await anvil.mine({ blocks: 1 });
+    let row = await gw.store.settlements.get(key);
+    for (let i = 0; i < 20 && row?.status === 'submitted'; i++) {
+      await worker.runOnce();
+      row = await gw.store.settlements.get(key);
+    }
+    assert.equal(row?.status, 'failed');
+    assert.match(row?.error ?? '', /never mined/);
+    assert.deepEqual([row?.paymentId, row?.transactionId], [null, pending.transaction]);
+    const bitmap = await createPublicClient({ transport: http(evm.adapter.info.rpcUrl) }).readContract({
+      address: PERMIT2_ADDRESS,
+      abi: parseAbi(['function nonceBitmap(address owner, uint256 wordPosition) view returns (uint256)']),
+      functionName: 'nonceBitmap',
+      args: [permit.from, BigInt(permit.nonce) >> 8n],
+    });
+    assert.equal((bitmap >> (BigInt(permit.nonce) & 0xffn)) & 1n, 0n, 'the permit’s nonce is unspent');
+    assert.equal(await readToken('balanceOf', [buyer.address]), 1_000_000n);
+    assert.equal((await call('GET', `/payment/history/${wallet}`)).total, 0);
   });
 });
