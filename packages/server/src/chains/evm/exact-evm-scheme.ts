@@ -335,7 +335,7 @@ export class ExactEvmScheme implements ExactScheme {
     // It was unused when the transaction was built, at lastValidBlockHeight - LOCAL_VALIDITY_BLOCKS.
     const fromBlock =
       lastValidBlockHeight > LOCAL_VALIDITY_BLOCKS ? lastValidBlockHeight - LOCAL_VALIDITY_BLOCKS : 0n;
-    return this.findCarrier(built, fromBlock);
+    return this.findCarrier(built, async () => fromBlock);
   }
 
   /**
@@ -347,11 +347,14 @@ export class ExactEvmScheme implements ExactScheme {
    */
   async findSettled(signed: Uint8Array, claimedAt: number): Promise<LandedPayment | 'never' | undefined> {
     const since = BigInt(Math.floor(claimedAt / 1000)) - CLAIM_CLOCK_MARGIN_SECONDS;
-    const fromBlock = await this.call(() => firstBlockSince(this.client, since > 0n ? since : 0n));
-    return this.findCarrier(signed, fromBlock);
+    // Searched for only once the authorization is used: most looks never need it.
+    return this.findCarrier(signed, () => firstBlockSince(this.client, since > 0n ? since : 0n));
   }
 
-  private findCarrier(tx: Uint8Array, fromBlock: bigint): Promise<LandedPayment | 'never' | undefined> {
+  private findCarrier(
+    tx: Uint8Array,
+    fromBlock: () => Promise<bigint>,
+  ): Promise<LandedPayment | 'never' | undefined> {
     const { to } = parseTransaction(toHex(tx));
     return to != null && getAddress(to) === EXACT_PERMIT2_PROXY_ADDRESS
       ? findLandedPermit2(this.client, tx, fromBlock)

@@ -76,12 +76,12 @@ export async function sellerAuthorizationTransaction(
  * transfer's recipient is fixed by the buyer's signature, so whoever submitted it paid the seller.
  * `never` once a block at or past validBefore exists and the authorization is still unused: no later
  * block can use it. `fromBlock`: a block at which the authorization was still unused (when the
- * transaction was built or signed); nothing older is searched.
+ * transaction was built or signed), asked only once it is used; nothing older is searched.
  */
 export async function findLandedAuthorization(
   client: PublicClient,
   built: Uint8Array,
-  fromBlock: bigint,
+  fromBlock: () => Promise<bigint>,
 ): Promise<LandedPayment | 'never' | undefined> {
   const tx = parseTransaction(toHex(built));
   if (tx.to == null || tx.data === undefined) return 'never';
@@ -114,7 +114,7 @@ export async function findLandedAuthorization(
       address: token,
       event: EIP3009_ABI[2],
       args: { authorizer, nonce },
-      fromBlock,
+      fromBlock: await fromBlock(),
       toBlock: 'latest',
     });
     if (log?.transactionHash == null) return undefined;

@@ -65,12 +65,13 @@ export function settledPermitOf(
  * `never` once a block past the permit's deadline exists and no such transfer was found: Permit2 refuses
  * the permit in any later block, and a nonce spent otherwise (the buyer invalidated it, or signed another
  * permit with it) can never pay this one either. `fromBlock`: a block at which the nonce was still
- * unspent (when the transaction was built or signed); nothing older is searched.
+ * unspent (when the transaction was built or signed), asked only once it is spent; nothing older is
+ * searched.
  */
 export async function findLandedPermit2(
   client: PublicClient,
   built: Uint8Array,
-  fromBlock: bigint,
+  fromBlock: () => Promise<bigint>,
 ): Promise<LandedPayment | 'never' | undefined> {
   const tx = parseTransaction(toHex(built));
   const permit = settledPermitOf(tx.to, tx.data);
@@ -94,7 +95,7 @@ export async function findLandedPermit2(
       if (!pastDeadline) return undefined;
       return (await spent()) ? undefined : 'never';
     }
-    const landed = await findSettle(client, permit, fromBlock);
+    const landed = await findSettle(client, permit, await fromBlock());
     if (landed !== undefined) return landed;
     return pastDeadline ? 'never' : undefined;
   } catch (error) {
