@@ -119,7 +119,7 @@ export async function facilitatorRoutes(app: FastifyInstance, deps: { facilitato
         tags: ['facilitator'],
         summary: 'x402: settle a payment payload on chain, exactly once.',
         description:
-          "Verifies, signs (Solana: as fee payer; EVM: transferWithAuthorization) and stores the transaction before broadcasting it, then waits for `confirmed`. The same payload again: `duplicate_settlement`. Not confirmed within PAYMENT_CONFIRM_TIMEOUT_MS: `settlement_pending` with the transaction; settling again looks at that transaction and never sends another. Nobody has to: a background worker finishes every settlement left pending the same way, recording the seller's payment (status, history, stream, webhooks) once it confirms.",
+          "Verifies, signs (Solana: as fee payer; EVM: transferWithAuthorization) and stores the transaction before broadcasting it, then waits for `confirmed`. The same payload again: `duplicate_settlement`. Not confirmed within PAYMENT_CONFIRM_TIMEOUT_MS: `settlement_pending` with the transaction; settling again looks at that transaction and never sends another. Nobody has to: a background worker finishes every settlement left pending the same way, recording the seller's payment (status, history, stream, webhooks) once it confirms. On EVM, if another transaction used the authorization or permit first, the payment happened: the settlement is settled on that transaction (its hash is the answer's `transaction`); once a block at the authorization's validBefore (past the permit's deadline) exists with it unused, the settlement fails.",
         body: FacilitatorRequest,
         response: { 200: SettleResponse },
       },
