@@ -14,8 +14,10 @@ export const MAX_X402_HEADER_LENGTH = 16 * 1024;
  */
 export function decodeX402Header(text: string): X402Header | undefined {
   const trimmed = text.trim();
+  // Base64 of a JSON object begins with 'e' (the high six bits of '{'). Anything else, a gate402 proof
+  // (0x…) above all, is refused before decoding it and letting JSON.parse throw, which costs more.
   if (
-    trimmed.length === 0 ||
+    trimmed[0] !== 'e' ||
     trimmed.length > MAX_X402_HEADER_LENGTH ||
     !/^[A-Za-z0-9+/]+={0,2}$/.test(trimmed)
   ) {

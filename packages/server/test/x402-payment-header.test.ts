@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { PaymentProofs } from '../src/services/payment-proof.ts';
+import { decodeX402Header } from '../src/x402/payment-header.ts';
+
+const base64 = (value: unknown, space?: number) =>
+  Buffer.from(JSON.stringify(value, null, space)).toString('base64');
+
+describe('x402 payment header values (X-PAYMENT, PAYMENT-SIGNATURE)', () => {
+  const v1 = { x402Version: 1, scheme: 'exact', network: 'solana-devnet', payload: { transaction: 'AQ==' } };
+  const v2 = {
+    x402Version: 2,
+    accepted: { scheme: 'exact', network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1' },
+    payload: { transaction: 'AQ==' },
+  };
+
+  it('decodes v1 and v2 payloads, compact or pretty-printed, with surrounding whitespace', () => {
+    assert.equal(decodeX402Header(base64(v1))?.x402Version, 1);
+    assert.equal(decodeX402Header(base64(v2))?.x402Version, 2);
+    assert.equal(decodeX402Header(` ${base64(v2, 2)}\n`)?.x402Version, 2);
+  });
+
+  it('leaves a gate402 proof and anything else that is not a base64 JSON payload alone', () => {
+    const proof = new PaymentProofs(randomBytes(32)).issue({
+      pid: 'pay_01JD0Q3ZK8M4F6X3V5N7R9T2AB',
+      net: 'solana:localnet',
+      sig: '5'.repeat(88),
+      from: 'a',
+      to: 'b',
+      amt: '1',
+      iat: 1,
+    });
+    for (const other of [
+      proof,
+      '',
+      'e',
+      'eyJ',
+      base64([v2]),
+      base64('text'),
+      base64({ ...v2, x402Version: 3 }),
+    ]) {
+      assert.equal(decodeX402Header(other), undefined, other.slice(0, 20));
+    }
+  });
+});
