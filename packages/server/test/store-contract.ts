@@ -532,6 +532,21 @@ export function describePaymentStoreContract(
         undefined,
       );
       assert.equal(await store.settlements.get('solana:test:NONE'), undefined);
+      // Settled on another transaction than its own (EVM: someone else submitted the authorization).
+      await store.settlements.claim({
+        ...settlement,
+        key: 'eip155:1:exact:0xA:0x01',
+        transactionId: '0xOWN',
+      });
+      const carried = await store.settlements.transition(
+        'eip155:1:exact:0xA:0x01',
+        ['claimed', 'submitted'],
+        'settled',
+        { paymentId: 'pay_2', transactionId: '0xCARRIER' },
+        11,
+      );
+      assert.deepEqual([carried?.transactionId, carried?.signedTransaction], ['0xCARRIER', 'AQID']);
+      assert.equal((await store.settlements.get('eip155:1:exact:0xA:0x01'))?.transactionId, '0xCARRIER');
     });
 
     it('lists open settlements unchanged since a time, least recently changed first', async () => {
