@@ -422,6 +422,35 @@ describe('x402 EVM payloads in POST /transaction/receive: the seller submits tra
     assert.equal(await recorded(), before + 1);
   });
 
+  it('once its receipt failed, the same authorization, which can still land, gets a new receipt', async () => {
+    const { header } = await payment('10000');
+    const body = { walletAddress: seller.wallet.address, paymentProof: header, expectedAmount: 0.01 };
+    const first = await api('POST', '/transaction/receive', body);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    // However it failed (here: marked so by hand), the authorization is still unused on chain.
+    const record = await gw.store.payments.get(first.body.paymentId);
+    assert.ok(record !== undefined);
+    await gw.services.ledger.move(record, 'failed', { error: 'the receipt failed' });
+    const second = await api('POST', '/transaction/receive', body);
+    assert.equal(second.status, 200, JSON.stringify(second.body));
+    assert.notEqual(second.body.paymentId, first.body.paymentId);
+    const third = await api('POST', '/transaction/receive', body);
+    assert.deepEqual(
+      [third.body.paymentId, third.body.transaction, third.body.expiresAt],
+      [second.body.paymentId, second.body.transaction, second.body.expiresAt],
+    );
+    const hash = await signAndBroadcastEvm(
+      evm.adapter.info.rpcUrl,
+      second.body.transaction,
+      seller.wallet.privateKey,
+    );
+    assert.deepEqual(
+      [(await settle(second.body.paymentId)).status, (await settle(second.body.paymentId)).signature],
+      ['confirmed', hash],
+    );
+    assert.equal((await api('GET', `/payment/status/${first.body.paymentId}`)).body.status, 'failed');
+  });
+
   // Last: it moves the chain's clock ahead of the gateway's.
   it('expires a receipt never submitted once the chain passes the authorization’s validBefore; then builds no other', async () => {
     const { header } = await payment('10000', 30);

@@ -140,7 +140,8 @@ export class X402LocalReceiveService {
     }
     // The payload's receipt, while it is pending, answers for it: asking again builds nothing new.
     const previous = identity === undefined ? undefined : await this.receiptOf(source);
-    if (previous?.status === 'pending') return this.answer(accountId, input, previous.payment, decimals);
+    if (previous?.payment?.status === 'pending')
+      return this.answer(accountId, input, previous.payment, decimals);
     // A new receipt only for a payload that can still land: verified again against the chain now.
     const verdict = await scheme.verify(payment.payload, resolved.requirements, { sellerPays: true });
     if (!verdict.valid) {
@@ -189,13 +190,14 @@ export class X402LocalReceiveService {
     // Claimed with the payment in one database transaction: of two calls building at the same instant
     // (here or on another instance), one records its receipt and the other answers with that one.
     const claimed = await this.deps.store.transaction(async (tx) => {
-      if (!(await tx.x402Receipts.claim(source, record.id, previous?.payment.id, at))) return false;
+      if (!(await tx.x402Receipts.claim(source, record.id, previous?.id, at))) return false;
       await this.deps.ledger.recordIn(tx, record);
       return true;
     });
     if (!claimed) {
       const winner = await this.receiptOf(source);
-      if (winner?.status === 'pending') return this.answer(accountId, input, winner.payment, decimals);
+      if (winner?.payment?.status === 'pending')
+        return this.answer(accountId, input, winner.payment, decimals);
       // The winner left pending at once (landed, or failed): looked at afresh, once.
       if (mayRetry) return this.buildOnce(accountId, input, false);
       throw invalidProof('this payment proof was already used', 'already_used');
@@ -203,13 +205,15 @@ export class X402LocalReceiveService {
     return this.answer(accountId, input, record, decimals);
   }
 
-  /** The receipt that answers for a payload (by its source, `x402:<identity>`), if one was claimed. */
+  /**
+   * The receipt that answers for a payload (by its source, `x402:<identity>`), if one was claimed: its
+   * id, which a replacement compares, and its payment.
+   */
   private async receiptOf(
     source: string,
-  ): Promise<{ payment: PaymentRecord; status: PaymentRecord['status'] } | undefined> {
+  ): Promise<{ id: string; payment: PaymentRecord | undefined } | undefined> {
     const id = await this.deps.store.x402Receipts.get(source);
-    const payment = id === undefined ? undefined : await this.deps.store.payments.get(id);
-    return payment === undefined ? undefined : { payment, status: payment.status };
+    return id === undefined ? undefined : { id, payment: await this.deps.store.payments.get(id) };
   }
 
   /**
