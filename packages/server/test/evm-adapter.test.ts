@@ -205,6 +205,22 @@ describe('EVM adapter against the embedded anvil', () => {
     assert.deepEqual(await chain.waitForConfirmation(unknown, height + 100n, 200), { status: 'pending' });
   });
 
+  it('leaves no listener behind on its lifetime after a long wait of many polls (no leak per poll)', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', onWarning);
+    try {
+      const height = await chain.getBlockHeight();
+      // 20 ms polls for a second: ~50 sleeps on the one lifetime signal, past Node's warning at 11.
+      const outcome = await chain.waitForConfirmation(`0x${'cd'.repeat(32)}`, height + 1_000n, 1_000);
+      assert.deepEqual(outcome, { status: 'pending' });
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(warnings, []);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('reports a transaction that was never sent as expired once its last valid block is past', async () => {
     const prepared = await chain.prepareTransfer({ from: sender.address, to: sender.address, amount: 1n });
     const signed = await chain.sign(prepared, sender.secretKey);

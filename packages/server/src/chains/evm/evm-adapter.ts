@@ -569,16 +569,20 @@ function toHash(value: string): Hex {
   return value.toLowerCase() as Hex;
 }
 
+/**
+ * Waits `ms`, or less when `signal` aborts. The abort listener goes when the wait ends either way: the
+ * signal is the adapter's lifetime, and a confirmation wait polls many times over it.
+ */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 }
