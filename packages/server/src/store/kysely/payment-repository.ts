@@ -106,6 +106,23 @@ function paymentRow(payment: PaymentRecord, lease: PaymentLease | undefined): Pa
   };
 }
 
+// A wallet's history, one page and its total, with or without a direction: each shape compiled once.
+// Parameters bind in the order written: account, wallet, [direction], limit, offset.
+const historyPage = (db: Kysely<Database>, byDirection: boolean) => {
+  let page = db.selectFrom('payments').where('account_id', '=', '').where('wallet_address', '=', '');
+  if (byDirection) page = page.where('direction', '=', '');
+  return page.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(0).offset(0).compile();
+};
+const historyCount = (db: Kysely<Database>, byDirection: boolean) => {
+  let counts = db.selectFrom('payment_counts').where('account_id', '=', '').where('wallet_address', '=', '');
+  if (byDirection) counts = counts.where('direction', '=', '');
+  return counts.select((eb) => eb.fn.sum<number | string | null>('n').as('n')).compile();
+};
+const historyPageQuery = compiledOnce((db: Kysely<Database>) => historyPage(db, false));
+const historyPageOfDirectionQuery = compiledOnce((db: Kysely<Database>) => historyPage(db, true));
+const historyCountQuery = compiledOnce((db: Kysely<Database>) => historyCount(db, false));
+const historyCountOfDirectionQuery = compiledOnce((db: Kysely<Database>) => historyCount(db, true));
+
 /** Status lookups run this for every request. */
 const getPaymentQuery = compiledOnce((db: Kysely<Database>) =>
   db.selectFrom('payments').selectAll().where('id', '=', '').compile(),
@@ -212,27 +229,19 @@ export class KyselyPaymentRepository implements PaymentRepository {
   }
 
   async history(query: HistoryQuery): Promise<{ total: number; payments: PaymentRecord[] }> {
-    let base = this.db
-      .selectFrom('payments')
-      .where('account_id', '=', query.accountId)
-      .where('wallet_address', '=', query.walletAddress);
-    if (query.direction !== undefined) base = base.where('direction', '=', query.direction);
-    let counts = this.db
-      .selectFrom('payment_counts')
-      .where('account_id', '=', query.accountId)
-      .where('wallet_address', '=', query.walletAddress);
-    if (query.direction !== undefined) counts = counts.where('direction', '=', query.direction);
-    const [count, rows] = await Promise.all([
-      counts.select((eb) => eb.fn.sum<number | string | null>('n').as('n')).executeTakeFirstOrThrow(),
-      base
-        .selectAll()
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(query.limit)
-        .offset(query.offset)
-        .execute(),
-    ]);
-    return { total: Number(count.n ?? 0), payments: rows.map(toPayment) };
+    const { accountId, walletAddress, direction, limit, offset } = query;
+    const [count, rows] = await Promise.all(
+      direction === undefined
+        ? [
+            historyCountQuery(this.db, accountId, walletAddress),
+            historyPageQuery(this.db, accountId, walletAddress, limit, offset),
+          ]
+        : [
+            historyCountOfDirectionQuery(this.db, accountId, walletAddress, direction),
+            historyPageOfDirectionQuery(this.db, accountId, walletAddress, direction, limit, offset),
+          ],
+    );
+    return { total: Number(count[0]?.n ?? 0), payments: rows.map(toPayment) };
   }
 
   async search(query: PaymentSearch): Promise<{ total: number; payments: PaymentRecord[] }> {
