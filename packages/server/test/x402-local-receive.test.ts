@@ -150,6 +150,16 @@ describe('x402 payloads in POST /transaction/receive: the seller signs as fee pa
     assert.deepEqual(receipt(second), receipt(first));
     assert.deepEqual(receipt(third), receipt(first));
     assert.equal(await recorded(), before + 1, 'one receipt recorded');
+    // The receipt was asked for no resource; asked again for one, it would say it paid for that.
+    const forResource = await api('POST', '/transaction/receive', {
+      ...body,
+      resource: 'https://shop.example/b',
+    });
+    assert.deepEqual(
+      [forResource.status, forResource.body.error?.details?.paymentProof],
+      [422, 'resource_mismatch'],
+    );
+    assert.equal(await recorded(), before + 1, 'still one receipt');
 
     const held = await usdcOf(seller.wallet);
     const signature = await signAndBroadcast(chain.localnet.rpcUrl, first.body.transaction, seller.secretKey);

@@ -235,6 +235,11 @@ export class X402LocalReceiveService {
     ) {
       throw invalidProof('this payment proof was already used', 'already_used');
     }
+    // A repeat asking for a resource gets the receipt only if it was built for that one: its payment
+    // will say which resource it paid for, and it cannot pay for two.
+    if (input.resource !== undefined && record.resource !== input.resource) {
+      throw invalidProof('the receipt of this payload pays for another resource', 'resource_mismatch');
+    }
     return {
       success: true,
       verified: true,
