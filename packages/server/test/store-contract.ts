@@ -312,7 +312,7 @@ export function describePaymentStoreContract(
       const stranger = anAccount();
       await store.accounts.insert(stranger);
       await store.payments.insert(aPayment(stranger.id, { walletAddress: 'SEARCH-A' }));
-      const times = (r: { payments: PaymentRecord[] }) => r.payments.map((p) => p.createdAt);
+      const times = (r: { payments: { createdAt: number }[] }) => r.payments.map((p) => p.createdAt);
 
       const all = await store.payments.search({ accountId: owner.id, limit: 2, offset: 1 });
       assert.equal(all.total, 6);
@@ -386,6 +386,44 @@ export function describePaymentStoreContract(
         offset: 0,
       });
       assert.deepEqual(none, { total: 0, payments: [] });
+    });
+
+    it('lists each payment with exactly the fields a history entry shows, token amounts exact', async () => {
+      const owner = anAccount();
+      await store.accounts.insert(owner);
+      const token = aPayment(owner.id, {
+        walletAddress: 'SUMMARY',
+        direction: 'received',
+        status: 'finalized',
+        sender: 'BUYER',
+        recipient: 'SUMMARY',
+        amount: 123_456_789_012_345_678_901n,
+        resource: 'https://api.example/data',
+        signature: 'sig-1',
+        asset: { address: 'MINT', decimals: 6 },
+        metadata: { note: 'not listed' },
+        signedTransaction: 'AQID',
+        createdAt: 5_000,
+      });
+      const native = aPayment(owner.id, { walletAddress: 'SUMMARY', createdAt: 4_000 });
+      await store.payments.insert(token);
+      await store.payments.insert(native);
+      const expected = [token, native].map((p) => ({
+        id: p.id,
+        direction: p.direction,
+        status: p.status,
+        network: p.network,
+        sender: p.sender,
+        recipient: p.recipient,
+        amount: p.amount,
+        resource: p.resource,
+        signature: p.signature,
+        createdAt: p.createdAt,
+        ...(p.asset === undefined ? {} : { asset: p.asset }),
+      }));
+      const page = { accountId: owner.id, walletAddress: 'SUMMARY', limit: 10, offset: 0 };
+      assert.deepEqual((await store.payments.history({ ...page, direction: undefined })).payments, expected);
+      assert.deepEqual((await store.payments.search(page)).payments, expected);
     });
 
     it('leases each open payment to one owner at a time, and again once the lease lapses', async () => {

@@ -1,8 +1,9 @@
 import { canonicalAddress } from '../chains/canonical-address.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
+import { toWholeUnits } from '../domain/money.ts';
 import type { PaymentDirection, PaymentStatus } from '../domain/payment-status.ts';
-import type { PaymentRecord, Store } from '../store/store.ts';
+import type { PaymentRecord, PaymentSummary, Store } from '../store/store.ts';
 import { type PaymentView, paymentView } from './payment-view.ts';
 import type { WalletService } from './wallet-service.ts';
 
@@ -102,25 +103,24 @@ export class PaymentQueryService {
     return { total, limit: query.limit, offset: query.offset, payments: payments.map((p) => this.entry(p)) };
   }
 
-  private entry(payment: PaymentRecord): HistoryEntry {
-    const view = paymentView(payment, this.decimalsOf(payment));
+  private entry(payment: PaymentSummary): HistoryEntry {
     const entry: HistoryEntry = {
-      paymentId: view.paymentId,
+      paymentId: payment.id,
       type: payment.direction,
-      amount: view.amount,
-      status: view.status,
-      timestamp: view.timestamp,
-      signature: view.signature,
-      network: view.network,
+      amount: toWholeUnits(payment.amount, payment.asset?.decimals ?? this.decimalsOf(payment)),
+      status: payment.status,
+      timestamp: payment.createdAt,
+      signature: payment.signature,
+      network: payment.network,
     };
     if (payment.direction === 'sent') entry.recipient = payment.recipient;
     else entry.sender = payment.sender;
-    if (view.resource !== undefined) entry.resource = view.resource;
-    if (view.asset !== undefined) entry.asset = view.asset;
+    if (payment.resource !== null) entry.resource = payment.resource;
+    if (payment.asset !== undefined) entry.asset = payment.asset.address;
     return entry;
   }
 
-  private decimalsOf(payment: PaymentRecord): number {
+  private decimalsOf(payment: Pick<PaymentRecord, 'network'>): number {
     return this.networks.get(payment.network)?.info.nativeCurrency.decimals ?? 9;
   }
 

@@ -188,6 +188,25 @@ export type PaymentChanges = Partial<
   >
 >;
 
+/**
+ * What a history entry shows of a payment (spec §2.4): lists read only these columns of each row, not
+ * the whole record (its signed transaction, metadata, leases), a third of a page's cost.
+ */
+export type PaymentSummary = Pick<
+  PaymentRecord,
+  | 'id'
+  | 'direction'
+  | 'status'
+  | 'network'
+  | 'sender'
+  | 'recipient'
+  | 'amount'
+  | 'resource'
+  | 'signature'
+  | 'createdAt'
+  | 'asset'
+>;
+
 export interface HistoryQuery {
   readonly accountId: string;
   readonly walletAddress: string;
@@ -246,9 +265,9 @@ export interface PaymentRepository {
   /** How many payments each (network, status) pair has, over every account: for metrics. */
   countByStatus(): Promise<{ network: string; status: string; count: number }[]>;
   /** Newest first (created_at, then id), with the total count of matches. */
-  history(query: HistoryQuery): Promise<{ total: number; payments: PaymentRecord[] }>;
+  history(query: HistoryQuery): Promise<{ total: number; payments: PaymentSummary[] }>;
   /** The account's payments, newest first, narrowed by any of wallet, direction and status (the dashboard). */
-  search(query: PaymentSearch): Promise<{ total: number; payments: PaymentRecord[] }>;
+  search(query: PaymentSearch): Promise<{ total: number; payments: PaymentSummary[] }>;
   /**
    * Leases up to `limit` payments in `statuses` whose lease is free or lapsed to `owner` until
    * `until`, so that with several instances one worker handles each payment at a time.

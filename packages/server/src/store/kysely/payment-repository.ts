@@ -8,6 +8,7 @@ import type {
   PaymentRecord,
   PaymentRepository,
   PaymentSearch,
+  PaymentSummary,
 } from '../store.ts';
 import { compiledInsertOnce, compiledOnce } from './compiled-query.ts';
 import { leaseRows } from './lease-rows.ts';
@@ -106,12 +107,54 @@ function paymentRow(payment: PaymentRecord, lease: PaymentLease | undefined): Pa
   };
 }
 
+/** The columns of a PaymentSummary (history and search pages). */
+const SUMMARY_COLUMNS = [
+  'id',
+  'direction',
+  'status',
+  'network',
+  'sender',
+  'recipient',
+  'amount',
+  'resource',
+  'signature',
+  'created_at',
+  'asset',
+  'asset_decimals',
+] as const satisfies readonly (keyof PaymentsTable)[];
+
+type SummaryRow = Pick<Selectable<PaymentsTable>, (typeof SUMMARY_COLUMNS)[number]>;
+
+function toSummary(row: SummaryRow): PaymentSummary {
+  return {
+    id: row.id,
+    direction: row.direction as PaymentDirection,
+    status: row.status as PaymentStatus,
+    network: row.network,
+    sender: row.sender,
+    recipient: row.recipient,
+    amount: BigInt(row.amount),
+    resource: row.resource,
+    signature: row.signature,
+    createdAt: Number(row.created_at),
+    ...(row.asset === null || row.asset_decimals === null
+      ? {}
+      : { asset: { address: row.asset, decimals: Number(row.asset_decimals) } }),
+  };
+}
+
 // A wallet's history, one page and its total, with or without a direction: each shape compiled once.
 // Parameters bind in the order written: account, wallet, [direction], limit, offset.
 const historyPage = (db: Kysely<Database>, byDirection: boolean) => {
   let page = db.selectFrom('payments').where('account_id', '=', '').where('wallet_address', '=', '');
   if (byDirection) page = page.where('direction', '=', '');
-  return page.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(0).offset(0).compile();
+  return page
+    .select(SUMMARY_COLUMNS)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(0)
+    .offset(0)
+    .compile();
 };
 const historyCount = (db: Kysely<Database>, byDirection: boolean) => {
   let counts = db.selectFrom('payment_counts').where('account_id', '=', '').where('wallet_address', '=', '');
@@ -228,7 +271,7 @@ export class KyselyPaymentRepository implements PaymentRepository {
       .execute();
   }
 
-  async history(query: HistoryQuery): Promise<{ total: number; payments: PaymentRecord[] }> {
+  async history(query: HistoryQuery): Promise<{ total: number; payments: PaymentSummary[] }> {
     const { accountId, walletAddress, direction, limit, offset } = query;
     const [count, rows] = await Promise.all(
       direction === undefined
@@ -241,10 +284,10 @@ export class KyselyPaymentRepository implements PaymentRepository {
             historyPageOfDirectionQuery(this.db, accountId, walletAddress, direction, limit, offset),
           ],
     );
-    return { total: Number(count[0]?.n ?? 0), payments: rows.map(toPayment) };
+    return { total: Number(count[0]?.n ?? 0), payments: rows.map(toSummary) };
   }
 
-  async search(query: PaymentSearch): Promise<{ total: number; payments: PaymentRecord[] }> {
+  async search(query: PaymentSearch): Promise<{ total: number; payments: PaymentSummary[] }> {
     let base = this.db.selectFrom('payments').where('account_id', '=', query.accountId);
     if (query.walletAddress !== undefined) base = base.where('wallet_address', '=', query.walletAddress);
     if (query.direction !== undefined) base = base.where('direction', '=', query.direction);
@@ -252,14 +295,14 @@ export class KyselyPaymentRepository implements PaymentRepository {
     const [count, rows] = await Promise.all([
       base.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
       base
-        .selectAll()
+        .select(SUMMARY_COLUMNS)
         .orderBy('created_at', 'desc')
         .orderBy('id', 'desc')
         .limit(query.limit)
         .offset(query.offset)
         .execute(),
     ]);
-    return { total: Number(count.n), payments: rows.map(toPayment) };
+    return { total: Number(count.n), payments: rows.map(toSummary) };
   }
 
   async lease(
