@@ -28,6 +28,7 @@ const insertPaymentCount = compiledInsertOnce(
       .compile(),
 );
 
+/** Every column a payment is inserted with, in the order the compiled INSERT binds them. */
 const PAYMENT_COLUMNS = [
   'id',
   'account_id',
