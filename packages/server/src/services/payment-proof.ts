@@ -117,7 +117,7 @@ export class PaymentProofs {
   /**
    * Ed25519 signing is deterministic (RFC 8032): this key's signature of a message is the only one it
    * ever makes, so a proof this instance (or another sharing its master key) issued is checked by signing
-   * the message again and comparing, in constant time. Signing costs about a quarter of verifying, and
+   * the message again and comparing, in constant time. Signing costs under a third of verifying, and
    * every seller's receive checks a proof; the comparison accepts exactly what `issue` produced, not
    * even another encoding of the same signature.
    */
