@@ -39,6 +39,8 @@ const result = spawnSync(
     '--import',
     'tsx',
     '--test',
+    // A test that hangs fails after this, by name, instead of holding CI until its hard limit.
+    '--test-timeout=300000',
     '--test-reporter=spec',
     '--test-reporter-destination=stdout',
     '--test-reporter=./scripts/summary-reporter.mjs',
