@@ -3,7 +3,7 @@ import type { ChainAdapter, ChainTransaction } from '../chains/chain-adapter.ts'
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
 import { atomicToDecimalText } from '../domain/money.ts';
-import type { Store } from '../store/store.ts';
+import type { PaymentRecord, Store } from '../store/store.ts';
 import { atomicFromField } from './amounts.ts';
 import { findBuiltTransfer } from './local-transfer.ts';
 import type { PaymentProofs, ProofClaims } from './payment-proof.ts';
@@ -144,19 +144,21 @@ export class ProofVerifier {
     }
   }
 
-  private async replacementOf(claims: ProofClaims): Promise<string | undefined> {
-    const payment = await this.deps.store.payments.get(claims.pid);
-    return payment === undefined ? undefined : replacementOfRecord(payment, claims);
-  }
-
+  /**
+   * One look for the proof's transaction. This gateway's record of the attested payment, when it has
+   * one, is read once per look and serves three purposes: a payment it sent and saw confirmed answers
+   * without the chain; an EVM send it replaced names the replacement; a local-mode build names the
+   * lastValidBlockHeight to search up to.
+   */
   private async lookUp(chain: ChainAdapter, claims: ProofClaims): Promise<ChainTransaction | undefined> {
+    const record = await this.deps.store.payments.get(claims.pid);
     if (claims.sig !== undefined) {
-      const recorded = await this.confirmedByThisGateway(claims);
+      const recorded = record === undefined ? undefined : confirmedByThisGateway(record, claims);
       if (recorded !== undefined) return recorded;
       let signature = claims.sig;
       let status = await chain.getSignatureStatus(signature);
       if (status === undefined) {
-        const replacement = await this.replacementOf(claims);
+        const replacement = record === undefined ? undefined : replacementOfRecord(record, claims);
         if (replacement !== undefined) {
           signature = replacement;
           status = await chain.getSignatureStatus(signature);
@@ -174,54 +176,50 @@ export class ProofVerifier {
       recipient: claims.to,
       amount: BigInt(claims.amt),
       memo: claims.pid,
-      lastValidBlockHeight: await this.builtWith(claims),
+      lastValidBlockHeight: record === undefined ? null : builtWith(record, claims),
     });
   }
+}
 
-  /**
-   * A payment this gateway sent itself and saw confirmed: it built that transaction (exactly `amount`
-   * from the sender to the recipient, the payment id as memo), signed it, and recorded the chain's
-   * confirmation of it, so its record states what the chain would — without a round trip per receive.
-   * Any other proof (another gateway's, a local-mode one, one not yet confirmed here) goes to the chain.
-   */
-  private async confirmedByThisGateway(claims: ProofClaims): Promise<ChainTransaction | undefined> {
-    const payment = await this.deps.store.payments.get(claims.pid);
-    if (
-      payment === undefined ||
-      payment.direction !== 'sent' ||
-      payment.mode !== 'custodial' ||
-      payment.asset !== undefined ||
-      payment.network !== claims.net ||
-      (payment.status !== 'confirmed' && payment.status !== 'finalized') ||
-      payment.signature === null ||
-      payment.slot === null ||
-      (payment.signature !== claims.sig && !payment.replacedSignatures?.includes(claims.sig ?? ''))
-    ) {
-      return undefined;
-    }
-    return {
-      signature: payment.signature,
-      slot: payment.slot,
-      blockTime: payment.confirmedAt,
-      fee: payment.fee ?? 0n,
-      error: null,
-      feePayer: payment.sender,
-      nativeTransfers: [{ from: payment.sender, to: payment.recipient, amount: payment.amount }],
-      memos: [payment.id],
-      accounts: [payment.sender, payment.recipient],
-    };
+/**
+ * A payment this gateway sent itself and saw confirmed: it built that transaction (exactly `amount`
+ * from the sender to the recipient, the payment id as memo), signed it, and recorded the chain's
+ * confirmation of it, so its record states what the chain would — without a round trip per receive.
+ * Any other proof (another gateway's, a local-mode one, one not yet confirmed here) goes to the chain.
+ */
+function confirmedByThisGateway(payment: PaymentRecord, claims: ProofClaims): ChainTransaction | undefined {
+  if (
+    payment.direction !== 'sent' ||
+    payment.mode !== 'custodial' ||
+    payment.asset !== undefined ||
+    payment.network !== claims.net ||
+    (payment.status !== 'confirmed' && payment.status !== 'finalized') ||
+    payment.signature === null ||
+    payment.slot === null ||
+    (payment.signature !== claims.sig && !payment.replacedSignatures?.includes(claims.sig ?? ''))
+  ) {
+    return undefined;
   }
+  return {
+    signature: payment.signature,
+    slot: payment.slot,
+    blockTime: payment.confirmedAt,
+    fee: payment.fee ?? 0n,
+    error: null,
+    feePayer: payment.sender,
+    nativeTransfers: [{ from: payment.sender, to: payment.recipient, amount: payment.amount }],
+    memos: [payment.id],
+    accounts: [payment.sender, payment.recipient],
+  };
+}
 
-  /**
-   * The lastValidBlockHeight this gateway built the proof's transaction with, when it did: only a hint
-   * that narrows the search on chains that scan blocks (EVM); the chain still decides everything.
-   */
-  private async builtWith(claims: ProofClaims): Promise<bigint | null> {
-    const payment = await this.deps.store.payments.get(claims.pid);
-    if (payment === undefined || payment.network !== claims.net || payment.reference !== claims.ref)
-      return null;
-    return payment.lastValidBlockHeight;
-  }
+/**
+ * The lastValidBlockHeight this gateway built the proof's transaction with, when it did: only a hint
+ * that narrows the search on chains that scan blocks (EVM); the chain still decides everything.
+ */
+function builtWith(payment: PaymentRecord, claims: ProofClaims): bigint | null {
+  if (payment.network !== claims.net || payment.reference !== claims.ref) return null;
+  return payment.lastValidBlockHeight;
 }
 
 /**
@@ -229,15 +227,7 @@ export class ProofVerifier {
  * issued at the send may name a transaction that never lands. This gateway's own record of the payment
  * (the attested paymentId) names the one that took its place; the chain still decides the rest.
  */
-function replacementOfRecord(
-  payment: {
-    network: string;
-    direction: string;
-    signature: string | null;
-    replacedSignatures?: readonly string[];
-  },
-  claims: ProofClaims,
-): string | undefined {
+function replacementOfRecord(payment: PaymentRecord, claims: ProofClaims): string | undefined {
   if (payment.network !== claims.net || payment.direction !== 'sent' || payment.signature === null)
     return undefined;
   return claims.sig !== undefined && payment.replacedSignatures?.includes(claims.sig)
