@@ -13,12 +13,14 @@ import { generateSolanaKeypair } from '../src/chains/solana/solana-keypair.ts';
 import type { PaymentReconciler } from '../src/workers/payment-reconciler.ts';
 import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
 import { callAs } from './support/api-caller.ts';
-import { type EvmLocalWallet, newEvmLocalWallet, signAndBroadcastEvm } from './support/evm-local-signer.ts';
+import { type EvmLocalWallet, signAndBroadcastEvm } from './support/evm-local-signer.ts';
 import { handReconciler, untilNotPending } from './support/hand-reconciler.ts';
 import { signAndBroadcast } from './support/local-signer.ts';
+import { oneReceiptPerPayload } from './support/one-receipt-per-payload.ts';
 import { startTestEvm, type TestEvm } from './support/test-anvil.ts';
 import { startTestGateway, type TestGateway } from './support/test-gateway.ts';
 import { startTestChain, type TestChain } from './support/test-localnet.ts';
+import { newWatchedEvmWallet } from './support/watched-evm-wallet.ts';
 import {
   evmExactRequirements,
   evmPayload,
@@ -132,24 +134,11 @@ describe('x402 payloads in POST /transaction/receive: the seller signs as fee pa
     const { header } = await v2Payment(seller.wallet, '10000');
     const body = { walletAddress: seller.wallet, paymentProof: header, expectedAmount: 0.01 };
     const recorded = async () => (await api('GET', `/payment/history/${seller.wallet}`)).body.total;
-    const before = await recorded();
-    const [first, second] = await Promise.all([
-      api('POST', '/transaction/receive', body),
-      api('POST', '/transaction/receive', body),
-    ]);
-    const third = await api('POST', '/transaction/receive', body);
-    for (const answer of [first, second, third])
-      assert.equal(answer.status, 200, JSON.stringify(answer.body));
-    const receipt = (a: typeof first) => [
-      a.body.paymentId,
-      a.body.transaction,
-      a.body.expiresAt,
-      a.body.lastValidBlockHeight,
-      a.body.status,
-    ];
-    assert.deepEqual(receipt(second), receipt(first));
-    assert.deepEqual(receipt(third), receipt(first));
-    assert.equal(await recorded(), before + 1, 'one receipt recorded');
+    const { receipt: first, recordedBefore: before } = await oneReceiptPerPayload({
+      receive: () => api('POST', '/transaction/receive', body),
+      receiptFields: ['paymentId', 'transaction', 'expiresAt', 'lastValidBlockHeight', 'status'],
+      receiptsRecorded: recorded,
+    });
     // The receipt was asked for no resource; asked again for one, it would say it paid for that.
     const forResource = await api('POST', '/transaction/receive', {
       ...body,
@@ -332,14 +321,7 @@ describe('x402 EVM payloads in POST /transaction/receive: the seller submits tra
     await gw.services.facilitator.start();
     reconciler = handReconciler(gw, 'x402-evm-local-worker');
     const caller = await gw.newCaller('standard');
-    seller = { key: caller.key, wallet: newEvmLocalWallet() };
-    const watched = await api('POST', '/wallets', {
-      chain: 'evm',
-      address: seller.wallet.address,
-      watchOnly: true,
-    });
-    assert.equal(watched.status, 200, JSON.stringify(watched.body));
-    await evm.adapter.faucet?.fundNative(seller.wallet.address, 10n ** 18n);
+    seller = { key: caller.key, wallet: await newWatchedEvmWallet(gw, evm, caller.key) };
   });
 
   after(async () => {
@@ -403,23 +385,11 @@ describe('x402 EVM payloads in POST /transaction/receive: the seller submits tra
     const { header } = await payment('10000');
     const body = { walletAddress: seller.wallet.address, paymentProof: header, expectedAmount: 0.01 };
     const recorded = async () => (await api('GET', `/payment/history/${seller.wallet.address}`)).body.total;
-    const before = await recorded();
-    const [first, second] = await Promise.all([
-      api('POST', '/transaction/receive', body),
-      api('POST', '/transaction/receive', body),
-    ]);
-    const third = await api('POST', '/transaction/receive', body);
-    for (const answer of [first, second, third])
-      assert.equal(answer.status, 200, JSON.stringify(answer.body));
-    const receipt = (a: typeof first) => [
-      a.body.paymentId,
-      a.body.transaction,
-      a.body.expiresAt,
-      a.body.lastValidBlockHeight,
-    ];
-    assert.deepEqual(receipt(second), receipt(first));
-    assert.deepEqual(receipt(third), receipt(first));
-    assert.equal(await recorded(), before + 1, 'one receipt recorded');
+    const { receipt: first, recordedBefore: before } = await oneReceiptPerPayload({
+      receive: () => api('POST', '/transaction/receive', body),
+      receiptFields: ['paymentId', 'transaction', 'expiresAt', 'lastValidBlockHeight'],
+      receiptsRecorded: recorded,
+    });
     const held = await usdcOf(seller.wallet.address);
     const hash = await signAndBroadcastEvm(
       evm.adapter.info.rpcUrl,

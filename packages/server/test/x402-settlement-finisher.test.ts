@@ -21,11 +21,12 @@ import { SettlementFinisher } from '../src/workers/settlement-finisher.ts';
 import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
 import { callAs } from './support/api-caller.ts';
 import { DATABASE_URL, type TempStorage, tempPostgres, tempSqlite } from './support/databases.ts';
-import { newEvmLocalWallet, signAndBroadcastEvm } from './support/evm-local-signer.ts';
+import { signAndBroadcastEvm } from './support/evm-local-signer.ts';
 import { handReconciler, untilNotPending } from './support/hand-reconciler.ts';
 import { startTestEvm, type TestEvm } from './support/test-anvil.ts';
 import { startTestGateway, type TestGateway } from './support/test-gateway.ts';
 import { startTestChain, type TestChain } from './support/test-localnet.ts';
+import { newWatchedEvmWallet } from './support/watched-evm-wallet.ts';
 import { evmExactRequirements, evmPayload, svmExactRequirements, svmPayload } from './support/x402-buyer.ts';
 
 const SETTLE_WAIT_MS = 1_500;
@@ -177,13 +178,22 @@ describe('x402 settlement finisher: a settlement left pending is finished in the
   });
 });
 
+/** What POST /facilitator/settle answers, as far as these tests read it. */
+interface SettleAnswer {
+  readonly success: boolean;
+  readonly errorReason?: string;
+  readonly transaction: string;
+}
+
 /** The same on EVM: a transferWithAuthorization not mined within the settle's wait, mined later. */
 describe('x402 settlement finisher on EVM', () => {
   let evm: TestEvm;
   let gw: TestGateway;
+  let anvil: ReturnType<typeof createTestClient>;
 
   before(async () => {
     evm = await startTestEvm();
+    anvil = createTestClient({ mode: 'anvil', transport: http(evm.adapter.info.rpcUrl) });
     gw = await startTestGateway({
       networks: new NetworkRegistry([evm.adapter]),
       confirmTimeoutMs: SETTLE_WAIT_MS,
@@ -197,29 +207,96 @@ describe('x402 settlement finisher on EVM', () => {
     evm?.dispose();
   });
 
-  it('settles a transferWithAuthorization mined after its settle gave up waiting', async () => {
-    const anvil = createTestClient({ mode: 'anvil', transport: http(evm.adapter.info.rpcUrl) });
-    const seller = await gw.newCaller('premium');
+  const chainReader = () => createPublicClient({ transport: http(evm.adapter.info.rpcUrl) });
+
+  /** A new premium seller: its API key, and its calls answering whole (`api`) or bodies only (`call`). */
+  const newSeller = async () => {
+    const { key } = await gw.newCaller('premium');
+    const api = (method: 'GET' | 'POST', url: string, payload?: object) =>
+      callAs(gw, key, method, url, payload);
     const call = async (method: 'GET' | 'POST', url: string, payload?: object) =>
-      (await callAs(gw, seller.key, method, url, payload)).body;
-    const wallet = (await call('POST', '/wallets', { chain: 'evm' })).address as string;
+      (await api(method, url, payload)).body;
+    return { key, api, call };
+  };
+  type Seller = Awaited<ReturnType<typeof newSeller>>;
+
+  /** A new seller paid into a wallet the gateway keeps. */
+  const sellerWithGatewayWallet = async () => {
+    const seller = await newSeller();
+    const wallet = (await seller.call('POST', '/wallets', { chain: 'evm' })).address as string;
+    return { ...seller, wallet };
+  };
+
+  /**
+   * A new buyer holding 1 USDC and its signed x402 `exact` payment of `amount` atomic USDC to `payTo`:
+   * the payload, the body of a facilitator settle of it, and the key its settlement is stored under.
+   * With `permit2` it pays through Permit2, having approved it for the token first.
+   */
+  const buyerPays = async (
+    seller: Seller,
+    payment: { amount: string; payTo: string; maxTimeoutSeconds: number; permit2?: boolean },
+  ) => {
+    const { amount, payTo, maxTimeoutSeconds } = payment;
     const buyer = privateKeyToAccount(generatePrivateKey());
-    await call('POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
-    const requirements = evmExactRequirements(evm, {
+    await seller.call('POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const requirements = evmExactRequirements(evm, { amount, payTo, maxTimeoutSeconds });
+    if (payment.permit2 === true) {
+      // The buyer's one-time approval of Permit2 for the token, as @x402/evm builds it.
+      await seller.call('POST', '/faucet', { address: buyer.address, amount: 1 });
+      const client = createWalletClient({ account: buyer, transport: http(evm.adapter.info.rpcUrl) });
+      const approval = await client.sendTransaction({
+        ...createPermit2ApprovalTx(evm.usdc.address as Hex),
+        chain: null,
+      });
+      await chainReader().waitForTransactionReceipt({ hash: approval, pollingInterval: 20 });
+      requirements.extra = { assetTransferMethod: 'permit2' };
+    }
+    const paymentPayload = await evmPayload(buyer, requirements, 'https://shop.example/evm');
+    const key = gw.services.facilitator.schemeFor(evm.adapter.info.id)?.settlementKey(paymentPayload.payload);
+    assert.ok(key !== undefined);
+    const body = { x402Version: 2, paymentPayload, paymentRequirements: requirements };
+    return { buyer, paymentPayload, body, key };
+  };
+
+  /** Runs `work` while anvil mines no block on its own, so that a settle's transaction waits in the pool. */
+  const withoutMining = async <T>(work: () => Promise<T>): Promise<T> => {
+    await anvil.setAutomine(false);
+    try {
+      return await work();
+    } finally {
+      await anvil.setAutomine(true);
+    }
+  };
+
+  /** A settle not mined within its wait (it answers `settlement_pending`), then dropped from anvil's pool. */
+  const settleThenDropItsTransaction = (seller: Seller, body: object) =>
+    withoutMining(async () => {
+      const pending: SettleAnswer = await seller.call('POST', '/facilitator/settle', body);
+      assert.deepEqual([pending.success, pending.errorReason], [false, 'settlement_pending']);
+      await anvil.dropTransaction({ hash: pending.transaction as Hex });
+      return pending;
+    });
+
+  /** Runs `worker`'s passes (20 at most) until the settlement under `key` is settled or failed; its row. */
+  const untilClosed = async (worker: SettlementFinisher, key: string) => {
+    let row = await gw.store.settlements.get(key);
+    for (let i = 0; i < 20 && row?.status !== 'settled' && row?.status !== 'failed'; i++) {
+      await worker.runOnce();
+      row = await gw.store.settlements.get(key);
+    }
+    return row;
+  };
+
+  it('settles a transferWithAuthorization mined after its settle gave up waiting', async () => {
+    const seller = await sellerWithGatewayWallet();
+    const { call, wallet } = seller;
+    const { buyer, body } = await buyerPays(seller, {
       amount: '30000',
       payTo: wallet,
       maxTimeoutSeconds: 300,
     });
-    const paymentPayload = await evmPayload(buyer, requirements, 'https://shop.example/evm');
-    const body = { x402Version: 2, paymentPayload, paymentRequirements: requirements };
 
-    await anvil.setAutomine(false);
-    let pending: { success: boolean; errorReason?: string; transaction: string };
-    try {
-      pending = await call('POST', '/facilitator/settle', body);
-    } finally {
-      await anvil.setAutomine(true);
-    }
+    const pending: SettleAnswer = await withoutMining(() => call('POST', '/facilitator/settle', body));
     assert.deepEqual([pending.success, pending.errorReason], [false, 'settlement_pending']);
     const worker = new SettlementFinisher({
       store: gw.store,
@@ -243,43 +320,21 @@ describe('x402 settlement finisher on EVM', () => {
       [pending.transaction, 0.03, buyer.address],
     );
   });
-  /** A settle whose transferWithAuthorization is not mined within the wait, then dropped from anvil's pool. */
+
+  /**
+   * A settle to a new seller's gateway wallet (by transferWithAuthorization, or by Permit2) whose transaction
+   * is not mined within the wait, then dropped from anvil's pool; what the tests go on with.
+   */
   const settleThenDrop = async (amount: string, maxTimeoutSeconds: number, method?: 'permit2') => {
-    const anvil = createTestClient({ mode: 'anvil', transport: http(evm.adapter.info.rpcUrl) });
-    const seller = await gw.newCaller('premium');
-    const call = async (method: 'GET' | 'POST', url: string, payload?: object) =>
-      (await callAs(gw, seller.key, method, url, payload)).body;
-    const wallet = (await call('POST', '/wallets', { chain: 'evm' })).address as string;
-    const buyer = privateKeyToAccount(generatePrivateKey());
-    await call('POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
-    const requirements = evmExactRequirements(evm, { amount, payTo: wallet, maxTimeoutSeconds });
-    if (method === 'permit2') {
-      // The buyer's one-time approval of Permit2 for the token, as @x402/evm builds it.
-      await call('POST', '/faucet', { address: buyer.address, amount: 1 });
-      const client = createWalletClient({ account: buyer, transport: http(evm.adapter.info.rpcUrl) });
-      const approval = await client.sendTransaction({
-        ...createPermit2ApprovalTx(evm.usdc.address as Hex),
-        chain: null,
-      });
-      await createPublicClient({ transport: http(evm.adapter.info.rpcUrl) }).waitForTransactionReceipt({
-        hash: approval,
-        pollingInterval: 20,
-      });
-      requirements.extra = { assetTransferMethod: 'permit2' };
-    }
-    const paymentPayload = await evmPayload(buyer, requirements, 'https://shop.example/evm');
-    const body = { x402Version: 2, paymentPayload, paymentRequirements: requirements };
-    await anvil.setAutomine(false);
-    let pending: { success: boolean; errorReason?: string; transaction: string };
-    try {
-      pending = await call('POST', '/facilitator/settle', body);
-      assert.deepEqual([pending.success, pending.errorReason], [false, 'settlement_pending']);
-      await anvil.dropTransaction({ hash: pending.transaction as Hex });
-    } finally {
-      await anvil.setAutomine(true);
-    }
-    const key = gw.services.facilitator.schemeFor(evm.adapter.info.id)?.settlementKey(paymentPayload.payload);
-    assert.ok(key !== undefined);
+    const seller = await sellerWithGatewayWallet();
+    const { call, wallet } = seller;
+    const { buyer, paymentPayload, body, key } = await buyerPays(seller, {
+      amount,
+      payTo: wallet,
+      maxTimeoutSeconds,
+      permit2: method === 'permit2',
+    });
+    const pending = await settleThenDropItsTransaction(seller, body);
     const feePayer = gw.services.facilitator.supported().signers['eip155:*']?.[0] as Hex;
     // The fee payer's nonce is taken by another transaction: the stored one can never be mined now.
     const replace = async () => {
@@ -290,17 +345,7 @@ describe('x402 settlement finisher on EVM', () => {
       } as never);
       await anvil.stopImpersonatingAccount({ address: feePayer });
     };
-    return {
-      anvil,
-      call,
-      wallet,
-      buyer,
-      body,
-      pending,
-      key,
-      replace,
-      authorization: paymentPayload.payload,
-    };
+    return { call, wallet, buyer, body, pending, key, replace, authorization: paymentPayload.payload };
   };
   // Looks at settlements as soon as they are open, instead of after a settle's wait.
   const eagerFinisher = (instanceId: string) =>
@@ -319,7 +364,7 @@ describe('x402 settlement finisher on EVM', () => {
     'function balanceOf(address account) view returns (uint256)',
   ]);
   const readToken = (functionName: 'balanceOf' | 'authorizationState', args: readonly unknown[]) =>
-    createPublicClient({ transport: http(evm.adapter.info.rpcUrl) }).readContract({
+    chainReader().readContract({
       address: evm.usdc.address as Hex,
       abi: tokenAbi,
       functionName,
@@ -327,11 +372,7 @@ describe('x402 settlement finisher on EVM', () => {
     });
 
   /** Someone other than the facilitator submits the buyer's signed authorization; its transaction hash. */
-  const submitAsStranger = async (
-    anvil: ReturnType<typeof createTestClient>,
-    authorization: Record<string, unknown>,
-    tipWei?: bigint,
-  ): Promise<Hex> => {
+  const submitAsStranger = async (authorization: Record<string, unknown>, tipWei?: bigint): Promise<Hex> => {
     const auth = authorization.authorization as Record<string, string>;
     const stranger = privateKeyToAccount(generatePrivateKey()).address;
     await anvil.setBalance({ address: stranger, value: 10n ** 18n });
@@ -371,42 +412,27 @@ describe('x402 settlement finisher on EVM', () => {
   };
 
   it('a settle whose transaction reverts because another one used the authorization first answers success on that one', async () => {
-    const anvil = createTestClient({ mode: 'anvil', transport: http(evm.adapter.info.rpcUrl) });
-    const seller = await gw.newCaller('premium');
-    const call = async (method: 'GET' | 'POST', url: string, payload?: object) =>
-      (await callAs(gw, seller.key, method, url, payload)).body;
-    const wallet = (await call('POST', '/wallets', { chain: 'evm' })).address as string;
-    const buyer = privateKeyToAccount(generatePrivateKey());
-    await call('POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
-    const requirements = evmExactRequirements(evm, {
+    const seller = await sellerWithGatewayWallet();
+    const { call, wallet } = seller;
+    const { buyer, paymentPayload, body, key } = await buyerPays(seller, {
       amount: '35000',
       payTo: wallet,
       maxTimeoutSeconds: 3_600,
     });
-    const paymentPayload = await evmPayload(buyer, requirements, 'https://shop.example/evm');
-    const body = { x402Version: 2, paymentPayload, paymentRequirements: requirements };
-    const key =
-      gw.services.facilitator.schemeFor(evm.adapter.info.id)?.settlementKey(paymentPayload.payload) ?? '';
 
-    await anvil.setAutomine(false);
-    let answer: { success: boolean; errorReason?: string; transaction: string };
-    let carrier: Hex;
-    try {
-      const settling = call('POST', '/facilitator/settle', body);
+    const { answer, carrier } = await withoutMining(async () => {
+      const settling: Promise<SettleAnswer> = call('POST', '/facilitator/settle', body);
       while ((await gw.store.settlements.get(key))?.status !== 'submitted')
         await new Promise((resolve) => setTimeout(resolve, 20));
       // A watcher of the pool submits the same authorization with a higher tip: mined first.
-      carrier = await submitAsStranger(anvil, paymentPayload.payload, 100n * 10n ** 9n);
+      const carrier = await submitAsStranger(paymentPayload.payload, 100n * 10n ** 9n);
       await anvil.mine({ blocks: 1 });
-      answer = await settling;
-    } finally {
-      await anvil.setAutomine(true);
-    }
+      return { answer: await settling, carrier };
+    });
     // The facilitator's own transaction was mined after it, and reverted.
     const signed = (await gw.store.settlements.get(key))?.signedTransaction ?? '';
     const own = keccak256(`0x${Buffer.from(signed, 'base64').toString('hex')}`);
-    const client = createPublicClient({ transport: http(evm.adapter.info.rpcUrl) });
-    assert.equal((await client.getTransactionReceipt({ hash: own })).status, 'reverted');
+    assert.equal((await chainReader().getTransactionReceipt({ hash: own })).status, 'reverted');
     assert.deepEqual([answer.success, answer.transaction], [true, carrier]);
     const history = await call('GET', `/payment/history/${wallet}`);
     assert.deepEqual(
@@ -417,20 +443,13 @@ describe('x402 settlement finisher on EVM', () => {
   });
 
   it('settles on the transaction of whoever else submitted the authorization, recording the payment once', async () => {
-    const { anvil, call, wallet, buyer, body, pending, key, authorization } = await settleThenDrop(
-      '40000',
-      3_600,
-    );
+    const { call, wallet, buyer, body, pending, key, authorization } = await settleThenDrop('40000', 3_600);
     // Someone else (the buyer, a watcher of the pool) submits the same signed authorization.
-    const carrier = await submitAsStranger(anvil, authorization);
+    const carrier = await submitAsStranger(authorization);
     assert.notEqual(carrier, pending.transaction);
 
     const worker = eagerFinisher('evm-carried');
-    let row = await gw.store.settlements.get(key);
-    for (let i = 0; i < 20 && row?.status !== 'settled' && row?.status !== 'failed'; i++) {
-      await worker.runOnce();
-      row = await gw.store.settlements.get(key);
-    }
+    const row = await untilClosed(worker, key);
     assert.deepEqual([row?.status, row?.transactionId], ['settled', carrier]);
     const history = await call('GET', `/payment/history/${wallet}`);
     assert.equal(history.total, 1);
@@ -454,48 +473,21 @@ describe('x402 settlement finisher on EVM', () => {
    * transaction is dropped and the seller's carries it. Whichever looks first records it, once.
    */
   const localReceiptCarries = async (finisherFirst: boolean) => {
-    const anvil = createTestClient({ mode: 'anvil', transport: http(evm.adapter.info.rpcUrl) });
-    const seller = await gw.newCaller('premium');
-    const api = (method: 'GET' | 'POST', url: string, payload?: object) =>
-      callAs(gw, seller.key, method, url, payload);
-    const sellerWallet = newEvmLocalWallet();
-    const watched = await api('POST', '/wallets', {
-      chain: 'evm',
-      address: sellerWallet.address,
-      watchOnly: true,
-    });
-    assert.equal(watched.status, 200, JSON.stringify(watched.body));
-    await evm.adapter.faucet?.fundNative(sellerWallet.address, 10n ** 18n);
-    const buyer = privateKeyToAccount(generatePrivateKey());
-    await api('POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
-    const requirements = evmExactRequirements(evm, {
+    const seller = await newSeller();
+    const { api } = seller;
+    const sellerWallet = await newWatchedEvmWallet(gw, evm, seller.key);
+    const { buyer, paymentPayload, body, key } = await buyerPays(seller, {
       amount: '25000',
       payTo: sellerWallet.address,
       maxTimeoutSeconds: 3_600,
     });
-    const paymentPayload = await evmPayload(buyer, requirements, 'https://shop.example/evm');
     const receipt = await api('POST', '/transaction/receive', {
       walletAddress: sellerWallet.address,
       paymentProof: encodePaymentSignatureHeader(paymentPayload),
       expectedAmount: 0.025,
     });
     assert.equal(receipt.status, 200, JSON.stringify(receipt.body));
-    const key =
-      gw.services.facilitator.schemeFor(evm.adapter.info.id)?.settlementKey(paymentPayload.payload) ?? '';
-    await anvil.setAutomine(false);
-    try {
-      const pending = (
-        await api('POST', '/facilitator/settle', {
-          x402Version: 2,
-          paymentPayload,
-          paymentRequirements: requirements,
-        })
-      ).body;
-      assert.deepEqual([pending.success, pending.errorReason], [false, 'settlement_pending']);
-      await anvil.dropTransaction({ hash: pending.transaction as Hex });
-    } finally {
-      await anvil.setAutomine(true);
-    }
+    await settleThenDropItsTransaction(seller, body);
     // The seller's own transaction carries the authorization.
     const carrier = await signAndBroadcastEvm(
       evm.adapter.info.rpcUrl,
@@ -506,14 +498,7 @@ describe('x402 settlement finisher on EVM', () => {
     const reconcile = () =>
       untilNotPending(reconciler, () => api('GET', `/payment/status/${receipt.body.paymentId}`), 50);
     const worker = eagerFinisher('evm-local-receipt');
-    const finish = async () => {
-      let row = await gw.store.settlements.get(key);
-      for (let i = 0; i < 20 && row?.status !== 'settled' && row?.status !== 'failed'; i++) {
-        await worker.runOnce();
-        row = await gw.store.settlements.get(key);
-      }
-      return row;
-    };
+    const finish = () => untilClosed(worker, key);
     const [status, row] = finisherFirst
       ? await finish().then(async (r) => [await reconcile(), r] as const)
       : await reconcile().then(async (r) => [r, await finish()] as const);
@@ -547,10 +532,7 @@ describe('x402 settlement finisher on EVM', () => {
     localReceiptCarries(false));
 
   it('fails a settlement whose transaction was never mined once a block passes validBefore with the authorization unused', async () => {
-    const { anvil, call, wallet, buyer, pending, key, replace, authorization } = await settleThenDrop(
-      '50000',
-      120,
-    );
+    const { call, wallet, buyer, pending, key, replace, authorization } = await settleThenDrop('50000', 120);
     await replace();
 
     const worker = eagerFinisher('evm-never');
@@ -562,11 +544,7 @@ describe('x402 settlement finisher on EVM', () => {
     const auth = authorization.authorization as Record<string, string>;
     await anvil.increaseTime({ seconds: 180 });
     await anvil.mine({ blocks: 1 });
-    let row = await gw.store.settlements.get(key);
-    for (let i = 0; i < 20 && row?.status === 'submitted'; i++) {
-      await worker.runOnce();
-      row = await gw.store.settlements.get(key);
-    }
+    const row = await untilClosed(worker, key);
     assert.equal(row?.status, 'failed');
     assert.match(row?.error ?? '', /never mined/);
     assert.deepEqual([row?.paymentId, row?.transactionId], [null, pending.transaction]);
@@ -578,7 +556,7 @@ describe('x402 settlement finisher on EVM', () => {
 
   // After the EIP-3009 one: the chain's clock is ahead of the gateway's from here on.
   it('fails a Permit2 settlement never mined once a block passes the permit’s deadline with its nonce unspent', async () => {
-    const { anvil, call, wallet, buyer, pending, key, replace, authorization } = await settleThenDrop(
+    const { call, wallet, buyer, pending, key, replace, authorization } = await settleThenDrop(
       '45000',
       600,
       'permit2',
@@ -593,15 +571,11 @@ describe('x402 settlement finisher on EVM', () => {
     const permit = authorization.permit2Authorization as { from: Hex; nonce: string };
     await anvil.increaseTime({ seconds: 900 });
     await anvil.mine({ blocks: 1 });
-    let row = await gw.store.settlements.get(key);
-    for (let i = 0; i < 20 && row?.status === 'submitted'; i++) {
-      await worker.runOnce();
-      row = await gw.store.settlements.get(key);
-    }
+    const row = await untilClosed(worker, key);
     assert.equal(row?.status, 'failed');
     assert.match(row?.error ?? '', /never mined/);
     assert.deepEqual([row?.paymentId, row?.transactionId], [null, pending.transaction]);
-    const bitmap = await createPublicClient({ transport: http(evm.adapter.info.rpcUrl) }).readContract({
+    const bitmap = await chainReader().readContract({
       address: PERMIT2_ADDRESS,
       abi: parseAbi(['function nonceBitmap(address owner, uint256 wordPosition) view returns (uint256)']),
       functionName: 'nonceBitmap',
