@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { newId } from '../src/domain/ids.ts';
 import { newPayment } from '../src/services/new-payment.ts';
 import type { PaymentRecord } from '../src/store/store.ts';
@@ -10,7 +12,7 @@ import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from '
  * Payment states over time on a localnet whose slots advance only when the test says so, and the
  * reconciler that finishes what a request (or a crashed process) left open.
  */
-describe('payment states and recovery', () => {
+describe('payment states and recovery', { timeout: 120_000 }, () => {
   let f: PaymentFixture;
   let buyer: Party;
   let seller: Party;
@@ -35,11 +37,20 @@ describe('payment states and recovery', () => {
   }
 
   it('answers submitted when confirmation is slow, then confirms and finalizes in the background', async () => {
-    const sent = await f.post(buyer.key, '/payment/send', {
-      walletAddress: buyer.wallet,
-      recipientAddress: seller.wallet,
-      amount: 0.25,
-    });
+    // Nothing advances the chain while the send waits: it must answer on its own deadline (300 ms),
+    // whatever the garbage collector does meanwhile. That deadline was once an AbortSignal.timeout inside
+    // AbortSignal.any, which a full collection could take away, and the send then never answered (a
+    // hang in one CI run of six); collecting all along the send makes that fail every time.
+    const collecting = setInterval(collectGarbage, 20);
+    const sent = await within(
+      10_000,
+      'POST /payment/send (confirmTimeoutMs 300 ms, no new slot while it waits)',
+      f.post(buyer.key, '/payment/send', {
+        walletAddress: buyer.wallet,
+        recipientAddress: seller.wallet,
+        amount: 0.25,
+      }),
+    ).finally(() => clearInterval(collecting));
     assert.equal(sent.statusCode, 200, sent.body);
     assert.equal(sent.json().status, 'submitted');
     assert.equal(sent.json().blockHeight, null);
@@ -47,13 +58,13 @@ describe('payment states and recovery', () => {
     assert.equal((await f.get(buyer.key, `/payment/status/${paymentId}`)).json().status, 'submitted');
 
     f.chain.localnet.advanceSlots(1);
-    await reconciler.runOnce();
+    await pass(reconciler);
     const confirmed = (await f.get(buyer.key, `/payment/status/${paymentId}`)).json();
     assert.equal(confirmed.status, 'confirmed');
     assert.equal(typeof confirmed.blockHeight, 'number');
 
     f.chain.localnet.advanceSlots(3);
-    await reconciler.runOnce();
+    await pass(reconciler);
     assert.equal((await f.get(buyer.key, `/payment/status/${paymentId}`)).json().status, 'finalized');
     assert.deepEqual(await eventsOf(buyer.accountId, paymentId), [
       'payment.sent',
@@ -66,11 +77,11 @@ describe('payment states and recovery', () => {
   it('finishes a payment whose process died after storing it and before broadcasting: same bytes, paid once', async () => {
     const recipient = await f.party();
     const payment = await storeSignedButUnsent(recipient.wallet, 1_500_000_000n);
-    await reconciler.runOnce();
+    await pass(reconciler);
     assert.equal((await f.gw.store.payments.get(payment.id))?.status, 'submitted');
     f.chain.localnet.advanceSlots(1);
-    await reconciler.runOnce();
-    await reconciler.runOnce();
+    await pass(reconciler);
+    await pass(reconciler);
     const done = await f.gw.store.payments.get(payment.id);
     assert.equal(done?.status, 'confirmed');
     assert.equal(done?.signature, payment.signature, 'the stored signature, not a new one');
@@ -82,7 +93,7 @@ describe('payment states and recovery', () => {
     const recipient = await f.party();
     const payment = await storeSignedButUnsent(recipient.wallet, LAMPORTS);
     f.chain.localnet.advanceSlots(160);
-    await reconciler.runOnce();
+    await pass(reconciler);
     const expired = await f.gw.store.payments.get(payment.id);
     assert.equal(expired?.status, 'expired');
     assert.equal(await f.chain.adapter.getBalance(recipient.wallet), 0n);
@@ -97,15 +108,20 @@ describe('payment states and recovery', () => {
       [1, 2, 3].map((i) => storeSignedButUnsent(recipient.wallet, BigInt(i) * 10_000_000n)),
     );
     const workers = ['a', 'b', 'c'].map((name) => reconcilerFor(f, `worker-${name}`));
-    await Promise.all(workers.map((w) => w.runOnce()));
+    await Promise.all(workers.map(pass));
     f.chain.localnet.advanceSlots(1);
-    await Promise.all(workers.map((w) => w.runOnce()));
+    await Promise.all(workers.map(pass));
     for (const payment of payments) {
       assert.equal((await f.gw.store.payments.get(payment.id))?.status, 'confirmed');
       assert.deepEqual(await eventsOf(buyer.accountId, payment.id), ['payment.sent', 'payment.confirmed']);
     }
     assert.equal(await f.chain.adapter.getBalance(recipient.wallet), 60_000_000n);
   });
+
+  /** One reconciler pass; each of its RPC calls has a time limit, so a pass that does not end is a bug. */
+  function pass(worker: PaymentReconciler): Promise<number> {
+    return within(20_000, 'a reconciler pass', worker.runOnce());
+  }
 
   /** What a send leaves behind if its process dies right after the insert: signed, stored, never sent. */
   async function storeSignedButUnsent(recipient: string, amount: bigint): Promise<PaymentRecord> {
@@ -149,4 +165,27 @@ function reconcilerFor(f: PaymentFixture, instanceId: string): PaymentReconciler
     instanceId,
     recheckMs: 0,
   });
+}
+
+/** A full garbage collection, as a busy machine may run at any moment (`gc` without --expose-gc). */
+const collectGarbage = (() => {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+})();
+
+/**
+ * `work`, or a failure naming `what` once `ms` have passed. Every wait in this file ends by itself (a
+ * send answers `submitted` after confirmTimeoutMs, an RPC call gives up after its time limit); one that
+ * does not fails here, by name, instead of holding the run until the runner's limit.
+ */
+async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
