@@ -240,9 +240,18 @@ export class Gate402Client {
     if (parts.body !== undefined) headers['content-type'] = 'application/json';
     if (parts.options?.idempotencyKey !== undefined)
       headers['idempotency-key'] = parts.options.idempotencyKey;
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    // A timer this call holds and clears, not AbortSignal.timeout(): Node 20 holds the sources of
+    // AbortSignal.any() only weakly, so a GC could collect an otherwise unreferenced timeout signal and,
+    // with it, the request's time limit whenever the caller passes a signal of its own.
+    const deadline = new AbortController();
+    const timer = setTimeout(
+      () => deadline.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+      this.#timeoutMs,
+    );
     const signal =
-      parts.options?.signal === undefined ? timeout : AbortSignal.any([parts.options.signal, timeout]);
+      parts.options?.signal === undefined
+        ? deadline.signal
+        : AbortSignal.any([parts.options.signal, deadline.signal]);
 
     let response: Response;
     let text: string;
@@ -261,6 +270,8 @@ export class Gate402Client {
           cause: error,
         },
       );
+    } finally {
+      clearTimeout(timer);
     }
     let json: unknown;
     try {

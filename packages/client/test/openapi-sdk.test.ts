@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import {
   Gate402Client,
   Gate402Error,
@@ -207,6 +212,30 @@ describe('SDK and the served OpenAPI document', () => {
     );
   });
 
+  it('ends a request nobody answers at timeoutMs, with a signal of its own and a GC meanwhile', async () => {
+    // Accepts the connection and never answers.
+    const silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    const collectGarbage = fullGc();
+    const collecting = setInterval(collectGarbage, 20);
+    try {
+      const client = new Gate402Client({ url: `http://127.0.0.1:${port}`, timeoutMs: 300 });
+      const timedOut = assert.rejects(
+        client.health({ signal: new AbortController().signal }),
+        (e: unknown) => e instanceof Gate402TransportError && /timed out/.test(e.message),
+      );
+      const tooLate = sleep(5_000, undefined, { ref: false }).then(() =>
+        assert.fail('the 300 ms time limit did not end the request within 5 s'),
+      );
+      await Promise.race([timedOut, tooLate]);
+    } finally {
+      clearInterval(collecting);
+      silent.closeAllConnections();
+      silent.close();
+    }
+  });
+
   it('throws Gate402TransportError when no gateway answers', async () => {
     const unreachable = new Gate402Client({ url: 'http://127.0.0.1:9', timeoutMs: 2_000 });
     await assert.rejects(
@@ -215,3 +244,9 @@ describe('SDK and the served OpenAPI document', () => {
     );
   });
 });
+
+/** A full garbage collection, as a busy process may run at any moment (`gc` without --expose-gc). */
+function fullGc(): () => void {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}

@@ -4,6 +4,7 @@ import {
   type RpcSubscriptions,
   type SolanaRpcSubscriptionsApi,
 } from '@solana/kit';
+import { withDeadline } from '../deadline.ts';
 import { type RpcEndpoints, raceAbort } from '../rpc-endpoints.ts';
 
 /**
@@ -178,12 +179,14 @@ export class SlotFeed {
   private async tryRecovered(url: string, cancel: AbortSignal): Promise<Subscription | undefined> {
     const { endpoints, silenceMs } = this.options;
     let opened: Subscription | undefined;
-    const limit = AbortSignal.any([cancel, AbortSignal.timeout(endpoints.timeoutMs)]);
     try {
-      opened = await raceAbort(this.subscribe(url, limit), limit);
-      const firstSlotLimit =
-        silenceMs === undefined ? cancel : AbortSignal.any([cancel, AbortSignal.timeout(silenceMs)]);
-      const first = await raceAbort(opened.slots.next(), firstSlotLimit);
+      const subscription = await withDeadline(endpoints.timeoutMs, cancel, (limit) =>
+        raceAbort(this.subscribe(url, limit), limit),
+      );
+      opened = subscription;
+      const first = await (silenceMs === undefined
+        ? raceAbort(subscription.slots.next(), cancel)
+        : withDeadline(silenceMs, cancel, (limit) => raceAbort(subscription.slots.next(), limit)));
       if (first.done === true) throw new Error('the subscription ended');
       this.options.onSlot();
       return opened;

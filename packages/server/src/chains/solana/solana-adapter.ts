@@ -44,6 +44,7 @@ import type {
   TransferRequest,
 } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
+import { withDeadline } from '../deadline.ts';
 import { InFlightReads } from '../in-flight-reads.ts';
 import { DEFAULT_RPC_DOWN_MS, DEFAULT_RPC_TIMEOUT_MS, RpcEndpoints } from '../rpc-endpoints.ts';
 import { failoverTransport } from './failover-transport.ts';
@@ -275,22 +276,10 @@ export class SolanaAdapter implements ChainAdapter {
     timeoutMs: number,
   ): Promise<ConfirmationOutcome> {
     this.slotFeed?.start();
-    // The deadline is a timer this call holds and clears, not AbortSignal.any([…, AbortSignal.timeout()]):
-    // Node (seen on 20.20) holds a timeout signal given to any() only weakly, so a full GC during the wait
-    // can collect it and cancel its timer, and the wait then ends only with a status or an expired
-    // blockhash — never, on a localnet advanced by hand (a send hung so in payment-recovery.test.ts).
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), Math.max(1, timeoutMs));
-    const onClose = () => deadline.abort();
-    this.lifetime.signal.addEventListener('abort', onClose, { once: true });
-    if (this.lifetime.signal.aborted) deadline.abort();
-    try {
-      const outcome = await this.watcher.wait(signature, lastValidBlockHeight, deadline.signal);
-      return outcome ?? { status: 'pending' };
-    } finally {
-      clearTimeout(timer);
-      this.lifetime.signal.removeEventListener('abort', onClose);
-    }
+    const outcome = await withDeadline(timeoutMs, this.lifetime.signal, (signal) =>
+      this.watcher.wait(signature, lastValidBlockHeight, signal),
+    );
+    return outcome ?? { status: 'pending' };
   }
 
   async getSignatureStatus(signature: string): Promise<ConfirmationOutcome | undefined> {
