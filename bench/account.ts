@@ -1,13 +1,14 @@
 import type { Benchmark, BenchRow } from './bench-row.ts';
-import { load, loadInTurns, startServerProcess } from './http-load.ts';
+import { compareInRounds, load, startServerProcess } from './http-load.ts';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 12);
-const ROUNDS = 4;
+/** Seconds of load per server, split into ROUNDS paired rounds. */
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
+const ROUNDS = 10;
 const TARGET_RATIO = 0.6;
 
 /**
  * GET /account (authenticated, rate-limited, reads storage) against a bare Fastify route returning a
- * constant, loaded in turns in this run with the same load, each server in its own process.
+ * constant, in paired rounds in this run with the same load, each server in its own process.
  */
 const accountBenchmark: Benchmark = async () => {
   const bare = await startServerProcess(new URL('./servers/bare-fastify.ts', import.meta.url).pathname, [
@@ -24,20 +25,20 @@ const accountBenchmark: Benchmark = async () => {
     // Warm both up (JIT, connection pools) before measuring.
     await load(bareUrl, {}, 2);
     await load(gatewayUrl, auth, 2);
-    const [reference, measured] = await loadInTurns(
-      [{ url: bareUrl }, { url: gatewayUrl, headers: auth }],
+    const { reference, measured, ratio } = await compareInRounds(
+      { url: bareUrl },
+      { url: gatewayUrl, headers: auth },
       ROUNDS,
       SECONDS / ROUNDS,
     );
-    if (reference === undefined || measured === undefined) throw new Error('no load results');
     if (measured.non2xx > 0) throw new Error(`GET /account answered ${measured.non2xx} non-2xx responses`);
-    const ratio = measured.requestsPerSecond / reference.requestsPerSecond;
     const rows: BenchRow[] = [
       {
         name: 'GET /account throughput',
         value: Math.round(measured.requestsPerSecond),
         unit: 'req/s',
         reference: { name: 'bare Fastify route', value: Math.round(reference.requestsPerSecond) },
+        ratio,
         target: `>= ${TARGET_RATIO} of bare`,
         met: ratio >= TARGET_RATIO,
       },

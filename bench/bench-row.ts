@@ -12,6 +12,8 @@ export interface BenchRow {
   readonly unit: string;
   /** What the figure was compared against in the same run, e.g. "bare Fastify route". */
   readonly reference?: { readonly name: string; readonly value: number };
+  /** value ÷ reference as measured, when it is not simply their quotient (a median of paired rounds). */
+  readonly ratio?: number;
   /** The goal the issue set, in words, e.g. ">= 0.6 of bare" or ">= 3000 tx/s". */
   readonly target?: string;
   /** Whether the target was met in this run; absent when there is no target. */

@@ -54,27 +54,54 @@ export interface LoadTarget {
   readonly headers?: Record<string, string>;
 }
 
+/** A measured target against its reference in the same run. */
+export interface Comparison {
+  readonly reference: LoadResult;
+  readonly measured: LoadResult;
+  /** Median over the rounds of measured req/s ÷ reference req/s in that round. */
+  readonly ratio: number;
+}
+
 /**
- * Several servers loaded in turns — A, B, A, B, … for `rounds` rounds of `seconds` each — so that
- * whatever else the machine is doing at a moment weighs on all of them alike. Requests/s is the total
- * over all rounds; p99 is the median of the rounds' p99s.
+ * A target and its reference loaded in paired rounds: each round loads both, one straight after the
+ * other, the reference first in even rounds and second in odd ones. On a shared VM the machine's speed
+ * drifts by a third within a minute, so a ratio of two separate runs measures the drift as much as the
+ * servers; within a pair both meet nearly the same machine. The ratio is the median of the rounds'
+ * ratios, which one slow moment cannot move; req/s are the means over the rounds, p99 their medians.
  */
-export async function loadInTurns(
-  targets: readonly LoadTarget[],
+export async function compareInRounds(
+  reference: LoadTarget,
+  measured: LoadTarget,
   rounds: number,
   seconds: number,
-): Promise<LoadResult[]> {
-  const results = targets.map(() => [] as LoadResult[]);
+): Promise<Comparison> {
+  const references: LoadResult[] = [];
+  const measures: LoadResult[] = [];
+  const run = (target: LoadTarget) => load(target.url, target.headers ?? {}, seconds);
   for (let round = 0; round < rounds; round++) {
-    for (const [i, target] of targets.entries()) {
-      results[i]?.push(await load(target.url, target.headers ?? {}, seconds));
+    if (round % 2 === 0) {
+      references.push(await run(reference));
+      measures.push(await run(measured));
+    } else {
+      measures.push(await run(measured));
+      references.push(await run(reference));
     }
   }
-  return results.map((runs) => ({
+  return {
+    reference: summary(references),
+    measured: summary(measures),
+    ratio: median(
+      measures.map((m, i) => m.requestsPerSecond / (references[i]?.requestsPerSecond ?? Number.NaN)),
+    ),
+  };
+}
+
+function summary(runs: readonly LoadResult[]): LoadResult {
+  return {
     requestsPerSecond: runs.reduce((sum, r) => sum + r.requestsPerSecond, 0) / runs.length,
     p99Ms: median(runs.map((r) => r.p99Ms)),
     non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0),
-  }));
+  };
 }
 
 function median(values: number[]): number {

@@ -44,7 +44,11 @@ function printTable(table: (BenchRow & { benchmark: string })[]): void {
     r.name,
     `${format(r.value)} ${r.unit}`,
     r.reference === undefined ? '' : `${format(r.reference.value)} (${r.reference.name})`,
-    r.reference === undefined || r.reference.value === 0 ? '' : (r.value / r.reference.value).toFixed(2),
+    r.ratio !== undefined
+      ? r.ratio.toFixed(2)
+      : r.reference === undefined || r.reference.value === 0
+        ? ''
+        : (r.value / r.reference.value).toFixed(2),
     r.target ?? '',
     r.met === undefined ? '' : r.met ? 'yes' : 'NO',
   ]);
