@@ -39,7 +39,8 @@ const result = spawnSync(
     '--import',
     'tsx',
     '--test',
-    // A test that hangs fails after this, by name, instead of holding CI until its hard limit.
+    // A test file that hangs fails after this (the report names the file) instead of holding CI until its
+    // hard limit; tests that wait on a chain bound each wait themselves, which names the step.
     '--test-timeout=300000',
     '--test-reporter=spec',
     '--test-reporter-destination=stdout',
