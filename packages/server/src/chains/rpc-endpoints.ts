@@ -126,6 +126,8 @@ export class RpcEndpoints {
     for (const endpoint of candidates) {
       signal?.throwIfAborted();
       const started = performance.now();
+      // Read again in the catch below, so `timeout` stays referenced through the await: any() holds its
+      // sources only weakly, and an unreferenced timeout signal can be collected with its timer (deadline.ts).
       const timeout = AbortSignal.timeout(this.options.timeoutMs);
       const combined = signal === undefined ? timeout : AbortSignal.any([signal, timeout]);
       try {
