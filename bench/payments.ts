@@ -9,7 +9,8 @@ const RECEIVE_CONCURRENCY = 100;
 
 /**
  * Issue 4's figures, each against its reference in this run:
- * - status and history (limit 50) with 100,000 stored payments, against a bare Fastify route;
+ * - status (of a finalized payment, and of one not final) and history (limit 50) with 100,000 stored
+ *   payments, against a bare Fastify route;
  * - confirmed sends per second and p99 on the embedded chain (target ≥ 300/s);
  * - receive verifications per second and p99 at 100 concurrent (target p99 ≤ 20 ms), against the same
  *   requests answered by a bare Fastify POST route.
@@ -25,6 +26,7 @@ const paymentsBenchmark: Benchmark = async () => {
     'SELLER_KEY',
     'SELLER_WALLET',
     'PAYMENT_ID',
+    'NOT_FINAL_PAYMENT_ID',
   ]);
   const v = gw.values as Record<string, string>;
   const base = `http://127.0.0.1:${v.PORT}`;
@@ -34,7 +36,12 @@ const paymentsBenchmark: Benchmark = async () => {
     const bareUrl = `http://127.0.0.1:${bare.values.PORT}/constant`;
     await load(bareUrl, {}, 2);
     for (const [name, url, target] of [
-      ['GET /payment/status', `${base}/payment/status/${v.PAYMENT_ID}`, 0.5],
+      ['GET /payment/status (finalized payment)', `${base}/payment/status/${v.PAYMENT_ID}`, 0.5],
+      [
+        'GET /payment/status (payment not final, read from storage)',
+        `${base}/payment/status/${v.NOT_FINAL_PAYMENT_ID}`,
+        0.5,
+      ],
       [
         'GET /payment/history (limit 50, 100k stored)',
         `${base}/payment/history/${v.WALLET}?limit=50`,

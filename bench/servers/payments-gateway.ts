@@ -1,6 +1,7 @@
 // gate402 as `npm start` runs it (SQLite, embedded localnet), with an Enterprise account whose limit the
 // benchmark cannot reach, a funded custodial wallet, and 100,000 stored payments for status and history.
-// Prints PORT, KEY, WALLET, SELLER_KEY, SELLER_WALLET and PAYMENT_ID, then serves until killed.
+// Prints PORT, KEY, WALLET, SELLER_KEY, SELLER_WALLET, PAYMENT_ID (finalized) and NOT_FINAL_PAYMENT_ID
+// (expired), then serves until killed.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,14 +39,18 @@ for (let i = 0; i < 10; i++) await chain.faucet.fundNative(buyer.wallet, 100_000
 // Stored history: what a busy wallet has after a while.
 const base = Date.now() - STORED_PAYMENTS * 1_000;
 let last = '';
+let notFinal = '';
 await store.transaction(async (tx) => {
   for (let i = 0; i < STORED_PAYMENTS; i++) {
+    // One that expired unsent (a state a payment can still leave), which status reads from storage on
+    // every request; the others are finalized, which status reads once (FinalPaymentCache).
+    const expired = i === STORED_PAYMENTS - 2;
     const payment = newPayment(base + i * 1_000, {
       id: newId('pay', base + i * 1_000),
       accountId: buyer.accountId,
       direction: i % 3 === 0 ? 'received' : 'sent',
       mode: 'custodial',
-      status: 'finalized',
+      status: expired ? 'expired' : 'finalized',
       network: chain.info.id,
       walletAddress: buyer.wallet,
       sender: buyer.wallet,
@@ -59,10 +64,11 @@ await store.transaction(async (tx) => {
       blockHeight: BigInt(i),
       createdAt: base + i * 1_000,
       updatedAt: base + i * 1_000,
-      confirmedAt: base + i * 1_000,
+      confirmedAt: expired ? null : base + i * 1_000,
     });
     await tx.payments.insert(payment);
-    last = payment.id;
+    if (expired) notFinal = payment.id;
+    else last = payment.id;
   }
 });
 
@@ -74,6 +80,7 @@ process.stdout.write(
     `SELLER_KEY ${seller.key}`,
     `SELLER_WALLET ${seller.wallet}`,
     `PAYMENT_ID ${last}`,
+    `NOT_FINAL_PAYMENT_ID ${notFinal}`,
     '',
   ].join('\n'),
 );

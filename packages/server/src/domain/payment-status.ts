@@ -32,6 +32,11 @@ export function canMove(from: PaymentStatus, to: PaymentStatus): boolean {
   return NEXT[from].includes(to);
 }
 
+/** A state no payment ever leaves (finalized, failed): its record is what it will always be. */
+export function isFinal(status: PaymentStatus): boolean {
+  return NEXT[status].length === 0;
+}
+
 /** The states a payment can still leave: those a background worker watches. */
 export const OPEN_STATUSES: readonly PaymentStatus[] = ['pending', 'submitted', 'confirmed'];
 

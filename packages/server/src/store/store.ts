@@ -245,8 +245,6 @@ export interface PaymentRepository {
     changes: PaymentChanges,
     at: number,
   ): Promise<PaymentRecord | undefined>;
-  /** Sets fields without a state change (e.g. the block height learned later). */
-  update(id: string, changes: PaymentChanges, at: number): Promise<void>;
   /**
    * Puts a replacement transaction on an open payment, only if its current signature is still
    * `currentSignature` (compare-and-set); undefined when another writer replaced or settled it first.

@@ -264,14 +264,6 @@ export class KyselyPaymentRepository implements PaymentRepository {
     return rows.map((r) => ({ network: r.network, status: r.status, count: Number(r.count) }));
   }
 
-  async update(id: string, changes: PaymentChanges, at: number): Promise<void> {
-    await this.db
-      .updateTable('payments')
-      .set({ ...columns(changes), updated_at: at })
-      .where('id', '=', id)
-      .execute();
-  }
-
   async history(query: HistoryQuery): Promise<{ total: number; payments: PaymentSummary[] }> {
     const { accountId, walletAddress, direction, limit, offset } = query;
     const [count, rows] = await Promise.all(

@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { NetworkRegistry } from '../src/chains/network-registry.ts';
+import { GatewayError } from '../src/domain/gateway-error.ts';
+import { newId } from '../src/domain/ids.ts';
+import { isFinal, PAYMENT_STATUSES, type PaymentStatus } from '../src/domain/payment-status.ts';
+import { AccountService } from '../src/services/account-service.ts';
+import { SecretBox } from '../src/services/custody/secret-box.ts';
+import { FinalPaymentCache } from '../src/services/final-payment-cache.ts';
+import { newPayment } from '../src/services/new-payment.ts';
+import { PaymentLedger } from '../src/services/payment-ledger.ts';
+import { PaymentQueryService } from '../src/services/payment-query.ts';
+import { WalletService } from '../src/services/wallet-service.ts';
+import { openStore } from '../src/store/open-store.ts';
+import type { PaymentRecord, Store } from '../src/store/store.ts';
+
+function payment(accountId: string, status: PaymentStatus): PaymentRecord {
+  const at = Date.now();
+  return newPayment(at, {
+    id: newId('pay', at),
+    accountId,
+    direction: 'sent',
+    mode: 'custodial',
+    status,
+    network: 'solana:test',
+    walletAddress: 'wallet',
+    sender: 'wallet',
+    recipient: 'recipient',
+    amount: 1_000n,
+    signature: 'sig',
+  });
+}
+
+describe('FinalPaymentCache', () => {
+  it('keeps a payment only in a state no transition leaves (finalized, failed)', () => {
+    assert.deepEqual(
+      PAYMENT_STATUSES.filter((status) => isFinal(status)),
+      ['finalized', 'failed'],
+    );
+    const cache = new FinalPaymentCache();
+    for (const status of PAYMENT_STATUSES) {
+      const record = payment('acct_a', status);
+      cache.remember(record);
+      assert.equal(cache.get(record.id), isFinal(status) ? record : undefined, status);
+    }
+  });
+
+  it('holds at most its capacity, letting the record cached first go', () => {
+    const cache = new FinalPaymentCache(2);
+    const [first, second, third] = [1, 2, 3].map(() => payment('acct_a', 'finalized'));
+    for (const record of [first, second, third]) if (record !== undefined) cache.remember(record);
+    assert.equal(cache.get(first?.id ?? ''), undefined);
+    assert.equal(cache.get(second?.id ?? ''), second);
+    assert.equal(cache.get(third?.id ?? ''), third);
+  });
+});
+
+describe('GET /payment/status with final payments kept in memory (SQLite)', () => {
+  let store: Store;
+  let ledger: PaymentLedger;
+  let query: PaymentQueryService;
+  let owner: string;
+  let stranger: string;
+
+  before(async () => {
+    ({ store } = await openStore({
+      kind: 'sqlite',
+      file: join(mkdtempSync(join(tmpdir(), 'gate402-status-cache-')), 'status.sqlite'),
+    }));
+    const networks = new NetworkRegistry([]);
+    ledger = new PaymentLedger(store, networks, Date.now);
+    const wallets = new WalletService(store, networks, new SecretBox(randomBytes(32)));
+    query = new PaymentQueryService(store, networks, wallets);
+    const accounts = new AccountService(store);
+    owner = (await accounts.createAccount({ name: 'owner', plan: 'standard' })).id;
+    stranger = (await accounts.createAccount({ name: 'stranger', plan: 'standard' })).id;
+  });
+  after(() => store.close());
+
+  it('shows every state change of an open payment, then the final one', async () => {
+    const sent = payment(owner, 'submitted');
+    await ledger.record(sent);
+    assert.equal((await query.status(owner, sent.id)).status, 'submitted');
+    const confirmed = await ledger.move(sent, 'confirmed', { confirmedAt: Date.now() });
+    assert.equal((await query.status(owner, sent.id)).status, 'confirmed');
+    if (confirmed === undefined) throw new Error('the payment did not move to confirmed');
+    await ledger.move(confirmed, 'finalized');
+    assert.equal((await query.status(owner, sent.id)).status, 'finalized');
+    assert.equal((await query.status(owner, sent.id)).status, 'finalized', 'asked again');
+  });
+
+  it("answers another account's final payment as missing, before and after the owner read it", async () => {
+    const failed = payment(owner, 'failed');
+    await ledger.record(failed);
+    const notFound = (error: unknown) => error instanceof GatewayError && error.code === 'PAYMENT_NOT_FOUND';
+    await assert.rejects(query.status(stranger, failed.id), notFound);
+    assert.equal((await query.status(owner, failed.id)).status, 'failed');
+    await assert.rejects(query.status(stranger, failed.id), notFound);
+  });
+});
