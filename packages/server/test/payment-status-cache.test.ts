@@ -65,6 +65,27 @@ describe('GET /payment/status with final payments kept in memory (SQLite)', () =
   let query: PaymentQueryService;
   let owner: string;
   let stranger: string;
+  let reads = 0;
+
+  /** `store`, counting the payment reads made through it. */
+  function readsCounted(inner: Store): Store {
+    const payments = new Proxy(inner.payments, {
+      get: (repository, name) =>
+        name === 'get'
+          ? (id: string) => {
+              reads++;
+              return repository.get(id);
+            }
+          : Reflect.get(repository, name),
+    });
+    return new Proxy(inner, {
+      get: (target, name) => {
+        if (name === 'payments') return payments;
+        const value = Reflect.get(target, name);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  }
 
   before(async () => {
     ({ store } = await openStore({
@@ -74,7 +95,7 @@ describe('GET /payment/status with final payments kept in memory (SQLite)', () =
     const networks = new NetworkRegistry([]);
     ledger = new PaymentLedger(store, networks, Date.now);
     const wallets = new WalletService(store, networks, new SecretBox(randomBytes(32)));
-    query = new PaymentQueryService(store, networks, wallets);
+    query = new PaymentQueryService(readsCounted(store), networks, wallets);
     const accounts = new AccountService(store);
     owner = (await accounts.createAccount({ name: 'owner', plan: 'standard' })).id;
     stranger = (await accounts.createAccount({ name: 'stranger', plan: 'standard' })).id;
@@ -84,13 +105,17 @@ describe('GET /payment/status with final payments kept in memory (SQLite)', () =
   it('shows every state change of an open payment, then the final one', async () => {
     const sent = payment(owner, 'submitted');
     await ledger.record(sent);
+    const readsBefore = reads;
+    assert.equal((await query.status(owner, sent.id)).status, 'submitted');
     assert.equal((await query.status(owner, sent.id)).status, 'submitted');
     const confirmed = await ledger.move(sent, 'confirmed', { confirmedAt: Date.now() });
     assert.equal((await query.status(owner, sent.id)).status, 'confirmed');
     if (confirmed === undefined) throw new Error('the payment did not move to confirmed');
     await ledger.move(confirmed, 'finalized');
+    assert.equal(reads - readsBefore, 3, 'an open payment is read from storage each time');
     assert.equal((await query.status(owner, sent.id)).status, 'finalized');
-    assert.equal((await query.status(owner, sent.id)).status, 'finalized', 'asked again');
+    assert.equal((await query.status(owner, sent.id)).status, 'finalized');
+    assert.equal(reads - readsBefore, 4, 'a finalized one only the first time');
   });
 
   it("answers another account's final payment as missing, before and after the owner read it", async () => {

@@ -297,6 +297,18 @@ export function describePaymentStoreContract(
       assert.equal((await store.payments.get(payment.id))?.status, 'submitted');
     });
 
+    it('never writes a payment in a final state again, whatever states a transition names', async () => {
+      for (const status of ['finalized', 'failed'] as const) {
+        const payment = aPayment(account.id, { status });
+        await store.payments.insert(payment);
+        for (const to of ['finalized', 'failed', 'confirmed'] as const) {
+          const moved = await store.payments.transition(payment.id, [status], to, { error: 'late' }, 100);
+          assert.equal(moved, undefined, `${status} → ${to}`);
+        }
+        assert.deepEqual(await store.payments.get(payment.id), payment);
+      }
+    });
+
     it('searches the payments of an account across wallets by wallet, direction and status, newest first', async () => {
       const owner = anAccount();
       await store.accounts.insert(owner);

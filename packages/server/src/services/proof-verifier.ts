@@ -146,9 +146,9 @@ export class ProofVerifier {
 
   /**
    * One look for the proof's transaction. This gateway's record of the attested payment, when it has
-   * one, is read once per look and serves three purposes: a payment it sent and saw confirmed answers
-   * without the chain; an EVM send it replaced names the replacement; a local-mode build names the
-   * lastValidBlockHeight to search up to.
+   * one, serves three purposes: a payment it sent and saw confirmed answers without the chain (the hot
+   * path: one read); an EVM send it replaced names the replacement (read again after the chain answered
+   * nothing); a local-mode build names the lastValidBlockHeight to search up to.
    */
   private async lookUp(chain: ChainAdapter, claims: ProofClaims): Promise<ChainTransaction | undefined> {
     const record = await this.deps.store.payments.get(claims.pid);
@@ -158,7 +158,9 @@ export class ProofVerifier {
       let signature = claims.sig;
       let status = await chain.getSignatureStatus(signature);
       if (status === undefined) {
-        const replacement = record === undefined ? undefined : replacementOfRecord(record, claims);
+        // Read again: a replacement may have been recorded while the chain was asked.
+        const latest = await this.deps.store.payments.get(claims.pid);
+        const replacement = latest === undefined ? undefined : replacementOfRecord(latest, claims);
         if (replacement !== undefined) {
           signature = replacement;
           status = await chain.getSignatureStatus(signature);

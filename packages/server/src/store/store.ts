@@ -237,6 +237,8 @@ export interface PaymentRepository {
   /**
    * Moves a payment to `status` only if it is now in one of `from` (compare-and-set), applying
    * `changes` with it. Returns the updated payment, or undefined when another writer moved it first.
+   * A state of `from` from which payment-status.ts allows no move to `status` is ignored, so a payment
+   * in a final state is never written again.
    */
   transition(
     id: string,

@@ -1,5 +1,10 @@
 import { expressionBuilder, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely';
-import type { PaymentDirection, PaymentMode, PaymentStatus } from '../../domain/payment-status.ts';
+import {
+  canMove,
+  type PaymentDirection,
+  type PaymentMode,
+  type PaymentStatus,
+} from '../../domain/payment-status.ts';
 import type { Database, PaymentCountsTable, PaymentsTable } from '../database-schema.ts';
 import type {
   HistoryQuery,
@@ -212,12 +217,15 @@ export class KyselyPaymentRepository implements PaymentRepository {
     changes: PaymentChanges,
     at: number,
   ): Promise<PaymentRecord | undefined> {
-    if (from.length === 0) return undefined;
+    // Only moves the state machine allows: a payment in a final state is never written again, which is
+    // what lets status keep final payments in memory on every instance (FinalPaymentCache).
+    const allowed = from.filter((before) => canMove(before, status));
+    if (allowed.length === 0) return undefined;
     const row = await this.db
       .updateTable('payments')
       .set({ ...columns(changes), status, updated_at: at })
       .where('id', '=', id)
-      .where('status', 'in', [...from])
+      .where('status', 'in', allowed)
       .returningAll()
       .executeTakeFirst();
     return row && toPayment(row);
