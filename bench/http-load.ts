@@ -104,7 +104,10 @@ function summary(runs: readonly LoadResult[]): LoadResult {
   };
 }
 
+/** The middle value; of an even count, the mean of the two middle ones. */
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+  const middle = Math.floor(sorted.length / 2);
+  if (sorted.length % 2 === 1) return sorted[middle] ?? 0;
+  return ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
 }

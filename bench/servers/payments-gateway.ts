@@ -11,6 +11,7 @@ import { startServer } from '../../packages/server/src/server.ts';
 import { newPayment } from '../../packages/server/src/services/new-payment.ts';
 
 const STORED_PAYMENTS = Number(process.env.BENCH_STORED_PAYMENTS ?? 100_000);
+if (!(STORED_PAYMENTS >= 2)) throw new Error('BENCH_STORED_PAYMENTS must be at least 2');
 
 const config = loadConfig({
   DATA_DIR: mkdtempSync(join(tmpdir(), 'gate402-bench-')),
