@@ -2,24 +2,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Insertable, Kysely } from 'kysely';
 import type { Database, PaymentCountsTable } from '../src/store/database-schema.ts';
-import { compiledInsertOnce, compiledOnce } from '../src/store/kysely/compiled-query.ts';
+import { compiledOnce } from '../src/store/kysely/compiled-query.ts';
+import { insertPaymentCount } from '../src/store/kysely/payment-repository.ts';
 import { createKysely, migrate } from '../src/store/open-store.ts';
 import { DATABASE_URL, type TempStorage, tempPostgres, tempSqlite } from './support/databases.ts';
 
-// The statements are module-level in the repositories, as here: one per process, whatever the store.
-const upsertCount = compiledInsertOnce(
-  ['account_id', 'wallet_address', 'direction', 'n'] satisfies (keyof PaymentCountsTable)[],
-  (db: Kysely<Database>, row: Insertable<PaymentCountsTable>) =>
-    db
-      .insertInto('payment_counts')
-      .values(row)
-      .onConflict((oc) =>
-        oc
-          .columns(['account_id', 'wallet_address', 'direction'])
-          .doUpdateSet((eb) => ({ n: eb('payment_counts.n', '+', 1) })),
-      )
-      .compile(),
-);
+// insertPaymentCount is the payment repository's own statement (module-level: one per process, whatever
+// the store); this lookup is compiled the same way.
 const countOf = compiledOnce((db: Kysely<Database>) =>
   db
     .selectFrom('payment_counts')
@@ -59,9 +48,14 @@ describe('statements compiled once (compiledInsertOnce, compiledOnce)', () => {
   it('binds the row in column order, then the constants of the ON CONFLICT clause, on every dialect', async () => {
     for (const { name, db } of stores) {
       // Keys in another order than the columns: the column list decides the binding.
-      await upsertCount(db, { n: 1, direction: 'sent', wallet_address: 'w1', account_id: 'acct_a' });
-      await upsertCount(db, { direction: 'sent', account_id: 'acct_a', n: 1, wallet_address: 'w1' });
-      await upsertCount(db, { account_id: 'acct_a', wallet_address: 'w1', direction: 'received', n: 1 });
+      await insertPaymentCount(db, { n: 1, direction: 'sent', wallet_address: 'w1', account_id: 'acct_a' });
+      await insertPaymentCount(db, { direction: 'sent', account_id: 'acct_a', n: 1, wallet_address: 'w1' });
+      await insertPaymentCount(db, {
+        account_id: 'acct_a',
+        wallet_address: 'w1',
+        direction: 'received',
+        n: 1,
+      });
       const [sent] = await countOf(db, 'acct_a', 'sent');
       const [received] = await countOf(db, 'acct_a', 'received');
       assert.equal(Number(sent?.n), 2, `${name}: the conflict added its constant 1`);
@@ -72,11 +66,16 @@ describe('statements compiled once (compiledInsertOnce, compiledOnce)', () => {
   it('runs inside transactions, which share the compiled statement, and rolls back with them', async () => {
     for (const { name, db } of stores) {
       await db.transaction().execute(async (trx) => {
-        await upsertCount(trx, { account_id: 'acct_t', wallet_address: 'w', direction: 'sent', n: 1 });
+        await insertPaymentCount(trx, { account_id: 'acct_t', wallet_address: 'w', direction: 'sent', n: 1 });
       });
       await assert.rejects(
         db.transaction().execute(async (trx) => {
-          await upsertCount(trx, { account_id: 'acct_t', wallet_address: 'w', direction: 'sent', n: 1 });
+          await insertPaymentCount(trx, {
+            account_id: 'acct_t',
+            wallet_address: 'w',
+            direction: 'sent',
+            n: 1,
+          });
           throw new Error('abort');
         }),
         /abort/,
@@ -89,7 +88,7 @@ describe('statements compiled once (compiledInsertOnce, compiledOnce)', () => {
   it('binds a missing value as null, so a NOT NULL column refuses it instead of shifting the others', async () => {
     for (const { name, db } of stores) {
       const partial = { account_id: 'acct_n', direction: 'sent', n: 1 } as Insertable<PaymentCountsTable>;
-      await assert.rejects(upsertCount(db, partial), /null|NOT NULL/i, name);
+      await assert.rejects(insertPaymentCount(db, partial), /null|NOT NULL/i, name);
       assert.deepEqual(await countOf(db, 'acct_n', 'sent'), [], name);
     }
   });

@@ -10,7 +10,7 @@ import { newPayment } from '../new-payment.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
 import { invalidProof } from '../proof-verifier.ts';
 import type { FacilitatorService } from './facilitator-service.ts';
-import { X402_RECEIPT_PROOF_PREFIX } from './x402-receipt-proof.ts';
+import { X402_RECEIPT_PROOF_PREFIX, x402ReceiptProofKey } from './x402-receipt-proof.ts';
 import { refusal, type X402ReceiveService } from './x402-receive.ts';
 
 /** What /transaction/receive takes, as this service needs it. */
@@ -48,12 +48,11 @@ export interface X402LocalReceiveDeps {
   readonly now?: () => number;
 }
 
-/** Marks the payment's `sourcePaymentId` as an x402 payment's identity (its settlement key). */
-const X402_SOURCE_PREFIX = X402_RECEIPT_PROOF_PREFIX;
-
 /** Whether a payment is the pending side of an x402 payload given to /transaction/receive. */
 export function isX402Receipt(payment: PaymentRecord): boolean {
-  return payment.mode === 'local' && (payment.sourcePaymentId?.startsWith(X402_SOURCE_PREFIX) ?? false);
+  return (
+    payment.mode === 'local' && (payment.sourcePaymentId?.startsWith(X402_RECEIPT_PROOF_PREFIX) ?? false)
+  );
 }
 
 /**
@@ -129,7 +128,9 @@ export class X402LocalReceiveService {
       );
     }
     const identity = scheme.settlementKey(payment.payload);
-    const source = `${X402_SOURCE_PREFIX}${identity}`;
+    // The payment's `sourcePaymentId`, its receipt's key and its consumed proof's key: one per payload.
+    // Used only once `identity` is known.
+    const source = x402ReceiptProofKey(identity ?? '');
     // Recorded here, or settled by the facilitator (EVM: anyone may submit an authorization).
     if (
       identity !== undefined &&
@@ -286,7 +287,7 @@ export class X402LocalReceiveService {
     }
     const at = this.now();
     const { ledger } = this.deps;
-    const identity = (payment.sourcePaymentId ?? '').slice(X402_SOURCE_PREFIX.length);
+    const identity = (payment.sourcePaymentId ?? '').slice(X402_RECEIPT_PROOF_PREFIX.length);
     await this.deps.store.transaction(async (tx) => {
       // The facilitator may have settled the same authorization or permit (EVM): then its settlement records it.
       const settled = await tx.settlements.get(identity);

@@ -19,7 +19,7 @@ import { compiledInsertOnce, compiledOnce } from './compiled-query.ts';
 import { leaseRows } from './lease-rows.ts';
 
 /** Every payment's wallet count moves with it: +1, or a first row of 1. */
-const insertPaymentCount = compiledInsertOnce(
+export const insertPaymentCount = compiledInsertOnce(
   ['account_id', 'wallet_address', 'direction', 'n'] satisfies (keyof Insertable<PaymentCountsTable>)[],
   (db: Kysely<Database>, row: Insertable<PaymentCountsTable>) =>
     db
