@@ -4,12 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
-import { newId } from '../src/domain/ids.ts';
 import { AccountService } from '../src/services/account-service.ts';
-import { newPayment } from '../src/services/new-payment.ts';
 import { PaymentLedger } from '../src/services/payment-ledger.ts';
 import { openStore } from '../src/store/open-store.ts';
 import type { Store } from '../src/store/store.ts';
+import { aTestPayment } from './support/test-payment.ts';
 
 describe('payment ledger: a payment the chain finalized before it was seen confirmed', () => {
   let store: Store;
@@ -31,19 +30,7 @@ describe('payment ledger: a payment the chain finalized before it was seen confi
 
   it('writes payment.confirmed before payment.finalized, and counts the confirmation once', async () => {
     const at = Date.now();
-    const payment = newPayment(at, {
-      id: newId('pay', at),
-      accountId,
-      direction: 'sent',
-      mode: 'custodial',
-      status: 'submitted',
-      network: 'solana:test',
-      walletAddress: 'wallet',
-      sender: 'wallet',
-      recipient: 'recipient',
-      amount: 1_000n,
-      signature: 'sig',
-    });
+    const payment = aTestPayment(at, accountId, { status: 'submitted' });
     await ledger.record(payment);
 
     const finalized = await ledger.move(payment, 'finalized', { confirmedAt: at + 1 });

@@ -6,33 +6,19 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { GatewayError } from '../src/domain/gateway-error.ts';
-import { newId } from '../src/domain/ids.ts';
 import { isFinal, PAYMENT_STATUSES, type PaymentStatus } from '../src/domain/payment-status.ts';
 import { AccountService } from '../src/services/account-service.ts';
 import { SecretBox } from '../src/services/custody/secret-box.ts';
 import { FinalPaymentCache } from '../src/services/final-payment-cache.ts';
-import { newPayment } from '../src/services/new-payment.ts';
 import { PaymentLedger } from '../src/services/payment-ledger.ts';
 import { PaymentQueryService } from '../src/services/payment-query.ts';
 import { WalletService } from '../src/services/wallet-service.ts';
 import { openStore } from '../src/store/open-store.ts';
 import type { PaymentRecord, Store } from '../src/store/store.ts';
+import { aTestPayment } from './support/test-payment.ts';
 
 function payment(accountId: string, status: PaymentStatus): PaymentRecord {
-  const at = Date.now();
-  return newPayment(at, {
-    id: newId('pay', at),
-    accountId,
-    direction: 'sent',
-    mode: 'custodial',
-    status,
-    network: 'solana:test',
-    walletAddress: 'wallet',
-    sender: 'wallet',
-    recipient: 'recipient',
-    amount: 1_000n,
-    signature: 'sig',
-  });
+  return aTestPayment(Date.now(), accountId, { status });
 }
 
 describe('FinalPaymentCache', () => {

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { generateApiKey } from '../src/domain/api-key.ts';
 import { newId } from '../src/domain/ids.ts';
-import { newPayment } from '../src/services/new-payment.ts';
 import type { AccountRecord, ApiKeyRecord, PaymentRecord, Store, WalletRecord } from '../src/store/store.ts';
+import { aTestPayment } from './support/test-payment.ts';
 
 /**
  * The behaviour every Store must have. Each implementation (in-memory, SQLite, PostgreSQL) runs this
@@ -737,19 +737,7 @@ function aWallet(accountId: string, address: string): WalletRecord {
 
 function aPayment(accountId: string, overrides: Partial<PaymentRecord> = {}): PaymentRecord {
   clock += 1;
-  return newPayment(clock, {
-    id: newId('pay'),
-    accountId,
-    direction: 'sent',
-    mode: 'custodial',
-    status: 'confirmed',
-    network: 'solana:test',
-    walletAddress: 'WALLET',
-    sender: 'WALLET',
-    recipient: 'OTHER',
-    amount: 1_000_000n,
-    ...overrides,
-  });
+  return aTestPayment(clock, accountId, overrides);
 }
 
 function anEvent(accountId: string, type: string) {
