@@ -81,7 +81,7 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
     assert.ok((tx.maxFeePerGas ?? 0n) >= (tx.maxPriorityFeePerGas ?? 0n));
     assert.deepEqual(decodeTransferNote(tx.data ?? '0x'), { reference: b.reference, memo: b.paymentId });
 
-    const check = f.gw.services.proofs.check(b.paymentProof);
+    const check = await f.gw.services.proofs.check(b.paymentProof);
     assert.ok(check.valid);
     const { kid: _kid, iat: _iat, ...claims } = check.claims;
     assert.deepEqual(claims, {

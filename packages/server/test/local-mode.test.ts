@@ -80,7 +80,7 @@ describe('local transaction mode: /transaction/send, watching, local-mode proofs
       'compute-unit limit, transfer, memo (no price: no recent fees)',
     );
 
-    const check = f.gw.services.proofs.check(b.paymentProof);
+    const check = await f.gw.services.proofs.check(b.paymentProof);
     assert.ok(check.valid);
     const { kid: _kid, iat, ...claims } = check.claims;
     assert.deepEqual(claims, {

@@ -28,19 +28,19 @@ function assemble(body: Buffer, signature: Buffer): string {
 describe('gate402 payment proofs: issue and check', () => {
   const ours = new PaymentProofs(randomBytes(32));
 
-  it('accepts a proof it issued, with its claims', () => {
-    const check = ours.check(ours.issue(CLAIMS));
+  it('accepts a proof it issued, with its claims', async () => {
+    const check = await ours.check(ours.issue(CLAIMS));
     assert.equal(check.valid, true);
     assert.equal(check.valid && check.claims.pid, CLAIMS.pid);
   });
 
-  it('accepts a proof issued by another instance sharing its master key', () => {
+  it('accepts a proof issued by another instance sharing its master key', async () => {
     const masterKey = randomBytes(32);
     const proof = new PaymentProofs(masterKey).issue(CLAIMS);
-    assert.equal(new PaymentProofs(masterKey).check(proof).valid, true);
+    assert.equal((await new PaymentProofs(masterKey).check(proof)).valid, true);
   });
 
-  it('refuses a changed signature, a changed claim, and the same signature in its other encoding', () => {
+  it('refuses a changed signature, a changed claim, and the same signature in its other encoding', async () => {
     const { body, signature } = parts(ours.issue(CLAIMS));
     const flipped = Buffer.from(signature);
     flipped[10] = (flipped[10] ?? 0) ^ 1;
@@ -59,24 +59,27 @@ describe('gate402 payment proofs: issue and check', () => {
       assemble(parts(otherAmount).body, signature),
       assemble(body, malleated),
     ]) {
-      assert.deepEqual(ours.check(forged), { valid: false, reason: 'bad_signature' });
+      assert.deepEqual(await ours.check(forged), { valid: false, reason: 'bad_signature' });
     }
   });
 
-  it("checks a trusted gateway's proof with its published key, and refuses one changed in transit", () => {
+  it("checks a trusted gateway's proof with its published key, and refuses one changed in transit", async () => {
     const theirs = new PaymentProofs(randomBytes(32));
     const trusting = new PaymentProofs(randomBytes(32), theirs.publishedKeys());
     const proof = theirs.issue(CLAIMS);
-    assert.equal(trusting.check(proof).valid, true);
+    assert.equal((await trusting.check(proof)).valid, true);
     const { body, signature } = parts(proof);
     signature[0] = (signature[0] ?? 0) ^ 1;
-    assert.deepEqual(trusting.check(assemble(body, signature)), { valid: false, reason: 'bad_signature' });
-    assert.deepEqual(ours.check(proof), { valid: false, reason: 'unknown_issuer' });
+    assert.deepEqual(await trusting.check(assemble(body, signature)), {
+      valid: false,
+      reason: 'bad_signature',
+    });
+    assert.deepEqual(await ours.check(proof), { valid: false, reason: 'unknown_issuer' });
   });
 
-  it('refuses what is not a proof', () => {
+  it('refuses what is not a proof', async () => {
     for (const junk of ['', '0x', 'hello', `0x${'00'.repeat(80)}`, `0x${'zz'.repeat(80)}`]) {
-      assert.deepEqual(ours.check(junk), { valid: false, reason: 'malformed' });
+      assert.deepEqual(await ours.check(junk), { valid: false, reason: 'malformed' });
     }
   });
 });

@@ -60,7 +60,7 @@ export class ProofVerifier {
   }
 
   async verify(input: ProofToVerify): Promise<VerifiedProof> {
-    const claims = this.claimsOf(input);
+    const claims = await this.claimsOf(input);
     const chain = this.deps.networks.get(claims.net);
     if (chain === undefined) {
       throw invalidProof(`the proof is for network ${claims.net}, which this gateway does not serve`);
@@ -97,8 +97,8 @@ export class ProofVerifier {
     return { claims, chain, tx, signature: tx.signature, received, proofKey };
   }
 
-  private claimsOf(input: ProofToVerify): ProofClaims {
-    const check = this.deps.proofs.check(input.paymentProof);
+  private async claimsOf(input: ProofToVerify): Promise<ProofClaims> {
+    const check = await this.deps.proofs.check(input.paymentProof);
     if (!check.valid) {
       const reasons = {
         malformed: 'the payment proof is malformed',
