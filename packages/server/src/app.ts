@@ -8,7 +8,11 @@ import { DASHBOARD_API_PREFIX, dashboardApi } from './http/dashboard/dashboard-a
 import { dashboardStatic } from './http/dashboard/dashboard-static.ts';
 import { LazyRequestLogger } from './http/lazy-request-logger.ts';
 import { installAuthentication } from './http/plugins/authentication.ts';
-import { installErrorHandling } from './http/plugins/errors.ts';
+import {
+  frameworkErrorHandler,
+  installErrorHandling,
+  MAX_PATH_PARAMETER_LENGTH,
+} from './http/plugins/errors.ts';
 import { installExactJson } from './http/plugins/exact-json.ts';
 import { installIdempotency } from './http/plugins/idempotency.ts';
 import { installMetrics } from './http/plugins/metrics.ts';
@@ -74,7 +78,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     childLoggerFactory: (logger, bindings, options) => new LazyRequestLogger(logger, bindings, options),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true },
+    frameworkErrors: frameworkErrorHandler,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAMETER_LENGTH },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // A callback hook, not an async one: it runs on every request and needs no promise.

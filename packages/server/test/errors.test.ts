@@ -117,6 +117,33 @@ describe('errors (spec §7)', () => {
     }
   });
 
+  it('answers a URL the router refuses (bad percent-encoding, an over-long path parameter) with 400 INVALID_PARAMETERS', async () => {
+    for (const [url, rule] of [
+      ['/payment/status/%E0%A4%A', 'must be valid percent-encoded UTF-8'],
+      [`/payment/status/${'a'.repeat(101)}`, 'each path parameter must be at most 100 characters'],
+    ] as const) {
+      const res = await gw.app.inject({
+        method: 'GET',
+        url,
+        headers: { ...bearer(key), 'x-request-id': 'trace-url' },
+      });
+      assert.equal(res.statusCode, 400, url);
+      assert.equal(res.headers['x-request-id'], 'trace-url');
+      const { error } = res.json();
+      assert.deepEqual(
+        [error.code, error.details, error.requestId],
+        ['INVALID_PARAMETERS', { path: rule }, 'trace-url'],
+      );
+    }
+    // At the limit, the route's own checks answer as for any other id.
+    const res = await gw.app.inject({
+      method: 'GET',
+      url: `/payment/status/${'a'.repeat(100)}`,
+      headers: bearer(key),
+    });
+    assert.notEqual(res.json().error.details?.path, 'each path parameter must be at most 100 characters');
+  });
+
   it('answers the unexpected with 500 INTERNAL_ERROR, a request id, and no internals', async () => {
     const res = await gw.app.inject({
       method: 'GET',

@@ -28,6 +28,45 @@ export function installErrorHandling(app: FastifyInstance): void {
   );
 }
 
+/** The longest path parameter the router takes (Fastify's default, named here so the message can say it). */
+export const MAX_PATH_PARAMETER_LENGTH = 100;
+
+/**
+ * Fastify's `frameworkErrors`: a URL the router refuses before any route or hook runs (malformed
+ * percent-encoding, a path parameter over MAX_PATH_PARAMETER_LENGTH). Answered with the spec's error
+ * body like every other refusal — Fastify's own answer has another shape and no request id. The
+ * X-Request-Id header is set here because no onRequest hook ran.
+ */
+export function frameworkErrorHandler(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): FastifyReply {
+  reply.header('x-request-id', request.id);
+  switch (error.code) {
+    case 'FST_ERR_BAD_URL':
+      return sendError(
+        reply,
+        request,
+        invalidParameters(
+          { path: 'must be valid percent-encoded UTF-8' },
+          'The URL path has a malformed percent-encoded character.',
+        ),
+      );
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return sendError(
+        reply,
+        request,
+        invalidParameters(
+          { path: `each path parameter must be at most ${MAX_PATH_PARAMETER_LENGTH} characters` },
+          'A path parameter of the URL is too long.',
+        ),
+      );
+  }
+  request.log.error({ err: error }, 'request refused by the router');
+  return sendError(reply, request, toGatewayError(error));
+}
+
 export function sendError(reply: FastifyReply, request: FastifyRequest, error: GatewayError): FastifyReply {
   if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter));
   return reply.code(error.status).type('application/json').send(toErrorBody(error, request.id));
