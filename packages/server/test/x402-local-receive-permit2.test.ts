@@ -22,6 +22,7 @@ import { EXACT_PERMIT2_PROXY_ABI } from '../src/chains/evm/permit2-proxy-artifac
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import type { PaymentReconciler } from '../src/workers/payment-reconciler.ts';
 import { callAs } from './support/api-caller.ts';
+import { deployForwarder, forwardedCall } from './support/evm-forwarder.ts';
 import { type EvmLocalWallet, signAndBroadcastEvm } from './support/evm-local-signer.ts';
 import { handReconciler, untilNotPending } from './support/hand-reconciler.ts';
 import { oneReceiptPerPayload } from './support/one-receipt-per-payload.ts';
@@ -231,7 +232,7 @@ describe('x402 EVM Permit2 payloads in POST /transaction/receive: the seller cal
     );
   });
 
-  // Last: it moves the chain's clock ahead of the gateway's.
+  // Late: it moves the chain's clock ahead of the gateway's.
   it('expires a receipt never submitted only once a block passes the permit’s deadline unused', async () => {
     const { buyer, header, nonce } = await payment('10000', 30);
     const built = await api('POST', '/transaction/receive', {
@@ -248,5 +249,50 @@ describe('x402 EVM Permit2 payloads in POST /transaction/receive: the seller cal
     await anvil.mine({ blocks: 1 });
     assert.equal((await settle(built.body.paymentId)).status, 'expired');
     assert.equal(await nonceSpent(buyer as Address, nonce), false);
+  });
+
+  // After the one above, whose move of the chain's clock this permit's deadline outlasts. Last: it moves
+  // the clock past that deadline.
+  it('confirms a receipt whose settle the seller sent through a wrapper contract, first looked at past the permit’s deadline', async () => {
+    const { buyer, header, nonce, deadline } = await payment('12000', 600);
+    const built = await api('POST', '/transaction/receive', {
+      walletAddress: seller.wallet.address,
+      paymentProof: header,
+      expectedAmount: 0.012,
+    });
+    assert.equal(built.status, 200, JSON.stringify(built.body));
+    const [sellerHeld, buyerHeld] = [await balanceOf(seller.wallet.address), await balanceOf(buyer)];
+    // The seller's smart account, say: it passes the answered settle call on from inside its own calldata.
+    const settleCall = parseTransaction(bytesToHex(Buffer.from(built.body.transaction, 'base64')));
+    assert.equal(getAddress(settleCall.to ?? '0x'), EXACT_PERMIT2_PROXY_ADDRESS);
+    const forwarder = await deployForwarder(evm.adapter.info.rpcUrl);
+    const carrier = await createWalletClient({
+      account: privateKeyToAccount(seller.wallet.privateKey),
+      transport: http(evm.adapter.info.rpcUrl),
+    }).sendTransaction({
+      to: forwarder,
+      data: forwardedCall(EXACT_PERMIT2_PROXY_ADDRESS, settleCall.data ?? '0x'),
+      chain: null,
+    });
+    const mined = await chainClient().waitForTransactionReceipt({ hash: carrier, pollingInterval: 20 });
+    assert.equal(mined.status, 'success');
+    assert.equal(await nonceSpent(buyer as Address, nonce), true);
+
+    const anvil = createTestClient({ mode: 'anvil', transport: http(evm.adapter.info.rpcUrl) });
+    const before = await chainClient().getBlock({ blockTag: 'latest' });
+    await anvil.increaseTime({ seconds: Number(deadline - before.timestamp) + 60 });
+    await anvil.mine({ blocks: 1 });
+    assert.ok((await chainClient().getBlock({ blockTag: 'latest' })).timestamp > deadline);
+    const status = await settle(built.body.paymentId);
+    assert.deepEqual(
+      [status.status, status.signature, status.amount, status.sender],
+      ['confirmed', carrier, 0.012, buyer],
+    );
+    assert.deepEqual(
+      (await receivedBy(carrier)).map((p) => [p.paymentId, p.status]),
+      [[built.body.paymentId, 'confirmed']],
+    );
+    assert.equal((await balanceOf(seller.wallet.address)) - sellerHeld, 12_000n);
+    assert.equal(buyerHeld - (await balanceOf(buyer)), 12_000n);
   });
 });

@@ -5,22 +5,27 @@ import { generateKeyPairSigner, getBase58Decoder } from '@solana/kit';
 import { encodePaymentSignatureHeader } from '@x402/core/http';
 import { createPermit2ApprovalTx } from '@x402/evm';
 import {
+  bytesToHex,
   createPublicClient,
   createTestClient,
   createWalletClient,
   encodeFunctionData,
+  getAddress,
   type Hex,
   http,
   keccak256,
   parseAbi,
+  parseTransaction,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { PERMIT2_ADDRESS } from '../src/chains/evm/permit2-addresses.ts';
+import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from '../src/chains/evm/permit2-addresses.ts';
+import { permit2AuthorizationOf, permit2SettleCall } from '../src/chains/evm/permit2-payment.ts';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { SettlementFinisher } from '../src/workers/settlement-finisher.ts';
 import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
 import { callAs } from './support/api-caller.ts';
 import { DATABASE_URL, type TempStorage, tempPostgres, tempSqlite } from './support/databases.ts';
+import { deployForwarder, forwardedCall } from './support/evm-forwarder.ts';
 import { signAndBroadcastEvm } from './support/evm-local-signer.ts';
 import { handReconciler, untilNotPending } from './support/hand-reconciler.ts';
 import { startTestEvm, type TestEvm } from './support/test-anvil.ts';
@@ -584,5 +589,140 @@ describe('x402 settlement finisher on EVM', () => {
     assert.equal((bitmap >> (BigInt(permit.nonce) & 0xffn)) & 1n, 0n, 'the permit’s nonce is unspent');
     assert.equal(await readToken('balanceOf', [buyer.address]), 1_000_000n);
     assert.equal((await call('GET', `/payment/history/${wallet}`)).total, 0);
+  });
+
+  /** The call of the proxy's settle in the transaction the gateway signed for the settlement under `key`. */
+  const gatewaySettleCall = async (key: string): Promise<Hex> => {
+    const signed = (await gw.store.settlements.get(key))?.signedTransaction ?? '';
+    const own = parseTransaction(bytesToHex(Buffer.from(signed, 'base64')));
+    assert.equal(getAddress(own.to ?? '0x'), EXACT_PERMIT2_PROXY_ADDRESS);
+    return own.data ?? '0x';
+  };
+
+  /**
+   * A stranger sends `settleCall` (a call of the proxy's settle) through a wrapper contract, the test
+   * forwarder, which passes it on verbatim: the settle call starts at byte 20 of the carrier's input, not
+   * at 0. Its transaction hash, mined.
+   */
+  const settleThroughWrapper = async (settleCall: Hex): Promise<Hex> => {
+    const forwarder = await deployForwarder(evm.adapter.info.rpcUrl);
+    const stranger = privateKeyToAccount(generatePrivateKey());
+    await anvil.setBalance({ address: stranger.address, value: 10n ** 18n });
+    const hash = await createWalletClient({
+      account: stranger,
+      transport: http(evm.adapter.info.rpcUrl),
+    }).sendTransaction({
+      to: forwarder,
+      data: forwardedCall(EXACT_PERMIT2_PROXY_ADDRESS, settleCall),
+      chain: null,
+    });
+    const receipt = await chainReader().waitForTransactionReceipt({ hash, pollingInterval: 20 });
+    assert.deepEqual([receipt.status, getAddress(receipt.to ?? '0x')], ['success', getAddress(forwarder)]);
+    return hash;
+  };
+
+  /** Moves the chain's clock a minute past `deadline` (Unix seconds) and mines a block stamped there. */
+  const passDeadline = async (deadline: bigint) => {
+    const before = await chainReader().getBlock({ blockTag: 'latest' });
+    await anvil.increaseTime({ seconds: Number(deadline - before.timestamp) + 60 });
+    await anvil.mine({ blocks: 1 });
+    const past = await chainReader().getBlock({ blockTag: 'latest' });
+    assert.ok(past.timestamp > deadline, 'a block past the permit’s deadline exists');
+  };
+
+  /** The settlement under `key` is settled on `carrier`, its payment recorded once, the buyer debited once. */
+  const assertSettledOnceOn = async (
+    settled: Pick<Awaited<ReturnType<typeof settleThenDrop>>, 'call' | 'wallet' | 'buyer' | 'body' | 'key'>,
+    carrier: Hex,
+    worker: SettlementFinisher,
+    amount: { atomic: bigint; usdc: number },
+  ) => {
+    const { call, wallet, buyer, body, key } = settled;
+    const row = await untilClosed(worker, key);
+    assert.deepEqual([row?.status, row?.error, row?.transactionId], ['settled', null, carrier]);
+    const history = await call('GET', `/payment/history/${wallet}`);
+    assert.equal(history.total, 1);
+    assert.deepEqual(
+      [history.payments[0].paymentId, history.payments[0].signature, history.payments[0].amount],
+      [row?.paymentId, carrier, amount.usdc],
+    );
+    const again = await call('POST', '/facilitator/settle', body);
+    assert.deepEqual(
+      [again.success, again.errorReason, again.transaction],
+      [false, 'duplicate_settlement', carrier],
+    );
+    assert.equal(await worker.runOnce(), 0, 'nothing left open');
+    assert.equal(await readToken('balanceOf', [buyer.address]), 1_000_000n - amount.atomic);
+    assert.equal((await call('GET', `/payment/history/${wallet}`)).total, 1);
+  };
+
+  // After the Permit2 one above, with a deadline far enough ahead of the chain's clock, moved by then.
+  it('settles a Permit2 permit a stranger carried through a wrapper contract, recording the payment once', async () => {
+    const dropped = await settleThenDrop('42000', 3_600, 'permit2');
+    await dropped.replace();
+    const carrier = await settleThroughWrapper(await gatewaySettleCall(dropped.key));
+    assert.notEqual(carrier, dropped.pending.transaction);
+    await assertSettledOnceOn(dropped, carrier, eagerFinisher('evm-permit2-wrapped'), {
+      atomic: 42_000n,
+      usdc: 0.042,
+    });
+  });
+
+  // It moves the chain's clock past the permit's deadline.
+  it('settles a Permit2 permit a stranger carried through a wrapper contract when first looked at past its deadline', async () => {
+    const dropped = await settleThenDrop('43000', 3_600, 'permit2');
+    await dropped.replace();
+    const carrier = await settleThroughWrapper(await gatewaySettleCall(dropped.key));
+    const { deadline } = dropped.authorization.permit2Authorization as { deadline: string };
+    await passDeadline(BigInt(deadline));
+    await assertSettledOnceOn(dropped, carrier, eagerFinisher('evm-permit2-wrapped-late'), {
+      atomic: 43_000n,
+      usdc: 0.043,
+    });
+  });
+
+  // Last, with a deadline beyond the clock moves above; it moves the clock past that deadline.
+  it('fails a dropped Permit2 settlement whose nonce the buyer revoked, though a wrapper carried another permit paying the same', async () => {
+    const dropped = await settleThenDrop('44000', 7_200, 'permit2');
+    await dropped.replace();
+    const permit = dropped.authorization.permit2Authorization as { nonce: string; deadline: string };
+    // The same buyer's second permit of the same amount to the same seller (another nonce), carried by a
+    // stranger's wrapper: its Transfer is the one a search by amount finds.
+    const other = await evmPayload(
+      dropped.buyer,
+      dropped.body.paymentRequirements,
+      'https://shop.example/evm',
+    );
+    const otherPermit = permit2AuthorizationOf(other.payload);
+    assert.ok(otherPermit !== undefined && otherPermit.nonce !== BigInt(permit.nonce));
+    await settleThroughWrapper(permit2SettleCall(otherPermit).data);
+    // The buyer revokes the first permit's nonce: it is spent, but by no settle.
+    const nonce = BigInt(permit.nonce);
+    const revoke = await createWalletClient({
+      account: dropped.buyer,
+      transport: http(evm.adapter.info.rpcUrl),
+    }).writeContract({
+      address: PERMIT2_ADDRESS,
+      abi: parseAbi(['function invalidateUnorderedNonces(uint256 wordPos, uint256 mask)']),
+      functionName: 'invalidateUnorderedNonces',
+      args: [nonce >> 8n, 1n << (nonce & 0xffn)],
+      chain: null,
+    });
+    await chainReader().waitForTransactionReceipt({ hash: revoke, pollingInterval: 20 });
+    const bitmap = await chainReader().readContract({
+      address: PERMIT2_ADDRESS,
+      abi: parseAbi(['function nonceBitmap(address owner, uint256 wordPosition) view returns (uint256)']),
+      functionName: 'nonceBitmap',
+      args: [dropped.buyer.address, nonce >> 8n],
+    });
+    assert.equal((bitmap >> (nonce & 0xffn)) & 1n, 1n, 'the permit’s nonce is spent');
+    await passDeadline(BigInt(permit.deadline));
+
+    const row = await untilClosed(eagerFinisher('evm-permit2-revoked'), dropped.key);
+    assert.equal(row?.status, 'failed');
+    assert.match(row?.error ?? '', /never mined/);
+    assert.deepEqual([row?.paymentId, row?.transactionId], [null, dropped.pending.transaction]);
+    assert.equal((await dropped.call('GET', `/payment/history/${dropped.wallet}`)).total, 0);
+    assert.equal(await readToken('balanceOf', [dropped.buyer.address]), 1_000_000n - 44_000n);
   });
 });

@@ -1,8 +1,6 @@
 import {
-  type Address,
-  decodeFunctionData,
   getAddress,
-  type Hex,
+  type Hash,
   isAddressEqual,
   type PublicClient,
   parseAbi,
@@ -11,62 +9,38 @@ import {
 } from 'viem';
 import type { LandedPayment } from '../exact-scheme.ts';
 import { toChainError } from './evm-errors.ts';
+import { paidThroughWrapper } from './paid-through-wrapper.ts';
 import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from './permit2-addresses.ts';
-import { EXACT_PERMIT2_PROXY_ABI } from './permit2-proxy-artifact.ts';
+import { type SettledPermit, samePermit, settleCallsIn, settledPermitOf } from './permit2-settle-calldata.ts';
 
 const READS_ABI = parseAbi([
   'function nonceBitmap(address owner, uint256 wordPosition) view returns (uint256)',
   'event Transfer(address indexed from, address indexed to, uint256 value)',
 ]);
 
-/** What a call of the proxy's `settle` moves: decoded from its calldata. */
-interface SettledPermit {
-  readonly owner: Address;
-  readonly token: Address;
-  readonly amount: bigint;
-  readonly nonce: bigint;
-  readonly deadline: bigint;
-  readonly to: Address;
-}
-
-/** Whether `to` and `data` are a call of x402's exact Permit2 proxy's `settle`; its permit if so. */
-export function settledPermitOf(
-  to: string | null | undefined,
-  data: Hex | undefined,
-): SettledPermit | undefined {
-  if (to == null || data === undefined || !isAddressEqual(getAddress(to), EXACT_PERMIT2_PROXY_ADDRESS)) {
-    return undefined;
-  }
-  try {
-    const call = decodeFunctionData({ abi: EXACT_PERMIT2_PROXY_ABI, data });
-    if (call.functionName !== 'settle') return undefined;
-    const [permit, owner, witness] = call.args;
-    return {
-      owner: getAddress(owner),
-      token: getAddress(permit.permitted.token),
-      amount: permit.permitted.amount,
-      nonce: permit.nonce,
-      deadline: permit.deadline,
-      to: getAddress(witness.to),
-    };
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * The payment of the permit the built transaction settles (x402 `exact` with Permit2, local mode), once
  * it moved: Permit2's nonce bit for (owner, nonce) is set, and a successful call of the proxy's `settle`
- * for that owner and nonce moved the amount to the witness's recipient — found by the token's Transfer
- * event (owner → recipient, the amount), whichever transaction carried it: the buyer's signature fixes
- * recipient and amount, so whoever submitted it paid the seller. Permit2 emits no event naming the nonce
- * it spends, hence the Transfer event and the calldata of its transaction.
+ * for that owner and nonce moved the amount to the witness's recipient, whichever transaction carried it:
+ * the buyer's signature fixes recipient and amount, so whoever submitted it paid the seller. Permit2 emits
+ * no event naming the nonce it spends, and the proxy's `Settled()` names nothing, so a carrier is found by
+ * the token's Transfer event (owner → recipient, the amount) and recognised by its calldata:
+ * - a direct call of the proxy's `settle` for this permit (owner, nonce, token, amount, recipient): the
+ *   transaction's one call, which succeeded since it logged the transfer;
+ * - or a wrapper (a multicall, a smart account's execute, an ERC-4337 bundle…) whose input carries such a
+ *   `settle` call verbatim anywhere in it (settleCallsIn) and whose logs show that it ran: the proxy's
+ *   `Settled()` right after the token's Transfer of this payment, once per distinct nonce its input
+ *   carries for this owner, token, amount and recipient (paidThroughWrapper). A wrapper may swallow an
+ *   inner call's revert (Multicall3's tryAggregate), so its calldata says only what was tried. The permits
+ *   one transaction is recognised to pay thus never outnumber the settles of that payment it ran.
  *
- * `never` once a block past the permit's deadline exists and no such transfer was found: Permit2 refuses
+ * `never` once a block past the permit's deadline exists and no such carrier was found: Permit2 refuses
  * the permit in any later block, and a nonce spent otherwise (the buyer invalidated it, or signed another
- * permit with it) can never pay this one either. `fromBlock`: a block at which the nonce was still
- * unspent (when the transaction was built or signed), asked only once it is spent; nothing older is
- * searched.
+ * permit with it, or a carrier not recognised above spent it) can never be shown to pay this one. A
+ * carrier not recognised is one that builds the settle call at run time instead of carrying it, calls the
+ * proxy's other entry points, or settles in one transaction several such permits of which one failed.
+ * `fromBlock`: a block at which the nonce was still unspent (when the transaction was built or signed),
+ * asked only once it is spent; nothing older is searched.
  */
 export async function findLandedPermit2(
   client: PublicClient,
@@ -115,20 +89,38 @@ async function findSettle(
     fromBlock,
     toBlock: 'latest',
   });
+  const looked = new Set<Hash>();
   for (const log of logs) {
-    if (log.args.value !== permit.amount || log.transactionHash == null) continue;
-    const carrier = await client.getTransaction({ hash: log.transactionHash });
-    const settled = settledPermitOf(carrier.to, carrier.input);
-    // Another permit of the same buyer paying the same amount to the same seller spends another nonce.
-    if (settled === undefined || settled.owner !== permit.owner || settled.nonce !== permit.nonce) continue;
-    const receipt = await client.getTransactionReceipt({ hash: log.transactionHash });
-    return {
-      transactionId: receipt.transactionHash,
-      slot: receipt.blockNumber,
-      // The Transfer event is only in the logs of a transaction that succeeded.
-      error: null,
-      fee: receipt.gasUsed * receipt.effectiveGasPrice,
-    };
+    const hash = log.transactionHash;
+    if (log.args.value !== permit.amount || hash == null || looked.has(hash)) continue;
+    looked.add(hash);
+    const carrier = await client.getTransaction({ hash });
+    if (carrier.to != null && isAddressEqual(getAddress(carrier.to), EXACT_PERMIT2_PROXY_ADDRESS)) {
+      const settled = settledPermitOf(carrier.to, carrier.input);
+      // Another permit of the same buyer paying the same amount to the same seller spends another nonce.
+      if (settled === undefined || !samePermit(settled, permit)) continue;
+      return landedOn(await client.getTransactionReceipt({ hash }));
+    }
+    // A wrapper: its receipt is asked for only when its input carries a settle of this permit.
+    const carried = settleCallsIn(carrier.input);
+    if (!carried.some((call) => samePermit(call, permit))) continue;
+    const receipt = await client.getTransactionReceipt({ hash });
+    if (paidThroughWrapper(permit, carried, receipt.logs)) return landedOn(receipt);
   }
   return undefined;
+}
+
+function landedOn(receipt: {
+  transactionHash: Hash;
+  blockNumber: bigint;
+  gasUsed: bigint;
+  effectiveGasPrice: bigint;
+}): LandedPayment {
+  return {
+    transactionId: receipt.transactionHash,
+    slot: receipt.blockNumber,
+    // Found by its Transfer event, which is only in the logs of a transaction that succeeded.
+    error: null,
+    fee: receipt.gasUsed * receipt.effectiveGasPrice,
+  };
 }
