@@ -176,6 +176,10 @@ describe('the gate402 command', () => {
     const badConfig = cli(['migrate'], { ...env, PORT: 'eighty' });
     assert.equal(badConfig.code, 2);
     assert.match(badConfig.stderr, /PORT: must be a whole number from 0 to 65535, got "eighty"/);
+    // Configured by the environment only: an option is refused, not ignored (it would serve on 8402).
+    const option = cli(['serve', '--port', '9000'], env);
+    assert.equal(option.code, 2);
+    assert.match(option.stderr, /serve takes no arguments \(got --port 9000\).*PORT=9000/);
   });
 
   it('migrates on demand and reports when there is nothing to do', () => {

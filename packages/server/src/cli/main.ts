@@ -53,8 +53,10 @@ export async function main(argv: string[]): Promise<number> {
 async function run(ctx: CliContext, command: string, args: string[]): Promise<void> {
   switch (command) {
     case 'serve':
+      noArguments(command, args);
       return (await import('./serve-command.ts')).serveCommand(ctx);
     case 'migrate': {
+      noArguments(command, args);
       // Opening storage migrates it; report what was applied.
       const { openStore, storageLocation } = await import('../store/open-store.ts');
       const { store, migrated } = await openStore(storageLocation(ctx.config));
@@ -84,6 +86,18 @@ async function run(ctx: CliContext, command: string, args: string[]): Promise<vo
     default:
       throw new UsageError(`unknown command: ${command}`);
   }
+}
+
+/**
+ * serve and migrate are configured by the environment alone. An argument is refused rather than
+ * ignored: `gate402 serve --port 9000` would otherwise serve on the default port without a word.
+ */
+function noArguments(command: string, args: string[]): void {
+  const extra = args.filter((arg) => arg !== '--json');
+  if (extra.length === 0) return;
+  throw new UsageError(
+    `${command} takes no arguments (got ${extra.join(' ')}); it is configured by environment variables, e.g. PORT=9000 DATA_DIR=./data gate402 ${command}`,
+  );
 }
 
 function report(error: unknown, json: boolean): number {
