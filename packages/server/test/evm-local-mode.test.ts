@@ -15,6 +15,7 @@ import {
   type EvmPaymentFixture,
   startEvmPaymentFixture,
 } from './support/evm-payment-fixture.ts';
+import { tamperedProof } from './support/tampered-proof.ts';
 
 const PAYMENT_ID = /^pay_[0-9A-HJKMNP-TV-Z]{26}$/;
 const NETWORK = 'eip155:31337';
@@ -614,7 +615,7 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
       const cases: [Record<string, unknown>, string][] = [
         [{ amount: 100_000_000_000_000_100 }, 'amount_too_low'],
         [{ recipient: custodial.wallet }, 'recipient_mismatch'],
-        [{ payment_proof: b64(`${paid.paymentProof.slice(0, -4)}0000`) }, 'bad_signature'],
+        [{ payment_proof: b64(tamperedProof(paid.paymentProof)) }, 'bad_signature'],
       ];
       for (const [body, reason] of cases) {
         const res = await verify(body);
