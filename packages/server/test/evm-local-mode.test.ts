@@ -15,7 +15,7 @@ import {
   type EvmPaymentFixture,
   startEvmPaymentFixture,
 } from './support/evm-payment-fixture.ts';
-import { tamperedProof } from './support/tampered-proof.ts';
+import { lastCharacterChanged } from './support/last-character-changed.ts';
 
 const PAYMENT_ID = /^pay_[0-9A-HJKMNP-TV-Z]{26}$/;
 const NETWORK = 'eip155:31337';
@@ -615,7 +615,7 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
       const cases: [Record<string, unknown>, string][] = [
         [{ amount: 100_000_000_000_000_100 }, 'amount_too_low'],
         [{ recipient: custodial.wallet }, 'recipient_mismatch'],
-        [{ payment_proof: b64(tamperedProof(paid.paymentProof)) }, 'bad_signature'],
+        [{ payment_proof: b64(lastCharacterChanged(paid.paymentProof)) }, 'bad_signature'],
       ];
       for (const [body, reason] of cases) {
         const res = await verify(body);

@@ -8,7 +8,7 @@ import {
   type EvmPaymentFixture,
   startEvmPaymentFixture,
 } from './support/evm-payment-fixture.ts';
-import { tamperedProof } from './support/tampered-proof.ts';
+import { lastCharacterChanged } from './support/last-character-changed.ts';
 import { assertTransferred } from './support/transfer-checks.ts';
 
 const PAYMENT_ID = /^pay_[0-9A-HJKMNP-TV-Z]{26}$/;
@@ -247,7 +247,7 @@ describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, statu
         expectedAmount: 0.01,
         ...body,
       });
-    const tampered = tamperedProof(sent.paymentProof);
+    const tampered = lastCharacterChanged(sent.paymentProof);
     const cases: [EvmParty, Record<string, unknown>, string][] = [
       [seller, { paymentProof: tampered }, 'bad_signature'],
       [third, {}, 'recipient_mismatch'],

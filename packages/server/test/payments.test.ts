@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { lastCharacterChanged } from './support/last-character-changed.ts';
 import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from './support/payment-fixture.ts';
-import { tamperedProof } from './support/tampered-proof.ts';
 import { assertTransferred } from './support/transfer-checks.ts';
 
 const PAYMENT_ID = /^pay_[0-9A-HJKMNP-TV-Z]{26}$/;
@@ -292,7 +292,7 @@ describe('Lightning mode on Solana: send, receive, status, history', () => {
         expectedAmount: 0.01,
         ...body,
       });
-    const tampered = tamperedProof(sent.paymentProof);
+    const tampered = lastCharacterChanged(sent.paymentProof);
     const cases: [Party, Record<string, unknown>, string, string][] = [
       [seller, { paymentProof: '0x1234' }, 'INVALID_PAYMENT_PROOF', 'malformed'],
       [seller, { paymentProof: 'not hex at all' }, 'INVALID_PAYMENT_PROOF', 'malformed'],

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { lastCharacterChanged } from './support/last-character-changed.ts';
 import { type Party, type PaymentFixture, startPaymentFixture } from './support/payment-fixture.ts';
-import { tamperedProof } from './support/tampered-proof.ts';
 
 describe('POST /v1/payments/verify', () => {
   let f: PaymentFixture;
@@ -56,7 +56,7 @@ describe('POST /v1/payments/verify', () => {
       [{ recipient: other.wallet }, 'recipient_mismatch'],
       [{ payment_proof: b64('0x1234') }, 'malformed'],
       [{ payment_proof: b64('hello') }, 'malformed'],
-      [{ payment_proof: b64(tamperedProof(paid.paymentProof)) }, 'bad_signature'],
+      [{ payment_proof: b64(lastCharacterChanged(paid.paymentProof)) }, 'bad_signature'],
     ];
     for (const [body, reason] of cases) {
       const res = await verify(body);
