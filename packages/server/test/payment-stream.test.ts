@@ -146,6 +146,9 @@ describe('payment stream', () => {
     );
     stream.send({ type: 'subscribe', types: ['payment.nope'] });
     await stream.until((c) => c.messages.filter((m) => m.type === 'error').length === 2);
+    stream.send({ type: 'subscribe', wallets: Array.from({ length: 101 }, (_, i) => `Wallet${i}`) });
+    await stream.until((c) => c.messages.filter((m) => m.type === 'error').length === 3);
+    assert.match(JSON.stringify(stream.messages.at(-1)), /"wallets":"must be an array of at most 100/);
     stream.send({ type: 'subscribe', wallets: ['WalletTwo'], types: ['payment.received'] });
     await stream.until((c) => c.messages.some((m) => m.type === 'subscribed'));
     await recordReceived(gw.services.ledger, caller.accountId, { wallet: 'WalletOne' });
@@ -157,6 +160,18 @@ describe('payment stream', () => {
       [two.id],
     );
     stream.close();
+  });
+
+  it('closes a connection that sends a message over 16 KiB with 1009, authenticated or not, and goes on serving', async () => {
+    const caller = await gw.newCaller('premium');
+    const stream = await connect(caller.key);
+    stream.send({ type: 'subscribe', wallets: ['x'.repeat(17 * 1024)] });
+    const anonymous = await openStream(url);
+    anonymous.send({ type: 'auth', apiKey: 'x'.repeat(17 * 1024) });
+    assert.deepEqual([(await stream.closed).code, (await anonymous.closed).code], [1009, 1009]);
+    // Before, ws threw the protocol error from the connection and the process ended.
+    const again = await connect(caller.key);
+    again.close();
   });
 
   it('resumes after a disconnect with since: every missed event once, in order, then live ones', async () => {

@@ -7,7 +7,7 @@ import type { PlanAccess } from '../domain/plan-access.ts';
 import type { EventHub } from '../events/event-hub.ts';
 import type { RateLimiter } from '../ratelimit/rate-limiter.ts';
 import { type AccountService, view } from '../services/account-service.ts';
-import { STREAM_CLOSE } from './stream-close-codes.ts';
+import { MAX_STREAM_MESSAGE_BYTES, STREAM_CLOSE } from './stream-close-codes.ts';
 import { StreamConnection } from './stream-connection.ts';
 import { isEventId, parseSubscribe } from './stream-subscription.ts';
 
@@ -31,8 +31,6 @@ export interface PaymentStreamDeps {
 
 const DEFAULT_AUTH_TIMEOUT_MS = 5_000;
 const BEARER = /^Bearer +(\S+)$/i;
-/** Client messages are small JSON objects; anything bigger is refused by ws (close 1009). */
-const MAX_MESSAGE_BYTES = 16 * 1024;
 
 type Authorized = { ok: true; accountId: string } | { ok: false; error: GatewayError };
 
@@ -49,7 +47,8 @@ type Authorized = { ok: true; accountId: string } | { ok: false; error: GatewayE
 export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDeps): void {
   const wss = new WebSocketServer({
     noServer: true,
-    maxPayload: MAX_MESSAGE_BYTES,
+    // ws refuses a bigger message itself, with close code 1009 (STREAM_CLOSE.MESSAGE_TOO_BIG).
+    maxPayload: MAX_STREAM_MESSAGE_BYTES,
     handleProtocols: (protocols) => (protocols.has('bearer') ? 'bearer' : false),
   });
   const alive = new WeakSet<WebSocket>();
@@ -62,6 +61,9 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
   });
 
   async function handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    // Node's HTTP server stops listening for errors on a socket it hands to 'upgrade': a client that
+    // resets it while the key is looked up would otherwise throw from the socket and end the process.
+    socket.on('error', (error) => app.log.debug({ err: error }, 'payment stream socket error'));
     const url = new URL(request.url ?? '/', 'http://localhost');
     if (url.pathname.replace(/\/$/, '') !== STREAM_PATH) {
       // Another part of the app may serve WebSockets on its own path; only the last word is ours.
@@ -85,6 +87,12 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
       }
     }
     wss.handleUpgrade(request, socket, head, (ws) => {
+      // ws reports a client's protocol error (a message over maxPayload, a bad frame) here, after it has
+      // sent the close frame itself (1009, 1002…) and before it closes; without a listener the error
+      // would be thrown and end the process — any client could stop the gateway with one big message.
+      ws.on('error', (error) =>
+        app.log.info({ err: error }, 'payment stream connection closed on a protocol error'),
+      );
       alive.add(ws);
       ws.on('pong', () => alive.add(ws));
       serve(ws, accountId, sinceSeq, since);

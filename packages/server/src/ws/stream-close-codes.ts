@@ -2,9 +2,14 @@
  * Close codes of the payment stream (documented in the README and the AsyncAPI document). 4xxx codes
  * mirror the HTTP status of the same meaning where there is one.
  */
+/** Client messages are small JSON objects (a subscribe names at most 100 wallets); bigger ones are refused. */
+export const MAX_STREAM_MESSAGE_BYTES = 16 * 1024;
+
 export const STREAM_CLOSE = {
   /** The server is shutting down; reconnect (to another instance) and resume with `since`. */
   GOING_AWAY: 1001,
+  /** A client message over MAX_STREAM_MESSAGE_BYTES (ws closes the connection itself). */
+  MESSAGE_TOO_BIG: 1009,
   /** Missing, invalid or revoked API key, or no `auth` message within 5 seconds. */
   UNAUTHORIZED: 4001,
   /** The account's plan does not include the stream. */
