@@ -9,6 +9,7 @@ import { dashboardStatic } from './http/dashboard/dashboard-static.ts';
 import { LazyRequestLogger } from './http/lazy-request-logger.ts';
 import { installAuthentication } from './http/plugins/authentication.ts';
 import {
+  clientErrorHandler,
   frameworkErrorHandler,
   installErrorHandling,
   MAX_PATH_PARAMETER_LENGTH,
@@ -79,6 +80,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAMETER_LENGTH },
   }).withTypeProvider<TypeBoxTypeProvider>();
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
@@ -142,6 +143,36 @@ describe('errors (spec §7)', () => {
       headers: bearer(key),
     });
     assert.notEqual(res.json().error.details?.path, 'each path parameter must be at most 100 characters');
+  });
+
+  it("answers a request Node's HTTP parser cannot read with the same error body (400, 431)", async () => {
+    const address = new URL(await gw.app.listen({ port: 0, host: '127.0.0.1' }));
+    const rawAnswer = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        let answer = '';
+        const socket = connect(Number(address.port), address.hostname, () => socket.write(request));
+        socket.on('data', (chunk) => {
+          answer += chunk.toString();
+        });
+        socket.on('end', () => resolve(answer));
+        socket.on('error', reject);
+      });
+    for (const [request, status, details] of [
+      ['GARBAGE\r\n\r\n', '400 Bad Request', { request: 'must be valid HTTP/1.1' }],
+      [
+        `GET /account HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+        '431 Request Header Fields Too Large',
+        { headers: 'must total at most 16 KiB' },
+      ],
+    ] as const) {
+      const answer = await rawAnswer(request);
+      assert.ok(answer.startsWith(`HTTP/1.1 ${status}\r\n`), answer);
+      const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+      assert.deepEqual(
+        [body.success, body.error.code, body.error.details],
+        [false, 'INVALID_PARAMETERS', details],
+      );
+    }
   });
 
   it('answers the unexpected with 500 INTERNAL_ERROR, a request id, and no internals', async () => {

@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ChainError } from '../../chains/chain-error.ts';
 import { GatewayError, invalidParameters, toErrorBody } from '../../domain/gateway-error.ts';
@@ -65,6 +67,36 @@ export function frameworkErrorHandler(
   }
   request.log.error({ err: error }, 'request refused by the router');
   return sendError(reply, request, toGatewayError(error));
+}
+
+/**
+ * Fastify's `clientErrorHandler`: a request Node's HTTP parser could not read (a malformed request line
+ * or header, headers over Node's 16 KiB, a client too slow to send them). No route, hook or request id
+ * exists yet, so the answer is written to the socket directly — with the spec's error body, like every
+ * other refusal, and the HTTP status the failure calls for (400, 431, 408). The connection is then closed.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Duplex): void {
+  // A reset connection has nobody to answer (https://nodejs.org/api/http.html#event-clienterror).
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, refusal] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [
+          431,
+          invalidParameters({ headers: 'must total at most 16 KiB' }, 'The request headers are too large.'),
+        ]
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [
+            408,
+            invalidParameters({ request: 'must arrive in time' }, 'The request was not received in time.'),
+          ]
+        : [400, invalidParameters({ request: 'must be valid HTTP/1.1' }, 'The HTTP request is malformed.')];
+  const body = JSON.stringify(toErrorBody(refusal));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 export function sendError(reply: FastifyReply, request: FastifyRequest, error: GatewayError): FastifyReply {
