@@ -5,7 +5,7 @@ import {
   getCompiledTransactionMessageDecoder,
   getTransactionDecoder,
 } from '@solana/kit';
-import { encodePaymentSignatureHeader } from '@x402/core/http';
+import { decodePaymentSignatureHeader, encodePaymentSignatureHeader } from '@x402/core/http';
 import { bytesToHex, createTestClient, http, parseTransaction } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
@@ -282,6 +282,16 @@ describe('x402 payloads in POST /transaction/receive: the seller signs as fee pa
       [elsewhere.status, elsewhere.body.error.details.paymentProof],
       [422, 'recipient_mismatch'],
     );
+    // An asset that is no Solana address: refused as such, not thrown by the adapter (it was a 500).
+    const payload = decodePaymentSignatureHeader(header);
+    for (const asset of ['not-an-address', `0x${'ab'.repeat(20)}`, 'x'.repeat(2_000)]) {
+      const odd = await api('POST', '/transaction/receive', {
+        walletAddress: seller.wallet,
+        paymentProof: encodePaymentSignatureHeader({ ...payload, accepted: { ...payload.accepted, asset } }),
+        expectedAmount: 0.01,
+      });
+      assert.deepEqual([odd.status, odd.body.error.details?.paymentProof], [422, 'unknown_asset'], asset);
+    }
   });
 });
 

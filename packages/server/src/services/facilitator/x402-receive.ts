@@ -1,5 +1,6 @@
 import { canonicalAddress } from '../../chains/canonical-address.ts';
 import type { ChainAdapter } from '../../chains/chain-adapter.ts';
+import { addressFamily } from '../../domain/address.ts';
 import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
 import { toWholeUnits } from '../../domain/money.ts';
@@ -253,6 +254,9 @@ export class X402ReceiveService {
     const asset = accepted?.asset ?? chain.info.tokens[0]?.address;
     if (asset === undefined)
       throw invalidProof('the payment names no asset this network knows', 'unknown_asset');
+    // Checked before the chain is asked about it: an adapter refuses a malformed address by throwing.
+    if (addressFamily(asset) !== chain.info.family)
+      throw invalidProof(`the payment's asset is not a ${chain.info.name} token address`, 'unknown_asset');
     const decimals =
       chain.info.tokens.find((t) => t.address === asset)?.decimals ??
       (await chain.getTokenInfo(asset))?.decimals;
