@@ -105,6 +105,11 @@ describe('GET /networks and POST /faucet with the embedded EVM chain', () => {
         { address: wallet.address, amount: 1, network: solana.localnet.network },
         { address: 'is not an address on Solana Localnet (embedded)' },
       ],
+      // The token contract takes no ETH: its revert is the request's fault (was 500).
+      [
+        { address: evm.usdc.address, amount: 0.3 },
+        { address: 'the chain refused the transfer: a contract address must accept ETH' },
+      ],
     ];
     for (const [payload, details] of cases) {
       const res = await faucet(payload);

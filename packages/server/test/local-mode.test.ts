@@ -304,6 +304,16 @@ describe('local transaction mode: /transaction/send, watching, local-mode proofs
         { recipientAddress: 'must differ from walletAddress' },
       ],
       [
+        { recipientAddress: '11111111111111111111111111111111', amount: 1 },
+        'INVALID_RECIPIENT',
+        { recipientAddress: 'is the System Program' },
+      ],
+      [
+        { walletAddress: '11111111111111111111111111111111', recipientAddress: seller.wallet, amount: 1 },
+        'INVALID_PARAMETERS',
+        { walletAddress: 'is the System Program, which cannot sign a transfer' },
+      ],
+      [
         { walletAddress: 'xyz', recipientAddress: seller.wallet, amount: 1 },
         'INVALID_PARAMETERS',
         { walletAddress: 'must be a Solana (base58) or EVM (0x…) address' },

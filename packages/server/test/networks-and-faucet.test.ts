@@ -143,6 +143,14 @@ describe('GET /networks and POST /faucet on the embedded localnet', () => {
         { network: 'is not a configured network; see GET /networks' },
       ],
       [{ address: `0x${'ab'.repeat(20)}`, amount: 1 }, { address: 'no evm network is configured' }],
+      // The chain refuses an account with less than its rent-exempt minimum: the request's fault (was 500).
+      [
+        { address: wallet.address, amount: 0.000000001 },
+        {
+          amount:
+            'the chain refused the transfer: an address that holds nothing yet must get at least its rent-exempt minimum',
+        },
+      ],
     ];
     for (const [payload, details] of cases) {
       const res = await faucet(payload);

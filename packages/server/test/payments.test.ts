@@ -221,6 +221,12 @@ describe('Lightning mode on Solana: send, receive, status, history', () => {
         'INVALID_RECIPIENT',
         { recipientAddress: 'must differ from walletAddress' },
       ],
+      [
+        { recipientAddress: '11111111111111111111111111111111', amount: 1 },
+        400,
+        'INVALID_RECIPIENT',
+        { recipientAddress: 'is the System Program' },
+      ],
     ];
     for (const [body, status, code, details] of cases) {
       const res = await send(buyer, body);

@@ -1,5 +1,6 @@
+import { ChainError } from '../chains/chain-error.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { GatewayError, invalidParameters } from '../domain/gateway-error.ts';
+import { type ErrorDetails, GatewayError, invalidParameters } from '../domain/gateway-error.ts';
 import { AmountError, toAtomic } from '../domain/money.ts';
 import type { NetworkId } from '../domain/network.ts';
 
@@ -35,9 +36,17 @@ export class FaucetService {
       });
     }
     if (request.token === undefined) {
-      const atomic = atomicAmount(request.amount, chain.info.nativeCurrency.decimals, FAUCET_MAX_NATIVE);
-      const signature = await faucet.fundNative(request.address, atomic);
-      return { ...base(request, chain.info.id), currency: chain.info.nativeCurrency.symbol, signature };
+      const { decimals, symbol } = chain.info.nativeCurrency;
+      const atomic = atomicAmount(request.amount, decimals, FAUCET_MAX_NATIVE);
+      const signature = await refusedAsInvalid(
+        () => faucet.fundNative(request.address, atomic),
+        chain.info.family === 'solana'
+          ? {
+              amount: `${REFUSED}: an address that holds nothing yet must get at least its rent-exempt minimum`,
+            }
+          : { address: `${REFUSED}: a contract address must accept ${symbol}` },
+      );
+      return { ...base(request, chain.info.id), currency: symbol, signature };
     }
     const token = chain.info.tokens.find((t) => t.symbol.toLowerCase() === request.token?.toLowerCase());
     if (token === undefined) {
@@ -46,8 +55,32 @@ export class FaucetService {
       });
     }
     const atomic = atomicAmount(request.amount, token.decimals, FAUCET_MAX_TOKEN);
-    const signature = await faucet.fundToken(token.symbol, request.address, atomic);
+    const signature = await refusedAsInvalid(() => faucet.fundToken(token.symbol, request.address, atomic), {
+      address: REFUSED,
+    });
     return { ...base(request, chain.info.id), currency: token.symbol, signature };
+  }
+}
+
+const REFUSED = 'the chain refused the transfer';
+
+/**
+ * A local chain that refuses a faucet transfer itself (Solana: too little for a new account's rent; EVM:
+ * a contract that takes no ETH) was asked for something it cannot do: a bad request, answered with
+ * `details`, not a fault of the gateway. The chain's own message stays in the log.
+ */
+async function refusedAsInvalid(send: () => Promise<string>, details: ErrorDetails): Promise<string> {
+  try {
+    return await send();
+  } catch (error) {
+    if (error instanceof ChainError && (error.kind === 'rejected' || error.kind === 'invalid_transaction')) {
+      throw new GatewayError('INVALID_PARAMETERS', {
+        message: 'The local chain refused the faucet transfer.',
+        details,
+        cause: error,
+      });
+    }
+    throw error;
   }
 }
 

@@ -1,7 +1,6 @@
 import { canonicalAddress } from '../chains/canonical-address.ts';
 import type { ChainAdapter } from '../chains/chain-adapter.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { addressFamily } from '../domain/address.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
 import { newId } from '../domain/ids.ts';
 import { atomicToDecimalText, toWholeUnits } from '../domain/money.ts';
@@ -9,6 +8,7 @@ import type { PaymentRecord, Store } from '../store/store.ts';
 import { atomicFromField } from './amounts.ts';
 import { newPayment } from './new-payment.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
+import { checkPayer, checkRecipient } from './payment-parties.ts';
 import type { PaymentProofs } from './payment-proof.ts';
 import { estimatedConfirmation, type SendInput } from './send-payment.ts';
 
@@ -72,6 +72,7 @@ export class LocalSendService {
       field: 'walletAddress',
     });
     const { family, nativeCurrency } = chain.info;
+    checkPayer(family, input.walletAddress);
     checkRecipient(family, input.walletAddress, input.recipientAddress);
     // Stored, proven and matched on chain in one spelling (EVM: checksummed), whatever case was sent:
     // the chain reports the payer and recipient checksummed.
@@ -162,22 +163,6 @@ export class LocalSendService {
     if (chain === undefined)
       throw new Error(`payment ${payment.id} is on ${payment.network}, which is not configured`);
     return chain;
-  }
-}
-
-/** The rules of /payment/send (spec §7 INVALID_RECIPIENT): same family, and not the payer itself. */
-export function checkRecipient(family: string, walletAddress: string, recipientAddress: string): void {
-  if (addressFamily(recipientAddress) !== family) {
-    throw new GatewayError('INVALID_RECIPIENT', {
-      message: `The recipient is not a valid ${family} address.`,
-      details: { recipientAddress: `must be a ${family} address` },
-    });
-  }
-  if (canonicalAddress(recipientAddress) === canonicalAddress(walletAddress)) {
-    throw new GatewayError('INVALID_RECIPIENT', {
-      message: 'A wallet cannot pay itself.',
-      details: { recipientAddress: 'must differ from walletAddress' },
-    });
   }
 }
 

@@ -8,7 +8,6 @@ import type {
 } from '../chains/chain-adapter.ts';
 import { ChainError } from '../chains/chain-error.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { addressFamily } from '../domain/address.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
 import { newId } from '../domain/ids.ts';
 import { atomicToDecimalText, toWholeUnits } from '../domain/money.ts';
@@ -16,6 +15,7 @@ import type { PaymentLease, PaymentRecord, Store } from '../store/store.ts';
 import { atomicFromField } from './amounts.ts';
 import { newPayment } from './new-payment.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
+import { checkRecipient } from './payment-parties.ts';
 import type { PaymentProofs } from './payment-proof.ts';
 import type { WalletService } from './wallet-service.ts';
 
@@ -95,20 +95,9 @@ export class SendPaymentService {
       field: 'walletAddress',
     });
     const { family, nativeCurrency } = chain.info;
-    if (addressFamily(input.recipientAddress) !== family) {
-      throw new GatewayError('INVALID_RECIPIENT', {
-        message: `The recipient is not a valid ${family} address.`,
-        details: { recipientAddress: `must be a ${family} address` },
-      });
-    }
+    checkRecipient(family, input.walletAddress, input.recipientAddress);
     const walletAddress = canonicalAddress(input.walletAddress);
     const recipientAddress = canonicalAddress(input.recipientAddress);
-    if (recipientAddress === walletAddress) {
-      throw new GatewayError('INVALID_RECIPIENT', {
-        message: 'A wallet cannot pay itself.',
-        details: { recipientAddress: 'must differ from walletAddress' },
-      });
-    }
     const amount = atomicFromField('amount', input.amount, nativeCurrency.decimals, nativeCurrency.symbol);
     const priorityFee =
       input.priorityFee === undefined

@@ -128,10 +128,11 @@ export function localnetAdapter(localnet: Localnet, slotMs?: number): SolanaAdap
     throw new ChainError('unavailable', `faucet transfer ${signature} was not confirmed`);
   };
   const faucet: LocalFaucet = {
-    fundNative: async (to, amount) => confirmed(localnet.airdrop(to, amount)),
+    fundNative: async (to, amount) =>
+      confirmed(await refusalAsChainError(async () => localnet.airdrop(to, amount))),
     fundToken: async (symbol, owner, amount) => {
       if (symbol !== usdc.symbol) throw new ChainError('rejected', `no token ${symbol} on this network`);
-      return confirmed((await localnet.mintUsdc(owner, amount)).signature);
+      return confirmed((await refusalAsChainError(() => localnet.mintUsdc(owner, amount))).signature);
     },
   };
   const adapter = new SolanaAdapter({
@@ -153,4 +154,21 @@ function networkInfo(
     nativeCurrency: { symbol: 'SOL', decimals: LAMPORTS_DECIMALS },
     isDefault: true,
   };
+}
+
+/**
+ * The in-process localnet refuses a transaction by throwing its own TransactionRejected (its RPC answers
+ * the same refusal as a JSON-RPC error); callers of a faucet see a ChainError either way.
+ */
+async function refusalAsChainError<T>(send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (error) {
+    if (error instanceof Error && error.name === 'TransactionRejected') {
+      throw new ChainError('rejected', `the localnet refused the transaction: ${error.message}`, {
+        cause: error,
+      });
+    }
+    throw error;
+  }
 }
