@@ -213,6 +213,18 @@ describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, statu
     assert.equal(history.total, sentBefore, 'no payment was recorded');
   });
 
+  it('refuses a recipient contract that reverts when paid (the USDC token) before signing: INVALID_RECIPIENT, not 500', async () => {
+    const sentBefore = (await f.get(buyer.key, `/payment/history/${buyer.wallet}?type=sent`)).json().total;
+    const res = await send(buyer, { recipientAddress: f.evm.usdc.address, amount: 0.001 });
+    assert.equal(res.statusCode, 400, res.body);
+    assert.deepEqual(
+      [res.json().error.code, res.json().error.details],
+      ['INVALID_RECIPIENT', { recipientAddress: 'is a contract that does not accept the transfer' }],
+    );
+    const history = (await f.get(buyer.key, `/payment/history/${buyer.wallet}?type=sent`)).json();
+    assert.equal(history.total, sentBefore, 'no payment was recorded');
+  });
+
   it('accepts a proof once: of 20 simultaneous receives exactly one succeeds', async () => {
     const sent = (await send(buyer, { recipientAddress: seller.wallet, amount: 0.002 })).json();
     const attempts = await Promise.all(

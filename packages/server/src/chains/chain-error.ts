@@ -8,6 +8,8 @@ export type ChainErrorKind =
   | 'already_processed'
   | 'invalid_transaction'
   | 'rejected'
+  /** The recipient cannot take the transfer: an EVM contract that reverts when paid. */
+  | 'recipient_refused'
   | 'unavailable';
 
 export class ChainError extends Error {

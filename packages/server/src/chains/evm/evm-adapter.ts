@@ -189,7 +189,17 @@ export class EvmAdapter implements ChainAdapter {
       this.call(() => this.client.getBlock({ blockTag: 'latest' })),
       this.call(() =>
         this.client.estimateGas({ account: from, to, value: request.amount, ...(data ? { data } : {}) }),
-      ),
+      ).catch((error: unknown) => {
+        // A plain value transfer reverts only in the recipient's code: a contract that takes no ETH.
+        if (
+          error instanceof ChainError &&
+          error.kind === 'rejected' &&
+          /execution reverted/i.test(error.message)
+        ) {
+          throw new ChainError('recipient_refused', `${to} reverts when paid`, { cause: error });
+        }
+        throw error;
+      }),
       request.priorityFee === undefined
         ? this.call(() => estimateMaxPriorityFeePerGas(this.client))
         : Promise.resolve(undefined),

@@ -143,6 +143,12 @@ function fromChainError(error: ChainError): GatewayError {
   switch (error.kind) {
     case 'insufficient_funds':
       return new GatewayError('INSUFFICIENT_BALANCE', { cause: error });
+    case 'recipient_refused':
+      return new GatewayError('INVALID_RECIPIENT', {
+        message: 'The recipient refuses this transfer.',
+        details: { recipientAddress: 'is a contract that does not accept the transfer' },
+        cause: error,
+      });
     case 'unavailable':
       return new GatewayError('CHAIN_UNAVAILABLE', {
         retryAfter: error.retryAfterSeconds ?? DEFAULT_CHAIN_RETRY_AFTER_SECONDS,
