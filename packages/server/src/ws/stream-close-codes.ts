@@ -2,9 +2,6 @@
  * Close codes of the payment stream (documented in the README and the AsyncAPI document). 4xxx codes
  * mirror the HTTP status of the same meaning where there is one.
  */
-/** Client messages are small JSON objects (a subscribe names at most 100 wallets); bigger ones are refused. */
-export const MAX_STREAM_MESSAGE_BYTES = 16 * 1024;
-
 export const STREAM_CLOSE = {
   /** The server is shutting down; reconnect (to another instance) and resume with `since`. */
   GOING_AWAY: 1001,
@@ -21,3 +18,6 @@ export const STREAM_CLOSE = {
   /** Storage or Redis failed while authenticating; retry shortly. */
   UNAVAILABLE: 4503,
 } as const;
+
+/** Client messages are small JSON objects (a subscribe names at most 100 wallets); bigger ones are refused. */
+export const MAX_STREAM_MESSAGE_BYTES = 16 * 1024;
