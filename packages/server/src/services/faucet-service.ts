@@ -67,7 +67,7 @@ const REFUSED = 'the chain refused the transfer';
 /**
  * A local chain that refuses a faucet transfer itself (Solana: too little for a new account's rent; EVM:
  * a contract that takes no ETH) was asked for something it cannot do: a bad request, answered with
- * `details`, not a fault of the gateway. The chain's own message stays in the log.
+ * `details`, not a fault of the gateway. The chain's own words stay out of the answer (the cause).
  */
 async function refusedAsInvalid(send: () => Promise<string>, details: ErrorDetails): Promise<string> {
   try {
