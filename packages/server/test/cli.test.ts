@@ -173,6 +173,13 @@ describe('the gate402 command', () => {
     const unknown = cli(['teleport'], env);
     assert.equal(unknown.code, 2);
     assert.match(unknown.stderr, /unknown command: teleport/);
+    const bare = cli(['accounts'], env);
+    assert.equal(bare.code, 2);
+    assert.match(bare.stderr, /^gate402: accounts needs a subcommand: create, set-plan, list\n/);
+    assert.match(
+      cli(['keys', 'rotate'], env).stderr,
+      /unknown command: keys rotate \(keys has create, list, revoke\)/,
+    );
     const badConfig = cli(['migrate'], { ...env, PORT: 'eighty' });
     assert.equal(badConfig.code, 2);
     assert.match(badConfig.stderr, /PORT: must be a whole number from 0 to 65535, got "eighty"/);

@@ -1,6 +1,13 @@
 import { parseArgs } from 'node:util';
 import type { AccountView } from '../services/account-service.ts';
-import { type CliContext, optionalInteger, requiredFlag, UsageError, withAccounts } from './cli-context.ts';
+import {
+  type CliContext,
+  optionalInteger,
+  requiredFlag,
+  UsageError,
+  unknownSubcommand,
+  withAccounts,
+} from './cli-context.ts';
 
 const FLAGS = {
   name: { type: 'string' },
@@ -39,7 +46,7 @@ export async function accountsCommand(ctx: CliContext, args: string[]): Promise<
       return ctx.result(list.map(accountJson), list.map(describe).join('\n') || 'no accounts');
     }
     default:
-      throw new UsageError(`unknown command: accounts ${sub ?? ''}`.trim());
+      throw unknownSubcommand('accounts', sub, ['create', 'set-plan', 'list']);
   }
 }
 

@@ -21,6 +21,20 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
+/** For a command group called without a subcommand it knows, or with none: names the ones it has. */
+export function unknownSubcommand(
+  group: string,
+  sub: string | undefined,
+  known: readonly string[],
+): UsageError {
+  const which = known.join(', ');
+  return new UsageError(
+    sub === undefined
+      ? `${group} needs a subcommand: ${which}`
+      : `unknown command: ${group} ${sub} (${group} has ${which})`,
+  );
+}
+
 export function createContext(json: boolean, env: NodeJS.ProcessEnv = process.env): CliContext {
   const config = loadConfig(env);
   return {

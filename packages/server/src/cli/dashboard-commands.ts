@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { MemoryRateLimiter } from '../ratelimit/memory-rate-limiter.ts';
 import { DashboardAuthService } from '../services/dashboard/dashboard-auth-service.ts';
 import { openStore, storageLocation } from '../store/open-store.ts';
-import { type CliContext, requiredFlag, UsageError } from './cli-context.ts';
+import { type CliContext, requiredFlag, UsageError, unknownSubcommand } from './cli-context.ts';
 
 const FLAGS = {
   account: { type: 'string' },
@@ -22,7 +22,7 @@ export async function dashboardCommand(
 ): Promise<void> {
   const [sub, ...rest] = args;
   const { values } = parseArgs({ args: rest, options: FLAGS });
-  if (sub !== 'set-password') throw new UsageError(`unknown command: dashboard ${sub ?? ''}`.trim());
+  if (sub !== 'set-password') throw unknownSubcommand('dashboard', sub, ['set-password']);
   const accountId = requiredFlag(values, 'account');
   const password = await firstLine(stdin);
   if (password === '')

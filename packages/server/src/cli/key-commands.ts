@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { ApiKeyRecord } from '../store/store.ts';
-import { type CliContext, requiredFlag, UsageError, withAccounts } from './cli-context.ts';
+import { type CliContext, requiredFlag, UsageError, unknownSubcommand, withAccounts } from './cli-context.ts';
 
 const FLAGS = {
   account: { type: 'string' },
@@ -38,7 +38,7 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
       return ctx.result(keyJson(revoked), `revoked ${revoked.id}`);
     }
     default:
-      throw new UsageError(`unknown command: keys ${sub ?? ''}`.trim());
+      throw unknownSubcommand('keys', sub, ['create', 'list', 'revoke']);
   }
 }
 

@@ -5,7 +5,7 @@ import { SecretBox } from '../services/custody/secret-box.ts';
 import type { WalletView } from '../services/wallet-service.ts';
 import { WalletService } from '../services/wallet-service.ts';
 import { openStore, storageLocation } from '../store/open-store.ts';
-import { type CliContext, requiredFlag, UsageError } from './cli-context.ts';
+import { type CliContext, requiredFlag, unknownSubcommand } from './cli-context.ts';
 
 const FLAGS = {
   account: { type: 'string' },
@@ -37,7 +37,7 @@ export async function walletsCommand(ctx: CliContext, args: string[]): Promise<v
         wallet = await wallets.watch(accountId, { chain, address: requiredFlag(values, 'address') });
         break;
       default:
-        throw new UsageError(`unknown command: wallets ${sub ?? ''}`.trim());
+        throw unknownSubcommand('wallets', sub, ['create', 'watch']);
     }
     ctx.result(
       wallet,

@@ -3,7 +3,7 @@ import { loadMasterKey } from '../services/custody/master-key.ts';
 import { SecretBox } from '../services/custody/secret-box.ts';
 import { openStore, storageLocation } from '../store/open-store.ts';
 import { WebhookService } from '../webhooks/webhook-service.ts';
-import { type CliContext, requiredFlag, UsageError } from './cli-context.ts';
+import { type CliContext, requiredFlag, UsageError, unknownSubcommand } from './cli-context.ts';
 
 const FLAGS = {
   account: { type: 'string' },
@@ -66,7 +66,7 @@ export async function webhooksCommand(ctx: CliContext, args: string[]): Promise<
         return;
       }
       default:
-        throw new UsageError(`unknown command: webhooks ${sub ?? ''}`.trim());
+        throw unknownSubcommand('webhooks', sub, ['create', 'list', 'delete']);
     }
   } finally {
     await store.close();
