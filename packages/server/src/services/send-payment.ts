@@ -11,7 +11,7 @@ import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
 import { newId } from '../domain/ids.ts';
 import { atomicToDecimalText, toWholeUnits } from '../domain/money.ts';
-import type { PaymentLease, PaymentRecord, Repositories, Store } from '../store/store.ts';
+import type { PaymentLease, PaymentRecord, Store } from '../store/store.ts';
 import { atomicFromField } from './amounts.ts';
 import { newPayment } from './new-payment.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
@@ -161,14 +161,8 @@ export class SendPaymentService {
     try {
       if (chain.nonces === undefined) {
         const signed = await chain.sign(prepared, signer.secretKey);
-        const payment = draft(signed);
-        stored = { payment, wire: signed.wire };
-        await this.deps.store.transaction(async (tx) => {
-          // In the transaction that stores it, so that sends from this wallet that are being stored at
-          // the same moment (one writer: SQLite, or this instance's group commit) see each other.
-          await refuseBeyondBalance(tx, chain, prepared, amount, balance);
-          await this.deps.ledger.recordIn(tx, payment, undefined, lease);
-        });
+        stored = { payment: draft(signed), wire: signed.wire };
+        await this.deps.ledger.record(stored.payment, { lease });
       } else {
         stored = await this.recordInSequence(chain, chain.nonces, {
           prepared,
@@ -221,9 +215,15 @@ export class SendPaymentService {
     const network = chain.info.id;
     return this.deps.store.transaction(async (tx) => {
       const nonce = await tx.nonces.allocate(network, prepared.feePayer, prepared.nonce ?? 0n);
-      // After the allocation serialised this wallet's senders on every instance; a broadcast refused
-      // for funds would leave its nonce unused.
-      await refuseBeyondBalance(tx, chain, prepared, input.amount, input.balance);
+      // The wallet's unsettled sends can still take their amounts and fees. Counting them here, after
+      // the allocation serialised this wallet's senders, keeps concurrent sends from promising more
+      // than the balance together; a broadcast refused for funds would leave its nonce unused.
+      const needed =
+        (await tx.payments.unsettledSpend(network, prepared.feePayer)) + input.amount + prepared.fee;
+      if (input.balance < needed) {
+        const { decimals, symbol } = chain.info.nativeCurrency;
+        throw insufficientBalance(input.balance, needed, decimals, symbol);
+      }
       const signed = await chain.sign(nonces.withNonce(prepared, nonce), input.secretKey);
       const payment = input.draft(signed, nonce);
       await this.deps.ledger.recordIn(tx, payment, undefined, input.lease);
@@ -382,26 +382,6 @@ export class SendPaymentService {
 /** What a caller can expect, from the network's block time. */
 export function estimatedConfirmation(chain: ChainAdapter): string {
   return chain.info.family === 'solana' ? '1-2 seconds' : '2-15 seconds';
-}
-
-/**
- * The wallet's sends not settled yet (pending, submitted) can still take their amounts and fees: a new
- * send is refused when it and they together need more than the balance, before it is stored or
- * broadcast. Without this, concurrent sends each checked against the same balance were stored, refused
- * by the chain, and left as failed payments in the history of a request answered 422.
- */
-async function refuseBeyondBalance(
-  tx: Repositories,
-  chain: ChainAdapter,
-  prepared: PreparedTransaction,
-  amount: bigint,
-  balance: bigint,
-): Promise<void> {
-  const needed = (await tx.payments.unsettledSpend(chain.info.id, prepared.feePayer)) + amount + prepared.fee;
-  if (balance < needed) {
-    const { decimals, symbol } = chain.info.nativeCurrency;
-    throw insufficientBalance(balance, needed, decimals, symbol);
-  }
 }
 
 function insufficientBalance(
