@@ -246,6 +246,27 @@ describe('Lightning mode on Solana: send, receive, status, history', () => {
     assert.equal(await f.chain.adapter.getBalance(poor.wallet), 500_000_000n, 'nothing moved');
   });
 
+  it('answers concurrent sends beyond the balance 422, naming each failed payment it recorded, and pays no fee for them', async () => {
+    const poor = await f.party(0.05);
+    const sends = await Promise.all(
+      Array.from({ length: 10 }, () => send(poor, { recipientAddress: seller.wallet, amount: 0.01 })),
+    );
+    // 0.05 SOL pays four sends of 0.01 and their fees, not a fifth.
+    const paid = sends.filter((res) => res.statusCode === 200);
+    const refused = sends.filter((res) => res.statusCode === 422);
+    assert.deepEqual([paid.length, refused.length], [4, 6]);
+    assert.ok(refused.every((res) => res.json().error.code === 'INSUFFICIENT_BALANCE'));
+    // Each send refused after it was stored is in the history as failed, and its answer names it.
+    const named = refused.map((res) => res.json().error.details.paymentId).filter((id) => id !== undefined);
+    const history = (await f.get(poor.key, `/payment/history/${poor.wallet}`)).json();
+    const failed = history.payments.filter((p: { status: string }) => p.status === 'failed');
+    assert.deepEqual(failed.map((p: { paymentId: string }) => p.paymentId).sort(), named.sort());
+    assert.equal(history.total, 4 + failed.length);
+    let fees = 0n;
+    for (const res of paid) fees += (await f.chain.adapter.getTransaction(res.json().signature))?.fee ?? 0n;
+    assert.equal(await f.chain.adapter.getBalance(poor.wallet), 10_000_000n - fees, 'only the four paid');
+  });
+
   it('keeps accounts apart on every route', async () => {
     const sent = (await send(buyer, { recipientAddress: seller.wallet, amount: 0.001 })).json();
     const other = await f.party();

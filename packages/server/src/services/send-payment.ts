@@ -267,7 +267,14 @@ export class SendPaymentService {
         case 'insufficient_funds': {
           if (!(await this.end(payment, 'failed', 'insufficient funds'))) return payment;
           const { decimals, symbol } = chain.info.nativeCurrency;
-          throw insufficientBalance(undefined, payment.amount + (payment.fee ?? 0n), decimals, symbol);
+          // Stored before the chain refused it, so the history shows it failed: the answer names it.
+          throw insufficientBalance(
+            undefined,
+            payment.amount + (payment.fee ?? 0n),
+            decimals,
+            symbol,
+            payment.id,
+          );
         }
         case 'blockhash_expired':
           if (!(await this.end(payment, 'expired', 'blockhash expired before broadcast'))) return payment;
@@ -384,11 +391,13 @@ export function estimatedConfirmation(chain: ChainAdapter): string {
   return chain.info.family === 'solana' ? '1-2 seconds' : '2-15 seconds';
 }
 
+/** `paymentId`: the failed payment recorded for a send the chain refused, when one was stored. */
 function insufficientBalance(
   balance: bigint | undefined,
   needed: bigint,
   decimals: number,
   symbol: string,
+  paymentId?: string,
 ): GatewayError {
   const need = `${atomicToDecimalText(needed, decimals)} ${symbol}`;
   return new GatewayError('INSUFFICIENT_BALANCE', {
@@ -396,7 +405,10 @@ function insufficientBalance(
       balance === undefined
         ? `Not enough funds: the payment and its fees need ${need}.`
         : `Not enough funds: the payment and its fees need ${need}; the wallet holds ${atomicToDecimalText(balance, decimals)} ${symbol}.`,
-    details: { walletAddress: `needs ${need} including fees` },
+    details: {
+      walletAddress: `needs ${need} including fees`,
+      ...(paymentId === undefined ? {} : { paymentId }),
+    },
   });
 }
 
