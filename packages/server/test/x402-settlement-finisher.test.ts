@@ -656,30 +656,32 @@ describe('x402 settlement finisher on EVM', () => {
     assert.equal((await call('GET', `/payment/history/${wallet}`)).total, 1);
   };
 
-  // After the Permit2 one above, with a deadline far enough ahead of the chain's clock, moved by then.
-  it('settles a Permit2 permit a stranger carried through a wrapper contract, recording the payment once', async () => {
-    const dropped = await settleThenDrop('42000', 3_600, 'permit2');
+  /**
+   * A dropped Permit2 settlement of `atomic` USDC units that a stranger carried through a wrapper; the
+   * finisher first looks at it before its deadline, or `pastDeadline`, once the chain is past it.
+   */
+  const wrappedSettlementFinished = async (atomic: bigint, pastDeadline: boolean, finisher: string) => {
+    const dropped = await settleThenDrop(String(atomic), 3_600, 'permit2');
     await dropped.replace();
     const carrier = await settleThroughWrapper(await gatewaySettleCall(dropped.key));
     assert.notEqual(carrier, dropped.pending.transaction);
-    await assertSettledOnceOn(dropped, carrier, eagerFinisher('evm-permit2-wrapped'), {
-      atomic: 42_000n,
-      usdc: 0.042,
+    if (pastDeadline) {
+      const { deadline } = dropped.authorization.permit2Authorization as { deadline: string };
+      await passDeadline(BigInt(deadline));
+    }
+    await assertSettledOnceOn(dropped, carrier, eagerFinisher(finisher), {
+      atomic,
+      usdc: Number(atomic) / 1_000_000,
     });
-  });
+  };
+
+  // After the Permit2 one above, with a deadline far enough ahead of the chain's clock, moved by then.
+  it('settles a Permit2 permit a stranger carried through a wrapper contract, recording the payment once', () =>
+    wrappedSettlementFinished(42_000n, false, 'evm-permit2-wrapped'));
 
   // It moves the chain's clock past the permit's deadline.
-  it('settles a Permit2 permit a stranger carried through a wrapper contract when first looked at past its deadline', async () => {
-    const dropped = await settleThenDrop('43000', 3_600, 'permit2');
-    await dropped.replace();
-    const carrier = await settleThroughWrapper(await gatewaySettleCall(dropped.key));
-    const { deadline } = dropped.authorization.permit2Authorization as { deadline: string };
-    await passDeadline(BigInt(deadline));
-    await assertSettledOnceOn(dropped, carrier, eagerFinisher('evm-permit2-wrapped-late'), {
-      atomic: 43_000n,
-      usdc: 0.043,
-    });
-  });
+  it('settles a Permit2 permit a stranger carried through a wrapper contract when first looked at past its deadline', () =>
+    wrappedSettlementFinished(43_000n, true, 'evm-permit2-wrapped-late'));
 
   // Last, with a deadline beyond the clock moves above; it moves the clock past that deadline.
   it('fails a dropped Permit2 settlement whose nonce the buyer revoked, though a wrapper carried another permit paying the same', async () => {

@@ -78,18 +78,7 @@ export function frameworkErrorHandler(
 export function clientErrorHandler(error: Error & { code?: string }, socket: Duplex): void {
   // A reset connection has nobody to answer (https://nodejs.org/api/http.html#event-clienterror).
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, refusal] =
-    error.code === 'HPE_HEADER_OVERFLOW'
-      ? [
-          431,
-          invalidParameters({ headers: 'must total at most 16 KiB' }, 'The request headers are too large.'),
-        ]
-      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [
-            408,
-            invalidParameters({ request: 'must arrive in time' }, 'The request was not received in time.'),
-          ]
-        : [400, invalidParameters({ request: 'must be valid HTTP/1.1' }, 'The HTTP request is malformed.')];
+  const [status, refusal] = clientRefusal(error.code);
   const body = JSON.stringify(toErrorBody(refusal));
   if (socket.writable) {
     socket.write(
@@ -97,6 +86,27 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Dup
     );
   }
   socket.destroy();
+}
+
+/** The HTTP status and the error for what Node's parser reported (its error code). */
+function clientRefusal(code: string | undefined): [number, GatewayError] {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return [
+        431,
+        invalidParameters({ headers: 'must total at most 16 KiB' }, 'The request headers are too large.'),
+      ];
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return [
+        408,
+        invalidParameters({ request: 'must arrive in time' }, 'The request was not received in time.'),
+      ];
+    default:
+      return [
+        400,
+        invalidParameters({ request: 'must be valid HTTP/1.1' }, 'The HTTP request is malformed.'),
+      ];
+  }
 }
 
 export function sendError(reply: FastifyReply, request: FastifyRequest, error: GatewayError): FastifyReply {
