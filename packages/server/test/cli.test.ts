@@ -187,6 +187,7 @@ describe('the gate402 command', () => {
     const option = cli(['serve', '--port', '9000'], env);
     assert.equal(option.code, 2);
     assert.match(option.stderr, /serve takes no arguments \(got --port 9000\).*PORT=9000/);
+    assert.equal(cli(['migrate', '--force'], env).code, 2);
   });
 
   it('migrates on demand and reports when there is nothing to do', () => {
