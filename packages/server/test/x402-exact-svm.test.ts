@@ -181,6 +181,14 @@ describe('x402 exact on Solana: what the facilitator refuses', () => {
       (await verify(await build(), { asset: buyer.address })).invalidReason,
       'invalid_exact_svm_payload_mint_mismatch',
     );
+    // A payTo that is not an address at all is a refusal too, not a failure of the facilitator.
+    for (const payTo of ['', 'x', '0x10', seller.slice(1), `${seller}1`, 'é'.repeat(40)]) {
+      assert.equal(
+        (await verify(await build(), { payTo })).invalidReason,
+        'invalid_exact_svm_payload_recipient_mismatch',
+        payTo,
+      );
+    }
     const stranger = (await generateKeyPairSigner()).address;
     assert.equal(
       (await verify(await build({ payer: stranger }), { extra: { feePayer: stranger } })).invalidReason,

@@ -11,6 +11,7 @@ import {
   getSignatureFromTransaction,
   getTransactionDecoder,
   getTransactionEncoder,
+  isAddress,
   partiallySignTransaction,
   type Rpc,
   type SolanaRpcApi,
@@ -303,6 +304,14 @@ export class ExactSvmScheme implements ExactScheme {
       return refuse(
         'invalid_exact_svm_payload_mint_mismatch',
         `the transfer moves ${mint}, not ${req.asset}`,
+        authority,
+      );
+    }
+    // payTo comes from the caller unchecked; deriving its token account would throw on a non-address.
+    if (!isAddress(req.payTo)) {
+      return refuse(
+        'invalid_exact_svm_payload_recipient_mismatch',
+        `payTo ${JSON.stringify(req.payTo)} is not a Solana address`,
         authority,
       );
     }
