@@ -24,6 +24,18 @@ describe('POST /v1/payments/verify', () => {
   after(() => f.close());
 
   const b64 = (text: string) => Buffer.from(text).toString('base64');
+  const x402Payload = (accepted: Record<string, unknown>) => ({
+    x402Version: 2,
+    accepted: {
+      scheme: 'exact',
+      network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1',
+      asset: seller.wallet,
+      payTo: seller.wallet,
+      amount: '1',
+      ...accepted,
+    },
+    payload: { transaction: 'AQ==' },
+  });
   const verify = (body: Record<string, unknown>) =>
     f.post(seller.key, '/v1/payments/verify', {
       payment_proof: b64(paid.paymentProof),
@@ -57,6 +69,11 @@ describe('POST /v1/payments/verify', () => {
       [{ payment_proof: b64('0x1234') }, 'malformed'],
       [{ payment_proof: b64('hello') }, 'malformed'],
       [{ payment_proof: b64(lastCharacterChanged(paid.paymentProof)) }, 'bad_signature'],
+      // Shaped as an x402 v2 payload, but its requirements are not strings where x402's are.
+      ...['scheme', 'network', 'asset', 'payTo', 'amount'].map((field): [Record<string, unknown>, string] => [
+        { payment_proof: b64(JSON.stringify(x402Payload({ [field]: { toString: 1 } }))) },
+        'malformed',
+      ]),
     ];
     for (const [body, reason] of cases) {
       const res = await verify(body);

@@ -39,6 +39,13 @@ describe('x402 payment header values (X-PAYMENT, PAYMENT-SIGNATURE)', () => {
       base64([v2]),
       base64('text'),
       base64({ ...v2, x402Version: 3 }),
+      base64({ ...v2, accepted: [v2.accepted] }),
+      // Requirements that are not strings where x402's are (an object that cannot even be printed).
+      ...['scheme', 'network', 'asset', 'payTo', 'amount'].flatMap((field) =>
+        [5, ['exact'], { toString: 1 }].map((value) =>
+          base64({ ...v2, accepted: { ...v2.accepted, [field]: value } }),
+        ),
+      ),
     ]) {
       assert.equal(decodeX402Header(other), undefined, other.slice(0, 20));
     }

@@ -40,8 +40,23 @@ export function decodeX402Header(text: string): X402Header | undefined {
   ) {
     return { x402Version: 1, value: value as PaymentPayloadV1 };
   }
-  if (v.x402Version === 2 && payloadIsObject && typeof v.accepted === 'object' && v.accepted !== null) {
+  if (v.x402Version === 2 && payloadIsObject && acceptedIsRequirements(v.accepted)) {
     return { x402Version: 2, value: value as PaymentPayload };
   }
   return undefined;
+}
+
+/**
+ * Whether a v2 payload's `accepted` can be read as PaymentRequirements: its scheme and network are
+ * strings, and so are its asset, payTo and amount where given (an absent asset is the network's USDC,
+ * an absent amount offers nothing). Anything else in their place is not a payment header.
+ */
+function acceptedIsRequirements(accepted: unknown): boolean {
+  if (typeof accepted !== 'object' || accepted === null || Array.isArray(accepted)) return false;
+  const a = accepted as Record<string, unknown>;
+  return (
+    typeof a.scheme === 'string' &&
+    typeof a.network === 'string' &&
+    ['asset', 'payTo', 'amount'].every((field) => a[field] === undefined || typeof a[field] === 'string')
+  );
 }
