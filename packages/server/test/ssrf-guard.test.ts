@@ -35,6 +35,10 @@ describe('SSRF guard', () => {
       '::ffff:127.0.0.1',
       '::ffff:7f00:1',
       '::ffff:a9fe:a9fe',
+      // IPv4-compatible and IPv4-translated forms, as a URL's host spells them.
+      '::7f00:1',
+      '::a9fe:a9fe',
+      '::ffff:0:7f00:1',
       'not an address',
     ]) {
       assert.equal(isForbiddenAddress(address), true, address);
@@ -51,6 +55,12 @@ describe('SSRF guard', () => {
     assert.throws(() => checkOutboundUrl('not a url', STRICT), OutboundUrlError);
     assert.throws(() => checkOutboundUrl('https://[::1]:8443/', STRICT), /private/);
     assert.throws(() => checkOutboundUrl('https://169.254.169.254/latest', STRICT), /private/);
+    for (const url of [
+      'https://[::127.0.0.1]/',
+      'https://[::169.254.169.254]/',
+      'https://[::ffff:0:7f00:1]/',
+    ])
+      assert.throws(() => checkOutboundUrl(url, STRICT), /private/, url);
     assert.equal(checkOutboundUrl('https://example.com/hook', STRICT).hostname, 'example.com');
     assert.equal(checkOutboundUrl('http://127.0.0.1:9/x', LENIENT).port, '9');
   });

@@ -55,6 +55,10 @@ for (const [network, prefix] of [
 for (const [network, prefix] of [
   ['::', 128], // unspecified
   ['::1', 128], // loopback
+  // IPv4-compatible ::a.b.c.d (deprecated, RFC 4291): a URL spells [::127.0.0.1] as [::7f00:1], a form
+  // the embedded-IPv4 check below does not read, so the whole range is refused.
+  ['::', 96],
+  ['::ffff:0:0:0', 96], // IPv4-translated ::ffff:0:a.b.c.d (RFC 2765)
   ['64:ff9b::', 96], // NAT64 (embeds IPv4; checked through its IPv4 part below as well)
   ['100::', 64], // discard
   ['2001::', 23], // IETF protocol assignments (Teredo, ORCHID, …)
