@@ -313,6 +313,26 @@ describe('local transaction mode: /transaction/send, watching, local-mode proofs
         'INVALID_PARAMETERS',
         { walletAddress: 'is the System Program, which cannot sign a transfer' },
       ],
+      // The other programs the transfer invokes: it could not be built (it failed with 500).
+      [
+        { recipientAddress: 'ComputeBudget111111111111111111111111111111', amount: 1 },
+        'INVALID_RECIPIENT',
+        { recipientAddress: 'is the Compute Budget Program' },
+      ],
+      [
+        { recipientAddress: 'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr', amount: 1 },
+        'INVALID_RECIPIENT',
+        { recipientAddress: 'is the Memo Program' },
+      ],
+      [
+        {
+          walletAddress: 'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr',
+          recipientAddress: seller.wallet,
+          amount: 1,
+        },
+        'INVALID_PARAMETERS',
+        { walletAddress: 'is the Memo Program, which cannot sign a transfer' },
+      ],
       [
         { walletAddress: 'xyz', recipientAddress: seller.wallet, amount: 1 },
         'INVALID_PARAMETERS',

@@ -227,6 +227,19 @@ describe('Lightning mode on Solana: send, receive, status, history', () => {
         'INVALID_RECIPIENT',
         { recipientAddress: 'is the System Program' },
       ],
+      // The other programs the transfer invokes: it could not be built (it failed with 500).
+      [
+        { recipientAddress: 'ComputeBudget111111111111111111111111111111', amount: 1 },
+        400,
+        'INVALID_RECIPIENT',
+        { recipientAddress: 'is the Compute Budget Program' },
+      ],
+      [
+        { recipientAddress: 'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr', amount: 1 },
+        400,
+        'INVALID_RECIPIENT',
+        { recipientAddress: 'is the Memo Program' },
+      ],
     ];
     for (const [body, status, code, details] of cases) {
       const res = await send(buyer, body);

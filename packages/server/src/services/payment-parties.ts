@@ -3,17 +3,30 @@ import { addressFamily } from '../domain/address.ts';
 import { GatewayError, invalidParameters } from '../domain/gateway-error.ts';
 
 /**
- * Solana's System Program: the program a SOL transfer invokes. Its address is a valid 32-byte key
- * that nobody holds, so it can neither sign a transfer nor be paid by one (a transaction cannot
+ * The Solana programs a SOL transfer invokes: the System Program (the transfer), the Compute Budget
+ * Program (its fee) and the Memo Program (the payment id it carries). Each address is a valid 32-byte
+ * key that nobody holds, so it can neither sign a transfer nor be paid by one (a transaction cannot
  * invoke an account it also writes); without this check the transaction fails to compile (500) or
  * fails on chain after its fee was paid.
  */
-const SOLANA_SYSTEM_PROGRAM = '11111111111111111111111111111111';
+const SOLANA_TRANSFER_PROGRAMS: Readonly<Record<string, string>> = {
+  '11111111111111111111111111111111': 'System Program',
+  ComputeBudget111111111111111111111111111111: 'Compute Budget Program',
+  MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr: 'Memo Program',
+};
+
+/** The name of the program a transfer invokes that `address` is, on Solana; undefined for any other. */
+function transferProgram(family: string, address: string): string | undefined {
+  return family === 'solana' && Object.hasOwn(SOLANA_TRANSFER_PROGRAMS, address)
+    ? SOLANA_TRANSFER_PROGRAMS[address]
+    : undefined;
+}
 
 /** The payer of a send (spec §4.1, §4.5): an address that can sign a transfer on its chain. */
 export function checkPayer(family: string, walletAddress: string): void {
-  if (family === 'solana' && walletAddress === SOLANA_SYSTEM_PROGRAM) {
-    throw invalidParameters({ walletAddress: 'is the System Program, which cannot sign a transfer' });
+  const program = transferProgram(family, walletAddress);
+  if (program !== undefined) {
+    throw invalidParameters({ walletAddress: `is the ${program}, which cannot sign a transfer` });
   }
 }
 
@@ -31,10 +44,11 @@ export function checkRecipient(family: string, walletAddress: string, recipientA
       details: { recipientAddress: 'must differ from walletAddress' },
     });
   }
-  if (family === 'solana' && recipientAddress === SOLANA_SYSTEM_PROGRAM) {
+  const program = transferProgram(family, recipientAddress);
+  if (program !== undefined) {
     throw new GatewayError('INVALID_RECIPIENT', {
-      message: 'The System Program cannot receive a transfer.',
-      details: { recipientAddress: 'is the System Program' },
+      message: `The ${program} cannot receive a transfer.`,
+      details: { recipientAddress: `is the ${program}` },
     });
   }
 }
