@@ -20,8 +20,8 @@ export interface DashboardApp {
 }
 
 /**
- * The real app with the dashboard on a real SQLite file, driven through app.inject(); no chains.
- * Webhook URLs may point at loopback here (ALLOW_PRIVATE_OUTBOUND_URLS), so no test needs DNS.
+ * The real app with the dashboard on a real SQLite file, driven through app.inject(); no chains unless
+ * `networks` names some. Webhook URLs may point at loopback here (ALLOW_PRIVATE_OUTBOUND_URLS), so no test needs DNS.
  */
 export async function startDashboardApp(
   options: {
@@ -32,11 +32,13 @@ export async function startDashboardApp(
     /** The dashboard's clock (sessions' expiry); the rate limiter keeps its own, standing still. */
     now?: () => number;
     sessionPurgeIntervalMs?: number;
+    /** Chains the gateway talks to; none by default. */
+    networks?: NetworkRegistry;
   } = {},
 ): Promise<DashboardApp> {
   const storage = tempSqlite();
   const { store } = await openStore(storage.location);
-  const networks = new NetworkRegistry([]);
+  const networks = options.networks ?? new NetworkRegistry([]);
   const masterKey = new Uint8Array(randomBytes(32));
   const services = createServices({
     store,

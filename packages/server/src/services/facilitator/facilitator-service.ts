@@ -144,7 +144,8 @@ export class FacilitatorService {
     // An undecodable payload has no key; the scheme's own checks below name why.
     const key = route.scheme.settlementKey(payment.payload);
     const settled = key === undefined ? undefined : await this.deps.store.settlements.get(key);
-    if (settled !== undefined) {
+    // Only for the terms it settles, as in settleResolved: for others the payload pays someone else.
+    if (settled !== undefined && settles(settled, requirements)) {
       return {
         isValid: false,
         invalidReason: 'duplicate_settlement',
@@ -238,8 +239,13 @@ export class FacilitatorService {
         : fail(verdict.reason, verdict.message);
     }
 
+    // A settlement of this payload is looked at again only for the terms it settles. Requirements naming
+    // another payTo, asset or amount are not paid by it (the signed transfer pays someone else): they go
+    // to verification, which refuses them as for a payload nobody settled, so one seller's settlement
+    // never answers success, or its seller's payment, to another.
     const existing = await this.deps.store.settlements.get(key);
-    if (existing !== undefined) return this.answer(await this.resume(route, existing, false), networkAsSent);
+    if (existing !== undefined && settles(existing, requirements))
+      return this.answer(await this.resume(route, existing, false), networkAsSent);
 
     const verdict = await route.scheme.verify(payment.payload, requirements);
     if (!verdict.valid)
@@ -638,6 +644,16 @@ type Outcome =
       /** The node refused the first broadcast: the transaction never entered the pool. */
       readonly neverSent?: boolean;
     };
+
+/** Whether a settlement carries the payment these requirements ask for. */
+function settles(settlement: SettlementRecord, requirements: ExactRequirements): boolean {
+  return (
+    settlement.network === requirements.network &&
+    settlement.payTo === canonicalAddress(requirements.payTo) &&
+    canonicalAddress(settlement.asset) === canonicalAddress(requirements.asset) &&
+    settlement.amount === requirements.amount
+  );
+}
 
 function stringField(value: unknown, field: string): string {
   const v =
