@@ -258,6 +258,31 @@ describe('account isolation on Solana: another account’s payments, wallets, ke
     assert.equal(redeemed.statusCode, 200, redeemed.body);
   });
 
+  it('shows an account its own local-mode builds from another account’s wallet address, and nothing of the owner’s', async () => {
+    // Local mode takes any payer address (the caller signs), so Bob can build from Alice's wallet; he
+    // cannot sign it, and the history he then gets of that address holds his build alone.
+    const aliceTotal = async () => (await f.get(alice.key, `/payment/history/${alice.wallet}`)).json().total;
+    const before = await aliceTotal();
+    const built = await f.post(bob.key, '/transaction/send', {
+      walletAddress: alice.wallet,
+      recipientAddress: bob.wallet,
+      amount: 0.01,
+    });
+    assert.equal(built.statusCode, 200, built.body);
+    const history = await f.get(bob.key, `/payment/history/${alice.wallet}`);
+    assert.equal(history.statusCode, 200, history.body);
+    assert.equal(history.json().total, 1);
+    assert.deepEqual(
+      history.json().payments.map((p: { paymentId: string }) => p.paymentId),
+      [built.json().paymentId],
+    );
+    const received = await f.get(bob.key, `/payment/history/${alice.wallet}?type=received`);
+    assert.equal(received.statusCode, 403, 'none of his own received there: the wallet is still not his');
+    assert.equal(await aliceTotal(), before, "Alice's history is as it was");
+    const hers = await f.get(alice.key, `/payment/status/${built.json().paymentId}`);
+    assert.equal(hers.json().error.code, 'PAYMENT_NOT_FOUND', 'and his build is not hers');
+  });
+
   it('shows nothing of another account’s payments through an address registered to watch, and leaves the owner’s view as it was', async () => {
     const wallets = (await f.get(bob.key, '/wallets')).json().wallets as {
       address: string;
@@ -502,8 +527,8 @@ describe('account isolation in x402 settlement: a payload settling for another a
     };
     const [forReceive, forSettle, unsettled] = [
       await paying('250000'),
-      await paying('250000'.replace('5', '6')),
-      await paying('250000'.replace('5', '7')),
+      await paying('260000'),
+      await paying('270000'),
     ];
     pump(false);
     for (const p of [forReceive, forSettle]) {
