@@ -13,6 +13,7 @@ import { ExactEvmScheme as EvmSellerScheme } from '@x402/evm/exact/server';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { ExactSvmScheme as SvmBuyerScheme } from '@x402/svm/exact/client';
 import { ExactSvmScheme as SvmSellerScheme } from '@x402/svm/exact/server';
+import { type Address, createPublicClient, createWalletClient, type Hex, http, parseAbi } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment as wrapV1FetchWithPayment } from 'x402-fetch';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
@@ -30,6 +31,23 @@ import {
   svmPayload,
 } from './support/x402-buyer.ts';
 import { gatewayFacilitator, startShop, type TestShop } from './support/x402-shop.ts';
+
+const TRANSFER_WITH_AUTHORIZATION_ABI = parseAbi([
+  'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)',
+]);
+
+/** An EIP-3009 `exact` payload as stock @x402/evm signs it. */
+interface EvmPayload {
+  signature: Hex;
+  authorization: {
+    from: Address;
+    to: Address;
+    value: string;
+    validAfter: string;
+    validBefore: string;
+    nonce: Hex;
+  };
+}
 
 /**
  * Stock x402 parts against gate402's facilitator, on the embedded chains: an `@x402/express` seller
@@ -259,6 +277,77 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       'invalid_exact_evm_payload_signature',
     );
     assert.equal(await verify({}), 'insufficient_funds');
+  });
+
+  it('EVM: an authorization used between a settle’s verification and its claim is a duplicate (another settle landed it) or a refusal (someone else did), not 500', async () => {
+    const scheme = gw.services.facilitator.schemeFor(evm.adapter.info.id);
+    assert.ok(scheme !== undefined);
+    const settleWith = async (useMeanwhile: (body: object) => Promise<unknown>) => {
+      const buyer = privateKeyToAccount(generatePrivateKey());
+      await api(seller.key, 'POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+      const requirements = evmExactRequirements(evm, { amount: '20000', payTo: seller.evm });
+      const body = {
+        x402Version: 2,
+        paymentPayload: await evmPayload(buyer, requirements),
+        paymentRequirements: requirements,
+      };
+      // The first settle, once verified, lets the authorization be used before it claims the settlement.
+      const prepare = scheme.prepare.bind(scheme);
+      let meanwhile: (() => Promise<unknown>) | undefined = () => useMeanwhile(body);
+      scheme.prepare = async (payload, req) => {
+        const use = meanwhile;
+        meanwhile = undefined;
+        await use?.();
+        return prepare(payload, req);
+      };
+      try {
+        return await api(seller.key, 'POST', '/facilitator/settle', body);
+      } finally {
+        scheme.prepare = prepare;
+      }
+    };
+
+    // Another settle of the same payload (here, or on another instance) landed it first.
+    let other: { status: number; body: { success: boolean } } | undefined;
+    const duplicate = await settleWith(async (body) => {
+      other = await api(seller.key, 'POST', '/facilitator/settle', body);
+    });
+    assert.deepEqual([other?.status, other?.body.success], [200, true]);
+    assert.equal(duplicate.status, 200, JSON.stringify(duplicate.body));
+    assert.deepEqual([duplicate.body.success, duplicate.body.errorReason], [false, 'duplicate_settlement']);
+
+    // Someone else submitted the authorization itself (the buyer, a watcher of the pool).
+    const submitter = privateKeyToAccount(generatePrivateKey());
+    await api(seller.key, 'POST', '/faucet', { address: submitter.address, amount: 1 });
+    const chain = createWalletClient({ account: submitter, transport: http(evm.anvil.rpcUrl) });
+    const refused = await settleWith(async (body) => {
+      const { signature, authorization: a } = (body as { paymentPayload: { payload: EvmPayload } })
+        .paymentPayload.payload;
+      const hash = await chain.writeContract({
+        chain: null,
+        address: evm.usdc.address as Address,
+        abi: TRANSFER_WITH_AUTHORIZATION_ABI,
+        functionName: 'transferWithAuthorization',
+        args: [
+          a.from,
+          a.to,
+          BigInt(a.value),
+          BigInt(a.validAfter),
+          BigInt(a.validBefore),
+          a.nonce,
+          signature,
+        ],
+      });
+      await createPublicClient({ transport: http(evm.anvil.rpcUrl) }).waitForTransactionReceipt({
+        hash,
+        pollingInterval: 20,
+      });
+    });
+    assert.equal(refused.status, 200, JSON.stringify(refused.body));
+    assert.deepEqual(
+      [refused.body.success, refused.body.errorReason],
+      [false, 'invalid_exact_evm_payload_authorization_nonce_used'],
+    );
   });
 
   /** A stock @x402/svm buyer's v2 PAYMENT-SIGNATURE value for `amount` USDC atomic units to `payTo`. */

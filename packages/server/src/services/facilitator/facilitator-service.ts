@@ -255,7 +255,20 @@ export class FacilitatorService {
         verdict.payer === undefined ? {} : { payer: verdict.payer },
       );
     const decimals = verdict.decimals;
-    const claimed = await this.claim(route, key, payment, requirements);
+    let claimed: { record: SettlementRecord; nonce: PreparedSettlementTx['nonce'] } | undefined;
+    try {
+      claimed = await this.claim(route, key, payment, requirements);
+    } catch (error) {
+      // Claiming asks the chain again (EVM: the transfer's gas estimate), after verification: a settle of
+      // this payload that landed meanwhile (here or on another instance) makes it revert, as does anyone
+      // else's use of the authorization. The first makes this one the duplicate; the second, a refusal.
+      if ((await this.deps.store.settlements.get(key)) === undefined) {
+        const now = await route.scheme.verify(payment.payload, requirements);
+        if (now.valid) throw error;
+        return fail(now.reason, now.message, now.payer === undefined ? {} : { payer: now.payer });
+      }
+      claimed = undefined;
+    }
     if (claimed === undefined) {
       // Another request (here or on another instance) claimed it first: this one is the duplicate.
       const winner = await this.deps.store.settlements.get(key);
