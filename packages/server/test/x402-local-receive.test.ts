@@ -391,6 +391,31 @@ describe('x402 EVM payloads in POST /transaction/receive: the seller submits tra
     assert.deepEqual(received.map((p: { status: string }) => p.status).sort(), ['confirmed', 'failed']);
   });
 
+  it('an authorization used between the receipt’s verification and its building is already used (the facilitator settled it), not 500', async () => {
+    const { header } = await payment('10000');
+    const body = { walletAddress: seller.wallet.address, paymentProof: header, expectedAmount: 0.01 };
+    const scheme = gw.services.facilitator.schemeFor(evm.adapter.info.id);
+    assert.ok(scheme?.forSeller !== undefined);
+    const forSeller = scheme.forSeller.bind(scheme);
+    let settled: Awaited<ReturnType<typeof api>> | undefined;
+    // Verified, then settled by the facilitator before the seller's transaction is built.
+    scheme.forSeller = async (payload, req) => {
+      settled = await api('POST', '/payment/receive', body);
+      return forSeller(payload, req);
+    };
+    try {
+      const built = await api('POST', '/transaction/receive', body);
+      assert.equal(settled?.status, 200, JSON.stringify(settled?.body));
+      assert.equal(built.status, 422, JSON.stringify(built.body));
+      assert.deepEqual(
+        [built.body.error.code, built.body.error.details.paymentProof],
+        ['INVALID_PAYMENT_PROOF', 'already_used'],
+      );
+    } finally {
+      scheme.forSeller = forSeller;
+    }
+  });
+
   it('the same authorization again while its receipt is pending, even twice at the same instant, answers that one receipt', async () => {
     const { header } = await payment('10000');
     const body = { walletAddress: seller.wallet.address, paymentProof: header, expectedAmount: 0.01 };

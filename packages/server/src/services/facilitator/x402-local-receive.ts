@@ -157,7 +157,14 @@ export class X402LocalReceiveService {
     }
     if (identity === undefined) throw refusal('invalid_payload', 'the payload cannot be decoded');
 
-    const built = await scheme.forSeller(payment.payload, resolved.requirements);
+    const built = await scheme.forSeller(payment.payload, resolved.requirements).catch(async (error) => {
+      // Building asks the chain again (EVM: the seller's gas estimate), after verification: the
+      // authorization used meanwhile (settled by the facilitator, or submitted by anyone) makes it revert.
+      if ((await this.deps.store.settlements.get(identity)) !== undefined)
+        throw invalidProof('this payment proof was already used', 'already_used');
+      const now = await scheme.verify(payment.payload, resolved.requirements, { sellerPays: true });
+      throw now.valid ? error : refusal(now.reason, now.message);
+    });
     if (built === undefined) {
       throw invalidProof(
         'this kind of x402 payload is settled by POST /payment/receive, not built for your wallet to submit',
