@@ -392,6 +392,26 @@ describe('Lightning mode on Solana: send, receive, status, history', () => {
     }
   });
 
+  it('refuses metadata nested thousands of levels deep as too large, with an Idempotency-Key too, not 500', async () => {
+    const depth = 10_000;
+    const post = (url: string, headers: Record<string, string> = {}) =>
+      f.gw.app.inject({
+        method: 'POST',
+        url,
+        headers: { authorization: `Bearer ${buyer.key}`, 'content-type': 'application/json', ...headers },
+        // Written by hand: JSON.stringify itself gives up on such nesting.
+        payload: `{"walletAddress":"${buyer.wallet}","recipientAddress":"${seller.wallet}","amount":0.005,"metadata":{"deep":${'['.repeat(depth)}${']'.repeat(depth)}}}`,
+      });
+    for (const url of ['/payment/send', '/transaction/send']) {
+      const plain = await post(url);
+      assert.equal(plain.statusCode, 400, plain.body);
+      assert.deepEqual(plain.json().error.details, { metadata: 'must be at most 4096 bytes as JSON' });
+      const keyed = await post(url, { 'idempotency-key': `deep-${url}` });
+      assert.equal(keyed.statusCode, 400, keyed.body);
+      assert.deepEqual(keyed.json().error.details, { body: 'must not nest thousands of levels deep' });
+    }
+  });
+
   it('answers a retry with the same Idempotency-Key without paying twice', async () => {
     const recipient = await f.party();
     const body = { recipientAddress: recipient.wallet, amount: 0.005 };

@@ -99,10 +99,20 @@ function replay(reply: FastifyReply, status: number, body: string): FastifyReply
 }
 
 function requestHash(request: FastifyRequest): string {
+  let body: string;
+  try {
+    body = JSON.stringify(request.body ?? null);
+  } catch {
+    // Parsed JSON serialises again unless it nests thousands of levels deep (metadata), past the stack.
+    throw invalidParameters(
+      { body: 'must not nest thousands of levels deep' },
+      'The request body nests too deeply.',
+    );
+  }
   return createHash('sha256')
     .update(
       `${request.method} ${request.routeOptions.url ?? request.url}\n${JSON.stringify(request.params)}\n`,
     )
-    .update(JSON.stringify(request.body ?? null))
+    .update(body)
     .digest('hex');
 }

@@ -12,6 +12,22 @@ import { callerOf } from '../plugins/authentication.ts';
 
 export const MAX_METADATA_BYTES = 4096;
 
+/**
+ * Refuses metadata over MAX_METADATA_BYTES as JSON. Nesting too deep for JSON.stringify (thousands of
+ * levels, already more bytes than allowed) is refused the same way, not failed with 500.
+ */
+export function checkMetadataSize(metadata: object | undefined): void {
+  if (metadata === undefined) return;
+  let bytes: number;
+  try {
+    bytes = Buffer.byteLength(JSON.stringify(metadata));
+  } catch {
+    bytes = Number.POSITIVE_INFINITY;
+  }
+  if (bytes > MAX_METADATA_BYTES)
+    throw invalidParameters({ metadata: `must be at most ${MAX_METADATA_BYTES} bytes as JSON` });
+}
+
 export const Address = (description: string) => Type.String({ minLength: 1, maxLength: 100, description });
 export const Resource = Type.String({
   format: 'uri',
@@ -205,12 +221,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRouteDeps
     async (request) => {
       const { account } = callerOf(request);
       const body = request.body;
-      if (
-        body.metadata !== undefined &&
-        Buffer.byteLength(JSON.stringify(body.metadata)) > MAX_METADATA_BYTES
-      ) {
-        throw invalidParameters({ metadata: `must be at most ${MAX_METADATA_BYTES} bytes as JSON` });
-      }
+      checkMetadataSize(body.metadata);
       return deps.send.send(account.id, body, request.idempotencyKey);
     },
   );

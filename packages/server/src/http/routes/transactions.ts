@@ -1,16 +1,15 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { invalidParameters } from '../../domain/gateway-error.ts';
 import type { LocalReceiveService } from '../../services/local-receive.ts';
 import type { LocalSendService } from '../../services/local-send.ts';
 import { MAX_RECEIVE_TIMEOUT_SECONDS } from '../../services/receive-payment.ts';
 import { callerOf } from '../plugins/authentication.ts';
 import {
   Address,
+  checkMetadataSize,
   ExpectedAmountField,
   FacilitatorUrlField,
-  MAX_METADATA_BYTES,
   Network,
   PaymentProofField,
   ReceiveResource,
@@ -146,12 +145,7 @@ export async function transactionRoutes(app: FastifyInstance, deps: TransactionR
     },
     async (request) => {
       const body = request.body;
-      if (
-        body.metadata !== undefined &&
-        Buffer.byteLength(JSON.stringify(body.metadata)) > MAX_METADATA_BYTES
-      ) {
-        throw invalidParameters({ metadata: `must be at most ${MAX_METADATA_BYTES} bytes as JSON` });
-      }
+      checkMetadataSize(body.metadata);
       return deps.localSend.build(callerOf(request).account.id, body, request.idempotencyKey);
     },
   );
