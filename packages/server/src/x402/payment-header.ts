@@ -9,6 +9,13 @@ export type X402Header =
 export const MAX_X402_HEADER_LENGTH = 16 * 1024;
 
 /**
+ * A payment payload nests a few levels (payload, accepted, extra, extensions); thousands of levels,
+ * which fit in MAX_X402_HEADER_LENGTH, are not one, and could not even be serialised again to forward
+ * it to a facilitator (JSON.stringify runs out of stack).
+ */
+export const MAX_X402_HEADER_DEPTH = 32;
+
+/**
  * Reads a payment header value (standard base64 of UTF-8 JSON, both versions); undefined when it is not
  * one, so a gate402 proof (`0x…`) or garbage falls through to the next reader.
  */
@@ -29,7 +36,8 @@ export function decodeX402Header(text: string): X402Header | undefined {
   } catch {
     return undefined;
   }
-  if (typeof value !== 'object' || value === null) return undefined;
+  if (typeof value !== 'object' || value === null || !nestsWithin(value, MAX_X402_HEADER_DEPTH))
+    return undefined;
   const v = value as Record<string, unknown>;
   const payloadIsObject = typeof v.payload === 'object' && v.payload !== null;
   if (
@@ -59,4 +67,11 @@ function acceptedIsRequirements(accepted: unknown): boolean {
     typeof a.network === 'string' &&
     ['asset', 'payTo', 'amount'].every((field) => a[field] === undefined || typeof a[field] === 'string')
   );
+}
+
+/** Whether objects and arrays nest at most `levels` deep in `value`; stops looking past that. */
+function nestsWithin(value: unknown, levels: number): boolean {
+  if (typeof value !== 'object' || value === null) return true;
+  if (levels === 0) return false;
+  return Object.values(value).every((inner) => nestsWithin(inner, levels - 1));
 }
