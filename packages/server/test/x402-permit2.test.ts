@@ -369,6 +369,21 @@ describe('x402 exact on EVM with Permit2', () => {
     );
     assert.equal(await verify({ extra: { assetTransferMethod: 'eip3009' } }), 'invalid_payload');
     assert.equal(await verify({ extra: { assetTransferMethod: 'erc7710' } }), 'invalid_payload');
+    // Not a name at all but thousands of nested arrays (written by hand: JSON.stringify gives up on
+    // them): refused too, where describing it in the message used to run out of stack (500).
+    const r = requirementsFor({ extra: { assetTransferMethod: '@' } });
+    const deep = await gw.app.inject({
+      method: 'POST',
+      url: '/facilitator/verify',
+      headers: { authorization: `Bearer ${seller.key}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({
+        x402Version: 2,
+        paymentPayload: { ...payload, accepted: r },
+        paymentRequirements: r,
+      }).replaceAll('"@"', `${'['.repeat(6000)}${']'.repeat(6000)}`),
+    });
+    assert.equal(deep.statusCode, 200, deep.body);
+    assert.equal(deep.json().invalidReason, 'invalid_payload');
     // @x402/evm signs deadline = now + maxTimeoutSeconds: too close to now to settle in time.
     const shortLived = requirementsFor({ maxTimeoutSeconds: 3 });
     const expired = await facilitator('verify', await evmPayload(buyer, shortLived), shortLived);

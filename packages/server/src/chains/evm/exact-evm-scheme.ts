@@ -187,9 +187,12 @@ export class ExactEvmScheme implements ExactScheme {
     | ExactRefusal {
     const asked = req.extra.assetTransferMethod;
     if (asked !== undefined && asked !== 'eip3009' && asked !== 'permit2') {
+      // Only a name is repeated: anything else may be too big, or nest too deep, to print.
       return refuse(
         'invalid_payload',
-        `extra.assetTransferMethod ${JSON.stringify(asked)} is not supported here: eip3009 or permit2`,
+        typeof asked === 'string'
+          ? `extra.assetTransferMethod ${JSON.stringify(asked)} is not supported here: eip3009 or permit2`
+          : 'extra.assetTransferMethod must be eip3009 or permit2',
       );
     }
     const method: AssetTransferMethod = isPermit2Payload(payload) ? 'permit2' : 'eip3009';
