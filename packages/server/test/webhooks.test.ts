@@ -175,6 +175,27 @@ describe('webhooks', () => {
     assert.equal(refused.json().error.code, 'FORBIDDEN');
   });
 
+  it('keeps a URL as parsed, the address deliveries go to: spaces trimmed, NUL and non-ASCII percent-encoded', async () => {
+    // A NUL kept as sent failed the insert on PostgreSQL (text refuses it) with 500.
+    const caller = await gw.newCaller('premium');
+    for (const [url, parsed] of [
+      [' http://127.0.0.1:9/hook\u0000?q=ü ', 'http://127.0.0.1:9/hook%00?q=%C3%BC'],
+      ['HTTP:127.0.0.1:9', 'http://127.0.0.1:9/'],
+    ]) {
+      const created = await create(caller.key, { url });
+      assert.equal(created.statusCode, 200, created.body);
+      assert.equal(created.json().url, parsed);
+    }
+    const listed = await gw.app.inject({ method: 'GET', url: '/webhooks', headers: bearer(caller.key) });
+    assert.deepEqual(
+      listed
+        .json()
+        .webhooks.map((w: { url: string }) => w.url)
+        .sort(),
+      ['http://127.0.0.1:9/', 'http://127.0.0.1:9/hook%00?q=%C3%BC'],
+    );
+  });
+
   it('refuses loopback, private and link-local URLs unless ALLOW_PRIVATE_OUTBOUND_URLS is set', async () => {
     const strict = await startTestGateway({ events: {} });
     try {

@@ -59,10 +59,11 @@ export class WebhookService {
     }
     if (input.url.length > MAX_URL_LENGTH)
       throw invalidParameters({ url: `must be at most ${MAX_URL_LENGTH} characters` });
+    let url: string;
     try {
       // Checked now so a mistake is reported at once; checked again (and pinned) before every delivery,
       // since what a name resolves to can change.
-      await resolveOutbound(input.url, this.policy);
+      url = (await resolveOutbound(input.url, this.policy)).url.href;
     } catch (error) {
       if (error instanceof OutboundUrlError) throw invalidParameters({ url: error.reason });
       throw error;
@@ -76,7 +77,9 @@ export class WebhookService {
     const record: WebhookRecord = {
       id,
       accountId,
-      url: input.url,
+      // As parsed, the address deliveries go to: surrounding spaces gone, characters a URL cannot
+      // carry (NUL, which PostgreSQL text refuses) percent-encoded.
+      url,
       eventTypes,
       sealedSecret: this.secrets.seal(Buffer.from(secret, 'utf8'), secretContext(id)),
       createdAt: at,

@@ -13,7 +13,10 @@ const EventType = Type.Union(
 const WebhookSchema = Type.Object(
   {
     id: Type.String({ description: '`whk_…`' }),
-    url: Type.String(),
+    url: Type.String({
+      description:
+        'The URL as parsed, where deliveries go: e.g. `https://example.com` reads `https://example.com/`, spaces around it are dropped and characters a URL cannot carry are percent-encoded.',
+    }),
     eventTypes: Type.Array(Type.String(), { description: 'Types delivered; empty: every type.' }),
     createdAt: Type.Integer({ description: 'Unix ms.' }),
   },
