@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { generateKeyPairSigner } from '@solana/kit';
@@ -537,6 +538,64 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       assert.equal(onChain?.feePayer, external, 'the external facilitator paid the fee');
     } finally {
       await sellerGateway.close();
+    }
+  });
+
+  it('facilitatorUrl: a settle answer naming no transaction of the chain is refused, a payer that is no address is not recorded', async () => {
+    // A facilitator answers any text; a NUL in it failed the payment's insert on PostgreSQL (500).
+    let settleAnswer = {};
+    const facilitator = createServer((req, res) => {
+      req.resume();
+      const answer = req.url?.endsWith('/verify') ? { isValid: true, payer: 'a\u0000b' } : settleAnswer;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+    });
+    await new Promise<void>((resolve) => facilitator.listen(0, '127.0.0.1', resolve));
+    const sellerGateway = await startTestGateway({
+      networks: new NetworkRegistry([chain.adapter, evm.adapter]),
+      allowPrivateOutboundUrls: true,
+    });
+    try {
+      const owner = await sellerGateway.newCaller('standard');
+      const inject = (method: 'GET' | 'POST', url: string, payload?: object) =>
+        sellerGateway.app.inject({
+          method,
+          url,
+          headers: { authorization: `Bearer ${owner.key}` },
+          ...(payload === undefined ? {} : { payload }),
+        });
+      const wallet = (await inject('POST', '/wallets', { chain: 'evm' })).json().address as string;
+      const receive = async (answer: object) => {
+        settleAnswer = answer;
+        const buyer = privateKeyToAccount(generatePrivateKey());
+        const payload = await evmPayload(
+          buyer,
+          evmExactRequirements(evm, { amount: '20000', payTo: wallet }),
+        );
+        return inject('POST', '/payment/receive', {
+          walletAddress: wallet,
+          paymentProof: encodePaymentSignatureHeader(payload),
+          expectedAmount: 0.02,
+          facilitatorUrl: `http://127.0.0.1:${(facilitator.address() as AddressInfo).port}`,
+          timeout: 5,
+        });
+      };
+      for (const transaction of ['0x\u0000', 'settled', `0x${'a'.repeat(63)}`]) {
+        const refused = await receive({ success: true, transaction });
+        assert.equal(refused.statusCode, 422, refused.body);
+        assert.deepEqual(
+          [refused.json().error.code, refused.json().error.details.paymentProof],
+          ['PAYMENT_VERIFICATION_FAILED', 'facilitator_error'],
+        );
+      }
+      const hash = `0x${'ab'.repeat(32)}`;
+      const received = await receive({ success: true, transaction: hash, payer: 'p\u0000' });
+      assert.equal(received.statusCode, 200, received.body);
+      assert.deepEqual([received.json().signature, received.json().sender], [hash, '']);
+      const history = await inject('GET', `/payment/history/${wallet}`);
+      assert.equal(history.json().total, 1);
+    } finally {
+      await sellerGateway.close();
+      facilitator.close();
     }
   });
 

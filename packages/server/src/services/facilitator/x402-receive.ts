@@ -1,6 +1,7 @@
 import { canonicalAddress } from '../../chains/canonical-address.ts';
 import type { ChainAdapter } from '../../chains/chain-adapter.ts';
-import { addressFamily } from '../../domain/address.ts';
+import { addressFamily, type ChainFamily } from '../../domain/address.ts';
+import { decodeBase58 } from '../../domain/base58.ts';
 import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
 import { toWholeUnits } from '../../domain/money.ts';
@@ -140,6 +141,17 @@ export class X402ReceiveService {
     if (settled.success !== true || transaction === '') {
       throw refusal(settled.errorReason, settled.errorMessage, transaction);
     }
+    // Stored as the payment's signature and sender: only what the chain could have written is kept (a
+    // facilitator's answer is any text, NUL included, which PostgreSQL refuses to store).
+    if (!isTransactionId(chain.info.family, transaction)) {
+      throw verificationFailed(
+        `the facilitator's settle answer names no ${chain.info.name} transaction`,
+        'facilitator_error',
+      );
+    }
+    const payer = [settled.payer, verified.payer].find(
+      (p): p is string => typeof p === 'string' && addressFamily(p) === chain.info.family,
+    );
     const at = this.now();
     const record = newPayment(at, {
       id: newId('pay'),
@@ -149,12 +161,7 @@ export class X402ReceiveService {
       status: 'confirmed',
       network: chain.info.id,
       walletAddress: input.walletAddress,
-      sender:
-        typeof settled.payer === 'string'
-          ? settled.payer
-          : typeof verified.payer === 'string'
-            ? verified.payer
-            : '',
+      sender: payer === undefined ? '' : canonicalAddress(payer),
       recipient: input.walletAddress,
       amount: payment.requirements.amount,
       asset: { address: payment.requirements.asset, decimals },
@@ -307,6 +314,13 @@ export class X402ReceiveService {
       },
     };
   }
+}
+
+/** A transaction id as its chain writes it: an EVM transaction hash, or a Solana signature (64 bytes). */
+function isTransactionId(family: ChainFamily, text: string): boolean {
+  return family === 'evm'
+    ? /^0x[0-9a-fA-F]{64}$/.test(text)
+    : /^[1-9A-HJ-NP-Za-km-z]{64,88}$/.test(text) && decodeBase58(text)?.length === 64;
 }
 
 /** x402's facilitator request body for a payment, in its own protocol version. */
