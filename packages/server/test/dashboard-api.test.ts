@@ -123,6 +123,8 @@ describe('dashboard API: sign-up, log-in and sessions', () => {
     const cases: [unknown, Record<string, string>][] = [
       [{ email: 'bob@example.test', password: 'short' }, { password: 'must be 10 to 200 characters' }],
       [{ email: 'not an email', password: PASSWORD }, { email: 'must be an email address' }],
+      // Control characters: a NUL failed the insert on PostgreSQL (500).
+      [{ email: 'bob\u0000@example.test', password: PASSWORD }, { email: 'must be an email address' }],
       [{ password: PASSWORD }, { email: 'is required' }],
       [{ email: 'bob@example.test', password: PASSWORD, plan: 'premium' }, { plan: 'is not a known field' }],
       [{ email: 'bob@example.test', password: 12345678901 }, { password: 'must be a string' }],
@@ -196,7 +198,13 @@ describe('dashboard API: sign-up, log-in and sessions', () => {
       url: '/dashboard/api/login',
       payload: { email: 'nobody@example.test', password: PASSWORD },
     });
-    for (const res of [wrong, unknown]) {
+    // Not an email any login can have (its NUL failed the look-up on PostgreSQL with 500).
+    const malformed = await gw.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/login',
+      payload: { email: 'dave\u0000@example.test', password: PASSWORD },
+    });
+    for (const res of [wrong, unknown, malformed]) {
       assert.equal(res.statusCode, 401);
       assert.deepEqual(
         { code: res.json().error.code, message: res.json().error.message },
@@ -378,6 +386,10 @@ describe('dashboard API: security', () => {
       [
         { method: 'POST', url: '/dashboard/api/keys', payload: { name: '' } },
         { name: 'must be 1 to 100 characters' },
+      ],
+      [
+        { method: 'POST', url: '/dashboard/api/keys', payload: { name: 'shop\u0000' } },
+        { name: 'must not contain control characters' },
       ],
       [
         {

@@ -180,6 +180,8 @@ function validName(name: string): string {
   if (trimmed.length === 0 || trimmed.length > MAX_NAME_LENGTH) {
     throw invalidParameters({ name: `must be 1 to ${MAX_NAME_LENGTH} characters` });
   }
+  // A name is shown in the dashboard and the CLI; NUL cannot even be stored in PostgreSQL text.
+  if (/\p{Cc}/u.test(trimmed)) throw invalidParameters({ name: 'must not contain control characters' });
   return trimmed;
 }
 

@@ -8,8 +8,11 @@ import { decoyHash, hashPassword, verifyPassword } from './password-hash.ts';
 export const MIN_PASSWORD_LENGTH = 10;
 export const MAX_PASSWORD_LENGTH = 200;
 export const MAX_EMAIL_LENGTH = 254;
-/** Deliberately loose: one @, something on each side, no spaces. Whether mail arrives is not our concern. */
-const EMAIL_SHAPE = /^[^\s@]+@[^\s@]+$/;
+/**
+ * Deliberately loose: one @, something on each side, no spaces or control characters (NUL cannot even be
+ * stored in PostgreSQL text). Whether mail arrives is not our concern.
+ */
+const EMAIL_SHAPE = /^[^\s@\p{Cc}]+@[^\s@\p{Cc}]+$/u;
 
 export interface DashboardAuthOptions {
   readonly signupEnabled: boolean;
@@ -132,7 +135,8 @@ export class DashboardAuthService {
       ],
       'log-in',
     );
-    const user = await this.store.dashboardUsers.findByEmail(email);
+    // No login has an email of another shape: such text is not even looked up.
+    const user = EMAIL_SHAPE.test(email) ? await this.store.dashboardUsers.findByEmail(email) : undefined;
     const matches = await verifyPassword(input.password, user?.passwordHash ?? (await decoyHash()));
     if (user === undefined || !matches) {
       throw new GatewayError('UNAUTHORIZED', { message: 'Email or password is wrong.' });
