@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
+import { SKIP_POSTGRES, type TempStorage, tempPostgres, tempSqlite } from './support/databases.ts';
 import { startTestEvm, type TestEvm } from './support/test-anvil.ts';
 import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
 import { startTestChain, type TestChain } from './support/test-localnet.ts';
@@ -76,82 +77,96 @@ interface Operation {
  * objects, odd path and query parameters. Bad input must get the spec's error body — never a 5xx, and
  * never Fastify's own shape. Routes added later are covered by construction.
  */
-describe('malformed requests on every documented route', () => {
-  let chain: TestChain;
-  let evm: TestEvm;
-  let gw: TestGateway;
+function describeMalformedRequests(
+  name: string,
+  storage: () => Promise<TempStorage>,
+  options: { skip: string | false },
+) {
+  describe(`malformed requests on every documented route (${name})`, options, () => {
+    let chain: TestChain;
+    let evm: TestEvm;
+    let gw: TestGateway;
 
-  before(async () => {
-    [chain, evm] = await Promise.all([startTestChain(), startTestEvm()]);
-    gw = await startTestGateway({ networks: new NetworkRegistry([chain.adapter, evm.adapter]), events: {} });
-  });
-  after(async () => {
-    await gw?.close();
-    await Promise.all([chain?.close(), evm?.close()]);
-    evm?.dispose();
-  });
-
-  it('answers each with a 4xx and the spec error body, never a 5xx', async () => {
-    const { key } = await gw.newCaller('enterprise', 1_000_000);
-    const operations = documentedOperations(
-      (await gw.app.inject({ method: 'GET', url: '/openapi.json' })).json(),
-    );
-    assert.ok(operations.length >= 20, `the document lists ${operations.length} operations`);
-    const random = seeded(402);
-    const refusals: string[] = [];
-    let requests = 0;
-
-    const call = async (operation: Operation, url: string, payload?: string, contentType?: string) => {
-      requests++;
-      const res = await gw.app.inject({
-        method: operation.method,
-        url,
-        headers: {
-          ...bearer(key),
-          ...(contentType === undefined ? {} : { 'content-type': contentType }),
-        },
-        ...(payload === undefined ? {} : { payload }),
+    before(async () => {
+      [chain, evm] = await Promise.all([startTestChain(), startTestEvm()]);
+      gw = await startTestGateway({
+        storage: await storage(),
+        networks: new NetworkRegistry([chain.adapter, evm.adapter]),
+        events: {},
       });
-      const where = `${operation.method} ${url.slice(0, 80)} ${String(payload).slice(0, 120)}`;
-      if (res.statusCode >= 500 && res.statusCode !== 503) refusals.push(`${where}: ${res.statusCode}`);
-      else if (
-        res.statusCode >= 400 &&
-        !isErrorBody(res.body) &&
-        !operation.path.startsWith('/facilitator/')
-      ) {
-        refusals.push(`${where}: ${res.statusCode} with ${res.body.slice(0, 120)}`);
-      }
-    };
+    });
+    after(async () => {
+      await gw?.close();
+      await Promise.all([chain?.close(), evm?.close()]);
+      evm?.dispose();
+    });
 
-    for (const operation of operations) {
-      const urlWith = (value: () => string) =>
-        operation.pathParameters.reduce((path, name) => path.replace(`{${name}}`, value()), operation.path);
-      for (const value of PATH_VALUES) {
-        const url = urlWith(() => value);
-        await call(operation, url, operation.method === 'POST' ? '{}' : undefined, 'application/json');
-        for (const name of operation.queryParameters) {
-          await call(operation, `${url}?${name}=${random.pick(QUERY_VALUES)}`);
+    it('answers each with a 4xx and the spec error body, never a 5xx', async () => {
+      const { key } = await gw.newCaller('enterprise', 1_000_000);
+      const operations = documentedOperations(
+        (await gw.app.inject({ method: 'GET', url: '/openapi.json' })).json(),
+      );
+      assert.ok(operations.length >= 20, `the document lists ${operations.length} operations`);
+      const random = seeded(402);
+      const refusals: string[] = [];
+      let requests = 0;
+
+      const call = async (operation: Operation, url: string, payload?: string, contentType?: string) => {
+        requests++;
+        const res = await gw.app.inject({
+          method: operation.method,
+          url,
+          headers: {
+            ...bearer(key),
+            ...(contentType === undefined ? {} : { 'content-type': contentType }),
+          },
+          ...(payload === undefined ? {} : { payload }),
+        });
+        const where = `${operation.method} ${url.slice(0, 80)} ${String(payload).slice(0, 120)}`;
+        if (res.statusCode >= 500 && res.statusCode !== 503) refusals.push(`${where}: ${res.statusCode}`);
+        else if (
+          res.statusCode >= 400 &&
+          !isErrorBody(res.body) &&
+          !operation.path.startsWith('/facilitator/')
+        ) {
+          refusals.push(`${where}: ${res.statusCode} with ${res.body.slice(0, 120)}`);
+        }
+      };
+
+      for (const operation of operations) {
+        const urlWith = (value: () => string) =>
+          operation.pathParameters.reduce((path, name) => path.replace(`{${name}}`, value()), operation.path);
+        for (const value of PATH_VALUES) {
+          const url = urlWith(() => value);
+          await call(operation, url, operation.method === 'POST' ? '{}' : undefined, 'application/json');
+          for (const name of operation.queryParameters) {
+            await call(operation, `${url}?${name}=${random.pick(QUERY_VALUES)}`);
+          }
+        }
+        if (operation.method !== 'POST') continue;
+        const url = urlWith(() => 'x');
+        for (const [payload, contentType] of RAW_BODIES) await call(operation, url, payload, contentType);
+        for (const field of operation.bodyFields) {
+          for (const value of ODD_VALUES)
+            await call(operation, url, JSON.stringify({ [field]: value }), 'application/json');
+        }
+        for (let i = 0; i < 40; i++) {
+          const body = Object.fromEntries(
+            operation.bodyFields
+              .filter(() => random.next() < 0.6)
+              .map((field) => [field, random.pick(ODD_VALUES)]),
+          );
+          await call(operation, url, JSON.stringify(body), 'application/json');
         }
       }
-      if (operation.method !== 'POST') continue;
-      const url = urlWith(() => 'x');
-      for (const [payload, contentType] of RAW_BODIES) await call(operation, url, payload, contentType);
-      for (const field of operation.bodyFields) {
-        for (const value of ODD_VALUES)
-          await call(operation, url, JSON.stringify({ [field]: value }), 'application/json');
-      }
-      for (let i = 0; i < 40; i++) {
-        const body = Object.fromEntries(
-          operation.bodyFields
-            .filter(() => random.next() < 0.6)
-            .map((field) => [field, random.pick(ODD_VALUES)]),
-        );
-        await call(operation, url, JSON.stringify(body), 'application/json');
-      }
-    }
-    assert.deepEqual(refusals, [], `${refusals.length} of ${requests} requests`);
+      assert.deepEqual(refusals, [], `${refusals.length} of ${requests} requests`);
+    });
   });
-});
+}
+
+describeMalformedRequests('SQLite', async () => tempSqlite(), { skip: false });
+// PostgreSQL refuses what SQLite stores and compares (a NUL in text): the same requests there too.
+describeMalformedRequests('PostgreSQL', tempPostgres, { skip: SKIP_POSTGRES });
 
 function documentedOperations(document: {
   paths: Record<

@@ -1,5 +1,6 @@
 import { canonicalAddress } from '../chains/canonical-address.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
+import { addressFamily } from '../domain/address.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
 import { toWholeUnits } from '../domain/money.ts';
 import type { PaymentDirection, PaymentStatus } from '../domain/payment-status.ts';
@@ -64,14 +65,19 @@ export class PaymentQueryService {
       () => undefined,
       (error: unknown) => error,
     );
-    const { total, payments } = await this.store.payments.history({
-      accountId,
-      // Payments are stored under the canonical spelling (EVM: checksummed), whatever case was asked.
-      walletAddress: canonicalAddress(query.walletAddress),
-      direction: query.type === 'all' ? undefined : query.type,
-      limit: query.limit,
-      offset: query.offset,
-    });
+    // No payment is stored under text that is not an address, so it is not looked up (PostgreSQL
+    // refuses a NUL in a query): the answer is the 403 of a wallet that is not the caller's.
+    const { total, payments } =
+      addressFamily(query.walletAddress) === undefined
+        ? { total: 0, payments: [] }
+        : await this.store.payments.history({
+            accountId,
+            // Payments are stored under the canonical spelling (EVM: checksummed), whatever case was asked.
+            walletAddress: canonicalAddress(query.walletAddress),
+            direction: query.type === 'all' ? undefined : query.type,
+            limit: query.limit,
+            offset: query.offset,
+          });
     // A local-mode payer signs with its own key, so it need not be a wallet of the account; the
     // account's own payments from it are shown all the same. Anything else stays 403.
     const notOwned = await ownership;
