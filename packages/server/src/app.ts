@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { NetworkRegistry } from './chains/network-registry.ts';
 import type { Config } from './config.ts';
+import { invalidParameters } from './domain/gateway-error.ts';
 import type { PaymentEvents } from './events/payment-events.ts';
 import { DASHBOARD_API_PREFIX, dashboardApi } from './http/dashboard/dashboard-api.ts';
 import { dashboardStatic } from './http/dashboard/dashboard-static.ts';
@@ -87,6 +88,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    // No path or query parameter of any route holds a NUL, and PostgreSQL refuses one in a query
+    // (SQLite merely finds nothing): refused here, once, not as a 500 from whichever lookup meets it.
+    const nul = request.url.indexOf('%00');
+    if (nul !== -1) {
+      const query = request.url.indexOf('?');
+      const part = query !== -1 && query < nul ? 'query' : 'path';
+      done(
+        invalidParameters(
+          { [part]: 'must not contain a NUL character (%00)' },
+          `The URL ${part} contains a NUL character (%00).`,
+        ),
+      );
+      return;
+    }
     done();
   });
 

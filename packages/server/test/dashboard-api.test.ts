@@ -391,6 +391,15 @@ describe('dashboard API: security', () => {
         { method: 'POST', url: '/dashboard/api/keys', payload: { name: 'shop\u0000' } },
         { name: 'must not contain control characters' },
       ],
+      // A NUL in a parameter failed its look-up on PostgreSQL (500); no parameter holds one.
+      [
+        { method: 'DELETE', url: '/dashboard/api/keys/key_%00' },
+        { path: 'must not contain a NUL character (%00)' },
+      ],
+      [
+        { method: 'GET', url: '/dashboard/api/payments?wallet=%00' },
+        { query: 'must not contain a NUL character (%00)' },
+      ],
       [
         {
           method: 'POST',
