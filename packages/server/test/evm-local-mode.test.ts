@@ -347,6 +347,11 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
         { recipientAddress: 'must differ from walletAddress' },
       ],
       [
+        { recipientAddress: caseOfOneLetterSwapped(seller.wallet), amount: 1 },
+        'INVALID_RECIPIENT',
+        { recipientAddress: 'mixes upper and lower case, but not as its EIP-55 checksum does' },
+      ],
+      [
         { walletAddress: '0x1234', recipientAddress: seller.wallet, amount: 1 },
         'INVALID_PARAMETERS',
         { walletAddress: 'must be a Solana (base58) or EVM (0x…) address' },
@@ -650,3 +655,11 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
     });
   });
 });
+
+/** A checksummed address with one letter in the other case: a typo its EIP-55 checksum catches. */
+function caseOfOneLetterSwapped(address: string): string {
+  const at = address.slice(2).search(/[a-fA-F]/) + 2;
+  const letter = address.charAt(at);
+  const swapped = letter === letter.toUpperCase() ? letter.toLowerCase() : letter.toUpperCase();
+  return `${address.slice(0, at)}${swapped}${address.slice(at + 1)}`;
+}

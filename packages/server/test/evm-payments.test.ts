@@ -225,6 +225,28 @@ describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, statu
     assert.equal(history.total, sentBefore, 'no payment was recorded');
   });
 
+  it('refuses a mixed-case recipient whose EIP-55 checksum does not match (a typo) before signing; one in a single case is paid', async () => {
+    const sentBefore = (await f.get(buyer.key, `/payment/history/${buyer.wallet}?type=sent`)).json().total;
+    const at = seller.wallet.slice(2).search(/[a-fA-F]/) + 2;
+    const letter = seller.wallet.charAt(at);
+    const swapped = letter === letter.toUpperCase() ? letter.toLowerCase() : letter.toUpperCase();
+    const mistyped = `${seller.wallet.slice(0, at)}${swapped}${seller.wallet.slice(at + 1)}`;
+    const res = await send(buyer, { recipientAddress: mistyped, amount: 0.001 });
+    assert.equal(res.statusCode, 400, res.body);
+    assert.deepEqual(
+      [res.json().error.code, res.json().error.details],
+      [
+        'INVALID_RECIPIENT',
+        { recipientAddress: 'mixes upper and lower case, but not as its EIP-55 checksum does' },
+      ],
+    );
+    const history = (await f.get(buyer.key, `/payment/history/${buyer.wallet}?type=sent`)).json();
+    assert.equal(history.total, sentBefore, 'no payment was recorded');
+    const lower = await send(buyer, { recipientAddress: seller.wallet.toLowerCase(), amount: 0.001 });
+    assert.equal(lower.statusCode, 200, lower.body);
+    assert.equal(lower.json().recipient, seller.wallet);
+  });
+
   it('accepts a proof once: of 20 simultaneous receives exactly one succeeds', async () => {
     const sent = (await send(buyer, { recipientAddress: seller.wallet, amount: 0.002 })).json();
     const attempts = await Promise.all(

@@ -38,6 +38,12 @@ export function checkRecipient(family: string, walletAddress: string, recipientA
       details: { recipientAddress: `must be a ${family} address` },
     });
   }
+  if (family === 'evm' && hasWrongChecksum(recipientAddress)) {
+    throw new GatewayError('INVALID_RECIPIENT', {
+      message: 'The recipient address does not match its checksum: it may be mistyped.',
+      details: { recipientAddress: 'mixes upper and lower case, but not as its EIP-55 checksum does' },
+    });
+  }
   if (canonicalAddress(recipientAddress) === canonicalAddress(walletAddress)) {
     throw new GatewayError('INVALID_RECIPIENT', {
       message: 'A wallet cannot pay itself.',
@@ -51,4 +57,13 @@ export function checkRecipient(family: string, walletAddress: string, recipientA
       details: { recipientAddress: `is the ${program}` },
     });
   }
+}
+
+/**
+ * EIP-55: an EVM address written in mixed case carries a checksum, and one that does not match it was
+ * mistyped (a payment to it would reach nobody's wallet); one written in a single case carries none.
+ */
+function hasWrongChecksum(address: string): boolean {
+  const hex = address.slice(2);
+  return hex !== hex.toLowerCase() && hex !== hex.toUpperCase() && canonicalAddress(address) !== address;
 }
