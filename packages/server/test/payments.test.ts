@@ -425,5 +425,14 @@ describe('Lightning mode on Solana: send, receive, status, history', () => {
     const other = await send(buyer, { ...body, amount: 0.006 }, { 'idempotency-key': 'order-7' });
     assert.equal(other.statusCode, 422);
     assert.equal(other.json().error.code, 'IDEMPOTENCY_KEY_REUSED');
+    // A key names one request of the account, whichever route: the same body built in local mode is another.
+    const local = await f.post(
+      buyer.key,
+      '/transaction/send',
+      { walletAddress: buyer.wallet, ...body },
+      { 'idempotency-key': 'order-7' },
+    );
+    assert.equal(local.statusCode, 422, local.body);
+    assert.equal(local.json().error.code, 'IDEMPOTENCY_KEY_REUSED');
   });
 });
