@@ -253,6 +253,34 @@ describe('payment stream', () => {
     }
   });
 
+  it('closes with 4008 a client that keeps sending messages and never reads their answers', async () => {
+    const small = await startTestGateway({ events: { config: { streamMaxBufferedBytes: 64 * 1024 } } });
+    try {
+      const address = await small.app.listen({ port: 0, host: '127.0.0.1' });
+      const caller = await small.newCaller('premium');
+      const client = await openStream(`${address.replace('http', 'ws')}/v1/payments/stream`, {
+        headers: bearer(caller.key),
+      });
+      await client.until((c) => c.messages.length > 0);
+      client.ws.pause();
+      // 1,000 unknown fields fit in one 16 KiB message, and their error answer is four times bigger.
+      const message: Record<string, unknown> = { type: 'subscribe' };
+      for (let i = 0; i < 1_000; i++) message[`k${i}`] = 0;
+      let sent = 0;
+      while (small.events?.hub.subscriberCount(caller.accountId) !== 0) {
+        assert.ok(sent < 2_000, 'answers were buffered without limit for a client that does not read');
+        client.send(message);
+        sent++;
+        if (sent % 20 === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      client.ws.resume();
+      const { code } = await client.closed;
+      assert.equal(code, STREAM_CLOSE.TOO_SLOW);
+    } finally {
+      await small.close();
+    }
+  });
+
   it('drops a connection that stops answering pings, keeps one that answers, and says 1001 on shutdown', async () => {
     const quick = await startTestGateway({ events: { config: { streamHeartbeatMs: 100 } } });
     let closedByShutdown: Promise<{ code: number }> | undefined;

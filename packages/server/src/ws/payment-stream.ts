@@ -126,7 +126,7 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
         if (ws.readyState !== ws.OPEN) return;
         try {
           if (connection !== undefined && accountId !== undefined) {
-            await onMessage(ws, connection, accountId, data);
+            await onMessage(connection, accountId, data);
             return;
           }
           clearTimeout(timer);
@@ -140,7 +140,7 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
           app.log.warn({ err: error }, 'payment stream message failed');
           if (connection === undefined)
             ws.close(STREAM_CLOSE.UNAVAILABLE, 'authentication unavailable; retry');
-          else sendError(ws, new GatewayError('SERVICE_UNAVAILABLE', { retryAfter: 1 }));
+          else connection.reply(errorMessage(new GatewayError('SERVICE_UNAVAILABLE', { retryAfter: 1 })));
         }
       });
     });
@@ -174,37 +174,37 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
     return connection;
   }
 
-  async function onMessage(ws: WebSocket, connection: StreamConnection, accountId: string, data: RawData) {
+  async function onMessage(connection: StreamConnection, accountId: string, data: RawData) {
     const message = parseMessage(data);
     if (message === undefined) {
-      return sendError(ws, invalidParameters({ message: 'must be a JSON object' }));
+      return connection.reply(errorMessage(invalidParameters({ message: 'must be a JSON object' })));
     }
     switch (message.type) {
       case 'ping':
-        ws.send(JSON.stringify({ type: 'pong' }));
-        return;
+        return connection.reply({ type: 'pong' });
       case 'auth':
-        return sendError(ws, invalidParameters({ type: 'this connection is already authenticated' }));
+        return connection.reply(
+          errorMessage(invalidParameters({ type: 'this connection is already authenticated' })),
+        );
       case 'subscribe': {
         const parsed = parseSubscribe(message);
-        if (!parsed.ok) return sendError(ws, invalidParameters(parsed.details));
+        if (!parsed.ok) return connection.reply(errorMessage(invalidParameters(parsed.details)));
         const { filter, since } = parsed.value;
         const sinceSeq =
           since === undefined ? undefined : await deps.hub.store.events.seqOf(accountId, since);
-        if (since !== undefined && sinceSeq === undefined) return sendError(ws, invalidSince());
-        ws.send(
-          JSON.stringify({
-            type: 'subscribed',
-            wallets: filter.wallets === undefined ? null : [...filter.wallets],
-            types: filter.types === undefined ? null : [...filter.types],
-            since: since ?? null,
-          }),
-        );
+        if (since !== undefined && sinceSeq === undefined)
+          return connection.reply(errorMessage(invalidSince()));
+        connection.reply({
+          type: 'subscribed',
+          wallets: filter.wallets === undefined ? null : [...filter.wallets],
+          types: filter.types === undefined ? null : [...filter.types],
+          since: since ?? null,
+        });
         connection.subscribe(filter, sinceSeq);
         return;
       }
       default:
-        return sendError(ws, invalidParameters({ type: 'must be subscribe, auth or ping' }));
+        return connection.reply(errorMessage(invalidParameters({ type: 'must be subscribe, auth or ping' })));
     }
   }
 
@@ -309,9 +309,13 @@ function parseMessage(data: RawData): Record<string, unknown> | undefined {
   }
 }
 
+function errorMessage(error: GatewayError): Record<string, unknown> {
+  return { type: 'error', ...toErrorBody(error) };
+}
+
 function sendError(ws: WebSocket, error: GatewayError): void {
   if (ws.readyState !== ws.OPEN) return;
-  ws.send(JSON.stringify({ type: 'error', ...toErrorBody(error) }));
+  ws.send(JSON.stringify(errorMessage(error)));
 }
 
 /** Refuses an upgrade with an HTTP answer carrying the usual error body (spec §7). */

@@ -57,9 +57,21 @@ export class StreamConnection {
     return !this.closed;
   }
 
+  /**
+   * Sends an answer to one of the client's messages (pong, subscribed, error) under the same limit as
+   * events: a client that keeps sending messages and never reads their answers is a slow consumer too.
+   */
+  reply(message: Record<string, unknown>): void {
+    this.write(JSON.stringify(message));
+  }
+
   private send(event: EventRecord): void {
+    this.write(serialized(event));
+  }
+
+  private write(text: string): void {
     if (this.closed) return;
-    this.socket.send(serialized(event));
+    this.socket.send(text);
     // The queue in front of the socket only grows when the client reads slower than events come: past
     // the limit the connection is closed (4008) instead of holding ever more memory for it. The client
     // reconnects with `since` = the last id it got and loses nothing.
