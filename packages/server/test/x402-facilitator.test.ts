@@ -593,6 +593,17 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       assert.deepEqual([received.json().signature, received.json().sender], [hash, '']);
       const history = await inject('GET', `/payment/history/${wallet}`);
       assert.equal(history.json().total, 1);
+      // Its reason and message are repeated to the caller bounded, however long the answer.
+      const long = await receive({
+        success: false,
+        errorReason: 'r'.repeat(20_000),
+        errorMessage: 'm'.repeat(40_000),
+      });
+      assert.equal(long.statusCode, 422, long.body.slice(0, 300));
+      const { details, message } = long.json().error;
+      assert.equal(details.paymentProof, `${'r'.repeat(99)}…`);
+      assert.ok(message.length <= 600, `a message of ${message.length} characters`);
+      assert.ok(message.includes('m'.repeat(400)), message.slice(0, 120));
     } finally {
       await sellerGateway.close();
       facilitator.close();

@@ -97,10 +97,13 @@ export class X402ReceiveService {
       }
       return {
         verified: false,
-        reason: typeof answer.invalidReason === 'string' ? answer.invalidReason : 'invalid',
+        reason:
+          typeof answer.invalidReason === 'string'
+            ? bounded(answer.invalidReason, MAX_REASON_LENGTH)
+            : 'invalid',
         message:
           typeof answer.invalidMessage === 'string'
-            ? answer.invalidMessage
+            ? bounded(answer.invalidMessage, MAX_MESSAGE_LENGTH)
             : 'the facilitator refused the payment',
       };
     } catch (error) {
@@ -350,11 +353,24 @@ function requestBody(payment: X402Payment, input: X402ReceiveInput): Record<stri
   };
 }
 
+/**
+ * A facilitator's reason and message are repeated to the caller as they came, up to these lengths: x402's
+ * are a short identifier and a sentence, while a facilitator at facilitatorUrl may answer up to 64 KiB.
+ */
+const MAX_REASON_LENGTH = 100;
+const MAX_MESSAGE_LENGTH = 500;
+
+function bounded(text: string, length: number): string {
+  return text.length <= length ? text : `${text.slice(0, length - 1)}…`;
+}
+
 /** A facilitator's refusal as the gateway's error: a settled payment is a used proof, the rest failed verification. */
 export function refusal(reason: unknown, message: unknown, transaction?: string): GatewayError {
-  const code = typeof reason === 'string' && reason !== '' ? reason : 'invalid';
+  const code = typeof reason === 'string' && reason !== '' ? bounded(reason, MAX_REASON_LENGTH) : 'invalid';
   const text =
-    typeof message === 'string' && message !== '' ? message : `the facilitator refused the payment (${code})`;
+    typeof message === 'string' && message !== ''
+      ? bounded(message, MAX_MESSAGE_LENGTH)
+      : `the facilitator refused the payment (${code})`;
   if (code === 'duplicate_settlement')
     return invalidProof('this payment was already settled', 'already_used');
   const error = verificationFailed(text, code);
