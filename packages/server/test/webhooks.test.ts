@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { createServer, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { postWebhook } from '../src/webhooks/webhook-sender.ts';
 import { recordReceived } from './support/payment-events.ts';
 import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
 import { WebhookReceiver } from './support/webhook-receiver.ts';
@@ -221,6 +223,40 @@ describe('webhooks', () => {
       }
     } finally {
       await strict.close();
+    }
+  });
+  it('gives up on an endpoint that sends its answer a byte at a time after 10 s in all; a 2xx status in time is a success', async () => {
+    const trickle = (socket: Socket, text: string) => {
+      let at = 0;
+      const timer = setInterval(() => {
+        if (at < text.length) socket.write(text.charAt(at++));
+      }, 1_000);
+      socket.on('close', () => clearInterval(timer));
+    };
+    const receiver = createServer((socket) => {
+      socket.on('error', () => {});
+      socket.once('data', (request) => {
+        if (request.toString().startsWith('POST /slow-status')) {
+          trickle(socket, 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+        } else {
+          socket.write('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n');
+          trickle(socket, 'x'.repeat(100));
+        }
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const { port } = receiver.address() as { port: number };
+    try {
+      const started = Date.now();
+      const [slowStatus, slowBody] = await Promise.all([
+        postWebhook(`http://127.0.0.1:${port}/slow-status`, {}, '{}', { allowPrivate: true }),
+        postWebhook(`http://127.0.0.1:${port}/slow-body`, {}, '{}', { allowPrivate: true }),
+      ]);
+      assert.deepEqual(slowStatus, { ok: false, statusCode: null, error: 'no answer within 10 s' });
+      assert.deepEqual(slowBody, { ok: true, statusCode: 200, error: null });
+      assert.ok(Date.now() - started < 12_000, `took ${Date.now() - started} ms`);
+    } finally {
+      receiver.close();
     }
   });
 });
