@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { type Address, createPublicClient, erc20Abi, http } from 'viem';
+import { type Address, createPublicClient, createTestClient, erc20Abi, type Hex, http } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { startTestEvm, type TestEvm } from './support/test-anvil.ts';
 import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
@@ -75,6 +76,26 @@ describe('GET /token/info and GET /portfolio on EVM (anvil, the USDC-like ERC-20
     const wrongNetwork = await get(`/token/info/${evm.usdc.address}?network=eip155:8453`);
     assert.equal(wrongNetwork.statusCode, 400, wrongNetwork.body);
     assert.equal(wrongNetwork.json().error.code, 'INVALID_PARAMETERS');
+  });
+
+  it('answers 404 TOKEN_NOT_FOUND for a contract whose decimals() does not fit a uint8', async () => {
+    // Runtime code answering every call with the one word `value`: decimals() and totalSupply() alike.
+    const answering = (value: bigint): Hex => `0x7f${value.toString(16).padStart(64, '0')}60005260206000f3`;
+    const client = createTestClient({ mode: 'anvil', transport: http(evm.anvil.rpcUrl) });
+    const fits = privateKeyToAccount(generatePrivateKey()).address;
+    await client.setCode({ address: fits, bytecode: answering(255n) });
+    const token = await get(`/token/info/${fits}`);
+    assert.equal(token.statusCode, 200, token.body);
+    assert.deepEqual([token.json().decimals, token.json().supply], [255, '255']);
+
+    // 256 was shown as a token, 2^29 failed with 500, 2^20 held the event loop for minutes.
+    for (const decimals of [256n, 2n ** 29n, 2n ** 256n - 1n]) {
+      const contract = privateKeyToAccount(generatePrivateKey()).address;
+      await client.setCode({ address: contract, bytecode: answering(decimals) });
+      const res = await get(`/token/info/${contract}`);
+      assert.equal(res.statusCode, 404, `${decimals}: ${res.body}`);
+      assert.equal(res.json().error.code, 'TOKEN_NOT_FOUND');
+    }
   });
 
   it('lists ETH and the USDC held by an address, exactly, and zero and nothing for an empty one', async () => {

@@ -68,6 +68,8 @@ const DEFAULT_REPLACE_AFTER_BLOCKS = 20n;
 const REPLACEMENT_BUMP_PERCENT = 10n;
 
 const OWNABLE_ABI = parseAbi(['function owner() view returns (address)']);
+/** The largest uint8, the type of ERC-20 decimals(). */
+const MAX_ERC20_DECIMALS = 255;
 
 export interface EvmAdapterOptions {
   readonly info: NetworkInfo;
@@ -378,7 +380,9 @@ export class EvmAdapter implements ChainAdapter {
       read(() => this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'symbol' })),
       read(() => this.client.readContract({ address: contract, abi: OWNABLE_ABI, functionName: 'owner' })),
     ]);
-    if (decimals === undefined || supply === undefined) return undefined;
+    // The decoder does not check that decimals fits its uint8, so a contract answering more is no
+    // ERC-20 (and 2^20 decimals took minutes to print its supply, 2^29 more than a string holds).
+    if (decimals === undefined || supply === undefined || decimals > MAX_ERC20_DECIMALS) return undefined;
     return {
       address: getAddress(contract),
       decimals,
