@@ -202,6 +202,21 @@ describe('EVM RPC failures through a fault-injecting proxy', () => {
     );
   });
 
+  it('answers GET /token/info 503 CHAIN_UNAVAILABLE when the contract calls fail, not 404 for a real token', async () => {
+    const info = () =>
+      gw.app.inject({ method: 'GET', url: `/token/info/${evm.usdc.address}`, headers: bearer(buyer.key) });
+    // The code is read, then every eth_call (decimals, totalSupply, name…) fails at the endpoint.
+    proxy.set({ kind: 'http-error', status: 503, match: 'eth_call' });
+    const refused = await info();
+    assert.equal(refused.statusCode, 503, refused.body);
+    assert.equal(refused.json().error.code, 'CHAIN_UNAVAILABLE');
+
+    await recover();
+    const answered = await info();
+    assert.equal(answered.statusCode, 200, answered.body);
+    assert.deepEqual([answered.json().symbol, answered.json().decimals], ['USDC', 6]);
+  });
+
   it('answers POST /faucet 503 CHAIN_UNAVAILABLE promptly while anvil stalls, and funds once it answers', async () => {
     // The faucet's own client (anvil's dev account) goes through the same endpoint list as the adapter.
     const endpoints = new RpcEndpoints({

@@ -372,7 +372,14 @@ export class EvmAdapter implements ChainAdapter {
     const contract = toAddress(address, 'address');
     const code = await this.call(() => this.client.getCode({ address: contract }));
     if (code === undefined || code === '0x') return undefined;
-    const read = <T>(work: () => Promise<T>) => work().catch(() => undefined);
+    // A call the contract refuses (reverts, answers nothing or garbage) leaves that field unknown; one the
+    // endpoint failed is no answer at all, and must not make a token look like no token.
+    const read = <T>(work: () => Promise<T>) =>
+      work().catch((error: unknown) => {
+        const failure = toChainError(error);
+        if (failure.kind === 'unavailable') throw failure;
+        return undefined;
+      });
     const [decimals, supply, name, symbol, owner] = await Promise.all([
       read(() => this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'decimals' })),
       read(() => this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'totalSupply' })),
