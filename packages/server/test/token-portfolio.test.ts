@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { address, generateKeyPairSigner } from '@solana/kit';
+import { address, createSolanaRpc, generateKeyPairSigner } from '@solana/kit';
 import { decodeMetaplexMetadata } from '../src/chains/solana/metaplex-metadata.ts';
 import { type PaymentFixture, startPaymentFixture } from './support/payment-fixture.ts';
-import { createToken2022WithMetadata, mintToken2022 } from './support/token-2022-mint.ts';
+import {
+  createToken2022WithMetadata,
+  mintToken2022,
+  openClosedMintAccount,
+  TOKEN_2022,
+} from './support/token-2022-mint.ts';
 
 describe('GET /token/info and GET /portfolio on Solana', () => {
   let f: PaymentFixture;
@@ -110,6 +115,34 @@ describe('GET /token/info and GET /portfolio on Solana', () => {
       expected,
     );
     for (const token of body.tokens) assert.match(token.account, /^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
+  });
+
+  it('leaves out a token account whose mint was closed, which the node answers unparsed', async () => {
+    const owner = (await generateKeyPairSigner()).address;
+    const payer = await generateKeyPairSigner();
+    f.chain.localnet.airdrop(payer.address, 1_000_000_000n);
+    f.chain.localnet.advanceSlots(1);
+    const closed = await openClosedMintAccount(f.chain.localnet.rpcUrl, payer, address(owner), () =>
+      f.chain.localnet.advanceSlots(1),
+    );
+    await f.chain.localnet.mintUsdc(owner, 1_000_000n);
+    f.chain.localnet.advanceSlots(1);
+    // As Agave: no mint, no decimals, so jsonParsed falls back to base64 for that account.
+    const { value } = await createSolanaRpc(f.chain.localnet.rpcUrl)
+      .getTokenAccountsByOwner(address(owner), { programId: TOKEN_2022 }, { encoding: 'jsonParsed' })
+      .send();
+    assert.deepEqual(
+      value.map((a) => [a.pubkey, Array.isArray(a.account.data) ? a.account.data[1] : 'parsed']),
+      [[closed.account, 'base64']],
+    );
+
+    // Anyone may open such an account for any owner: it failed the owner's portfolio with 500.
+    const res = await f.get(key, `/portfolio/${owner}`);
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(
+      res.json().tokens.map((t: { mint: string; amount: string }) => [t.mint, t.amount]),
+      [[f.chain.localnet.usdcMint.address, '1000000']],
+    );
   });
 
   it('answers an empty wallet with zero and no tokens, and refuses a malformed address', async () => {

@@ -19,6 +19,7 @@ import {
 import { getCreateAccountInstruction } from '@solana-program/system';
 import {
   findAssociatedTokenPda,
+  getCloseAccountInstruction,
   getCreateAssociatedTokenIdempotentInstruction,
   getInitializeMint2Instruction,
   getMintToInstruction,
@@ -119,6 +120,59 @@ export async function mintToken2022(
     ),
   ]);
   return ata;
+}
+
+/**
+ * A Token-2022 token account of `owner` (its associated one, 0 tokens) whose mint was then closed:
+ * MintCloseAuthority lets the mint's authority close it at zero supply; anyone may open the account.
+ */
+export async function openClosedMintAccount(
+  rpcUrl: string,
+  payer: KeyPairSigner,
+  owner: Address,
+  confirm: () => void,
+): Promise<{ mint: Address; account: Address }> {
+  const rpc = createSolanaRpc(rpcUrl);
+  const mint = await generateKeyPairSigner();
+  const [account] = await findAssociatedTokenPda({ owner, mint: mint.address, tokenProgram: TOKEN_2022 });
+  /** Mint (82) padded to an account (165), account type (1), MintCloseAuthority TLV (4 + 32). */
+  const space = 165 + 1 + 4 + 32;
+  const closeAuthority: Instruction = {
+    programAddress: TOKEN_2022,
+    accounts: [{ address: mint.address, role: AccountRole.WRITABLE }],
+    // InitializeMintCloseAuthority (25), Some(payer).
+    data: Buffer.concat([Buffer.of(25, 1), Buffer.from(getAddressEncoder().encode(payer.address))]),
+  };
+  await send(rpc, payer, [
+    getCreateAccountInstruction({
+      payer,
+      newAccount: mint,
+      lamports: await rpc.getMinimumBalanceForRentExemption(BigInt(space)).send(),
+      space,
+      programAddress: TOKEN_2022,
+    }),
+    closeAuthority,
+    getInitializeMint2Instruction(
+      { mint: mint.address, decimals: 3, mintAuthority: payer.address, freezeAuthority: null },
+      { programAddress: TOKEN_2022 },
+    ),
+    getCreateAssociatedTokenIdempotentInstruction({
+      payer,
+      ata: account,
+      owner,
+      mint: mint.address,
+      tokenProgram: TOKEN_2022,
+    }),
+  ]);
+  confirm();
+  await send(rpc, payer, [
+    getCloseAccountInstruction(
+      { account: mint.address, destination: payer.address, owner: payer },
+      { programAddress: TOKEN_2022 },
+    ),
+  ]);
+  confirm();
+  return { mint: mint.address, account };
 }
 
 async function send(

@@ -406,15 +406,22 @@ export class SolanaAdapter implements ChainAdapter {
             )
             .send(),
         );
-        return value.map(({ pubkey, account }): ChainTokenAccount => {
+        return value.flatMap(({ pubkey, account }): ChainTokenAccount[] => {
+          // A token account the node cannot parse comes as base64: Agave does so once its mint is closed
+          // (Token-2022 MintCloseAuthority, at zero supply), so it holds nothing and has no decimals.
+          // Anyone may open such an account for any owner, so it must not fail the owner's portfolio.
+          const data: unknown = account.data;
+          if (typeof data !== 'object' || data === null || !('parsed' in data)) return [];
           const info = account.data.parsed.info;
-          return {
-            address: pubkey,
-            mint: info.mint,
-            decimals: info.tokenAmount.decimals,
-            amount: BigInt(info.tokenAmount.amount),
-            program: program === TOKEN_2022_PROGRAM ? 'spl-token-2022' : 'spl-token',
-          };
+          return [
+            {
+              address: pubkey,
+              mint: info.mint,
+              decimals: info.tokenAmount.decimals,
+              amount: BigInt(info.tokenAmount.amount),
+              program: program === TOKEN_2022_PROGRAM ? 'spl-token-2022' : 'spl-token',
+            },
+          ];
         });
       }),
     );

@@ -28,7 +28,7 @@ const Portfolio = Type.Object(
       }),
       {
         description:
-          'Every token account (Solana, both token programs, empty ones too) or held known ERC-20.',
+          'Every token account (Solana, both token programs, empty ones too, but not those of a closed mint) or held known ERC-20.',
       },
     ),
   },
