@@ -98,6 +98,28 @@ describe('GET /token/info and GET /portfolio on EVM (anvil, the USDC-like ERC-20
     }
   });
 
+  it('shows a name or symbol longer than any real token’s as unknown (null)', async () => {
+    // Runtime code answering every call with abi.encode(string of `length` NUL bytes): name() and symbol()
+    // that long, and decimals() and totalSupply() 32 (the string's offset word).
+    const answeringString = (length: number): Hex => {
+      const word = (n: number) => n.toString(16).padStart(4, '0');
+      return `0x602060005261${word(length)}60205261${word(64 + length)}6000f3`;
+    };
+    const client = createTestClient({ mode: 'anvil', transport: http(evm.anvil.rpcUrl) });
+    const info = async (length: number) => {
+      const contract = privateKeyToAccount(generatePrivateKey()).address;
+      await client.setCode({ address: contract, bytecode: answeringString(length) });
+      const res = await get(`/token/info/${contract}`);
+      assert.equal(res.statusCode, 200, res.body.slice(0, 300));
+      return res.json();
+    };
+    const hundred = await info(100);
+    assert.deepEqual([hundred.decimals, hundred.name, hundred.symbol], [32, '\u0000'.repeat(100), null]);
+    // A contract may answer megabytes; each caller would get them all.
+    const long = await info(60_000);
+    assert.deepEqual([long.name, long.symbol, long.uri], [null, null, null]);
+  });
+
   it('lists ETH and the USDC held by an address, exactly, and zero and nothing for an empty one', async () => {
     const wallet = await evm.adapter.generateKeypair();
     const empty = await get(`/portfolio/${wallet.address}`);

@@ -44,9 +44,22 @@ export class TokenInfoService {
       uiSupply: Number(supply),
       mintAuthority: token.mintAuthority,
       freezeAuthority: token.freezeAuthority,
-      name: token.name ?? null,
-      symbol: token.symbol ?? null,
-      uri: token.uri ?? null,
+      name: shown(token.name, MAX_NAME_LENGTH),
+      symbol: shown(token.symbol, MAX_SYMBOL_LENGTH),
+      uri: shown(token.uri, MAX_URI_LENGTH),
     };
   }
+}
+
+/**
+ * Whoever deploys a token writes its name, symbol and uri, at any length: an ERC-20's name() may answer
+ * megabytes, Token-2022 metadata is bounded only by the account's size. Longer than any real token's
+ * (Metaplex allows 32, 10 and 200 bytes), they are shown as unknown rather than answered to every caller.
+ */
+const MAX_NAME_LENGTH = 256;
+const MAX_SYMBOL_LENGTH = 64;
+const MAX_URI_LENGTH = 2048;
+
+function shown(text: string | undefined, maxLength: number): string | null {
+  return text === undefined || text.length > maxLength ? null : text;
 }

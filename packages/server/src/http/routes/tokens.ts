@@ -18,9 +18,11 @@ const TokenInfo = Type.Object(
       'Who may mint (Solana mint authority; EVM: the contract owner, when it has one).',
     ),
     freezeAuthority: Nullable('Who may freeze token accounts.'),
-    name: Nullable('From Token-2022 metadata, Metaplex metadata, or the ERC-20 contract.'),
-    symbol: Nullable('As name.'),
-    uri: Nullable('Off-chain metadata document, when the metadata names one.'),
+    name: Nullable(
+      'From Token-2022 metadata, Metaplex metadata, or the ERC-20 contract; null when absent or over 256 characters.',
+    ),
+    symbol: Nullable('As name; null when absent or over 64 characters.'),
+    uri: Nullable('Off-chain metadata document, when the metadata names one of at most 2,048 characters.'),
   },
   { $id: 'TokenInfo', title: 'TokenInfo' },
 );
