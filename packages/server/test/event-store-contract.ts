@@ -149,6 +149,17 @@ export function describeEventStoreContract(
       assert.equal(redelivered?.status, 'pending');
       assert.ok((await store.webhookDeliveries.nextDueAt()) !== undefined);
       assert.equal(await store.webhookDeliveries.redeliver('dlv_missing', now), undefined);
+
+      // Redelivered while an attempt is in flight: no other worker takes it (it was sent twice at once),
+      // and the attempt's outcome is recorded (it was thrown away with the lease).
+      const [inFlight] = await store.webhookDeliveries.leaseDue('owner-d', now + 3, now + 60_000, 100);
+      assert.equal(inFlight?.id, taken.id);
+      await store.webhookDeliveries.redeliver(taken.id, now + 4);
+      const meanwhile = await store.webhookDeliveries.leaseDue('owner-e', now + 5, now + 60_000, 100);
+      assert.ok(!meanwhile.some((d) => d.id === taken.id), 'leased twice while in flight');
+      const delivered = { ...outcome, status: 'succeeded' as const, attempts: 2, deliveredAt: now + 6 };
+      assert.equal(await store.webhookDeliveries.recordAttempt(taken.id, 'owner-d', delivered), true);
+      assert.equal((await store.webhookDeliveries.get(taken.id))?.status, 'succeeded');
     });
 
     it('hands the outbox cursor to one transaction at a time', async () => {

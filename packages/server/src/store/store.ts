@@ -422,7 +422,10 @@ export interface WebhookDeliveryRepository {
   leaseDue(owner: string, now: number, until: number, limit: number): Promise<WebhookDeliveryRecord[]>;
   /** Writes an attempt's outcome and ends the lease, only while `owner` still holds it. */
   recordAttempt(id: string, owner: string, attempt: DeliveryAttempt): Promise<boolean>;
-  /** Makes a delivery due again now (manual redeliver), whatever its status. */
+  /**
+   * Makes a delivery due again now (manual redeliver), whatever its status. An attempt in flight keeps
+   * its lease and records its outcome: it is the redelivery, and no other worker sends it meanwhile.
+   */
   redeliver(id: string, now: number): Promise<WebhookDeliveryRecord | undefined>;
   /** The earliest `next_attempt_at` of a pending delivery, so the worker knows when to wake. */
   nextDueAt(): Promise<number | undefined>;

@@ -116,9 +116,11 @@ export class KyselyWebhookDeliveryRepository implements WebhookDeliveryRepositor
   }
 
   async redeliver(id: string, now: number): Promise<WebhookDeliveryRecord | undefined> {
+    // The lease is left as it is: an attempt in flight keeps it and records its outcome, standing in for
+    // this redeliver; freeing it would let another worker send the same delivery at the same time.
     const row = await this.db
       .updateTable('webhook_deliveries')
-      .set({ status: 'pending', next_attempt_at: now, lease_owner: null, lease_until: null })
+      .set({ status: 'pending', next_attempt_at: now })
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirst();
