@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { generateKeyPairSigner } from '@solana/kit';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
@@ -17,6 +15,7 @@ import {
   type EvmPaymentFixture,
   startEvmPaymentFixture,
 } from './support/evm-payment-fixture.ts';
+import { gate402Json } from './support/gate402-cli.ts';
 import { signAndBroadcast } from './support/local-signer.ts';
 import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from './support/payment-fixture.ts';
 import { openStream, type StreamClient } from './support/stream-client.ts';
@@ -827,23 +826,7 @@ describe('account isolation on EVM: another spelling of an address is the same a
 describe('account isolation in the gate402 command', () => {
   const dir = tempDir();
   after(() => dir.dispose());
-  const run = (args: string[]) => {
-    const { DATABASE_URL: _d, REDIS_URL: _r, ...env } = process.env;
-    const result = spawnSync(
-      process.execPath,
-      [fileURLToPath(new URL('../bin/gate402.js', import.meta.url)), ...args, '--json'],
-      {
-        env: { ...env, DATA_DIR: dir.path, LOG_LEVEL: 'warn', ALLOW_PRIVATE_OUTBOUND_URLS: 'true' },
-        encoding: 'utf8',
-        timeout: 30_000,
-      },
-    );
-    return {
-      code: result.status,
-      json: result.stdout === '' ? undefined : JSON.parse(result.stdout),
-      stderr: result.stderr,
-    };
-  };
+  const run = (args: string[]) => gate402Json(dir.path, args, { ALLOW_PRIVATE_OUTBOUND_URLS: 'true' });
 
   it('deletes a webhook only when --account names its owner, answering any other like a missing one', () => {
     const alice = run(['accounts', 'create', '--name', 'alice', '--plan', 'premium']).json;

@@ -1,28 +1,13 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { after, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { tempDir } from './support/databases.ts';
-
-const BIN = fileURLToPath(new URL('../bin/gate402.js', import.meta.url));
+import { gate402Json } from './support/gate402-cli.ts';
 
 describe('gate402 webhooks', () => {
   const dir = tempDir();
   after(() => dir.dispose());
 
-  const run = (args: string[], extra: Record<string, string> = {}) => {
-    const { DATABASE_URL: _d, REDIS_URL: _r, ...env } = process.env;
-    const result = spawnSync(process.execPath, [BIN, ...args, '--json'], {
-      env: { ...env, DATA_DIR: dir.path, LOG_LEVEL: 'warn', ...extra },
-      encoding: 'utf8',
-      timeout: 30_000,
-    });
-    return {
-      code: result.status,
-      json: result.stdout === '' ? undefined : JSON.parse(result.stdout),
-      stderr: result.stderr,
-    };
-  };
+  const run = (args: string[], extra: Record<string, string> = {}) => gate402Json(dir.path, args, extra);
 
   it('creates, lists and deletes an endpoint with the API’s rules', () => {
     const account = run(['accounts', 'create', '--name', 'hooks', '--plan', 'premium']).json;
