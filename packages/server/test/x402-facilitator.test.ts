@@ -19,7 +19,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment as wrapV1FetchWithPayment } from 'x402-fetch';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
-import { callAs } from './support/api-caller.ts';
+import { callAs, callerOf } from './support/api-caller.ts';
 import { startTestEvm, type TestEvm } from './support/test-anvil.ts';
 import { startTestGateway, type TestGateway } from './support/test-gateway.ts';
 import { startTestChain, type TestChain } from './support/test-localnet.ts';
@@ -500,14 +500,8 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       const owner = await sellerGateway.newCaller('premium');
       const external = await feePayerOf(seller.key);
       assert.notEqual(await feePayerOf(owner.key, sellerGateway), external);
-      const inject = (method: 'GET' | 'POST', url: string, payload?: object) =>
-        sellerGateway.app.inject({
-          method,
-          url,
-          headers: { authorization: `Bearer ${owner.key}` },
-          ...(payload === undefined ? {} : { payload }),
-        });
-      const watched = await inject('POST', '/wallets', {
+      const asOwner = callerOf(sellerGateway);
+      const watched = await asOwner.post(owner.key, '/wallets', {
         chain: 'solana',
         address: seller.solana,
         watchOnly: true,
@@ -531,7 +525,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
         facilitatorAuthorization: `Bearer ${seller.key}`,
         timeout: 20,
       };
-      const res = await inject('POST', '/payment/receive', body);
+      const res = await asOwner.post(owner.key, '/payment/receive', body);
       assert.equal(res.statusCode, 200, res.body);
       assert.deepEqual([res.json().sender, res.json().amountReceived], [buyerKey.address, 0.02]);
       const onChain = await chain.adapter.getTransaction(res.json().signature);
@@ -556,14 +550,8 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     });
     try {
       const owner = await sellerGateway.newCaller('standard');
-      const inject = (method: 'GET' | 'POST', url: string, payload?: object) =>
-        sellerGateway.app.inject({
-          method,
-          url,
-          headers: { authorization: `Bearer ${owner.key}` },
-          ...(payload === undefined ? {} : { payload }),
-        });
-      const wallet = (await inject('POST', '/wallets', { chain: 'evm' })).json().address as string;
+      const asOwner = callerOf(sellerGateway);
+      const wallet = (await asOwner.post(owner.key, '/wallets', { chain: 'evm' })).json().address as string;
       const receive = async (answer: object) => {
         settleAnswer = answer;
         const buyer = privateKeyToAccount(generatePrivateKey());
@@ -571,7 +559,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
           buyer,
           evmExactRequirements(evm, { amount: '20000', payTo: wallet }),
         );
-        return inject('POST', '/payment/receive', {
+        return asOwner.post(owner.key, '/payment/receive', {
           walletAddress: wallet,
           paymentProof: encodePaymentSignatureHeader(payload),
           expectedAmount: 0.02,
@@ -591,7 +579,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       const received = await receive({ success: true, transaction: hash, payer: 'p\u0000' });
       assert.equal(received.statusCode, 200, received.body);
       assert.deepEqual([received.json().signature, received.json().sender], [hash, '']);
-      const history = await inject('GET', `/payment/history/${wallet}`);
+      const history = await asOwner.get(owner.key, `/payment/history/${wallet}`);
       assert.equal(history.json().total, 1);
       // Its reason and message are repeated to the caller bounded, however long the answer.
       const long = await receive({
