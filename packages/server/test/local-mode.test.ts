@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { getCompiledTransactionMessageDecoder, getTransactionDecoder } from '@solana/kit';
 import { toChainError } from '../src/chains/solana/solana-errors.ts';
 import { generateSolanaKeypair } from '../src/chains/solana/solana-keypair.ts';
+import { SOLANA_RESERVED_ACCOUNTS } from '../src/services/payment-parties.ts';
 import { PaymentReconciler } from '../src/workers/payment-reconciler.ts';
 import { signAndBroadcast } from './support/local-signer.ts';
 import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from './support/payment-fixture.ts';
@@ -353,6 +354,44 @@ describe('local transaction mode: /transaction/send, watching, local-mode proofs
     });
     assert.equal(res.statusCode, 422);
     assert.equal(res.json().error.code, 'INSUFFICIENT_BALANCE');
+  });
+
+  it('refuses a Solana sysvar or program as recipient or payer with 400, before building or storing anything', async () => {
+    // A caller of its own, whose limit these requests fit; the history is the buyer's, who built with this payer.
+    const caller = await f.gw.newCaller('enterprise', 1000);
+    const historyTotal = async () =>
+      (await f.get(buyer.key, `/payment/history/${payer.address}`)).json().total as number;
+    const stored = await historyTotal();
+    const named: [string, string][] = [
+      ['SysvarC1ock11111111111111111111111111111111', 'Clock Sysvar'],
+      ['SysvarRent111111111111111111111111111111111', 'Rent Sysvar'],
+      ['Vote111111111111111111111111111111111111111', 'Vote Program'],
+      ['Stake11111111111111111111111111111111111111', 'Stake Program'],
+      ['BPFLoaderUpgradeab1e11111111111111111111111', 'Upgradeable BPF Loader'],
+      ['TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA', 'Token Program'],
+    ];
+    for (const [address, name] of [...named, ...Object.entries(SOLANA_RESERVED_ACCOUNTS)]) {
+      // The transaction it built failed simulation once signed (or, for the SPL programs, paid and lost).
+      const res = await f.post(caller.key, '/transaction/send', {
+        walletAddress: payer.address,
+        recipientAddress: address,
+        amount: 0.01,
+      });
+      assert.equal(res.statusCode, 400, `${address}: ${res.body}`);
+      assert.equal(res.json().error.code, 'INVALID_RECIPIENT', address);
+      assert.deepEqual(res.json().error.details, { recipientAddress: `is the ${name}` });
+      const asPayer = await f.post(caller.key, '/transaction/send', {
+        walletAddress: address,
+        recipientAddress: seller.wallet,
+        amount: 0.01,
+      });
+      assert.equal(asPayer.statusCode, 400, `${address}: ${asPayer.body}`);
+      assert.equal(asPayer.json().error.code, 'INVALID_PARAMETERS', address);
+      assert.deepEqual(asPayer.json().error.details, {
+        walletAddress: `is the ${name}, which cannot sign a transfer`,
+      });
+    }
+    assert.equal(await historyTotal(), stored, 'nothing stored');
   });
 
   describe('/transaction/receive: the seller signs a receipt', () => {

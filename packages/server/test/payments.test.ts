@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { SOLANA_RESERVED_ACCOUNTS } from '../src/services/payment-parties.ts';
 import { lastCharacterChanged } from './support/last-character-changed.ts';
 import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from './support/payment-fixture.ts';
 import { assertTransferred } from './support/transfer-checks.ts';
@@ -248,6 +249,34 @@ describe('Lightning mode on Solana: send, receive, status, history', () => {
       assert.equal(res.json().error.code, code, JSON.stringify(body));
       if (details !== undefined) assert.deepEqual(res.json().error.details, details, JSON.stringify(body));
     }
+  });
+
+  it('refuses a Solana sysvar or program as recipient with 400 INVALID_RECIPIENT, before signing or storing', async () => {
+    const payer = await f.party(1);
+    const before = await f.chain.adapter.getBalance(payer.wallet);
+    // Each failed on chain after its fee was paid (422 PAYMENT_FAILED, a failed payment recorded), or,
+    // for the SPL programs, was paid and lost.
+    const named: [string, string][] = [
+      ['SysvarC1ock11111111111111111111111111111111', 'Clock Sysvar'],
+      ['SysvarRent111111111111111111111111111111111', 'Rent Sysvar'],
+      ['Vote111111111111111111111111111111111111111', 'Vote Program'],
+      ['Stake11111111111111111111111111111111111111', 'Stake Program'],
+      ['BPFLoaderUpgradeab1e11111111111111111111111', 'Upgradeable BPF Loader'],
+      ['AddressLookupTab1e1111111111111111111111111', 'Address Lookup Table Program'],
+      ['Config1111111111111111111111111111111111111', 'Config Program'],
+      ['TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA', 'Token Program'],
+      ['TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb', 'Token-2022 Program'],
+      ['ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL', 'Associated Token Account Program'],
+    ];
+    for (const [recipientAddress, name] of [...named, ...Object.entries(SOLANA_RESERVED_ACCOUNTS)]) {
+      const res = await send(payer, { recipientAddress, amount: 0.01 });
+      assert.equal(res.statusCode, 400, `${recipientAddress}: ${res.body}`);
+      assert.equal(res.json().error.code, 'INVALID_RECIPIENT', recipientAddress);
+      assert.deepEqual(res.json().error.details, { recipientAddress: `is the ${name}` });
+    }
+    const history = await f.get(payer.key, `/payment/history/${payer.wallet}`);
+    assert.equal(history.json().total, 0, `nothing stored: ${history.body}`);
+    assert.equal(await f.chain.adapter.getBalance(payer.wallet), before, 'no fee paid');
   });
 
   it('refuses to spend what the wallet does not hold, before signing', async () => {

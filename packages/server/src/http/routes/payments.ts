@@ -58,7 +58,9 @@ export const Metadata = Type.Object(
 export const SendBody = Type.Object(
   {
     walletAddress: Address('Sender: one of your custodial wallets (Solana base58 or EVM 0x…).'),
-    recipientAddress: Address('Recipient wallet address.'),
+    recipientAddress: Address(
+      'Recipient wallet address. A Solana sysvar or program (System, Vote, Stake, the loaders, Token, …) is no wallet and is refused with INVALID_RECIPIENT.',
+    ),
     amount: Type.Number({ minimum: 0.001, maximum: 100, description: 'Native currency (SOL, ETH).' }),
     resource: Type.Optional(Resource),
     metadata: Type.Optional(Metadata),
