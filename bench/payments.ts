@@ -37,11 +37,7 @@ const paymentsBenchmark: Benchmark = async () => {
     await load(bareUrl, {}, 2);
     for (const [name, url, target] of [
       ['GET /payment/status (finalized payment)', `${base}/payment/status/${v.PAYMENT_ID}`, 0.5],
-      [
-        'GET /payment/status (payment not final, read from storage)',
-        `${base}/payment/status/${v.NOT_FINAL_PAYMENT_ID}`,
-        0.5,
-      ],
+      ['GET /payment/status (payment not final)', `${base}/payment/status/${v.NOT_FINAL_PAYMENT_ID}`, 0.5],
       [
         'GET /payment/history (limit 50, 100k stored)',
         `${base}/payment/history/${v.WALLET}?limit=50`,

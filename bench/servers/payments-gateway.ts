@@ -43,8 +43,9 @@ let last = '';
 let notFinal = '';
 await store.transaction(async (tx) => {
   for (let i = 0; i < STORED_PAYMENTS; i++) {
-    // One that expired unsent (a state a payment can still leave), which status reads from storage on
-    // every request; the others are finalized, which status reads once (FinalPaymentCache).
+    // One that expired unsent (a state a payment can still leave), which status serves from memory only
+    // while nothing is written to the database; the others are finalized, which status reads once
+    // (PaymentStatusCache).
     const expired = i === STORED_PAYMENTS - 2;
     const payment = newPayment(base + i * 1_000, {
       id: newId('pay', base + i * 1_000),

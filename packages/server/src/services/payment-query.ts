@@ -5,7 +5,7 @@ import { GatewayError } from '../domain/gateway-error.ts';
 import { toWholeUnits } from '../domain/money.ts';
 import type { PaymentDirection, PaymentStatus } from '../domain/payment-status.ts';
 import type { PaymentRecord, PaymentSummary, Store } from '../store/store.ts';
-import { FinalPaymentCache } from './final-payment-cache.ts';
+import { PaymentStatusCache } from './payment-status-cache.ts';
 import { type PaymentView, paymentView } from './payment-view.ts';
 import type { WalletService } from './wallet-service.ts';
 
@@ -31,20 +31,21 @@ export interface HistoryEntry {
 /** Status and history, always scoped to the caller's account. */
 export class PaymentQueryService {
   private readonly heights = new Map<string, { at: number; height: Promise<bigint | undefined> }>();
-  /** Finalized and failed payments never change: status reads them from storage once per instance. */
-  private readonly finalPayments = new FinalPaymentCache();
+  /** Payments status showed, kept while storage certainly still holds them so (see PaymentStatusCache). */
+  private readonly statusCache: PaymentStatusCache;
 
   constructor(
     private readonly store: Store,
     private readonly networks: NetworkRegistry,
     private readonly wallets: WalletService,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.statusCache = new PaymentStatusCache(store);
+  }
 
   /** Another account's payment is answered exactly like a missing one: 404 PAYMENT_NOT_FOUND. */
   async status(accountId: string, paymentId: string): Promise<PaymentView> {
-    const payment = this.finalPayments.get(paymentId) ?? (await this.store.payments.get(paymentId));
-    if (payment !== undefined) this.finalPayments.remember(payment);
+    const payment = await this.statusCache.get(paymentId);
     if (payment === undefined || payment.accountId !== accountId) {
       throw new GatewayError('PAYMENT_NOT_FOUND', { message: `No payment ${paymentId}.` });
     }

@@ -36,10 +36,13 @@ export function storageLocation(config: Pick<Config, 'databaseUrl' | 'dataDir'>)
 
 /** Opens storage and migrates it to the newest schema. */
 export async function openStore(location: StorageLocation): Promise<OpenedStore> {
-  const db = await createKysely(location);
+  const { db, changeToken } = await connect(location);
   try {
     const migrated = await migrate(db, location);
-    return { store: new KyselyStore(db, { groupCommit: location.kind === 'sqlite' }), migrated };
+    return {
+      store: new KyselyStore(db, { groupCommit: location.kind === 'sqlite', changeToken }),
+      migrated,
+    };
   } catch (error) {
     await db.destroy();
     throw error;
@@ -65,8 +68,19 @@ async function currentSchema(db: Kysely<Database>): Promise<string> {
   return schema;
 }
 
-/** Each driver is loaded only when its database is used: a SQLite install never loads pg, and back. */
+/** A Kysely handle on storage without a store around it (migrations and storage tests use it). */
 export async function createKysely(location: StorageLocation): Promise<Kysely<Database>> {
+  return (await connect(location)).db;
+}
+
+interface Connection {
+  readonly db: Kysely<Database>;
+  /** See Store.changeToken; PostgreSQL has none. */
+  readonly changeToken?: () => string | undefined;
+}
+
+/** Each driver is loaded only when its database is used: a SQLite install never loads pg, and back. */
+async function connect(location: StorageLocation): Promise<Connection> {
   if (location.kind === 'sqlite') {
     const { default: SqliteDatabase } = await import('better-sqlite3');
     if (location.file !== ':memory:') mkdirSync(join(location.file, '..'), { recursive: true });
@@ -77,7 +91,11 @@ export async function createKysely(location: StorageLocation): Promise<Kysely<Da
     sqlite.pragma('foreign_keys = ON');
     // Other instances on the same file wait for the write lock instead of failing at once.
     sqlite.pragma('busy_timeout = 5000');
-    return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    const database = withStatementCache(sqlite);
+    return {
+      db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }),
+      changeToken: database.changeToken,
+    };
   }
   const { default: pg } = await import('pg');
   const pool = new pg.Pool({
@@ -86,7 +104,7 @@ export async function createKysely(location: StorageLocation): Promise<Kysely<Da
     ...(location.schema === undefined ? {} : { options: `-c search_path=${quoteIdent(location.schema)}` }),
     types: { getTypeParser: pgTypeParser(pg.types) },
   });
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }) };
 }
 
 const STATEMENT_CACHE_SIZE = 256;
@@ -97,19 +115,39 @@ type SqliteStatement = import('better-sqlite3').Statement;
  * Kysely prepares every query afresh; preparing costs more than running a small indexed query.
  * Kysely's SQL text is stable per query shape (values are bound parameters), so prepared statements
  * are reused by text. Bounded: the oldest statement is dropped past the limit.
+ *
+ * Also keeps the change token (Store.changeToken): every statement Kysely runs on this connection
+ * passes through here, so a statement that may write counts a write — before it runs, in the same
+ * synchronous step, so no reader can see its effect under the old token. Other connections' commits
+ * (another instance or a CLI on the same file) show in SQLite's `data_version`, which changes for
+ * those only.
  */
 function withStatementCache(sqlite: import('better-sqlite3').Database) {
   const cache = new Map<string, ReturnType<typeof fastRowStatement>>();
+  let writes = 0;
+  const countWrite = () => {
+    writes++;
+  };
+  const dataVersion = sqlite.prepare('pragma data_version').pluck();
   return {
     close: () => sqlite.close(),
     prepare: (text: string) => {
       let statement = cache.get(text);
       if (statement === undefined) {
-        statement = fastRowStatement(sqlite.prepare(text));
+        const prepared = sqlite.prepare(text);
+        statement = fastRowStatement(prepared, prepared.readonly ? undefined : countWrite);
         if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value ?? '');
         cache.set(text, statement);
       }
       return statement;
+    },
+    changeToken: (): string | undefined => {
+      try {
+        return `${dataVersion.get() as number}:${writes}`;
+      } catch {
+        // The connection is in the middle of iterating a query's rows: no token, so nothing is trusted.
+        return undefined;
+      }
     },
   };
 }
@@ -119,9 +157,28 @@ function withStatementCache(sqlite: import('better-sqlite3').Database) {
  * by a function made for the statement's columns. better-sqlite3 builds each row object property by
  * property, which for a payment row (32 columns) costs twice the whole query; an object literal of a
  * fixed shape costs a fraction. Same result: same keys in the same order, a later duplicate name wins.
+ * `beforeWrite` is called before each run of a statement that may write (an UPDATE … RETURNING reads
+ * rows too).
  */
-function fastRowStatement(statement: SqliteStatement) {
-  if (!statement.reader) return statement;
+function fastRowStatement(statement: SqliteStatement, beforeWrite?: () => void) {
+  if (!statement.reader) {
+    if (beforeWrite === undefined) return statement;
+    return {
+      reader: false,
+      all: (parameters: unknown[]) => {
+        beforeWrite();
+        return statement.all(parameters);
+      },
+      run: (parameters: unknown[]) => {
+        beforeWrite();
+        return statement.run(parameters);
+      },
+      iterate: (parameters: unknown[]) => {
+        beforeWrite();
+        return statement.iterate(parameters);
+      },
+    };
+  }
   const raw = statement.raw(true);
   const columns = raw.columns().map((column) => column.name);
   const toRow = new Function(
@@ -130,9 +187,16 @@ function fastRowStatement(statement: SqliteStatement) {
   ) as (values: unknown[]) => Record<string, unknown>;
   return {
     reader: true,
-    all: (parameters: unknown[]) => (raw.all(parameters) as unknown[][]).map(toRow),
-    run: (parameters: unknown[]) => raw.run(parameters),
+    all: (parameters: unknown[]) => {
+      beforeWrite?.();
+      return (raw.all(parameters) as unknown[][]).map(toRow);
+    },
+    run: (parameters: unknown[]) => {
+      beforeWrite?.();
+      return raw.run(parameters);
+    },
     *iterate(parameters: unknown[]) {
+      beforeWrite?.();
       for (const values of raw.iterate(parameters) as IterableIterator<unknown[]>) yield toRow(values);
     },
   };

@@ -15,6 +15,13 @@ export interface Store extends Repositories {
    * SQLite it may share its commit with others; see GroupCommit).
    */
   transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T>;
+  /**
+   * A value that two calls return alike only if nothing was written to the database in between, by
+   * this process or any other; `undefined` where that cannot be told cheaply (PostgreSQL, whose other
+   * instances' writes this process does not see). What was read under a token is still what storage
+   * holds while the token is unchanged, so a reader may keep it until then (GET /payment/status does).
+   */
+  changeToken(): string | undefined;
   /** Resolves when storage answers a trivial query; used by /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -42,11 +42,15 @@ export class KyselyStore implements Store {
   /** SQLite only: concurrent transactions share one commit (see GroupCommit). */
   private readonly groupCommit: GroupCommit | undefined;
 
+  /** SQLite only; see Store.changeToken. */
+  private readonly token: (() => string | undefined) | undefined;
+
   constructor(
     private readonly db: Kysely<Database>,
-    options: { groupCommit?: boolean } = {},
+    options: { groupCommit?: boolean; changeToken?: (() => string | undefined) | undefined } = {},
   ) {
     this.groupCommit = options.groupCommit === true ? new GroupCommit(db) : undefined;
+    this.token = options.changeToken;
     // Outside a transaction an append commits by itself, so listeners are told at once.
     const repositories = repositoriesOn(db, () => this.eventsCommitted());
     this.accounts = repositories.accounts;
@@ -88,6 +92,10 @@ export class KyselyStore implements Store {
 
   private eventsCommitted(): void {
     for (const listener of this.eventListeners) listener();
+  }
+
+  changeToken(): string | undefined {
+    return this.token?.();
   }
 
   async ping(): Promise<void> {

@@ -218,7 +218,7 @@ export class KyselyPaymentRepository implements PaymentRepository {
     at: number,
   ): Promise<PaymentRecord | undefined> {
     // Only moves the state machine allows: a payment in a final state is never written again, which is
-    // what lets status keep final payments in memory on every instance (FinalPaymentCache).
+    // what lets status keep final payments in memory on every instance (PaymentStatusCache).
     const allowed = from.filter((before) => canMove(before, status));
     if (allowed.length === 0) return undefined;
     const row = await this.db
