@@ -253,6 +253,49 @@ describe('payment stream', () => {
     }
   });
 
+  it('paces a replay to a client that reads slowly but steadily: all of it arrives, no 4008', async () => {
+    const small = await startTestGateway({ events: { config: { streamMaxBufferedBytes: 128 * 1024 } } });
+    try {
+      const address = await small.app.listen({ port: 0, host: '127.0.0.1' });
+      const caller = await small.newCaller('premium');
+      const start = await recordReceived(small.services.ledger, caller.accountId);
+      const since = (await small.store.events.listAfter(caller.accountId, 0, 1))[0]?.id;
+      assert.equal(typeof since, 'string');
+      // Events as big as metadata allows: a replay page of 200 of them is about 900 KB.
+      const filler = 'x'.repeat(4_000);
+      const written: string[] = [];
+      for (let i = 0; i < 1_000; i++) {
+        written.push(
+          (await recordReceived(small.services.ledger, caller.accountId, { metadata: { filler } })).id,
+        );
+      }
+      assert.ok(start.id !== written[0]);
+      const reader = await openStream(`${address.replace('http', 'ws')}/v1/payments/stream?since=${since}`, {
+        headers: bearer(caller.key),
+      });
+      let closed: { code: number } | undefined;
+      void reader.closed.then((close) => {
+        closed = close;
+      });
+      // Reads 5 ms of every 30 ms: slower than a replay writes, but it never stops reading.
+      const deadline = Date.now() + 30_000;
+      while (closed === undefined && reader.events().length < written.length && Date.now() < deadline) {
+        reader.ws.pause();
+        await new Promise((resolve) => setTimeout(resolve, 25));
+        reader.ws.resume();
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      assert.equal(closed, undefined, 'closed although it kept reading (before, 4008 after one page)');
+      assert.deepEqual(
+        reader.events().map((e) => (e.data as { paymentId: string }).paymentId),
+        written,
+      );
+      reader.close();
+    } finally {
+      await small.close();
+    }
+  });
+
   it('closes with 4008 a client that keeps sending messages and never reads their answers', async () => {
     const small = await startTestGateway({ events: { config: { streamMaxBufferedBytes: 64 * 1024 } } });
     try {

@@ -8,8 +8,9 @@ export interface EventFeedSink {
   /** Called once per event after the feed's starting point, in seq order. */
   deliver(event: EventRecord): void;
   /**
-   * Resolves once the consumer has read enough of what was delivered for a replay to go on; resolves
-   * false when it gave up on the consumer (the sink then closes itself).
+   * Resolves once the consumer has read enough of what was delivered for a replay to go on (at once when
+   * little waits unsent: a replay asks after every event); resolves false when it gave up on the
+   * consumer (the sink then closes itself).
    */
   drained(): Promise<boolean>;
 }
@@ -61,11 +62,13 @@ export class AccountEventFeed {
       for (const event of page) {
         this.cursor = event.seq;
         this.sink.deliver(event);
-      }
-      if (page.length === REPLAY_PAGE) {
+        // Paced event by event, not page by page: a page of events with large metadata is about a
+        // megabyte, and handed on at once to a client that reads slowly but steadily it went over the
+        // sink's limit (4008) although the client kept reading.
         if (!(await this.sink.drained())) return;
-        continue;
+        if (this.closed || generation !== this.replayGeneration) return;
       }
+      if (page.length === REPLAY_PAGE) continue;
       this.cursor = Math.max(this.cursor, horizon);
       if (this.cursor >= this.hub.position) {
         this.mode = 'live';

@@ -42,7 +42,7 @@ export function asyncApiDocument(version: string) {
       description: [
         'Real-time payment events of the authenticated account (spec §6).',
         'Authenticate with `Authorization: Bearer <key>` on the upgrade, or `Sec-WebSocket-Protocol: bearer, <key>`, or a first message `{"type":"auth","apiKey":"…"}` within 5 s.',
-        'Resume with `?since=<event id>` or `{"type":"subscribe","since":"<event id>"}`: missed events are replayed from the outbox in order, then live ones follow, with no gap and no duplicate.',
+        'Resume with `?since=<event id>` or `{"type":"subscribe","since":"<event id>"}`: missed events are replayed from the outbox in order, at the pace the client reads them, then live ones follow, with no gap and no duplicate.',
         `Close codes: ${Object.entries(STREAM_CLOSE)
           .map(([name, code]) => `${code} ${name}`)
           .join(', ')}.`,
