@@ -121,6 +121,18 @@ describe('PaymentStatusCache', () => {
   });
 });
 
+/** A write that has nothing to do with payments: an account of no one's. */
+function anUnrelatedWrite(store: Store): Promise<void> {
+  return store.accounts.insert({
+    id: `acct_${randomBytes(8).toString('hex')}`,
+    name: 'unrelated',
+    plan: 'standard',
+    customRateLimit: null,
+    createdAt: Date.now(),
+    updatedAt: Date.now(),
+  });
+}
+
 /**
  * Two stores on one database stand for two gate402 instances: `writer` changes payments, `reader`
  * answers status through the cache (its store counting the reads).
@@ -197,14 +209,7 @@ function describeStatusAcrossInstances(
       assert.equal(typeof token, 'string');
       await reader.payments.get('pay_missing');
       assert.equal(reader.changeToken(), token, 'a read changes nothing');
-      await reader.accounts.insert({
-        id: `acct_${randomBytes(8).toString('hex')}`,
-        name: 'unrelated',
-        plan: 'standard',
-        customRateLimit: null,
-        createdAt: Date.now(),
-        updatedAt: Date.now(),
-      });
+      await anUnrelatedWrite(reader);
       const afterOwnWrite = reader.changeToken();
       assert.notEqual(afterOwnWrite, token, "this process's own write");
       await writer.transaction(async (tx) => {
@@ -246,14 +251,7 @@ function describeStatusAcrossInstances(
       assert.equal((await query.status(owner, sent.id)).status, 'finalized', "another instance's move");
       const final = await readsOf(async () => {
         assert.equal((await query.status(owner, sent.id)).status, 'finalized');
-        await writer.accounts.insert({
-          id: `acct_${randomBytes(8).toString('hex')}`,
-          name: 'unrelated',
-          plan: 'standard',
-          customRateLimit: null,
-          createdAt: Date.now(),
-          updatedAt: Date.now(),
-        });
+        await anUnrelatedWrite(writer);
         assert.equal((await query.status(owner, sent.id)).status, 'finalized');
       });
       assert.equal(final, 0, 'a finalized payment is not read again, whatever is written');
@@ -264,14 +262,7 @@ function describeStatusAcrossInstances(
       await ledger.record(sent);
       await query.status(owner, sent.id);
       const reread = await readsOf(async () => {
-        await writer.accounts.insert({
-          id: `acct_${randomBytes(8).toString('hex')}`,
-          name: 'unrelated',
-          plan: 'standard',
-          customRateLimit: null,
-          createdAt: Date.now(),
-          updatedAt: Date.now(),
-        });
+        await anUnrelatedWrite(writer);
         assert.equal((await query.status(owner, sent.id)).status, 'pending');
       });
       assert.equal(reread, 1);
