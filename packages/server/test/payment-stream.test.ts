@@ -149,6 +149,13 @@ describe('payment stream', () => {
     stream.send({ type: 'subscribe', wallets: Array.from({ length: 101 }, (_, i) => `Wallet${i}`) });
     await stream.until((c) => c.messages.filter((m) => m.type === 'error').length === 3);
     assert.match(JSON.stringify(stream.messages.at(-1)), /"wallets":"must be an array of at most 100/);
+    // An empty list matched nothing, silently; it is refused, naming the field.
+    stream.send({ type: 'subscribe', wallets: [], types: [] });
+    await stream.until((c) => c.messages.filter((m) => m.type === 'error').length === 4);
+    assert.deepEqual((stream.messages.at(-1) as { error: { details: unknown } }).error.details, {
+      wallets: 'must name at least one wallet; leave it out for all',
+      types: 'must name at least one event type; leave it out for all',
+    });
     stream.send({ type: 'subscribe', wallets: ['WalletTwo'], types: ['payment.received'] });
     await stream.until((c) => c.messages.some((m) => m.type === 'subscribed'));
     await recordReceived(gw.services.ledger, caller.accountId, { wallet: 'WalletOne' });

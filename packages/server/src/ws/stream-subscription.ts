@@ -80,6 +80,12 @@ function stringList(
     details[field] = `must be an array of at most ${max} strings`;
     return undefined;
   }
+  // An empty list would match no event at all, silently; leaving the field out is how to ask for all.
+  if (value.length === 0) {
+    details[field] =
+      `must name at least one ${field === 'types' ? 'event type' : 'wallet'}; leave it out for all`;
+    return undefined;
+  }
   const bad = value.findIndex((item) => typeof item !== 'string' || !valid(item));
   if (bad >= 0) {
     details[`${field}.${bad}`] =

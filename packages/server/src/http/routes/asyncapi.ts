@@ -119,8 +119,19 @@ export function asyncApiDocument(version: string) {
               additionalProperties: false,
               properties: {
                 type: { const: 'subscribe' },
-                wallets: { type: 'array', maxItems: 100, items: { type: 'string' } },
-                types: { type: 'array', items: { type: 'string', enum: [...EVENT_TYPES] } },
+                wallets: {
+                  type: 'array',
+                  minItems: 1,
+                  maxItems: 100,
+                  items: { type: 'string' },
+                  description: 'Payments from or to one of these; leave it out for every wallet.',
+                },
+                types: {
+                  type: 'array',
+                  minItems: 1,
+                  items: { type: 'string', enum: [...EVENT_TYPES] },
+                  description: 'Leave it out for every type.',
+                },
                 since: { type: 'string' },
               },
             },
