@@ -3,6 +3,7 @@ import { createServer, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { postWebhook } from '../src/webhooks/webhook-sender.ts';
+import { tempSqlite } from './support/databases.ts';
 import { recordReceived } from './support/payment-events.ts';
 import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
 import { WebhookReceiver } from './support/webhook-receiver.ts';
@@ -257,6 +258,79 @@ describe('webhooks', () => {
       assert.ok(Date.now() - started < 12_000, `took ${Date.now() - started} ms`);
     } finally {
       receiver.close();
+    }
+  });
+});
+
+/**
+ * Two instances on one SQLite file, as two `gate402 serve` processes on one DATA_DIR. While one attempts
+ * a delivery (its lease runs a minute: as long as a worker that died mid-attempt holds it), the
+ * delivery stays pending and past due; the other instance must wait for the lease, not look again.
+ */
+describe('webhooks on two instances sharing storage', () => {
+  let a: TestGateway;
+  let b: TestGateway;
+
+  before(async () => {
+    const storage = tempSqlite();
+    a = await startTestGateway({ storage, disposeStorage: false, events: { config: EVENTS_FOR_TESTS } });
+    b = await startTestGateway({ storage, masterKey: a.masterKey, events: { config: EVENTS_FOR_TESTS } });
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+  });
+
+  it('while one instance attempts a delivery, the other looks at the queue once per poll, not every few milliseconds', async () => {
+    // Answers 200 after 2 s: the attempt is in flight, leased to one instance, all that time.
+    const receiver = new WebhookReceiver(() => 200, 2_000);
+    const url = await receiver.start();
+    try {
+      const caller = await a.newCaller('premium');
+      const created = await a.app.inject({
+        method: 'POST',
+        url: '/webhooks',
+        headers: bearer(caller.key),
+        payload: { url },
+      });
+      assert.equal(created.statusCode, 200, created.body);
+      await recordReceived(a.services.ledger, caller.accountId);
+      await receiver.until(1);
+
+      // Each of the instances' rounds ends by asking when the next delivery is due; count them.
+      let looks = 0;
+      const restore = [a, b].map(({ store }) => {
+        const deliveries = store.webhookDeliveries;
+        const nextDueAt = deliveries.nextDueAt;
+        deliveries.nextDueAt = () => {
+          looks++;
+          return nextDueAt.call(deliveries);
+        };
+        return () => {
+          deliveries.nextDueAt = nextDueAt;
+        };
+      });
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      for (const undo of restore) undo();
+      // EVENTS_POLL_MS is a second: the idle instance looks at most twice in 1.5 s. It looked every 5 ms
+      // (hundreds of rounds, each a write transaction on the shared file) while the delivery was leased.
+      assert.ok(looks <= 3, `${looks} rounds in 1.5 s while the other instance attempted the delivery`);
+
+      let delivery: Record<string, unknown> = {};
+      for (let tries = 0; delivery.status !== 'succeeded' && tries < 100; tries++) {
+        const log = await b.app.inject({
+          method: 'GET',
+          url: `/webhooks/${created.json().id}/deliveries`,
+          headers: bearer(caller.key),
+        });
+        delivery = log.json().deliveries[0];
+        if (delivery.status !== 'succeeded') await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.equal(delivery.status, 'succeeded');
+      assert.equal(delivery.attempts, 1);
+      assert.equal(receiver.received.length, 1, 'sent once');
+    } finally {
+      await receiver.close();
     }
   });
 });

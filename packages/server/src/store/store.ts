@@ -434,7 +434,10 @@ export interface WebhookDeliveryRepository {
    * its lease and records its outcome: it is the redelivery, and no other worker sends it meanwhile.
    */
   redeliver(id: string, now: number): Promise<WebhookDeliveryRecord | undefined>;
-  /** The earliest `next_attempt_at` of a pending delivery, so the worker knows when to wake. */
+  /**
+   * When the earliest pending delivery can next be leased, so the worker knows when to wake: its
+   * `next_attempt_at`, or the end of its lease while a worker holds it (an attempt in flight).
+   */
   nextDueAt(): Promise<number | undefined>;
   /** Deletes up to `limit` succeeded or failed deliveries created before `before`; never a pending one. */
   deleteFinishedBefore(before: number, limit: number): Promise<number>;

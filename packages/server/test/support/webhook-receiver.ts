@@ -12,14 +12,18 @@ export interface ReceivedWebhook {
 
 /**
  * A webhook endpoint on 127.0.0.1 that checks every request with the standardwebhooks library, as a
- * receiver in production would, and answers with the status `answer` picks for the n-th request.
+ * receiver in production would, and answers with the status `answer` picks for the n-th request,
+ * `delayMs` after it arrived (a slow endpoint; the request is in `received` at once).
  */
 export class WebhookReceiver {
   readonly received: ReceivedWebhook[] = [];
   secret: string | undefined;
   private readonly server: Server;
 
-  constructor(private readonly answer: (n: number) => number = () => 200) {
+  constructor(
+    private readonly answer: (n: number) => number = () => 200,
+    private readonly delayMs = 0,
+  ) {
     this.server = createServer((req, res) => {
       let body = '';
       req.on('data', (chunk) => {
@@ -37,7 +41,7 @@ export class WebhookReceiver {
         }
         const status = this.answer(this.received.length + 1);
         this.received.push({ headers, body, verified, answeredWith: status });
-        res.writeHead(status).end();
+        setTimeout(() => res.writeHead(status).end(), this.delayMs);
       });
     });
   }

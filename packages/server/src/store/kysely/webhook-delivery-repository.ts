@@ -128,9 +128,28 @@ export class KyselyWebhookDeliveryRepository implements WebhookDeliveryRepositor
   }
 
   async nextDueAt(): Promise<number | undefined> {
+    // A delivery another worker is attempting stays pending with its next_attempt_at in the past until
+    // the attempt is recorded (up to the lease, a minute for a worker that died mid-attempt): it is due
+    // when the lease ends, not now, or every other instance would look again every few milliseconds.
     const row = await this.db
       .selectFrom('webhook_deliveries')
-      .select((eb) => eb.fn.min('next_attempt_at').as('at'))
+      .select((eb) =>
+        eb.fn
+          .min(
+            eb
+              .case()
+              .when(
+                eb.and([
+                  eb('lease_until', 'is not', null),
+                  eb('lease_until', '>', eb.ref('next_attempt_at')),
+                ]),
+              )
+              .then(eb.ref('lease_until'))
+              .else(eb.ref('next_attempt_at'))
+              .end(),
+          )
+          .as('at'),
+      )
       .where('status', '=', 'pending')
       .executeTakeFirst();
     return row?.at === null || row?.at === undefined ? undefined : Number(row.at);
