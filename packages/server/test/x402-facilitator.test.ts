@@ -369,6 +369,96 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       .feePayer as string;
   };
 
+  it('refuses requirements of 0 atomic units on Solana and EVM (invalid_payment_requirements): the fee payer pays no fee for nothing', async () => {
+    const signers = (await api(seller.key, 'GET', '/facilitator/supported')).body.signers;
+    const [svmFeePayer, evmFeePayer] = [signers['solana:*'][0], signers['eip155:*'][0]] as [string, Address];
+    const svmBuyer = await generateKeyPairSigner();
+    const evmBuyer = privateKeyToAccount(generatePrivateKey());
+    await api(seller.key, 'POST', '/faucet', { address: svmBuyer.address, amount: 1, token: 'USDC' });
+    await api(seller.key, 'POST', '/faucet', { address: evmBuyer.address, amount: 1, token: 'USDC' });
+    const svmRequirements = svmExactRequirements(chain, {
+      amount: '0',
+      payTo: seller.solana,
+      feePayer: svmFeePayer,
+    });
+    const evmRequirements = evmExactRequirements(evm, { amount: '0', payTo: seller.evm });
+    // What stock buyers sign for them: a transfer of 0, valid in every other respect (both were settled).
+    const requests = [
+      {
+        x402Version: 2,
+        paymentPayload: await svmPayload(chain, svmBuyer, svmRequirements),
+        paymentRequirements: svmRequirements,
+      },
+      {
+        x402Version: 2,
+        paymentPayload: await evmPayload(evmBuyer, evmRequirements),
+        paymentRequirements: evmRequirements,
+      },
+    ];
+    const evmClient = createPublicClient({ transport: http(evm.anvil.rpcUrl) });
+    const fees = async () => [
+      await chain.adapter.getBalance(svmFeePayer),
+      await evmClient.getBalance({ address: evmFeePayer }),
+    ];
+    const feesBefore = await fees();
+    const refusal = {
+      reason: 'invalid_payment_requirements',
+      message: 'paymentRequirements asks for 0 atomic units: amount must be at least 1',
+    };
+    for (const request of requests) {
+      const verified = await api(seller.key, 'POST', '/facilitator/verify', request);
+      assert.deepEqual(verified.body, {
+        isValid: false,
+        invalidReason: refusal.reason,
+        invalidMessage: refusal.message,
+      });
+      const settled = await api(seller.key, 'POST', '/facilitator/settle', request);
+      assert.deepEqual(settled.body, {
+        success: false,
+        errorReason: refusal.reason,
+        errorMessage: refusal.message,
+        transaction: '',
+        network: request.paymentRequirements.network,
+      });
+      // v1 names the amount maxAmountRequired.
+      const { amount: _, ...common } = request.paymentRequirements;
+      const v1 = await gw.services.facilitator.settle(
+        { ...request.paymentPayload, ...request.paymentPayload.accepted, x402Version: 1 },
+        {
+          ...common,
+          maxAmountRequired: '0',
+          resource: 'https://shop.example/r',
+          description: '',
+          mimeType: '',
+        },
+      );
+      assert.equal(v1.errorReason, refusal.reason);
+      assert.match(v1.errorMessage ?? '', /maxAmountRequired must be at least 1/);
+    }
+    assert.deepEqual(await fees(), feesBefore, 'neither fee payer paid anything');
+    for (const wallet of [seller.solana, seller.evm]) {
+      const history = await api(seller.key, 'GET', `/payment/history/${wallet}`);
+      assert.equal(
+        history.body.payments.some((p: { amount: number }) => p.amount === 0),
+        false,
+        'no payment of 0 recorded',
+      );
+    }
+    // /payment/receive: a seller's expectedAmount is at least one atomic unit, so such a payload offers too little.
+    for (const [walletAddress, payload] of [
+      [seller.solana, await svmPayload(chain, svmBuyer, svmRequirements)],
+      [seller.evm, await evmPayload(evmBuyer, evmRequirements)],
+    ] as const) {
+      const received = await api(seller.key, 'POST', '/payment/receive', {
+        walletAddress,
+        paymentProof: encodePaymentSignatureHeader(payload),
+        expectedAmount: 0.000001,
+      });
+      assert.equal(received.status, 422);
+      assert.equal(received.body.error.details.paymentProof, 'amount_too_low');
+    }
+  });
+
   it('POST /payment/receive takes a PAYMENT-SIGNATURE value: verified, settled by the built-in facilitator, once', async () => {
     const { buyer, header } = await svmPayment(seller.solana, await feePayerOf(seller.key));
     const check = await api(seller.key, 'POST', '/v1/payments/verify', {

@@ -15,7 +15,8 @@ const FacilitatorRequest = Type.Object(
       {},
       {
         additionalProperties: true,
-        description: 'x402 PaymentRequirements (v1 or v2) the payload must meet.',
+        description:
+          'x402 PaymentRequirements (v1 or v2) the payload must meet. An amount (v1: maxAmountRequired) of 0 is refused `invalid_payment_requirements`: the fee payer would pay the network fee for a transfer of nothing.',
       },
     ),
   },

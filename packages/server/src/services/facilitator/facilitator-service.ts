@@ -311,6 +311,16 @@ export class FacilitatorService {
         message: `network ${payment.networkAsSent} is not served here; see GET /facilitator/supported`,
       };
     }
+    // Nothing to pay: settling it would have the fee payer pay the network fee (gas) for a transfer of
+    // nothing, at the asking of anyone holding a key. Refused as requirements, as an amount that is no
+    // atomic amount is (parsePaymentRequest), on every route to a scheme: verify, settle, the receive routes.
+    if (payment.requirements.amount === 0n) {
+      return {
+        ok: false,
+        reason: 'invalid_payment_requirements',
+        message: `paymentRequirements asks for 0 atomic units: ${payment.x402Version === 2 ? 'amount' : 'maxAmountRequired'} must be at least 1`,
+      };
+    }
     return {
       ok: true,
       route,
