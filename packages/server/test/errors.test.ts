@@ -75,6 +75,25 @@ describe('errors (spec §7)', () => {
     assert.match(body.error.requestId, /^req_/);
   });
 
+  it('says which part of the request was wrong: path or query parameters', async () => {
+    const path = await gw.app.inject({
+      method: 'GET',
+      url: '/payment/status/not-an-id',
+      headers: bearer(key),
+    });
+    assert.equal(path.statusCode, 400);
+    assert.equal(path.json().error.message, 'Invalid path parameters: paymentId.');
+    assert.deepEqual(Object.keys(path.json().error.details), ['paymentId']);
+    const query = await gw.app.inject({
+      method: 'GET',
+      url: '/payment/history/11111111111111111111111111111112?limit=100000',
+      headers: bearer(key),
+    });
+    assert.equal(query.statusCode, 400);
+    assert.equal(query.json().error.message, 'Invalid query parameters: limit.');
+    assert.deepEqual(Object.keys(query.json().error.details), ['limit']);
+  });
+
   it('does not coerce types in a body: an amount sent as a string is refused', async () => {
     const res = await post(JSON.stringify({ walletAddress: 'w', amount: '5', type: 'other' }));
     assert.equal(res.statusCode, 400);

@@ -114,19 +114,21 @@ export function sendError(reply: FastifyReply, request: FastifyRequest, error: G
   return reply.code(error.status).type('application/json').send(toErrorBody(error, request.id));
 }
 
+/** What a caller calls each part of a request Fastify validates, for the error message. */
+const PART_NAMES: Record<NonNullable<FastifyError['validationContext']>, string> = {
+  body: 'request parameters',
+  params: 'path parameters',
+  querystring: 'query parameters',
+  headers: 'request headers',
+};
+
 function toGatewayError(error: FastifyError | GatewayError | ChainError): GatewayError {
   if (error instanceof GatewayError) return error;
   if (error instanceof ChainError) return fromChainError(error);
   if (error.validation !== undefined) {
     const details = validationDetails(error.validation);
-    const part =
-      error.validationContext === 'body' || error.validationContext === undefined
-        ? ''
-        : ` ${error.validationContext}`;
-    return invalidParameters(
-      details,
-      `Invalid request${part} parameters: ${Object.keys(details).join(', ')}.`,
-    );
+    const part = error.validationContext === undefined ? 'body' : error.validationContext;
+    return invalidParameters(details, `Invalid ${PART_NAMES[part]}: ${Object.keys(details).join(', ')}.`);
   }
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
