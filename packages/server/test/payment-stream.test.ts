@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
 import { STREAM_CLOSE } from '../src/ws/stream-close-codes.ts';
+import { SKIP_POSTGRES, tempPostgres } from './support/databases.ts';
 import { recordReceived } from './support/payment-events.ts';
 import { openStream, StreamClient } from './support/stream-client.ts';
 import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
@@ -152,7 +154,7 @@ describe('payment stream', () => {
     // An empty list matched nothing, silently; it is refused, naming the field.
     stream.send({ type: 'subscribe', wallets: [], types: [] });
     await stream.until((c) => c.messages.filter((m) => m.type === 'error').length === 4);
-    assert.deepEqual((stream.messages.at(-1) as { error: { details: unknown } }).error.details, {
+    assert.deepEqual((stream.messages.at(-1)?.error as { details: unknown } | undefined)?.details, {
       wallets: 'must name at least one wallet; leave it out for all',
       types: 'must name at least one event type; leave it out for all',
     });
@@ -328,6 +330,65 @@ describe('payment stream', () => {
       assert.equal(code, STREAM_CLOSE.TOO_SLOW);
     } finally {
       await small.close();
+    }
+  });
+
+  it('stops reading a client that sends faster than its messages are handled (PostgreSQL), instead of queueing them in memory', {
+    skip: SKIP_POSTGRES,
+  }, async () => {
+    const pg = await startTestGateway({ storage: await tempPostgres(), events: {} });
+    try {
+      const address = await pg.app.listen({ port: 0, host: '127.0.0.1' });
+      const caller = await pg.newCaller('premium');
+      await recordReceived(pg.services.ledger, caller.accountId);
+      const since = (await pg.store.events.listAfter(caller.accountId, 0, 1))[0]?.id;
+      // The client runs in its own process, so only the server's memory is measured here. It sends
+      // 9 KB subscribes with `since` (each waits for a query) for 2 s, and reads every answer.
+      const flood = `
+        import { WebSocket } from 'ws';
+        const ws = new WebSocket(process.env.STREAM_URL, { headers: { authorization: 'Bearer ' + process.env.STREAM_KEY } });
+        await new Promise((resolve) => ws.once('open', resolve));
+        let answers = 0;
+        ws.on('message', () => { answers++; });
+        const wallets = Array.from({ length: 100 }, (_, i) => ('W' + i).padEnd(90, 'x'));
+        const message = JSON.stringify({ type: 'subscribe', since: process.env.STREAM_SINCE, wallets });
+        const started = Date.now();
+        while (Date.now() - started < 2000) {
+          if (ws.bufferedAmount < 4e6) for (let i = 0; i < 100; i++) ws.send(message);
+          await new Promise((resolve) => setTimeout(resolve, 1));
+        }
+        console.log(JSON.stringify({ answers, open: ws.readyState === WebSocket.OPEN }));
+        process.exit(0);`;
+      const child = spawn(process.execPath, ['--input-type=module', '-e', flood], {
+        env: {
+          ...process.env,
+          STREAM_URL: `${address.replace('http', 'ws')}/v1/payments/stream`,
+          STREAM_KEY: caller.key,
+          STREAM_SINCE: String(since),
+        },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let output = '';
+      child.stdout.on('data', (chunk) => {
+        output += chunk;
+      });
+      const base = process.memoryUsage().arrayBuffers;
+      let peak = 0;
+      const sampler = setInterval(() => {
+        peak = Math.max(peak, process.memoryUsage().arrayBuffers - base);
+      }, 10);
+      await new Promise((resolve) => child.once('exit', resolve));
+      clearInterval(sampler);
+      const result = JSON.parse(output) as { answers: number; open: boolean };
+      assert.ok(result.open, 'the connection stays open');
+      assert.ok(result.answers > 0);
+      // Before, the server read all of it and queued it: over a gigabyte in 2 s.
+      assert.ok(
+        peak < 64 * 1024 * 1024,
+        `the server held ${Math.round(peak / 1e6)} MB of unhandled messages`,
+      );
+    } finally {
+      await pg.close();
     }
   });
 

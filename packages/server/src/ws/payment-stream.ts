@@ -30,6 +30,8 @@ export interface PaymentStreamDeps {
 }
 
 const DEFAULT_AUTH_TIMEOUT_MS = 5_000;
+/** Client messages read but not yet handled, per connection, before it stops reading more. */
+const MAX_PENDING_MESSAGES = 16;
 const BEARER = /^Bearer +(\S+)$/i;
 
 type Authorized = { ok: true; accountId: string } | { ok: false; error: GatewayError };
@@ -121,29 +123,39 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
         : undefined;
     ws.once('close', () => clearTimeout(timer));
     let queue = Promise.resolve();
+    // Messages waiting for their turn. A client may send faster than they are handled (a subscribe with
+    // `since` waits for the database): past MAX_PENDING_MESSAGES the connection stops reading, so the
+    // rest waits in the client's TCP buffers rather than in this process's memory.
+    let pending = 0;
     ws.on('message', (data) => {
-      queue = queue.then(async () => {
-        if (ws.readyState !== ws.OPEN) return;
-        try {
-          if (connection !== undefined && accountId !== undefined) {
-            await onMessage(connection, accountId, data);
-            return;
-          }
-          clearTimeout(timer);
-          const authorized = await authenticateMessage(ws, data);
-          if (authorized === undefined) return;
-          accountId = authorized;
-          const seq = since === undefined ? undefined : await deps.hub.store.events.seqOf(accountId, since);
-          if (since !== undefined && seq === undefined) sendError(ws, invalidSince());
-          connection = start(ws, accountId, seq);
-        } catch (error) {
-          app.log.warn({ err: error }, 'payment stream message failed');
-          if (connection === undefined)
-            ws.close(STREAM_CLOSE.UNAVAILABLE, 'authentication unavailable; retry');
-          else connection.reply(errorMessage(new GatewayError('SERVICE_UNAVAILABLE', { retryAfter: 1 })));
-        }
-      });
+      if (++pending >= MAX_PENDING_MESSAGES) ws.pause();
+      queue = queue
+        .then(() => handle(data))
+        .then(() => {
+          if (--pending < MAX_PENDING_MESSAGES && ws.isPaused) ws.resume();
+        });
     });
+
+    async function handle(data: RawData): Promise<void> {
+      if (ws.readyState !== ws.OPEN) return;
+      try {
+        if (connection !== undefined && accountId !== undefined) {
+          await onMessage(connection, accountId, data);
+          return;
+        }
+        clearTimeout(timer);
+        const authorized = await authenticateMessage(ws, data);
+        if (authorized === undefined) return;
+        accountId = authorized;
+        const seq = since === undefined ? undefined : await deps.hub.store.events.seqOf(accountId, since);
+        if (since !== undefined && seq === undefined) sendError(ws, invalidSince());
+        connection = start(ws, accountId, seq);
+      } catch (error) {
+        app.log.warn({ err: error }, 'payment stream message failed');
+        if (connection === undefined) ws.close(STREAM_CLOSE.UNAVAILABLE, 'authentication unavailable; retry');
+        else connection.reply(errorMessage(new GatewayError('SERVICE_UNAVAILABLE', { retryAfter: 1 })));
+      }
+    }
   }
 
   /** The account of a valid first `auth` message; otherwise closes the connection with the code that says why. */
