@@ -98,6 +98,41 @@ describe('GET /token/info and GET /portfolio on EVM (anvil, the USDC-like ERC-20
     }
   });
 
+  it('shows an owner() answer that is not one ABI-encoded address as no mintAuthority (null)', async () => {
+    // Runtime code answering owner() (selector 8da5cb5b) with the bytes `owner`, appended to it, and every
+    // other call with the word 6 (decimals() and totalSupply() alike).
+    const answeringOwner = (owner: Hex): Hex => {
+      const length = ((owner.length - 2) / 2).toString(16).padStart(4, '0');
+      return `0x60003560e01c638da5cb5b14601957600660005260206000f35b61${length}61002960003961${length}6000f3${owner.slice(2)}`;
+    };
+    const client = createTestClient({ mode: 'anvil', transport: http(evm.anvil.rpcUrl) });
+    const mintAuthority = async (owner: Hex) => {
+      const contract = privateKeyToAccount(generatePrivateKey()).address;
+      await client.setCode({ address: contract, bytecode: answeringOwner(owner) });
+      const res = await get(`/token/info/${contract}`);
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(res.json().decimals, 6);
+      return res.json().mintAuthority;
+    };
+    const owner = privateKeyToAccount(generatePrivateKey()).address;
+    const hex = owner.slice(2).toLowerCase();
+    assert.equal(await mintAuthority(`0x${'00'.repeat(12)}${hex}`), owner);
+    // Each was shown as the owner: the decoder took the last 20 bytes of the first word.
+    for (const garbage of [
+      `0x${'ff'.repeat(12)}${hex}`,
+      `0x01${'00'.repeat(11)}${hex}`,
+      `0x${'00'.repeat(11)}01${hex}`,
+      `0x${'00'.repeat(12)}${hex}${'ab'.repeat(32)}`,
+      `0x${'00'.repeat(12)}${hex}00`,
+    ] as Hex[]) {
+      assert.equal(await mintAuthority(garbage), null, garbage);
+    }
+    // Too short, or nothing: null as before.
+    for (const garbage of [`0x${hex}`, `0x${'00'.repeat(12)}${hex.slice(2)}`, '0x'] as Hex[]) {
+      assert.equal(await mintAuthority(garbage), null, garbage);
+    }
+  });
+
   it('shows a name or symbol longer than any real token’s as unknown (null)', async () => {
     // Runtime code answering every call with abi.encode(string of `length` NUL bytes): name() and symbol()
     // that long, and decimals() and totalSupply() 32 (the string's offset word).

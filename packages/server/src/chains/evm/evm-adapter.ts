@@ -2,6 +2,7 @@ import {
   type Address,
   bytesToHex,
   createPublicClient,
+  encodeFunctionData,
   erc20Abi,
   getAddress,
   type Hex,
@@ -67,7 +68,13 @@ const DEFAULT_REPLACE_AFTER_BLOCKS = 20n;
  */
 const REPLACEMENT_BUMP_PERCENT = 10n;
 
-const OWNABLE_ABI = parseAbi(['function owner() view returns (address)']);
+/** Ownable's owner(), called raw: its answer is checked by ownerFrom, not by viem's decoder. */
+const OWNER_CALL = encodeFunctionData({
+  abi: parseAbi(['function owner() view returns (address)']),
+  functionName: 'owner',
+});
+/** An ABI-encoded address: one 32-byte word, the 20-byte address with 12 zero bytes in front. */
+const ADDRESS_WORD = /^0x0{24}[0-9a-fA-F]{40}$/;
 /** The largest uint8, the type of ERC-20 decimals(). */
 const MAX_ERC20_DECIMALS = 255;
 
@@ -385,7 +392,7 @@ export class EvmAdapter implements ChainAdapter {
       read(() => this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'totalSupply' })),
       read(() => this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'name' })),
       read(() => this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'symbol' })),
-      read(() => this.client.readContract({ address: contract, abi: OWNABLE_ABI, functionName: 'owner' })),
+      read(() => this.client.call({ to: contract, data: OWNER_CALL })),
     ]);
     // The decoder does not check that decimals fits its uint8, so a contract answering more is no
     // ERC-20 (and 2^20 decimals took minutes to print its supply, 2^29 more than a string holds).
@@ -396,7 +403,7 @@ export class EvmAdapter implements ChainAdapter {
       supply,
       ...(name === undefined ? {} : { name }),
       ...(symbol === undefined ? {} : { symbol }),
-      mintAuthority: owner ?? null,
+      mintAuthority: ownerFrom(owner?.data),
       freezeAuthority: null,
       program: 'erc20',
     };
@@ -548,6 +555,15 @@ export class EvmAdapter implements ChainAdapter {
 }
 
 /** A fee raised by the replacement bump, rounded up, and by at least 1 wei (10% of 0 is 0). */
+/**
+ * The owner() a contract answered, or null when the answer is not one ABI-encoded address: viem's decoder
+ * takes the last 20 bytes of the first word whatever the other 12 hold, and ignores what follows it, so a
+ * contract answering garbage (or anything but owner()) was shown with an owner it never named.
+ */
+function ownerFrom(data: Hex | undefined): string | null {
+  return data !== undefined && ADDRESS_WORD.test(data) ? getAddress(`0x${data.slice(26)}`) : null;
+}
+
 function bumped(fee: bigint): bigint {
   const raise = (fee * REPLACEMENT_BUMP_PERCENT + 99n) / 100n;
   return fee + (raise > 0n ? raise : 1n);

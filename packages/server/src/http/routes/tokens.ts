@@ -15,7 +15,7 @@ const TokenInfo = Type.Object(
     supply: Type.String({ description: 'Atomic units, exact decimal text.' }),
     uiSupply: Type.Number({ description: 'Whole tokens.' }),
     mintAuthority: Nullable(
-      'Who may mint (Solana mint authority; EVM: the contract owner, when it has one).',
+      'Who may mint (Solana mint authority; EVM: the contract owner, when its owner() answers one ABI-encoded address: a 32-byte word with 12 zero bytes in front; null for any other answer).',
     ),
     freezeAuthority: Nullable('Who may freeze token accounts.'),
     name: Nullable(
