@@ -220,6 +220,13 @@ export const SETTINGS = {
     fallback: () => 1_048_576,
     parse: integerIn(1_024, 268_435_456),
   }),
+  streamMaxConnectionsPerAccount: setting({
+    env: 'STREAM_MAX_CONNECTIONS_PER_ACCOUNT',
+    description:
+      'Payment stream connections one account may hold open on one instance; another is refused (HTTP 429, or close code 4029 after an auth message).',
+    fallback: () => 100,
+    parse: integerIn(1, 100_000),
+  }),
   webhookRetryBaseMs: setting({
     env: 'WEBHOOK_RETRY_BASE_MS',
     description:

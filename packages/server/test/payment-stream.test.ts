@@ -392,6 +392,52 @@ describe('payment stream', () => {
     }
   });
 
+  it('holds at most STREAM_MAX_CONNECTIONS_PER_ACCOUNT streams of an account open: 429 on the upgrade, 4029 after auth', async () => {
+    const capped = await startTestGateway({ events: { config: { streamMaxConnectionsPerAccount: 2 } } });
+    try {
+      const address = await capped.app.listen({ port: 0, host: '127.0.0.1' });
+      const streamUrl = `${address.replace('http', 'ws')}/v1/payments/stream`;
+      const caller = await capped.newCaller('premium');
+      const other = await capped.newCaller('premium');
+      const open = async (key: string) => {
+        const client = await openStream(streamUrl, { headers: bearer(key) });
+        await client.until((c) => c.messages.length > 0);
+        return client;
+      };
+      // Opened all at once: the second check, where a connection is counted, holds the cap too.
+      const attempts = await Promise.allSettled(Array.from({ length: 8 }, () => open(caller.key)));
+      const opened = attempts.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []));
+      const authenticated = opened.filter((c) => c.messages[0]?.type === 'authenticated');
+      assert.equal(authenticated.length, 2, 'two of eight stay open');
+      for (const client of opened.filter((c) => !authenticated.includes(c))) {
+        assert.equal((await client.closed).code, STREAM_CLOSE.RATE_LIMITED);
+      }
+      await assert.rejects(open(caller.key), (error: { status: number; body: string }) => {
+        assert.equal(error.status, 429);
+        const body = JSON.parse(error.body);
+        assert.equal(body.error.code, 'RATE_LIMIT_EXCEEDED');
+        assert.match(body.error.message, /At most 2 payment streams .*STREAM_MAX_CONNECTIONS_PER_ACCOUNT/);
+        return true;
+      });
+      const byMessage = await openStream(streamUrl);
+      byMessage.send({ type: 'auth', apiKey: caller.key });
+      assert.deepEqual(await byMessage.closed, {
+        code: STREAM_CLOSE.RATE_LIMITED,
+        reason: 'too many open streams for this account',
+      });
+      // Another account is not affected, and a closed stream frees its place.
+      (await open(other.key)).close();
+      authenticated[0]?.close();
+      await authenticated[0]?.closed;
+      const again = await open(caller.key);
+      assert.equal(again.messages[0]?.type, 'authenticated');
+      again.close();
+      authenticated[1]?.close();
+    } finally {
+      await capped.close();
+    }
+  });
+
   it('drops a connection that stops answering pings, keeps one that answers, and says 1001 on shutdown', async () => {
     const quick = await startTestGateway({ events: { config: { streamHeartbeatMs: 100 } } });
     let closedByShutdown: Promise<{ code: number }> | undefined;

@@ -16,6 +16,7 @@ export type PaymentEventsConfig = Pick<
   | 'eventsPollMs'
   | 'streamHeartbeatMs'
   | 'streamMaxBufferedBytes'
+  | 'streamMaxConnectionsPerAccount'
   | 'webhookRetryBaseMs'
   | 'webhookRetryHours'
   | 'eventRetentionDays'
@@ -33,6 +34,7 @@ export interface PaymentEvents {
   readonly stream: {
     readonly heartbeatMs: number;
     readonly maxBufferedBytes: number;
+    readonly maxConnectionsPerAccount: number;
     readonly authTimeoutMs?: number;
   };
   /** Starts reading the outbox and delivering webhooks. */
@@ -105,6 +107,7 @@ export async function createPaymentEvents(parts: PaymentEventsParts): Promise<Pa
     stream: {
       heartbeatMs: config.streamHeartbeatMs,
       maxBufferedBytes: config.streamMaxBufferedBytes,
+      maxConnectionsPerAccount: config.streamMaxConnectionsPerAccount,
       ...(parts.authTimeoutMs === undefined ? {} : { authTimeoutMs: parts.authTimeoutMs }),
     },
     start: async () => {

@@ -20,6 +20,8 @@ export interface PaymentStreamDeps {
   readonly planAccess: PlanAccess;
   readonly heartbeatMs: number;
   readonly maxBufferedBytes: number;
+  /** Connections one account may hold open on this instance; another one is refused. */
+  readonly maxConnectionsPerAccount: number;
   /** How long a connection without credentials on the upgrade may take to send its `auth` message. */
   readonly authTimeoutMs?: number;
   /**
@@ -33,6 +35,8 @@ const DEFAULT_AUTH_TIMEOUT_MS = 5_000;
 /** Client messages read but not yet handled, per connection, before it stops reading more. */
 const MAX_PENDING_MESSAGES = 16;
 const BEARER = /^Bearer +(\S+)$/i;
+/** The close reason when an account already holds STREAM_MAX_CONNECTIONS_PER_ACCOUNT connections. */
+const TOO_MANY_STREAMS = 'too many open streams for this account';
 
 type Authorized = { ok: true; accountId: string } | { ok: false; error: GatewayError };
 
@@ -54,6 +58,8 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
     handleProtocols: (protocols) => (protocols.has('bearer') ? 'bearer' : false),
   });
   const alive = new WeakSet<WebSocket>();
+  /** Open authenticated connections per account on this instance. */
+  const openPerAccount = new Map<string, number>();
 
   app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     handleUpgrade(request, socket, head).catch((error) => {
@@ -83,6 +89,7 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
       const authorized = await authorize(key);
       if (!authorized.ok) return refuse(socket, authorized.error);
       accountId = authorized.accountId;
+      if (atConnectionCap(accountId)) return refuse(socket, tooManyStreams());
       if (since !== undefined) {
         sinceSeq = await deps.hub.store.events.seqOf(accountId, since);
         if (sinceSeq === undefined) return refuse(socket, invalidSince());
@@ -170,10 +177,40 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
       ws.close(closeCodeOf(authorized.error), authorized.error.message.slice(0, 120));
       return undefined;
     }
+    if (atConnectionCap(authorized.accountId)) {
+      ws.close(STREAM_CLOSE.RATE_LIMITED, TOO_MANY_STREAMS);
+      return undefined;
+    }
     return authorized.accountId;
   }
 
-  function start(ws: WebSocket, accountId: string, sinceSeq: number | undefined): StreamConnection {
+  function atConnectionCap(accountId: string): boolean {
+    return (openPerAccount.get(accountId) ?? 0) >= deps.maxConnectionsPerAccount;
+  }
+
+  function tooManyStreams(): GatewayError {
+    return new GatewayError('RATE_LIMIT_EXCEEDED', {
+      message: `At most ${deps.maxConnectionsPerAccount} payment streams of one account may be open at once (STREAM_MAX_CONNECTIONS_PER_ACCOUNT); close one first.`,
+    });
+  }
+
+  function start(
+    ws: WebSocket,
+    accountId: string,
+    sinceSeq: number | undefined,
+  ): StreamConnection | undefined {
+    // Checked again here, where the connection is counted: two upgrades of one account may both have
+    // passed the check before the key was looked up.
+    if (atConnectionCap(accountId)) {
+      ws.close(STREAM_CLOSE.RATE_LIMITED, TOO_MANY_STREAMS);
+      return undefined;
+    }
+    openPerAccount.set(accountId, (openPerAccount.get(accountId) ?? 0) + 1);
+    ws.once('close', () => {
+      const left = (openPerAccount.get(accountId) ?? 1) - 1;
+      if (left > 0) openPerAccount.set(accountId, left);
+      else openPerAccount.delete(accountId);
+    });
     const connection = new StreamConnection(
       ws,
       accountId,

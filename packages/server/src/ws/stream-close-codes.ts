@@ -13,7 +13,10 @@ export const STREAM_CLOSE = {
   FORBIDDEN: 4003,
   /** The consumer did not read fast enough: more than STREAM_MAX_BUFFERED_BYTES waited unsent. */
   TOO_SLOW: 4008,
-  /** The account is over its rate limit (the connection attempt counts as a request). */
+  /**
+   * The account is over its rate limit (the connection attempt counts as a request), or already holds
+   * STREAM_MAX_CONNECTIONS_PER_ACCOUNT connections on this instance.
+   */
   RATE_LIMITED: 4029,
   /** Storage or Redis failed while authenticating; retry shortly. */
   UNAVAILABLE: 4503,
