@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { nextAttemptAt } from '../src/webhooks/retry-schedule.ts';
 import { postWebhook } from '../src/webhooks/webhook-sender.ts';
 import { tempSqlite } from './support/databases.ts';
 import { recordReceived } from './support/payment-events.ts';
@@ -332,5 +333,29 @@ describe('webhooks on two instances sharing storage', () => {
     } finally {
       await receiver.close();
     }
+  });
+});
+
+describe('webhook retry schedule', () => {
+  it('retries after 5 s, doubling up to an hour, for 24 h exactly: the last attempt is at 24 h, then the delivery is failed', () => {
+    const HOUR = 3_600_000;
+    // A delivery created at 0 whose endpoint never answers 2xx, attempted each time it is due.
+    const attemptsAt: number[] = [];
+    let at: number | undefined = 0;
+    while (at !== undefined) {
+      attemptsAt.push(at);
+      at = nextAttemptAt(attemptsAt.length, 0, at, 5_000, 24 * HOUR);
+    }
+    const waits = attemptsAt.slice(1).map((t, i) => t - (attemptsAt[i] as number));
+    assert.deepEqual(
+      waits.slice(0, 11),
+      [5, 10, 20, 40, 80, 160, 320, 640, 1_280, 2_560, 3_600].map((s) => s * 1_000),
+    );
+    assert.ok(waits.slice(11, -1).every((w) => w === HOUR));
+    // The last attempt is made when the 24 hours end, not up to an hour after: at 24 h 25 min the
+    // delivery was still pending, its next attempt due after the retry period README promises.
+    assert.equal(attemptsAt.at(-1), 24 * HOUR);
+    assert.ok(attemptsAt.every((t) => t <= 24 * HOUR));
+    assert.equal(attemptsAt.length, 34);
   });
 });
