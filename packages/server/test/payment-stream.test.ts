@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
 import { STREAM_CLOSE } from '../src/ws/stream-close-codes.ts';
@@ -168,6 +169,53 @@ describe('payment stream', () => {
       stream.events().map((e) => (e.data as { paymentId: string }).paymentId),
       [two.id],
     );
+    stream.close();
+  });
+
+  it('answers a malformed handshake with the error body naming the header, without counting it against the rate limit', async () => {
+    const caller = await gw.newCaller('enterprise', 2);
+    const handshake = (method: string, headers: Record<string, string>) =>
+      new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
+        const req = httpRequest(url.replace('ws', 'http'), {
+          method,
+          headers: { connection: 'Upgrade', upgrade: 'websocket', ...bearer(caller.key), ...headers },
+        });
+        req.on('response', (res) => {
+          let body = '';
+          res.on('data', (chunk) => {
+            body += chunk;
+          });
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body }),
+          );
+        });
+        req.on('upgrade', () => reject(new Error('upgraded')));
+        req.on('error', reject);
+        req.end();
+      });
+    const good = { 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' };
+    const cases: [string, Record<string, string>, number, Record<string, string> | undefined][] = [
+      ['GET', { 'sec-websocket-version': '13' }, 400, { 'Sec-WebSocket-Key': 'must be 16 bytes in base64' }],
+      ['GET', { ...good, 'sec-websocket-version': '99' }, 400, { 'Sec-WebSocket-Version': 'must be 13' }],
+      ['GET', { ...good, upgrade: 'h2c' }, 400, { Upgrade: 'must be websocket' }],
+      [
+        'GET',
+        { ...good, 'sec-websocket-protocol': 'chat, b@d' },
+        400,
+        { 'Sec-WebSocket-Protocol': 'must be distinct comma-separated tokens, as in "bearer, <key>"' },
+      ],
+      ['POST', good, 404, undefined],
+    ];
+    for (const [method, headers, status, details] of cases) {
+      const answer = await handshake(method, headers);
+      assert.equal(answer.status, status, JSON.stringify(headers));
+      assert.equal(answer.type, 'application/json; charset=utf-8', "not ws's text/html");
+      const body = JSON.parse(answer.body);
+      assert.equal(body.success, false);
+      assert.deepEqual(body.error.details, details);
+    }
+    // Five refused handshakes, none counted: the key's two requests a minute still open a stream.
+    const stream = await connect(caller.key);
     stream.close();
   });
 

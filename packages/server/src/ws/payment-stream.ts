@@ -78,6 +78,10 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
       if (app.server.listenerCount('upgrade') > 1) return;
       return refuse(socket, new GatewayError('NOT_FOUND', { message: `No WebSocket at ${url.pathname}.` }));
     }
+    // Checked before the key, so a handshake ws would refuse (with a text/html answer of its own) gets the
+    // usual error body, and does not count against the rate limit.
+    const malformed = handshakeProblem(request);
+    if (malformed !== undefined) return refuse(socket, malformed);
     const since = url.searchParams.get('since') ?? undefined;
     if (since !== undefined && !isEventId(since)) {
       return refuse(socket, invalidSince());
@@ -328,6 +332,33 @@ function presentedKey(request: IncomingMessage): string | undefined {
   const protocols = (request.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
   const at = protocols.indexOf('bearer');
   return at >= 0 ? protocols[at + 1] : undefined;
+}
+
+const WEBSOCKET_KEY = /^[+/0-9A-Za-z]{22}==$/;
+/** An RFC 7230 token: what each subprotocol name must be. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/** What ws checks of an upgrade request before accepting it, answered as INVALID_PARAMETERS naming the header. */
+function handshakeProblem(request: IncomingMessage): GatewayError | undefined {
+  if (request.method !== 'GET') {
+    return new GatewayError('NOT_FOUND', { message: `No route ${request.method} ${STREAM_PATH}.` });
+  }
+  const details: Record<string, string> = {};
+  if (request.headers.upgrade?.toLowerCase() !== 'websocket') details.Upgrade = 'must be websocket';
+  if (!WEBSOCKET_KEY.test(request.headers['sec-websocket-key'] ?? '')) {
+    details['Sec-WebSocket-Key'] = 'must be 16 bytes in base64';
+  }
+  const version = Number(request.headers['sec-websocket-version']);
+  if (version !== 13 && version !== 8) details['Sec-WebSocket-Version'] = 'must be 13';
+  const protocols = request.headers['sec-websocket-protocol'];
+  if (protocols !== undefined) {
+    const names = protocols.split(',').map((name) => name.trim());
+    if (!names.every((name) => TOKEN.test(name)) || new Set(names).size !== names.length) {
+      details['Sec-WebSocket-Protocol'] = 'must be distinct comma-separated tokens, as in "bearer, <key>"';
+    }
+  }
+  if (Object.keys(details).length === 0) return undefined;
+  return invalidParameters(details, 'The WebSocket handshake is malformed.');
 }
 
 function invalidSince(): GatewayError {
