@@ -57,6 +57,48 @@ describe('payment events across two instances (PostgreSQL + Redis)', { skip }, (
     stream.close();
   });
 
+  it('resuming with since on either instance while both record payments: every event once, in order', async () => {
+    const caller = await a.newCaller('premium');
+    const urls = [
+      streamUrl,
+      `${(await b.app.listen({ port: 0, host: '127.0.0.1' })).replace('http', 'ws')}/v1/payments/stream`,
+    ];
+    await recordReceived(a.services.ledger, caller.accountId);
+    let last = (await a.store.events.listAfter(caller.accountId, 0, 1))[0]?.id;
+    const before = last;
+    let writing = true;
+    // Four writers, two on each instance, so seqs come from concurrent transactions on both.
+    const writers = [a, a, b, b].map(async (gw) => {
+      while (writing) await recordReceived(gw.services.ledger, caller.accountId);
+    });
+    const got: string[] = [];
+    try {
+      // Each connection replays from the last id the previous one got, then takes live events for a
+      // moment; the switch from replay to live happens under load every time.
+      for (let round = 0; round < 12; round++) {
+        const client = await openStream(`${urls[round % 2]}?since=${last}`, { headers: bearer(caller.key) });
+        await new Promise((resolve) => setTimeout(resolve, 30 + round * 10));
+        client.ws.terminate();
+        await client.closed;
+        const ids = client.events().map((e) => String(e.id));
+        got.push(...ids);
+        last = ids.at(-1) ?? last;
+      }
+    } finally {
+      writing = false;
+      await Promise.all(writers);
+    }
+    const outbox = (await a.store.events.listAfter(caller.accountId, 0, 100_000)).map((e) => e.id);
+    const rest = await openStream(`${urls[0]}?since=${last}`, { headers: bearer(caller.key) });
+    const missing = outbox.length - 1 - got.length;
+    await rest.until((c) => c.events().length >= missing, 10_000, `the last ${missing} events`);
+    got.push(...rest.events().map((e) => String(e.id)));
+    rest.close();
+    assert.ok(got.length > 100, `only ${got.length} events were written meanwhile`);
+    assert.equal(outbox[0], before);
+    assert.deepEqual(got, outbox.slice(1), 'every event once, in seq order');
+  });
+
   it('delivers each webhook event once while both instances run delivery workers', async () => {
     const receiver = new WebhookReceiver();
     const url = await receiver.start();
