@@ -1,6 +1,17 @@
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { createPublicClient, createTestClient, type Hex, http, type PublicClient } from 'viem';
+import {
+  bytesToHex,
+  createPublicClient,
+  createTestClient,
+  type Hex,
+  http,
+  type PublicClient,
+  parseTransaction,
+} from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainError } from '../src/chains/chain-error.ts';
 import { EvmAdapter } from '../src/chains/evm/evm-adapter.ts';
 import { decodeTransferNote, encodeTransferNote } from '../src/chains/evm/transfer-calldata.ts';
@@ -10,6 +21,40 @@ const ETH = 10n ** 18n;
 const GWEI = 10n ** 9n;
 
 const isChainError = (kind: ChainError['kind']) => (e: unknown) => e instanceof ChainError && e.kind === kind;
+
+/**
+ * A JSON-RPC proxy to `target` that answers eth_estimateGas with a state override (a third parameter) as a
+ * node without override support does (geth before 1.14: too many arguments), and forwards all else.
+ */
+async function startOverrideRefusingProxy(target: string) {
+  let refused = 0;
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString();
+    const call = JSON.parse(body) as { id: unknown; method: string; params?: unknown[] };
+    res.setHeader('content-type', 'application/json');
+    if (call.method === 'eth_estimateGas' && (call.params?.length ?? 0) > 2) {
+      refused += 1;
+      const error = { code: -32602, message: 'too many arguments, want at most 2' };
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id, error }));
+      return;
+    }
+    const answer = await fetch(target, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    res.end(await answer.text());
+  });
+  server.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    refused: () => refused,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
 
 describe('EVM adapter against the embedded anvil', () => {
   let evm: TestEvm;
@@ -171,6 +216,56 @@ describe('EVM adapter against the embedded anvil', () => {
     const signed = await chain.sign(prepared, poor.secretKey);
     await assert.rejects(chain.broadcast(signed.wire), isChainError('insufficient_funds'));
     assert.equal(await chain.getBalance(poor.address), 1_000_000n);
+  });
+
+  it('prepares a transfer of more than the sender holds with its fee, so the whole shortfall can be named', async () => {
+    // A node estimates no transfer the sender cannot fund (but for a plain one without data, which it
+    // answers 21,000 unasked): estimated as if funded (a state override), or, on a node without
+    // overrides, as a transfer of nothing; a transfer to a wallet costs the same whatever it moves.
+    const refusing = await startOverrideRefusingProxy(evm.anvil.rpcUrl);
+    const withoutOverrides = new EvmAdapter({ info: chain.info, rpcUrl: refusing.url, chainId: 31337 });
+    try {
+      const poor = await chain.generateKeypair();
+      await chain.faucet?.fundNative(poor.address, ETH / 100n);
+      const memo = 'pay_01JD0Q3ZK8M4F6X3V5N7R9T2AB';
+      const funded = await chain.prepareTransfer({
+        from: sender.address,
+        to: poor.address,
+        amount: 1n,
+        memo,
+      });
+      const fundedGas = parseTransaction(bytesToHex(funded.unsigned)).gas ?? 0n;
+      assert.ok(fundedGas > 21_000n, 'the memo costs gas');
+      for (const [adapter, from] of [
+        [chain, poor.address],
+        [withoutOverrides, poor.address],
+        [chain, (await chain.generateKeypair()).address],
+      ] as const) {
+        const prepared = await adapter.prepareTransfer({ from, to: sender.address, amount: 50n * ETH, memo });
+        const tx = parseTransaction(bytesToHex(prepared.unsigned));
+        assert.equal(tx.gas, fundedGas);
+        assert.equal(tx.value, 50n * ETH);
+        assert.equal(prepared.fee, fundedGas * (tx.maxFeePerGas ?? 0n));
+      }
+      assert.ok(refusing.refused() > 0, 'the proxy refused the estimate with an override');
+
+      // Funded, the transfer reverts: the recipient refuses it, not the balance.
+      const refuser = privateKeyToAccount(generatePrivateKey()).address;
+      const test = createTestClient({ mode: 'anvil', transport: http(evm.anvil.rpcUrl) });
+      await test.setCode({ address: refuser, bytecode: '0x60006000fd' }); // REVERT(0, 0), always
+      await assert.rejects(
+        chain.prepareTransfer({ from: poor.address, to: refuser, amount: 50n * ETH, memo }),
+        isChainError('recipient_refused'),
+      );
+      // Without an override neither estimate answers: the node's own refusal stands.
+      await assert.rejects(
+        withoutOverrides.prepareTransfer({ from: poor.address, to: refuser, amount: 50n * ETH, memo }),
+        isChainError('insufficient_funds'),
+      );
+    } finally {
+      await withoutOverrides.close();
+      await refusing.close();
+    }
   });
 
   it('refuses to sign with a key that is not the sender’s', async () => {

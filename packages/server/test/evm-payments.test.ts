@@ -308,6 +308,43 @@ describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, statu
     assert.equal(tx.nonce, 0, 'the refused send left no gap');
   });
 
+  it('names the whole shortfall, amount and fees, in INSUFFICIENT_BALANCE however large the gap, as on Solana', async () => {
+    // Only a gap within the fees was named: for more, the node refused to estimate the gas, and the answer
+    // was the bare 'Not enough funds for the payment plus fees.' without details.
+    const holds: [bigint, number, string][] = [
+      [ETH / 2n, 0.6, '0.5'],
+      [ETH / 100n, 50, '0.01'],
+      [0n, 1, '0'],
+    ];
+    for (const [balance, amount, held] of holds) {
+      const poor = await f.party(balance);
+      for (const route of ['/payment/send', '/transaction/send']) {
+        const res = await f.post(poor.key, route, {
+          walletAddress: poor.wallet,
+          recipientAddress: seller.wallet,
+          amount,
+        });
+        assert.equal(res.statusCode, 422, res.body);
+        const { code, message, details } = res.json().error;
+        assert.equal(code, 'INSUFFICIENT_BALANCE');
+        const need = /^needs (\d+(?:\.\d+)?) ETH including fees$/.exec(details.walletAddress)?.[1];
+        assert.ok(need !== undefined, `${route}: ${res.body}`);
+        // The amount and a fee (a transfer with a memo: under 0.001 ETH at anvil's prices).
+        assert.ok(Number(need) > amount && Number(need) < amount + 0.001, `${route}: needs ${need}`);
+        assert.equal(
+          message,
+          `Not enough funds: the payment and its fees need ${need} ETH; the wallet holds ${held} ETH.`,
+        );
+      }
+      assert.equal(await f.chain.getBalance(poor.wallet), balance, 'nothing moved');
+      assert.equal(
+        (await f.get(poor.key, `/payment/history/${poor.wallet}`)).json().total,
+        0,
+        'nothing stored',
+      );
+    }
+  });
+
   it('answers a retry with the same Idempotency-Key without paying twice', async () => {
     const recipient = await f.party();
     const body = { recipientAddress: recipient.wallet, amount: 0.005 };

@@ -13,6 +13,7 @@ import {
   parseAbi,
   parseTransaction,
   recoverTransactionAddress,
+  type StateOverride,
   serializeTransaction,
   TransactionNotFoundError,
   TransactionReceiptNotFoundError,
@@ -68,6 +69,11 @@ const DEFAULT_REPLACE_AFTER_BLOCKS = 20n;
  */
 const REPLACEMENT_BUMP_PERCENT = 10n;
 
+/**
+ * What a sender is taken to hold beyond the amount when a transfer it cannot fund is estimated (see
+ * estimateTransferGas): more than all the ether there is, so no node refuses the estimate for funds.
+ */
+const ESTIMATE_BALANCE_HEADROOM = 2n ** 96n;
 /** Ownable's owner(), called raw: its answer is checked by ownerFrom, not by viem's decoder. */
 const OWNER_CALL = encodeFunctionData({
   abi: parseAbi(['function owner() view returns (address)']),
@@ -196,19 +202,7 @@ export class EvmAdapter implements ChainAdapter {
         ? this.call(() => this.client.getTransactionCount({ address: from, blockTag: 'pending' }))
         : Promise.resolve(Number(request.nonce)),
       this.call(() => this.client.getBlock({ blockTag: 'latest' })),
-      this.call(() =>
-        this.client.estimateGas({ account: from, to, value: request.amount, ...(data ? { data } : {}) }),
-      ).catch((error: unknown) => {
-        // A plain value transfer reverts only in the recipient's code: a contract that takes no ETH.
-        if (
-          error instanceof ChainError &&
-          error.kind === 'rejected' &&
-          /execution reverted/i.test(error.message)
-        ) {
-          throw new ChainError('recipient_refused', `${to} reverts when paid`, { cause: error });
-        }
-        throw error;
-      }),
+      this.estimateTransferGas(from, to, request.amount, data),
       request.priorityFee === undefined
         ? this.call(() => estimateMaxPriorityFeePerGas(this.client))
         : Promise.resolve(undefined),
@@ -237,6 +231,51 @@ export class EvmAdapter implements ChainAdapter {
       feePayer: from,
       nonce: BigInt(nonce),
     };
+  }
+
+  /**
+   * The gas of a transfer of `value` from `from` to `to`. A node estimates no transfer of more than the
+   * sender holds ("insufficient funds"), yet whoever sends is owed the whole shortfall, amount and fees, as
+   * on Solana, where preparing never looks at the balance. The gas is then estimated as if `from` held
+   * enough (a state override of its balance), or, on a node that takes no override, for a transfer of
+   * nothing (a plain transfer costs the same whatever it moves); the send's balance check refuses it,
+   * naming what it needs. Only if neither answers does the node's "insufficient funds" stand.
+   */
+  private async estimateTransferGas(
+    from: Address,
+    to: Address,
+    value: bigint,
+    data: Hex | undefined,
+  ): Promise<bigint> {
+    const estimate = (amount: bigint, stateOverride?: StateOverride) =>
+      this.call(() =>
+        this.client.estimateGas({
+          account: from,
+          to,
+          value: amount,
+          ...(data ? { data } : {}),
+          ...(stateOverride === undefined ? {} : { stateOverride }),
+        }),
+      );
+    try {
+      return await estimate(value);
+    } catch (error) {
+      if (!(error instanceof ChainError) || error.kind !== 'insufficient_funds')
+        throw recipientRefusal(error, to);
+      try {
+        return await estimate(value, [{ address: from, balance: value + ESTIMATE_BALANCE_HEADROOM }]);
+      } catch (funded) {
+        // Funded, the transfer reverts: the recipient refuses it, whatever the balance.
+        if (!(funded instanceof ChainError) || funded.kind === 'unavailable' || reverts(funded))
+          throw recipientRefusal(funded, to);
+      }
+      try {
+        return await estimate(0n);
+      } catch (nothing) {
+        if (nothing instanceof ChainError && nothing.kind === 'unavailable') throw nothing;
+        throw error;
+      }
+    }
   }
 
   async sign(prepared: PreparedTransaction, secretKey: Uint8Array): Promise<SignedTransaction> {
@@ -554,7 +593,6 @@ export class EvmAdapter implements ChainAdapter {
   }
 }
 
-/** A fee raised by the replacement bump, rounded up, and by at least 1 wei (10% of 0 is 0). */
 /**
  * The owner() a contract answered, or null when the answer is not one ABI-encoded address: viem's decoder
  * takes the last 20 bytes of the first word whatever the other 12 hold, and ignores what follows it, so a
@@ -564,6 +602,19 @@ function ownerFrom(data: Hex | undefined): string | null {
   return data !== undefined && ADDRESS_WORD.test(data) ? getAddress(`0x${data.slice(26)}`) : null;
 }
 
+/** A transfer that reverts when estimated. */
+function reverts(error: ChainError): boolean {
+  return error.kind === 'rejected' && /execution reverted/i.test(error.message);
+}
+
+/** A plain value transfer reverts only in the recipient's code: a contract that takes no ETH. */
+function recipientRefusal(error: unknown, to: Address): unknown {
+  return error instanceof ChainError && reverts(error)
+    ? new ChainError('recipient_refused', `${to} reverts when paid`, { cause: error })
+    : error;
+}
+
+/** A fee raised by the replacement bump, rounded up, and by at least 1 wei (10% of 0 is 0). */
 function bumped(fee: bigint): bigint {
   const raise = (fee * REPLACEMENT_BUMP_PERCENT + 99n) / 100n;
   return fee + (raise > 0n ? raise : 1n);
