@@ -441,6 +441,50 @@ describe('Lightning mode on Solana: send, receive, status, history', () => {
     }
   });
 
+  it('answers a receive retried with its Idempotency-Key after the first answer was lost with the payment it recorded, not "already used"', {
+    timeout: 60_000,
+  }, async () => {
+    const sent = await send(buyer, { recipientAddress: seller.wallet, amount: 0.002 });
+    assert.equal(sent.statusCode, 200, sent.body);
+    const body = {
+      walletAddress: seller.wallet,
+      paymentProof: sent.json().paymentProof,
+      expectedAmount: 0.002,
+    };
+    const receive = () => f.post(seller.key, '/payment/receive', body, { 'idempotency-key': 'receipt-9' });
+    // The first answer is never stored, as when the instance is SIGKILLed between recording the payment
+    // and writing the answer: the key keeps a claim with no answer, which lapses.
+    const { idempotency } = f.gw.store;
+    const complete = idempotency.complete;
+    idempotency.complete = async () => {
+      idempotency.complete = complete;
+    };
+    assert.equal((await receive()).statusCode, 200);
+    const recorded = (await f.get(seller.key, `/payment/history/${seller.wallet}?limit=100`))
+      .json()
+      .payments.filter((p: { signature: string }) => p.signature === sent.json().signature);
+    assert.equal(recorded.length, 1, 'the first receive recorded the payment');
+
+    // The client retries with its key until the claim of the lost request lapses (about 10 s).
+    let retry = await receive();
+    for (let tries = 0; retry.statusCode === 409 && tries < 60; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      retry = await receive();
+    }
+    assert.equal(retry.statusCode, 200, retry.body);
+    assert.equal(retry.json().paymentId, recorded[0].paymentId);
+    assert.equal(retry.json().amountReceived, 0.002);
+    assert.equal(retry.json().sender, buyer.wallet);
+    assert.equal(retry.json().signature, sent.json().signature);
+    // And that answer is the key's from now on; the proof stays used for any other request.
+    const again = await receive();
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.json().paymentId, recorded[0].paymentId);
+    const other = await f.post(seller.key, '/payment/receive', body, { 'idempotency-key': 'receipt-10' });
+    assert.equal(other.statusCode, 422, other.body);
+    assert.equal(other.json().error.details.paymentProof, 'already_used');
+  });
+
   it('answers a retry with the same Idempotency-Key without paying twice', async () => {
     const recipient = await f.party();
     const body = { recipientAddress: recipient.wallet, amount: 0.005 };

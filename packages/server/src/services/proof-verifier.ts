@@ -17,6 +17,11 @@ export interface ProofToVerify {
   readonly resource?: string | undefined;
   /** How long to wait for the transaction to land and confirm; 0 looks once. */
   readonly timeoutMs: number;
+  /**
+   * The transaction of a payment this very request recorded before (a retry with its Idempotency-Key
+   * whose answer was lost): a proof used by it is not refused here, so the caller can answer that payment.
+   */
+  readonly usedByRetriedRequest?: string | undefined;
 }
 
 /** A proof whose every claim the chain confirmed. */
@@ -91,7 +96,7 @@ export class ProofVerifier {
       );
     }
     const proofKey = `${chain.info.id}:${tx.signature}`;
-    if (await this.deps.store.proofs.isConsumed(proofKey)) {
+    if (tx.signature !== input.usedByRetriedRequest && (await this.deps.store.proofs.isConsumed(proofKey))) {
       throw invalidProof('this payment proof was already used', 'already_used');
     }
     return { claims, chain, tx, signature: tx.signature, received, proofKey };

@@ -64,7 +64,12 @@ export class ReceivePaymentService {
     this.now = deps.now ?? Date.now;
   }
 
-  async receive(accountId: string, input: ReceiveInput): Promise<ReceiveResult> {
+  /**
+   * With an Idempotency-Key, the received payment carries it: a retry whose first request recorded the
+   * payment but never stored its answer (its instance died in between) finds it by the key and answers
+   * it, instead of being refused the proof it consumed itself.
+   */
+  async receive(accountId: string, input: ReceiveInput, idempotencyKey?: string): Promise<ReceiveResult> {
     const started = performance.now();
     await this.deps.wallets.owned(accountId, input.walletAddress);
     const x402 = decodeX402Header(input.paymentProof);
@@ -79,12 +84,20 @@ export class ReceivePaymentService {
         timeoutMs: receiveTimeoutMs(input.timeout),
       });
     }
+    const earlier =
+      idempotencyKey === undefined
+        ? undefined
+        : await this.deps.store.payments.findByIdempotencyKey(accountId, idempotencyKey);
     const { claims, chain, tx, signature, received, proofKey } = await this.deps.verifier.verify({
       paymentProof: input.paymentProof,
       recipient: input.walletAddress,
       expected: { whole: input.expectedAmount, field: 'expectedAmount' },
       resource: input.resource,
       timeoutMs: receiveTimeoutMs(input.timeout),
+      usedByRetriedRequest:
+        earlier?.direction === 'received' && earlier.walletAddress === input.walletAddress
+          ? (earlier.signature ?? undefined)
+          : undefined,
     });
     const { decimals } = chain.info.nativeCurrency;
 
@@ -108,6 +121,8 @@ export class ReceivePaymentService {
       slot: tx.slot,
       blockHeight,
       sourcePaymentId: claims.pid,
+      // A key already on a payment (kept longer than the key itself, 24 h) is not given to a second one.
+      idempotencyKey: earlier === undefined ? (idempotencyKey ?? null) : null,
       confirmedAt: at,
     });
     const consumed = await this.deps.store.transaction(async (repos) => {
@@ -115,22 +130,33 @@ export class ReceivePaymentService {
       await this.deps.ledger.recordIn(repos, payment, 'payment.received');
       return true;
     });
-    if (!consumed) throw invalidProof('this payment proof was already used', 'already_used');
-
-    return {
-      success: true,
-      verified: true,
-      paymentId: payment.id,
-      signature,
-      amountReceived: toWholeUnits(received, decimals),
-      sender: claims.from,
-      status: payment.status,
-      blockHeight: blockHeight === null ? null : Number(blockHeight),
-      timestamp: payment.createdAt,
-      verificationTime: `${Math.round(performance.now() - started)}ms`,
-      network: payment.network,
-    };
+    if (!consumed) {
+      // Used by the payment this very key recorded: the retry of a request whose answer was lost.
+      const retried =
+        earlier?.direction === 'received' &&
+        earlier.signature === signature &&
+        earlier.walletAddress === payment.walletAddress;
+      if (!retried) throw invalidProof('this payment proof was already used', 'already_used');
+      return answer(earlier, decimals, started);
+    }
+    return answer(payment, decimals, started);
   }
+}
+
+function answer(payment: PaymentRecord, decimals: number, started: number): ReceiveResult {
+  return {
+    success: true,
+    verified: true,
+    paymentId: payment.id,
+    signature: payment.signature ?? '',
+    amountReceived: toWholeUnits(payment.amount, decimals),
+    sender: payment.sender,
+    status: payment.status,
+    blockHeight: payment.blockHeight === null ? null : Number(payment.blockHeight),
+    timestamp: payment.createdAt,
+    verificationTime: `${Math.round(performance.now() - started)}ms`,
+    network: payment.network,
+  };
 }
 
 /** The `timeout` field (seconds, default 30, at most 120) in ms. */

@@ -240,7 +240,8 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRouteDeps
         response: { 200: ReceiveResult },
       },
     },
-    async (request) => deps.receive.receive(callerOf(request).account.id, request.body),
+    async (request) =>
+      deps.receive.receive(callerOf(request).account.id, request.body, request.idempotencyKey),
   );
 
   r.get(
