@@ -3,6 +3,7 @@ import { decodePaymentResponseHeader, encodePaymentSignatureHeader } from '@x402
 import type { PaymentPayload, PaymentRequirements, ResourceInfo, SettleResponse } from '@x402/core/types';
 import { fromAtomicUnits, toAtomicUnits, toJsonNumber } from './decimal-amount.ts';
 import type { Gate402Client, ResponseOf } from './gate402-client.ts';
+import { Gate402TransportError, isGate402Error } from './gate402-error.ts';
 import { addressFamily, NetworkCatalog } from './network-catalog.ts';
 import { GATE402_NATIVE_SCHEME, NATIVE_ASSET } from './x402/gate402-native.ts';
 import {
@@ -52,6 +53,8 @@ interface Challenge {
  * with POST /payment/send from `wallet` and repeats the request once with the proof (PAYMENT-SIGNATURE
  * for a v2 challenge, X-PAYMENT for v1). Any other answer, and a 402 with no gate402 option, is returned
  * as it is. A price above `maxAmount` throws {@link PaymentDeclinedError} before anything is paid.
+ * A payment whose proof the seller did not take (no answer, or a 5xx) is presented again by the next
+ * request for the same offer rather than paid again.
  *
  * @example
  * const pay = payingFetch({ gateway, wallet: buyerWallet, maxAmount: '0.05' });
@@ -62,6 +65,12 @@ export function payingFetch(options: PayingFetchOptions): typeof fetch {
   const base = options.fetch ?? globalThis.fetch;
   const networks = new NetworkCatalog(options.gateway);
   const family = addressFamily(options.wallet);
+  /**
+   * Payments the seller has not taken yet, by offer: the send's answer was lost (only its key is known),
+   * or its proof went unanswered or was answered 5xx (the seller could not check it; spec'd as "present
+   * it again"). The next request for the same offer uses them instead of paying again.
+   */
+  const undelivered = new Map<string, UndeliveredPayment>();
 
   return async (input, init) => {
     const request = new Request(input, init);
@@ -86,43 +95,152 @@ export function payingFetch(options: PayingFetchOptions): typeof fetch {
           requirement,
         );
       }
-      const sent = await options.gateway.sendPayment(
-        {
-          walletAddress: options.wallet,
-          recipientAddress: requirement.payTo,
-          amount: toJsonNumber(fromAtomicUnits(atomic, decimals)),
-          resource: offer.resource.url,
-          network: network.id,
-        },
-        // One key per payment: a retried send inside the SDK can never pay twice.
-        { idempotencyKey: `gate402-fetch-${randomUUID()}` },
-      );
-      options.onPayment?.(sent, requirement);
-      const headers = new Headers(retry.headers);
-      const payload = { paymentProof: sent.paymentProof };
-      if (offer.version === 2) {
-        const paymentPayload: PaymentPayload = {
-          x402Version: 2,
-          resource: offer.resource,
-          accepted: requirement,
-          payload,
-        };
-        headers.set(PAYMENT_SIGNATURE_HEADER, encodePaymentSignatureHeader(paymentPayload));
-      } else {
-        headers.set(
-          X_PAYMENT_HEADER,
-          encodeHeaderJson({
-            x402Version: 1,
-            scheme: requirement.scheme,
-            network: requirement.network,
-            payload,
-          }),
-        );
+      const offerKey = JSON.stringify([
+        offer.resource.url,
+        requirement.scheme,
+        requirement.network,
+        requirement.asset,
+        atomic.toString(),
+        requirement.payTo,
+      ]);
+      // Taken out while this request uses it, so two requests never present one proof; put back on failure.
+      const kept = undelivered.get(offerKey);
+      undelivered.delete(offerKey);
+      const present = async (sent: ResponseOf<'sendPayment'>): Promise<Response> => {
+        let answer: Response;
+        try {
+          answer = await fetchPaid(base, retry, proofHeaders(retry.headers, offer, requirement, sent));
+        } catch (error) {
+          undelivered.set(offerKey, { sent });
+          throw error;
+        }
+        if (answer.status >= 500) undelivered.set(offerKey, { sent });
+        return answer;
+      };
+      if (kept?.sent !== undefined) {
+        const answer = await present(kept.sent);
+        // A 402 refused the kept proof (used meanwhile, or expired): this request pays anew, once.
+        if (answer.status !== 402) return answer;
       }
-      return base(new Request(retry, { headers }));
+
+      // One key per payment, kept while its answer is unknown: asking again with it never pays twice.
+      const idempotencyKey =
+        (kept?.sent === undefined ? kept?.idempotencyKey : undefined) ?? `gate402-fetch-${randomUUID()}`;
+      let sent: ResponseOf<'sendPayment'>;
+      try {
+        sent = await options.gateway.sendPayment(
+          {
+            walletAddress: options.wallet,
+            recipientAddress: requirement.payTo,
+            amount: toJsonNumber(fromAtomicUnits(atomic, decimals)),
+            resource: offer.resource.url,
+            network: network.id,
+          },
+          { idempotencyKey },
+        );
+      } catch (error) {
+        // No answer, or the same key still running: the send may have paid; the next request asks again
+        // with this key and is answered that payment instead of making another.
+        if (error instanceof Gate402TransportError || isGate402Error(error, 'IDEMPOTENCY_KEY_IN_USE')) {
+          undelivered.set(offerKey, { idempotencyKey });
+        }
+        throw error;
+      }
+      options.onPayment?.(sent, requirement);
+      return present(sent);
     }
     return response;
   };
+}
+
+interface UndeliveredPayment {
+  /** The send's Idempotency-Key, while its answer is unknown. */
+  readonly idempotencyKey?: string;
+  /** The send's answer, once known: its proof is presented again instead of paying again. */
+  readonly sent?: ResponseOf<'sendPayment'>;
+}
+
+/** The request's headers with the proof, in the header of the challenge's version. */
+function proofHeaders(
+  original: Headers,
+  offer: Challenge,
+  requirement: PaymentRequirements,
+  sent: ResponseOf<'sendPayment'>,
+): Headers {
+  const headers = new Headers(original);
+  const payload = { paymentProof: sent.paymentProof };
+  if (offer.version === 2) {
+    const paymentPayload: PaymentPayload = {
+      x402Version: 2,
+      resource: offer.resource,
+      accepted: requirement,
+      payload,
+    };
+    headers.set(PAYMENT_SIGNATURE_HEADER, encodePaymentSignatureHeader(paymentPayload));
+  } else {
+    headers.set(
+      X_PAYMENT_HEADER,
+      encodeHeaderJson({ x402Version: 1, scheme: requirement.scheme, network: requirement.network, payload }),
+    );
+  }
+  return headers;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+const MAX_REDIRECTS = 20;
+
+/**
+ * The request again with the proof. Redirects are followed here rather than by fetch, which keeps every
+ * header but Authorization across origins: the proof is dropped on the way to another origin, which
+ * could otherwise present it to the seller itself and take what the buyer paid for.
+ */
+async function fetchPaid(base: typeof fetch, original: Request, headers: Headers): Promise<Response> {
+  if (original.redirect !== 'follow') return base(new Request(original.clone(), { headers }));
+  let request = new Request(original.clone(), { headers, redirect: 'manual' });
+  for (let hops = 0; ; hops++) {
+    // Kept before sending, so a 307 or 308 can send the body again.
+    const next = request.clone();
+    const answer = await base(request);
+    const location = answer.headers.get('location');
+    if (!REDIRECTS.has(answer.status) || location === null) return answer;
+    if (hops === MAX_REDIRECTS) throw new TypeError(`${original.url}: more than ${MAX_REDIRECTS} redirects`);
+    await answer.body?.cancel();
+    const target = new URL(location, next.url);
+    const nextHeaders = new Headers(next.headers);
+    if (target.origin !== new URL(next.url).origin) {
+      for (const name of [PAYMENT_SIGNATURE_HEADER, X_PAYMENT_HEADER, 'authorization'])
+        nextHeaders.delete(name);
+    }
+    // As fetch does: a 303, and a 301 or 302 of a POST, go on as a GET without the body.
+    const asGet =
+      (answer.status === 303 && next.method !== 'GET' && next.method !== 'HEAD') ||
+      ((answer.status === 301 || answer.status === 302) && next.method === 'POST');
+    if (asGet) {
+      for (const name of [
+        'content-type',
+        'content-length',
+        'content-encoding',
+        'content-language',
+        'content-location',
+      ])
+        nextHeaders.delete(name);
+      request = new Request(target, {
+        method: 'GET',
+        headers: nextHeaders,
+        redirect: 'manual',
+        signal: next.signal,
+      });
+    } else {
+      request = new Request(target, {
+        method: next.method,
+        headers: nextHeaders,
+        body: next.body,
+        redirect: 'manual',
+        signal: next.signal,
+        ...(next.body === null ? {} : { duplex: 'half' }),
+      } as RequestInit);
+    }
+  }
 }
 
 /** The settlement a paid answer carries in PAYMENT-RESPONSE (or v1's X-PAYMENT-RESPONSE). */
@@ -145,7 +263,7 @@ async function readChallenge(response: Response): Promise<Challenge | undefined>
     if (v2 === undefined || !Array.isArray(v2.accepts) || typeof v2.resource !== 'object') return undefined;
     return { version: 2, resource: v2.resource as ResourceInfo, accepts: v2.accepts.filter(isRequirement) };
   }
-  const body: unknown = await response.json().catch(() => undefined);
+  const body = await boundedJson(response, MAX_CHALLENGE_BODY_BYTES);
   if (typeof body !== 'object' || body === null) return undefined;
   const accepts = (body as { accepts?: unknown }).accepts;
   if (!Array.isArray(accepts)) return undefined;
@@ -156,6 +274,33 @@ async function readChallenge(response: Response): Promise<Challenge | undefined>
   const first = v1[0];
   if (first === undefined || typeof first.resource !== 'string') return undefined;
   return { version: 1, resource: { url: first.resource }, accepts: v1.filter(isRequirement) };
+}
+
+/** A v1 challenge is a few hundred bytes; a seller's 402 body beyond this is not read into memory as one. */
+const MAX_CHALLENGE_BODY_BYTES = 64 * 1024;
+
+/** The body as JSON, or undefined when it is not JSON or longer than `limit` bytes (then it is not read further). */
+async function boundedJson(response: Response, limit: number): Promise<unknown> {
+  const reader = response.body?.getReader();
+  if (reader === undefined) return undefined;
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      length += value.byteLength;
+      if (length > limit) {
+        // Not awaited: a clone's cancel settles only once the answer handed back is cancelled too.
+        reader.cancel().catch(() => {});
+        return undefined;
+      }
+      chunks.push(value);
+    }
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    return undefined;
+  }
 }
 
 function isRequirement(value: unknown): value is PaymentRequirements {
