@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
+import { MemoryRateLimiter } from '../src/ratelimit/memory-rate-limiter.ts';
 import { STREAM_CLOSE } from '../src/ws/stream-close-codes.ts';
 import { SKIP_POSTGRES, tempPostgres } from './support/databases.ts';
 import { recordReceived } from './support/payment-events.ts';
@@ -217,6 +218,40 @@ describe('payment stream', () => {
     // Five refused handshakes, none counted: the key's two requests a minute still open a stream.
     const stream = await connect(caller.key);
     stream.close();
+  });
+
+  it('counts a subscribe with since against the rate limit like a request; one without since is not counted', async () => {
+    // The limiter's clock stands still, so the test never straddles the start of a new minute.
+    const startedAt = Date.now();
+    const limited = await startTestGateway({
+      events: {},
+      rateLimiter: new MemoryRateLimiter(() => startedAt),
+    });
+    try {
+      const address = await limited.app.listen({ port: 0, host: '127.0.0.1' });
+      const caller = await limited.newCaller('enterprise', 3);
+      await recordReceived(limited.services.ledger, caller.accountId);
+      const since = (await limited.store.events.listAfter(caller.accountId, 0, 1))[0]?.id;
+      const stream = await openStream(`${address.replace('http', 'ws')}/v1/payments/stream`, {
+        headers: bearer(caller.key),
+      });
+      // Opening was the first request of three; two replays follow, the third is refused.
+      for (let i = 0; i < 3; i++) stream.send({ type: 'subscribe', since });
+      await stream.until((c) => c.messages.some((m) => m.type === 'error'), 5_000, 'the refusal');
+      const types = stream.messages.map((m) => m.type);
+      assert.equal(types.filter((t) => t === 'subscribed').length, 2, types.join());
+      assert.equal(types.filter((t) => t === 'error').length, 1, types.join());
+      const refusal = stream.messages.at(-1)?.error as { code: string; retryAfter: number };
+      assert.equal(refusal.code, 'RATE_LIMIT_EXCEEDED');
+      assert.ok(refusal.retryAfter > 0);
+      // Changing the filter reads nothing: still answered, and the connection stays.
+      stream.send({ type: 'subscribe', types: ['payment.confirmed'] });
+      await stream.until((c) => c.messages.at(-1)?.type === 'subscribed');
+      assert.equal(stream.ws.readyState, WebSocket.OPEN);
+      stream.close();
+    } finally {
+      await limited.close();
+    }
   });
 
   it('closes a connection that sends a message over 16 KiB with 1009, authenticated or not, and goes on serving', async () => {

@@ -38,7 +38,14 @@ const BEARER = /^Bearer +(\S+)$/i;
 /** The close reason when an account already holds STREAM_MAX_CONNECTIONS_PER_ACCOUNT connections. */
 const TOO_MANY_STREAMS = 'too many open streams for this account';
 
-type Authorized = { ok: true; accountId: string } | { ok: false; error: GatewayError };
+/** An authenticated connection's account, with what its rate limit needs. */
+interface Caller {
+  readonly accountId: string;
+  readonly rateLimit: number;
+  readonly plan: string;
+}
+
+type Authorized = { ok: true; caller: Caller } | { ok: false; error: GatewayError };
 
 /**
  * The payment stream (spec §6) at `ws(s)://{host}/v1/payments/stream`, served on the API's own port.
@@ -87,15 +94,15 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
       return refuse(socket, invalidSince());
     }
     const key = presentedKey(request);
-    let accountId: string | undefined;
+    let caller: Caller | undefined;
     let sinceSeq: number | undefined;
     if (key !== undefined) {
       const authorized = await authorize(key);
       if (!authorized.ok) return refuse(socket, authorized.error);
-      accountId = authorized.accountId;
-      if (atConnectionCap(accountId)) return refuse(socket, tooManyStreams());
+      caller = authorized.caller;
+      if (atConnectionCap(caller.accountId)) return refuse(socket, tooManyStreams());
       if (since !== undefined) {
-        sinceSeq = await deps.hub.store.events.seqOf(accountId, since);
+        sinceSeq = await deps.hub.store.events.seqOf(caller.accountId, since);
         if (sinceSeq === undefined) return refuse(socket, invalidSince());
       }
     }
@@ -108,7 +115,7 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
       );
       alive.add(ws);
       ws.on('pong', () => alive.add(ws));
-      serve(ws, accountId, sinceSeq, since);
+      serve(ws, caller, sinceSeq, since);
     });
   }
 
@@ -118,15 +125,15 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
    */
   function serve(
     ws: WebSocket,
-    authorizedAccount: string | undefined,
+    authorizedCaller: Caller | undefined,
     sinceSeq: number | undefined,
     since: string | undefined,
   ): void {
     let connection: StreamConnection | undefined;
-    let accountId = authorizedAccount;
-    if (accountId !== undefined) connection = start(ws, accountId, sinceSeq);
+    let caller = authorizedCaller;
+    if (caller !== undefined) connection = start(ws, caller.accountId, sinceSeq);
     const timer =
-      accountId === undefined
+      caller === undefined
         ? setTimeout(
             () => ws.close(STREAM_CLOSE.UNAUTHORIZED, 'no auth message in time'),
             deps.authTimeoutMs ?? DEFAULT_AUTH_TIMEOUT_MS,
@@ -150,17 +157,18 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
     async function handle(data: RawData): Promise<void> {
       if (ws.readyState !== ws.OPEN) return;
       try {
-        if (connection !== undefined && accountId !== undefined) {
-          await onMessage(connection, accountId, data);
+        if (connection !== undefined && caller !== undefined) {
+          await onMessage(connection, caller, data);
           return;
         }
         clearTimeout(timer);
         const authorized = await authenticateMessage(ws, data);
         if (authorized === undefined) return;
-        accountId = authorized;
-        const seq = since === undefined ? undefined : await deps.hub.store.events.seqOf(accountId, since);
+        caller = authorized;
+        const seq =
+          since === undefined ? undefined : await deps.hub.store.events.seqOf(caller.accountId, since);
         if (since !== undefined && seq === undefined) sendError(ws, invalidSince());
-        connection = start(ws, accountId, seq);
+        connection = start(ws, caller.accountId, seq);
       } catch (error) {
         app.log.warn({ err: error }, 'payment stream message failed');
         if (connection === undefined) ws.close(STREAM_CLOSE.UNAVAILABLE, 'authentication unavailable; retry');
@@ -170,7 +178,7 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
   }
 
   /** The account of a valid first `auth` message; otherwise closes the connection with the code that says why. */
-  async function authenticateMessage(ws: WebSocket, data: RawData): Promise<string | undefined> {
+  async function authenticateMessage(ws: WebSocket, data: RawData): Promise<Caller | undefined> {
     const message = parseMessage(data);
     if (message?.type !== 'auth' || typeof message.apiKey !== 'string') {
       ws.close(STREAM_CLOSE.UNAUTHORIZED, 'the first message must be {"type":"auth","apiKey":…}');
@@ -181,11 +189,11 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
       ws.close(closeCodeOf(authorized.error), authorized.error.message.slice(0, 120));
       return undefined;
     }
-    if (atConnectionCap(authorized.accountId)) {
+    if (atConnectionCap(authorized.caller.accountId)) {
       ws.close(STREAM_CLOSE.RATE_LIMITED, TOO_MANY_STREAMS);
       return undefined;
     }
-    return authorized.accountId;
+    return authorized.caller;
   }
 
   function atConnectionCap(accountId: string): boolean {
@@ -227,7 +235,7 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
     return connection;
   }
 
-  async function onMessage(connection: StreamConnection, accountId: string, data: RawData) {
+  async function onMessage(connection: StreamConnection, caller: Caller, data: RawData) {
     const message = parseMessage(data);
     if (message === undefined) {
       return connection.reply(errorMessage(invalidParameters({ message: 'must be a JSON object' })));
@@ -243,8 +251,14 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
         const parsed = parseSubscribe(message);
         if (!parsed.ok) return connection.reply(errorMessage(invalidParameters(parsed.details)));
         const { filter, since } = parsed.value;
+        if (since !== undefined) {
+          // A replay reads the outbox like a history request, so it counts as one against the rate
+          // limit; a subscribe that only changes the filter reads nothing and does not.
+          const refused = await countRequest(caller);
+          if (refused !== undefined) return connection.reply(errorMessage(refused));
+        }
         const sinceSeq =
-          since === undefined ? undefined : await deps.hub.store.events.seqOf(accountId, since);
+          since === undefined ? undefined : await deps.hub.store.events.seqOf(caller.accountId, since);
         if (since !== undefined && sinceSeq === undefined)
           return connection.reply(errorMessage(invalidSince()));
         connection.reply({
@@ -266,22 +280,9 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
     const found = await deps.accounts.authenticate(key);
     if (found === undefined) return { ok: false, error: new GatewayError('UNAUTHORIZED') };
     const account = view(found.account);
-    let rate: Awaited<ReturnType<RateLimiter['hit']>>;
-    try {
-      rate = await deps.rateLimiter.hit(account.id, account.rateLimit);
-    } catch (error) {
-      return {
-        ok: false,
-        error: new GatewayError('SERVICE_UNAVAILABLE', { retryAfter: 1, cause: error }),
-      };
-    }
-    if (!rate.allowed) {
-      deps.onRateLimited?.(account.plan);
-      return {
-        ok: false,
-        error: new GatewayError('RATE_LIMIT_EXCEEDED', { retryAfter: rate.resetSeconds }),
-      };
-    }
+    const caller: Caller = { accountId: account.id, rateLimit: account.rateLimit, plan: account.plan };
+    const refused = await countRequest(caller);
+    if (refused !== undefined) return { ok: false, error: refused };
     if (!deps.planAccess[account.plan].has('stream')) {
       return {
         ok: false,
@@ -290,7 +291,20 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
         }),
       };
     }
-    return { ok: true, accountId: account.id };
+    return { ok: true, caller };
+  }
+
+  /** Counts one request of the account; the error to answer when it is refused (over the limit, or no limiter). */
+  async function countRequest(caller: Caller): Promise<GatewayError | undefined> {
+    let rate: Awaited<ReturnType<RateLimiter['hit']>>;
+    try {
+      rate = await deps.rateLimiter.hit(caller.accountId, caller.rateLimit);
+    } catch (error) {
+      return new GatewayError('SERVICE_UNAVAILABLE', { retryAfter: 1, cause: error });
+    }
+    if (rate.allowed) return undefined;
+    deps.onRateLimited?.(caller.plan);
+    return new GatewayError('RATE_LIMIT_EXCEEDED', { retryAfter: rate.resetSeconds });
   }
 
   // Heartbeat: a connection that did not answer the previous ping is gone (half-open TCP); drop it.

@@ -112,7 +112,8 @@ export function asyncApiDocument(version: string) {
           },
           subscribe: {
             name: 'subscribe',
-            summary: 'Replace the filter (all fields optional); with `since`, replay from there first.',
+            summary:
+              'Replace the filter (all fields optional); with `since`, replay from there first. A subscribe with `since` counts as one request against the rate limit (over it: an error message RATE_LIMIT_EXCEEDED, the filter unchanged).',
             payload: {
               type: 'object',
               required: ['type'],
