@@ -133,6 +133,13 @@ export class Chain {
   private readonly ledger: LedgerStore;
   private readonly window = new BlockhashWindow();
   private readonly listeners = new Set<ChainListener>();
+  /**
+   * Decimals of mints, by base58 address, for the token balances of transactions. Invariant: a mint's
+   * decimals change only when the mint is closed (Token-2022 MintCloseAuthority) and opened again at its
+   * address, and an account is closed, reassigned or initialised only as a writable key of a transaction
+   * that invokes a token program (closing a mint, or the InitializeMint of a new one), or by `setAccount`:
+   * entries are dropped for exactly those, so a mint opened again is read with its own decimals.
+   */
   private readonly decimalsOfMint = new Map<string, number>();
   private readonly recentSignatures = new RecentSignatures();
   private readonly addressNames = new AddressNames(ADDRESS_NAMES_LIMIT);
@@ -285,6 +292,7 @@ export class Chain {
 
   setAccount(address: Uint8Array, account: AccountSnapshot): void {
     this.tokenAccountCache.delete(rawKey(address));
+    this.decimalsOfMint.delete(encodeBase58(address));
     this.svm.setAccount(
       address,
       new Account(
@@ -317,9 +325,10 @@ export class Chain {
     const cached = this.decimalsOfMint.get(mint);
     if (cached !== undefined) return cached;
     const bytes = decodeBase58(mint);
-    const account = bytes && this.svm.getAccount(bytes);
-    if (!account || !isTokenProgram(encodeBase58(account.owner()))) return undefined;
-    const decimals = decodeMint(account.data())?.decimals;
+    // Read as getAccount reads it: an account of zero lamports (a closed one) is absent.
+    const account = bytes && this.getAccount(bytes);
+    if (!account || !isTokenProgram(account.owner)) return undefined;
+    const decimals = decodeMint(account.data)?.decimals;
     if (decimals !== undefined) this.decimalsOfMint.set(mint, decimals);
     return decimals;
   }
@@ -370,7 +379,12 @@ export class Chain {
     const invokedRaw = [...invoked].map((i) => keys.raw[i] as string);
     const touchesToken = invokedRaw.some((raw) => TOKEN_PROGRAMS.has(raw));
     // Only a token program changes token accounts: otherwise lamports are all that can differ.
-    if (touchesToken) for (const raw of keys.raw) this.tokenAccountCache.delete(raw);
+    if (touchesToken) {
+      for (const raw of keys.raw) this.tokenAccountCache.delete(raw);
+      keys.all.forEach((key, i) => {
+        if (keys.writable[i]) this.decimalsOfMint.delete(key);
+      });
+    }
     const post = touchesToken ? this.captureBalances(keys) : this.capturePostLamports(keys, pre);
     const mayReturnData = invokedRaw.some((raw) => !WITHOUT_RETURN_DATA.has(raw));
     const block = this.latestBlock();

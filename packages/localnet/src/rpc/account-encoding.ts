@@ -1,14 +1,8 @@
 // Agave's `UiAccount`: an account as getAccountInfo, getProgramAccounts and accountNotification
 // return it, in base58, base64 or jsonParsed (token accounts and mints; others fall back to base64).
 import type { AccountSnapshot, Chain } from '../chain/chain.ts';
-import {
-  decodeMint,
-  decodeTokenAccount,
-  isTokenProgram,
-  TOKEN_2022_PROGRAM,
-  uiTokenAmount,
-} from '../chain/token-account.ts';
-import { decodeBase58, encodeBase58 } from '../wire/base58.ts';
+import { decodeMint, decodeTokenAccount, TOKEN_2022_PROGRAM, uiTokenAmount } from '../chain/token-account.ts';
+import { encodeBase58 } from '../wire/base58.ts';
 import { type Config, encodingParam, integer } from './params.ts';
 import { invalidParams } from './rpc-error.ts';
 
@@ -85,7 +79,9 @@ function parseAccount(account: AccountSnapshot, chain: Chain): unknown {
   }
   const tokenAccount = decodeTokenAccount(account.data);
   if (tokenAccount) {
-    const decimals = currentMintDecimals(chain, tokenAccount.mint);
+    // As Agave: the mint as the chain holds it now; none once it is closed (Token-2022
+    // MintCloseAuthority), so the account is answered in base64 instead.
+    const decimals = chain.mintDecimals(tokenAccount.mint);
     if (decimals === undefined) return undefined;
     const info: Record<string, unknown> = {
       isNative: tokenAccount.isNative !== null,
@@ -121,16 +117,4 @@ function parseAccount(account: AccountSnapshot, chain: Chain): unknown {
     };
   }
   return undefined;
-}
-
-/**
- * The mint's decimals as the chain holds it now, as Agave reads them from the bank: none once the mint
- * is closed (Token-2022 MintCloseAuthority), so its token accounts are answered in base64 (not from the
- * cache of decimals transactions use, which outlives a closed mint).
- */
-function currentMintDecimals(chain: Chain, mint: string): number | undefined {
-  const bytes = decodeBase58(mint);
-  const account = bytes && chain.getAccount(bytes);
-  if (!account || !isTokenProgram(account.owner)) return undefined;
-  return decodeMint(account.data)?.decimals;
 }

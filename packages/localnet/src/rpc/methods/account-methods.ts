@@ -160,8 +160,17 @@ export const accountMethods: Record<string, RpcMethod> = {
       account && (account.owner === TOKEN_PROGRAM || account.owner === TOKEN_2022_PROGRAM)
         ? decodeTokenAccount(account.data)
         : undefined;
-    const decimals = state && chain.mintDecimals(state.mint);
-    if (!state || decimals === undefined) throw invalidParams('Invalid param: not a Token account');
+    if (!state) throw invalidParams('Invalid param: not a Token account');
+    const decimals = chain.mintDecimals(state.mint);
+    // As Agave: the mint is read as it is now, and may be gone (closed) or no mint at all.
+    if (decimals === undefined) {
+      const mint = decodeBase58(state.mint);
+      throw invalidParams(
+        mint && chain.getAccount(mint)
+          ? 'Invalid param: Token mint could not be unpacked'
+          : 'Invalid param: could not find mint',
+      );
+    }
     return withContext(slot, uiTokenAmount(state.amount, decimals));
   },
 
