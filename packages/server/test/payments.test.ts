@@ -485,6 +485,31 @@ describe('Lightning mode on Solana: send, receive, status, history', () => {
     assert.equal(other.json().error.details.paymentProof, 'already_used');
   });
 
+  it('answers a send whose answer storage fails to keep under its Idempotency-Key with the payment, not 500, and a retry with it again', {
+    timeout: 60_000,
+  }, async () => {
+    const recipient = await f.party();
+    const body = { recipientAddress: recipient.wallet, amount: 0.003 };
+    const { idempotency } = f.gw.store;
+    const complete = idempotency.complete;
+    idempotency.complete = async () => {
+      idempotency.complete = complete;
+      throw new Error('storage went away');
+    };
+    const first = await send(buyer, body, { 'idempotency-key': 'order-blip' });
+    assert.equal(first.statusCode, 200, first.body);
+    const { paymentId } = first.json();
+    // The key's claim lapses (about 10 s); the retry finds the payment by its key.
+    let retry = await send(buyer, body, { 'idempotency-key': 'order-blip' });
+    for (let tries = 0; retry.statusCode === 409 && tries < 60; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      retry = await send(buyer, body, { 'idempotency-key': 'order-blip' });
+    }
+    assert.equal(retry.statusCode, 200, retry.body);
+    assert.equal(retry.json().paymentId, paymentId);
+    assert.equal(await f.chain.adapter.getBalance(recipient.wallet), 3_000_000n, 'paid once');
+  });
+
   it('answers a retry with the same Idempotency-Key without paying twice', async () => {
     const recipient = await f.party();
     const body = { recipientAddress: recipient.wallet, amount: 0.005 };

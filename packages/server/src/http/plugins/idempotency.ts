@@ -20,7 +20,7 @@ declare module 'fastify' {
     idempotent?: boolean;
   }
   interface FastifyRequest {
-    idempotencyKey?: string;
+    idempotencyKey?: string | undefined;
     idempotencyHeartbeat?: NodeJS.Timeout;
   }
 }
@@ -70,13 +70,22 @@ export function installIdempotency(app: FastifyInstance, store: Store, now: () =
     clearInterval(request.idempotencyHeartbeat);
     const key = request.idempotencyKey;
     if (key !== undefined && request.caller !== undefined) {
-      if (reply.statusCode === 503) {
-        // A dependency (the chain, Redis) was down: nothing a retry could repeat was done — a send
-        // that stored its payment answers it as pending instead — so the key stays free for the retry
-        // the 503 asks for, rather than replaying the outage for 24 hours.
-        await store.idempotency.release(request.caller.account.id, key);
-      } else {
-        await store.idempotency.complete(request.caller.account.id, key, reply.statusCode, String(payload));
+      // Once: this hook runs again for the error answer should it throw.
+      request.idempotencyKey = undefined;
+      try {
+        if (reply.statusCode === 503) {
+          // A dependency (the chain, Redis) was down: nothing a retry could repeat was done — a send
+          // that stored its payment answers it as pending instead — so the key stays free for the retry
+          // the 503 asks for, rather than replaying the outage for 24 hours.
+          await store.idempotency.release(request.caller.account.id, key);
+        } else {
+          await store.idempotency.complete(request.caller.account.id, key, reply.statusCode, String(payload));
+        }
+      } catch (error) {
+        // The work is done and this is its answer: the caller gets it. The key keeps a claim without an
+        // answer, which lapses (CLAIM_TTL_MS); a retry then finds the payment the request recorded by its
+        // key, as after a crash. Failing here instead answered 500 and stored that 500 as the key's answer.
+        request.log.error({ err: error }, 'could not store the answer of an Idempotency-Key');
       }
     }
     return payload;
