@@ -100,7 +100,16 @@ describe('GET /token/info and GET /portfolio on EVM (anvil, the USDC-like ERC-20
 
   it('shows an owner() answer that is not one ABI-encoded address as no mintAuthority (null)', async () => {
     // Runtime code answering owner() (selector 8da5cb5b) with the bytes `owner`, appended to it, and every
-    // other call with the word 6 (decimals() and totalSupply() alike).
+    // other call with the word 6 (decimals() and totalSupply() alike). `len` is owner's length (2 bytes):
+    //   00: 60 00 35 60 e0 1c     CALLDATALOAD(0) >> 224                 the selector
+    //   06: 63 8d a5 cb 5b 14     PUSH4 owner() EQ
+    //   0c: 60 19 57              JUMPI 0x19                             owner() → 0x19
+    //   0f: 60 06 60 00 52        MSTORE(0, 6)
+    //   14: 60 20 60 00 f3        RETURN(0, 32)                          the word 6
+    //   19: 5b                    JUMPDEST
+    //   1a: 61 len 61 0029 60 00 39   CODECOPY(0, 0x29, len)             the bytes after the code
+    //   23: 61 len 60 00 f3       RETURN(0, len)
+    //   29: owner's bytes
     const answeringOwner = (owner: Hex): Hex => {
       const length = ((owner.length - 2) / 2).toString(16).padStart(4, '0');
       return `0x60003560e01c638da5cb5b14601957600660005260206000f35b61${length}61002960003961${length}6000f3${owner.slice(2)}`;
