@@ -1,9 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { fromAtomicUnits, toAtomicUnits, toJsonNumber } from './decimal-amount.ts';
 import { EXACT_SCHEME, type ExactTokenOption, exactRequirement } from './exact-offer.ts';
 import type { Gate402Client, ResponseOf } from './gate402-client.ts';
-import { Gate402Error, isGate402Error } from './gate402-error.ts';
+import { Gate402Error, Gate402TransportError, isGate402Error } from './gate402-error.ts';
 import { NetworkCatalog, type NetworkInfo } from './network-catalog.ts';
 import { paymentRequiredAnswer } from './x402/challenge.ts';
 import {
@@ -18,6 +19,8 @@ import { type PresentedPayment, readPresentedPayment } from './x402/presented-pa
 /** The gateway's send limits (spec §4.1): a price outside them could not be paid with POST /payment/send. */
 const MIN_PRICE = 0.001;
 const MAX_PRICE = 100;
+/** Receives left without an answer that a resource remembers; beyond it the oldest is forgotten. */
+const MAX_UNANSWERED_RECEIVES = 1_000;
 
 export interface ProtectOptions {
   /** The price in the network's native currency (SOL, ETH), as a decimal: `'0.01'` or `0.01`. 0.001 to 100. */
@@ -112,6 +115,13 @@ export class ProtectedResource {
   readonly #price: string;
   /** The `exact` requirement, completed from the gateway once; a failed lookup is asked again. */
   #exact: Promise<PaymentRequirements> | undefined;
+  /**
+   * The Idempotency-Key of each receive that got no answer, by proof and resource. The gateway may have
+   * taken the proof then: asked again with the same key, it answers that receipt rather than "already
+   * used", so the buyer who presents its proof again is served instead of having paid for nothing. Used
+   * once and forgotten, so a replay after that is refused as before.
+   */
+  readonly #unanswered = new Map<string, string>();
 
   constructor(
     private readonly gateway: Gate402Client,
@@ -177,15 +187,28 @@ export class ProtectedResource {
     }
 
     let receipt: ResponseOf<'receivePayment'>;
+    const unansweredKey = JSON.stringify([presented.payload.paymentProof, offer.resource.url]);
+    // Taken out while this request uses it, so two requests presenting the proof never share its receipt.
+    const idempotencyKey = this.#unanswered.get(unansweredKey) ?? `gate402-paywall-${randomUUID()}`;
+    this.#unanswered.delete(unansweredKey);
     try {
-      receipt = await this.gateway.receivePayment({
-        walletAddress: this.options.payTo,
-        paymentProof: presented.payload.paymentProof,
-        expectedAmount: toJsonNumber(this.#price),
-        resource: offer.resource.url,
-      });
+      receipt = await this.gateway.receivePayment(
+        {
+          walletAddress: this.options.payTo,
+          paymentProof: presented.payload.paymentProof,
+          expectedAmount: toJsonNumber(this.#price),
+          resource: offer.resource.url,
+        },
+        { idempotencyKey },
+      );
     } catch (error) {
       if (isRefusedPayment(error)) return challenge(offer, reasonOf(error));
+      if (error instanceof Gate402TransportError || isGate402Error(error, 'IDEMPOTENCY_KEY_IN_USE')) {
+        this.#unanswered.set(unansweredKey, idempotencyKey);
+        if (this.#unanswered.size > MAX_UNANSWERED_RECEIVES) {
+          this.#unanswered.delete(this.#unanswered.keys().next().value as string);
+        }
+      }
       return gatewayFailure(error);
     }
     if (receipt.network !== network.id) {

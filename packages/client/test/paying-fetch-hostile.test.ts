@@ -84,6 +84,48 @@ describe('paying fetch against failing and hostile sellers', () => {
     assert.equal(await paymentsOf(buyerWallet), before + 2);
   });
 
+  it("serves the proof presented again when the seller's receive answer was lost, once", async () => {
+    // The seller's gateway takes the proof, and the answer never reaches the paywall.
+    let loseNextReceiveAnswer = true;
+    const lossy = new Gate402Client({
+      url: gateway.url,
+      apiKey: await gateway.newApiKey(),
+      fetch: async (input, init) => {
+        const answer = await fetch(input, init);
+        if (loseNextReceiveAnswer && String(input).endsWith('/payment/receive')) {
+          loseNextReceiveAnswer = false;
+          throw new TypeError('socket hang up');
+        }
+        return answer;
+      },
+    });
+    const payTo = (await lossy.createWallet({ chain: 'solana' })).address;
+    const app = await startSellerApp('express', lossy, { price: '0.01', payTo });
+    closers.push(() => app.close());
+    let proofHeader = '';
+    const recording: typeof fetch = async (input, init) => {
+      const request = new Request(input, init);
+      proofHeader = request.headers.get('payment-signature') ?? proofHeader;
+      return fetch(request);
+    };
+    const pay = payingFetch({ gateway: buyer, wallet: buyerWallet, maxAmount: '0.05', fetch: recording });
+    const before = await paymentsOf(buyerWallet);
+
+    assert.equal((await pay(app.url)).status, 502);
+    const served = await pay(app.url);
+    assert.equal(served.status, 200, await served.clone().text());
+    assert.equal(
+      await paymentsOf(buyerWallet),
+      before + 1,
+      'the buyer paid again for a proof the seller took',
+    );
+    assert.equal((await lossy.paymentHistory(payTo, { type: 'received' })).total, 1);
+    // Served once: the same proof again is a replay.
+    const replay = await fetch(app.url, { headers: { 'payment-signature': proofHeader } });
+    assert.equal(replay.status, 402);
+    assert.match(((await replay.json()) as { error: string }).error, /^INVALID_PAYMENT_PROOF: .*already/);
+  });
+
   it('asks again with the same Idempotency-Key after the send answer was lost, and pays once', async () => {
     const app = await sellerApp();
     const key = await gateway.newApiKey();
