@@ -544,6 +544,53 @@ describe('payment stream', () => {
     assert.equal((await closedByShutdown)?.code, STREAM_CLOSE.GOING_AWAY);
   });
 
+  it('closes an open stream whose key is revoked (4001) or whose plan loses the stream (4003) at the next heartbeat', async () => {
+    const quick = await startTestGateway({ events: { config: { streamHeartbeatMs: 100 } } });
+    try {
+      const address = await quick.app.listen({ port: 0, host: '127.0.0.1' });
+      const streamUrl = `${address.replace('http', 'ws')}/v1/payments/stream`;
+      const caller = await quick.newCaller('premium');
+      const second = await quick.accounts.createKey(caller.accountId, 'second');
+      const open = async (key: string, byMessage: boolean) => {
+        const client = await openStream(streamUrl, byMessage ? {} : { headers: bearer(key) });
+        if (byMessage) client.send({ type: 'auth', apiKey: key });
+        await client.until((c) => c.messages.some((m) => m.type === 'authenticated'));
+        return client;
+      };
+      const [revoked, revokedByMessage, kept] = [
+        await open(caller.key, false),
+        await open(caller.key, true),
+        await open(second.key, false),
+      ];
+      const closedWithin = (client: StreamClient, ms: number) =>
+        Promise.race([
+          client.closed,
+          new Promise((resolve) => setTimeout(() => resolve('still open'), ms).unref()),
+        ]);
+      const [first] = await quick.accounts.listKeys(caller.accountId);
+      assert.ok(first !== undefined && first.id !== second.record.id);
+      await quick.accounts.revokeKey(first.id, caller.accountId);
+      for (const client of [revoked, revokedByMessage]) {
+        assert.deepEqual(await closedWithin(client, 3_000), {
+          code: STREAM_CLOSE.UNAUTHORIZED,
+          reason: 'API key revoked',
+        });
+      }
+      // Before, they stayed open and went on receiving the account's payments.
+      await recordReceived(quick.services.ledger, caller.accountId);
+      await kept.until((c) => c.events().length === 1);
+      assert.equal(revoked.events().length + revokedByMessage.events().length, 0);
+
+      await quick.accounts.setPlan(caller.accountId, { plan: 'standard' });
+      assert.deepEqual(await closedWithin(kept, 3_000), {
+        code: STREAM_CLOSE.FORBIDDEN,
+        reason: 'the standard plan does not include stream',
+      });
+    } finally {
+      await quick.close();
+    }
+  });
+
   it('serves the AsyncAPI document of the stream beside /openapi.json', async () => {
     const response = await gw.app.inject({ method: 'GET', url: '/asyncapi.json' });
     assert.equal(response.statusCode, 200);

@@ -40,6 +40,8 @@ const TOO_MANY_STREAMS = 'too many open streams for this account';
 
 /** An authenticated connection's account, with what its rate limit needs. */
 interface Caller {
+  /** The key it authenticated with, asked again at each heartbeat (revoked keys and plan changes). */
+  readonly key: string;
   readonly accountId: string;
   readonly rateLimit: number;
   readonly plan: string;
@@ -65,6 +67,9 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
     handleProtocols: (protocols) => (protocols.has('bearer') ? 'bearer' : false),
   });
   const alive = new WeakSet<WebSocket>();
+  /** The key of each authenticated connection, asked again at each heartbeat. */
+  const callers = new WeakMap<WebSocket, Caller>();
+  const rechecking = new WeakSet<WebSocket>();
   /** Open authenticated connections per account on this instance. */
   const openPerAccount = new Map<string, number>();
 
@@ -131,7 +136,10 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
   ): void {
     let connection: StreamConnection | undefined;
     let caller = authorizedCaller;
-    if (caller !== undefined) connection = start(ws, caller.accountId, sinceSeq);
+    if (caller !== undefined) {
+      callers.set(ws, caller);
+      connection = start(ws, caller.accountId, sinceSeq);
+    }
     const timer =
       caller === undefined
         ? setTimeout(
@@ -165,6 +173,7 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
         const authorized = await authenticateMessage(ws, data);
         if (authorized === undefined) return;
         caller = authorized;
+        callers.set(ws, caller);
         const seq =
           since === undefined ? undefined : await deps.hub.store.events.seqOf(caller.accountId, since);
         if (since !== undefined && seq === undefined) sendError(ws, invalidSince());
@@ -280,7 +289,7 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
     const found = await deps.accounts.authenticate(key);
     if (found === undefined) return { ok: false, error: new GatewayError('UNAUTHORIZED') };
     const account = view(found.account);
-    const caller: Caller = { accountId: account.id, rateLimit: account.rateLimit, plan: account.plan };
+    const caller: Caller = { key, accountId: account.id, rateLimit: account.rateLimit, plan: account.plan };
     const refused = await countRequest(caller);
     if (refused !== undefined) return { ok: false, error: refused };
     if (!deps.planAccess[account.plan].has('stream')) {
@@ -316,8 +325,38 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
       }
       alive.delete(ws);
       ws.ping();
+      recheck(ws);
     }
   }, deps.heartbeatMs);
+
+  /**
+   * Asks again for the key of an open connection: one whose key was revoked, or whose plan no longer
+   * includes the stream, is closed (4001, 4003) instead of receiving the account's payments for as long
+   * as it stays connected. Storage unavailable: the connection stays, and the next heartbeat asks again.
+   */
+  function recheck(ws: WebSocket): void {
+    const caller = callers.get(ws);
+    if (caller === undefined || rechecking.has(ws)) return;
+    rechecking.add(ws);
+    deps.accounts
+      .authenticate(caller.key)
+      .then((found) => {
+        if (ws.readyState !== ws.OPEN) return;
+        if (found === undefined) return shut(ws, STREAM_CLOSE.UNAUTHORIZED, 'API key revoked');
+        const { plan } = view(found.account);
+        if (!deps.planAccess[plan].has('stream')) {
+          shut(ws, STREAM_CLOSE.FORBIDDEN, `the ${plan} plan does not include stream`);
+        }
+      })
+      .catch((error) => app.log.debug({ err: error }, 'payment stream key check failed'))
+      .finally(() => rechecking.delete(ws));
+  }
+
+  function shut(ws: WebSocket, code: number, reason: string): void {
+    ws.close(code, reason);
+    // A client that does not read cannot receive the close frame either: do not wait for it forever.
+    setTimeout(() => ws.terminate(), 1_000).unref();
+  }
   heartbeat.unref();
 
   app.addHook('preClose', async () => {

@@ -7,9 +7,12 @@ export const STREAM_CLOSE = {
   GOING_AWAY: 1001,
   /** A client message over MAX_STREAM_MESSAGE_BYTES (ws closes the connection itself). */
   MESSAGE_TOO_BIG: 1009,
-  /** Missing, invalid or revoked API key, or no `auth` message within 5 seconds. */
+  /**
+   * Missing, invalid or revoked API key, or no `auth` message within 5 seconds; an open connection whose
+   * key is revoked is closed with it at the next heartbeat.
+   */
   UNAUTHORIZED: 4001,
-  /** The account's plan does not include the stream. */
+  /** The account's plan does not include the stream (an open connection: checked at each heartbeat). */
   FORBIDDEN: 4003,
   /** The consumer did not read fast enough: more than STREAM_MAX_BUFFERED_BYTES waited unsent. */
   TOO_SLOW: 4008,

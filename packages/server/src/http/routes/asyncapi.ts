@@ -41,7 +41,7 @@ export function asyncApiDocument(version: string) {
       version,
       description: [
         'Real-time payment events of the authenticated account (spec §6).',
-        'Authenticate with `Authorization: Bearer <key>` on the upgrade, or `Sec-WebSocket-Protocol: bearer, <key>`, or a first message `{"type":"auth","apiKey":"…"}` within 5 s. An account holds at most STREAM_MAX_CONNECTIONS_PER_ACCOUNT (100) open connections on one instance; another is refused with HTTP 429, or closed with 4029 after an `auth` message. A refused upgrade answers the usual error body: 401, 403, 429, or 400 for a bad `since` or a malformed handshake (details name the header).',
+        'Authenticate with `Authorization: Bearer <key>` on the upgrade, or `Sec-WebSocket-Protocol: bearer, <key>`, or a first message `{"type":"auth","apiKey":"…"}` within 5 s. An account holds at most STREAM_MAX_CONNECTIONS_PER_ACCOUNT (100) open connections on one instance; another is refused with HTTP 429, or closed with 4029 after an `auth` message. A refused upgrade answers the usual error body: 401, 403, 429, or 400 for a bad `since` or a malformed handshake (details name the header). The key of an open connection is asked again at each heartbeat: revoked, the connection is closed with 4001; a plan without the stream, 4003.',
         'Resume with `?since=<event id>` or `{"type":"subscribe","since":"<event id>"}`: missed events are replayed from the outbox in order, at the pace the client reads them, then live ones follow, with no gap and no duplicate.',
         `Close codes: ${Object.entries(STREAM_CLOSE)
           .map(([name, code]) => `${code} ${name}`)
