@@ -261,6 +261,9 @@ describe('payment stream', () => {
     const anonymous = await openStream(url);
     anonymous.send({ type: 'auth', apiKey: 'x'.repeat(17 * 1024) });
     assert.deepEqual([(await stream.closed).code, (await anonymous.closed).code], [1009, 1009]);
+    const notText = await connect(caller.key);
+    notText.ws.send(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { binary: false });
+    assert.equal((await notText.closed).code, STREAM_CLOSE.INVALID_UTF8, 'the catalogue names it');
     // Before, ws threw the protocol error from the connection and the process ended.
     const again = await connect(caller.key);
     again.close();

@@ -5,6 +5,8 @@
 export const STREAM_CLOSE = {
   /** The server is shutting down; reconnect (to another instance) and resume with `since`. */
   GOING_AWAY: 1001,
+  /** A text message of the client that is not valid UTF-8 (ws closes the connection itself). */
+  INVALID_UTF8: 1007,
   /** A client message over MAX_STREAM_MESSAGE_BYTES (ws closes the connection itself). */
   MESSAGE_TOO_BIG: 1009,
   /**
