@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { nextAttemptAt } from '../src/webhooks/retry-schedule.ts';
+import { nextAttemptAt, retryAfterMs } from '../src/webhooks/retry-schedule.ts';
 import { postWebhook } from '../src/webhooks/webhook-sender.ts';
 import { tempSqlite } from './support/databases.ts';
 import { recordReceived } from './support/payment-events.ts';
@@ -82,6 +82,71 @@ describe('webhooks', () => {
       await receiver.until(5);
       assert.equal(receiver.received[4]?.headers['webhook-id'], message.id);
       assert.ok(receiver.received[4]?.verified !== undefined);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  /** The endpoint's one delivery as its log shows it, once `done` says it is settled for now. */
+  async function deliveryOnceSettled(
+    key: string,
+    webhookId: string,
+    done: (delivery: Record<string, unknown>) => boolean,
+  ): Promise<Record<string, unknown>> {
+    let delivery: Record<string, unknown> = {};
+    for (let tries = 0; !done(delivery) && tries < 100; tries++) {
+      const log = await gw.app.inject({
+        method: 'GET',
+        url: `/webhooks/${webhookId}/deliveries`,
+        headers: bearer(key),
+      });
+      delivery = log.json().deliveries[0] ?? {};
+      if (!done(delivery)) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return delivery;
+  }
+
+  it('does not retry a delivery the endpoint answered 410 Gone: it is failed at once', async () => {
+    const receiver = new WebhookReceiver(() => 410);
+    const url = await receiver.start();
+    try {
+      const caller = await gw.newCaller('premium');
+      const webhook = (await create(caller.key, { url })).json();
+      await recordReceived(gw.services.ledger, caller.accountId);
+      await receiver.until(1);
+      const delivery = await deliveryOnceSettled(caller.key, webhook.id, (d) => d.status === 'failed');
+      assert.equal(delivery.status, 'failed');
+      assert.equal(delivery.attempts, 1);
+      assert.equal(delivery.lastStatusCode, 410);
+      assert.equal(delivery.nextAttemptAt, null);
+      assert.match(String(delivery.lastError), /410 Gone/);
+      // The retry base is 50 ms here: a retried delivery would have come back many times by now.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      assert.equal(receiver.received.length, 1);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it("waits as long as a 429's Retry-After asks before trying again, when that is longer than the schedule", async () => {
+    const receiver = new WebhookReceiver((n) =>
+      n === 1 ? { status: 429, headers: { 'retry-after': '1' } } : 204,
+    );
+    const url = await receiver.start();
+    try {
+      const caller = await gw.newCaller('premium');
+      const webhook = (await create(caller.key, { url })).json();
+      await recordReceived(gw.services.ledger, caller.accountId);
+      await receiver.until(1);
+      const pending = await deliveryOnceSettled(caller.key, webhook.id, (d) => d.lastStatusCode === 429);
+      assert.equal(pending.status, 'pending');
+      await receiver.until(2, 5_000);
+      const [first, second] = receiver.received;
+      assert.ok(first !== undefined && second !== undefined);
+      // The schedule alone (base 50 ms here) would have tried again after 50 ms.
+      assert.ok(second.at - first.at >= 950, `tried again after ${second.at - first.at} ms`);
+      const done = await deliveryOnceSettled(caller.key, webhook.id, (d) => d.status === 'succeeded');
+      assert.equal(done.attempts, 2);
     } finally {
       await receiver.close();
     }
@@ -357,5 +422,26 @@ describe('webhook retry schedule', () => {
     assert.equal(attemptsAt.at(-1), 24 * HOUR);
     assert.ok(attemptsAt.every((t) => t <= 24 * HOUR));
     assert.equal(attemptsAt.length, 34);
+  });
+
+  it("keeps an endpoint's Retry-After when it asks for longer than the schedule, up to an hour and within the 24 h", () => {
+    const HOUR = 3_600_000;
+    const now = 10 * HOUR;
+    // Second attempt: the schedule says 10 s.
+    assert.equal(nextAttemptAt(2, 0, now, 5_000, 24 * HOUR, 120_000), now + 120_000);
+    assert.equal(nextAttemptAt(2, 0, now, 5_000, 24 * HOUR, 1_000), now + 10_000, 'shorter: the schedule');
+    assert.equal(nextAttemptAt(2, 0, now, 5_000, 24 * HOUR, 100 * HOUR), now + HOUR, 'at most an hour');
+    assert.equal(nextAttemptAt(2, 0, 23.9 * HOUR, 5_000, 24 * HOUR, HOUR), 24 * HOUR, 'not past 24 h');
+  });
+
+  it('reads Retry-After as whole seconds or an HTTP date, and nothing else', () => {
+    const now = Date.parse('2026-11-23T10:00:00Z');
+    assert.equal(retryAfterMs('120', now), 120_000);
+    assert.equal(retryAfterMs(' 0 ', now), 0);
+    assert.equal(retryAfterMs('Mon, 23 Nov 2026 10:05:00 GMT', now), 300_000);
+    assert.equal(retryAfterMs('Mon, 23 Nov 2026 09:00:00 GMT', now), 0, 'a date past is no wait');
+    for (const odd of [undefined, '', '-5', '1.5', 'soon', '2026-11-23T10:05:00Z', '9'.repeat(40)]) {
+      assert.equal(retryAfterMs(odd, now), undefined, String(odd));
+    }
   });
 });

@@ -9,7 +9,13 @@ import {
 
 /** What one POST to an endpoint came to: a status code, or why there was none. */
 export type SendOutcome =
-  | { readonly ok: boolean; readonly statusCode: number; readonly error: null }
+  | {
+      readonly ok: boolean;
+      readonly statusCode: number;
+      readonly error: null;
+      /** The answer's Retry-After header, as sent. */
+      readonly retryAfter?: string;
+    }
   | { readonly ok: false; readonly statusCode: null; readonly error: string };
 
 const TIMEOUT_MS = 10_000;
@@ -61,7 +67,13 @@ export async function postWebhook(
         // The status is the answer. The body is not used: it is read (at most MAX_RESPONSE_BYTES, until
         // the deadline) only to end the exchange.
         const statusCode = res.statusCode ?? 0;
-        resolve({ ok: statusCode >= 200 && statusCode < 300, statusCode, error: null });
+        const retryAfter = res.headers['retry-after'];
+        resolve({
+          ok: statusCode >= 200 && statusCode < 300,
+          statusCode,
+          error: null,
+          ...(retryAfter === undefined ? {} : { retryAfter }),
+        });
         let read = 0;
         res.on('data', (chunk: Buffer) => {
           read += chunk.length;

@@ -4,7 +4,7 @@ import type { EventHub } from '../events/event-hub.ts';
 import { paymentEventMessage } from '../events/payment-event-message.ts';
 import type { OutboundPolicy } from '../outbound/ssrf-guard.ts';
 import type { EventRecord, Store, WebhookDeliveryRecord } from '../store/store.ts';
-import { nextAttemptAt } from '../webhooks/retry-schedule.ts';
+import { nextAttemptAt, retryAfterMs } from '../webhooks/retry-schedule.ts';
 import { postWebhook } from '../webhooks/webhook-sender.ts';
 import type { WebhookService } from '../webhooks/webhook-service.ts';
 
@@ -30,6 +30,7 @@ const LEASE_BATCH = 20;
 /** Longer than one attempt can take (10 s timeout), so a lease never lapses under a running attempt. */
 const LEASE_MS = 60_000;
 const CURSOR = 'webhooks';
+const GONE = 410;
 
 /**
  * Turns outbox events into webhook deliveries and attempts them, on every instance.
@@ -222,19 +223,26 @@ export class WebhookWorker {
       this.options.onAttempt?.('succeeded');
       return;
     }
-    const next = nextAttemptAt(
-      attempts,
-      delivery.createdAt,
-      at,
-      this.options.retryBaseMs,
-      this.options.retryForMs,
-    );
+    // 410 Gone: the endpoint says this will not change, so the delivery is not tried again.
+    const gone = outcome.statusCode === GONE;
+    const next = gone
+      ? undefined
+      : nextAttemptAt(
+          attempts,
+          delivery.createdAt,
+          at,
+          this.options.retryBaseMs,
+          this.options.retryForMs,
+          outcome.statusCode === null ? undefined : retryAfterMs(outcome.retryAfter, at),
+        );
     await store.webhookDeliveries.recordAttempt(delivery.id, instanceId, {
       status: next === undefined ? 'failed' : 'pending',
       attempts,
       nextAttemptAt: next ?? null,
       lastStatusCode: outcome.statusCode,
-      lastError: outcome.error ?? `answered HTTP ${outcome.statusCode}`,
+      lastError:
+        outcome.error ??
+        (gone ? 'answered HTTP 410 Gone: not retried' : `answered HTTP ${outcome.statusCode}`),
       lastAttemptAt: at,
       deliveredAt: null,
     });

@@ -8,12 +8,17 @@ export interface ReceivedWebhook {
   /** The payload as the standardwebhooks library verified it; undefined when verification failed. */
   readonly verified: unknown;
   readonly answeredWith: number;
+  /** Date.now() when it arrived. */
+  readonly at: number;
 }
+
+/** A status, or a status with headers (Retry-After, say). */
+export type WebhookAnswer = number | { readonly status: number; readonly headers: Record<string, string> };
 
 /**
  * A webhook endpoint on 127.0.0.1 that checks every request with the standardwebhooks library, as a
- * receiver in production would, and answers with the status `answer` picks for the n-th request,
- * `delayMs` after it arrived (a slow endpoint; the request is in `received` at once).
+ * receiver in production would, and answers with what `answer` picks for the n-th request, `delayMs`
+ * after it arrived (a slow endpoint; the request is in `received` at once, with when it came).
  */
 export class WebhookReceiver {
   readonly received: ReceivedWebhook[] = [];
@@ -21,7 +26,7 @@ export class WebhookReceiver {
   private readonly server: Server;
 
   constructor(
-    private readonly answer: (n: number) => number = () => 200,
+    private readonly answer: (n: number) => WebhookAnswer = () => 200,
     private readonly delayMs = 0,
   ) {
     this.server = createServer((req, res) => {
@@ -39,9 +44,11 @@ export class WebhookReceiver {
         } catch {
           verified = undefined;
         }
-        const status = this.answer(this.received.length + 1);
-        this.received.push({ headers, body, verified, answeredWith: status });
-        setTimeout(() => res.writeHead(status).end(), this.delayMs);
+        const answer = this.answer(this.received.length + 1);
+        const { status, headers: answerHeaders } =
+          typeof answer === 'number' ? { status: answer, headers: {} } : answer;
+        this.received.push({ headers, body, verified, answeredWith: status, at: Date.now() });
+        setTimeout(() => res.writeHead(status, answerHeaders).end(), this.delayMs);
       });
     });
   }
