@@ -19,8 +19,8 @@ import { type PresentedPayment, readPresentedPayment } from './x402/presented-pa
 /** The gateway's send limits (spec §4.1): a price outside them could not be paid with POST /payment/send. */
 const MIN_PRICE = 0.001;
 const MAX_PRICE = 100;
-/** Receives left without an answer that a resource remembers; beyond it the oldest is forgotten. */
-const MAX_UNANSWERED_RECEIVES = 1_000;
+/** Payments left unchecked (no answer, or pending) that a resource remembers; beyond it the oldest is forgotten. */
+const MAX_UNFINISHED = 1_000;
 
 export interface ProtectOptions {
   /** The price in the network's native currency (SOL, ETH), as a decimal: `'0.01'` or `0.01`. 0.001 to 100. */
@@ -122,6 +122,13 @@ export class ProtectedResource {
    * once and forgotten, so a replay after that is refused as before.
    */
   readonly #unanswered = new Map<string, string>();
+  /**
+   * `exact` payments whose settle got no answer, or `settlement_pending`: presented again, they are settled
+   * again without verifying first (a verify answers `duplicate_settlement` for any stored settlement, and
+   * the buyer who paid would never be served), and `duplicate_settlement` is then this paywall's own
+   * settlement. Used once and forgotten, so a replay after that is refused as before.
+   */
+  readonly #unsettled = new Map<string, true>();
 
   constructor(
     private readonly gateway: Gate402Client,
@@ -204,10 +211,7 @@ export class ProtectedResource {
     } catch (error) {
       if (isRefusedPayment(error)) return challenge(offer, reasonOf(error));
       if (error instanceof Gate402TransportError || isGate402Error(error, 'IDEMPOTENCY_KEY_IN_USE')) {
-        this.#unanswered.set(unansweredKey, idempotencyKey);
-        if (this.#unanswered.size > MAX_UNANSWERED_RECEIVES) {
-          this.#unanswered.delete(this.#unanswered.keys().next().value as string);
-        }
+        remember(this.#unanswered, unansweredKey, idempotencyKey);
       }
       return gatewayFailure(error);
     }
@@ -241,22 +245,41 @@ export class ProtectedResource {
       return challenge(offer, 'the payment accepted other requirements than the ones offered');
     }
     const body = { x402Version: 2, paymentPayload: presented.decoded, paymentRequirements: requirement };
+    const unsettledKey = JSON.stringify(presented.decoded.payload ?? null);
+    // Taken out while this request settles it, so two requests presenting it are never both served.
+    const resumed = this.#unsettled.delete(unsettledKey);
     let settlement: ResponseOf<'facilitatorSettle'>;
     try {
-      const verdict = await this.gateway.facilitatorVerify(body);
-      if (!verdict.isValid) {
-        return challenge(
-          offer,
-          `${verdict.invalidReason ?? 'invalid'}: ${verdict.invalidMessage ?? ''}`.trim(),
-        );
+      if (!resumed) {
+        const verdict = await this.gateway.facilitatorVerify(body);
+        if (!verdict.isValid) {
+          return challenge(
+            offer,
+            `${verdict.invalidReason ?? 'invalid'}: ${verdict.invalidMessage ?? ''}`.trim(),
+          );
+        }
       }
       settlement = await this.gateway.facilitatorSettle(body);
     } catch (error) {
+      // The settle may have sent the payment (or, resumed, found it sent): it is settled again next time.
+      if (resumed || !isGate402Error(error) || error.status >= 500) {
+        remember(this.#unsettled, unsettledKey, true);
+      }
       return gatewayFailure(error);
     }
+    if (!settlement.success && resumed && settlement.errorReason === 'duplicate_settlement') {
+      // The settlement this paywall asked for, whose answer it never had.
+      settlement = {
+        success: true,
+        transaction: settlement.transaction,
+        network: settlement.network,
+        ...(settlement.payer === undefined ? {} : { payer: settlement.payer }),
+      };
+    }
     if (!settlement.success) {
-      // settlement_pending included: the transaction may still land, and the same payment presented
-      // again is checked against it by the facilitator, never sent twice.
+      // settlement_pending: the transaction may still land; the same payment presented again is settled
+      // again, which looks at that transaction and never sends another.
+      if (settlement.errorReason === 'settlement_pending') remember(this.#unsettled, unsettledKey, true);
       return challenge(
         offer,
         `${settlement.errorReason ?? 'settle_failed'}: ${settlement.errorMessage ?? ''}`.trim(),
@@ -312,6 +335,12 @@ export class ProtectedResource {
       accepts: exact === undefined ? [requirement] : [requirement, exact],
     };
   }
+}
+
+/** Adds to a bounded memory of unfinished payments, forgetting the oldest beyond MAX_UNFINISHED. */
+function remember<V>(memory: Map<string, V>, key: string, value: V): void {
+  memory.set(key, value);
+  if (memory.size > MAX_UNFINISHED) memory.delete(memory.keys().next().value as string);
 }
 
 function paid(payment: Gate402Payment, version: 1 | 2, settlement: SettleResponse): PaywallDecision {
