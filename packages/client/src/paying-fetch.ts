@@ -146,7 +146,13 @@ export function payingFetch(options: PayingFetchOptions): typeof fetch {
         }
         throw error;
       }
-      options.onPayment?.(sent, requirement);
+      try {
+        options.onPayment?.(sent, requirement);
+      } catch (error) {
+        // Paid all the same: the next request for this offer presents the proof rather than paying again.
+        undelivered.set(offerKey, { sent });
+        throw error;
+      }
       return present(sent);
     }
     return response;

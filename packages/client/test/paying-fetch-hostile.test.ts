@@ -159,6 +159,26 @@ describe('paying fetch against failing and hostile sellers', () => {
     assert.equal(sendKeys[1], sendKeys[0]);
   });
 
+  it('presents the proof on the next request when onPayment threw, instead of paying again', async () => {
+    const app = await sellerApp();
+    let calls = 0;
+    const pay = payingFetch({
+      gateway: buyer,
+      wallet: buyerWallet,
+      maxAmount: '0.05',
+      onPayment: () => {
+        calls += 1;
+        if (calls === 1) throw new Error('bookkeeping is down');
+      },
+    });
+    const before = await paymentsOf(buyerWallet);
+    await assert.rejects(pay(app.url), /bookkeeping is down/);
+    assert.equal(await paymentsOf(buyerWallet), before + 1);
+    assert.equal((await pay(app.url)).status, 200);
+    assert.equal(await paymentsOf(buyerWallet), before + 1, 'the request after onPayment threw paid again');
+    assert.equal(calls, 1);
+  });
+
   it('drops the proof on a redirect to another origin, and keeps it on one to the same origin', async () => {
     const app = await sellerApp();
     // Another host: whatever it is sent, it could present to the seller as its own payment.
