@@ -318,6 +318,8 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
 
   // Heartbeat: a connection that did not answer the previous ping is gone (half-open TCP); drop it.
   const heartbeat = setInterval(() => {
+    // One look-up per key and heartbeat, however many connections use it.
+    const asked = new Map<string, ReturnType<AccountService['authenticate']>>();
     for (const ws of wss.clients) {
       if (!alive.has(ws)) {
         ws.terminate();
@@ -325,7 +327,7 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
       }
       alive.delete(ws);
       ws.ping();
-      recheck(ws);
+      recheck(ws, asked);
     }
   }, deps.heartbeatMs);
 
@@ -334,12 +336,16 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
    * includes the stream, is closed (4001, 4003) instead of receiving the account's payments for as long
    * as it stays connected. Storage unavailable: the connection stays, and the next heartbeat asks again.
    */
-  function recheck(ws: WebSocket): void {
+  function recheck(ws: WebSocket, asked: Map<string, ReturnType<AccountService['authenticate']>>): void {
     const caller = callers.get(ws);
     if (caller === undefined || rechecking.has(ws)) return;
     rechecking.add(ws);
-    deps.accounts
-      .authenticate(caller.key)
+    let answer = asked.get(caller.key);
+    if (answer === undefined) {
+      answer = deps.accounts.authenticate(caller.key);
+      asked.set(caller.key, answer);
+    }
+    answer
       .then((found) => {
         if (ws.readyState !== ws.OPEN) return;
         if (found === undefined) return shut(ws, STREAM_CLOSE.UNAUTHORIZED, 'API key revoked');
