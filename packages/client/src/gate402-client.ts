@@ -28,6 +28,14 @@ export interface RequestOptions {
   readonly signal?: AbortSignal;
 }
 
+/** The operations the gateway honours an Idempotency-Key on: the four that move money or consume a proof. */
+const IDEMPOTENT: ReadonlySet<OperationName> = new Set([
+  'sendPayment',
+  'receivePayment',
+  'buildSendTransaction',
+  'buildReceiveTransaction',
+]);
+
 /** Every answer type of the SDK, by method name: `ResponseOf<'sendPayment'>` is a send result. */
 export type ResponseOf<N extends OperationName> = ResponseBody<N>;
 export type BodyOf<N extends OperationName> = RequestBody<N>;
@@ -238,8 +246,12 @@ export class Gate402Client {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.#apiKey !== undefined) headers.authorization = `Bearer ${this.#apiKey}`;
     if (parts.body !== undefined) headers['content-type'] = 'application/json';
-    if (parts.options?.idempotencyKey !== undefined)
-      headers['idempotency-key'] = parts.options.idempotencyKey;
+    // A key of its own when the caller gave none, so the call can still be retried safely: a transport
+    // error carries it (Gate402TransportError.idempotencyKey).
+    const idempotencyKey =
+      parts.options?.idempotencyKey ??
+      (IDEMPOTENT.has(name) ? `gate402-sdk-${crypto.randomUUID()}` : undefined);
+    if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
     // A timer this call holds and clears, not AbortSignal.timeout(): Node 20 holds the sources of
     // AbortSignal.any() only weakly, so a GC could collect an otherwise unreferenced timeout signal and,
     // with it, the request's time limit whenever the caller passes a signal of its own.
@@ -268,6 +280,7 @@ export class Gate402Client {
         `${operation.method.toUpperCase()} ${operation.path}: ${describe(error)}`,
         {
           cause: error,
+          idempotencyKey,
         },
       );
     } finally {
@@ -279,14 +292,14 @@ export class Gate402Client {
     } catch {
       throw new Gate402TransportError(
         `${operation.method.toUpperCase()} ${operation.path} answered ${response.status} without JSON`,
-        { status: response.status },
+        { status: response.status, idempotencyKey },
       );
     }
     if (response.ok || parts.alsoOk?.includes(response.status)) return json as ResponseBody<N>;
     if (isErrorBody(json)) throw new Gate402Error(response.status, json);
     throw new Gate402TransportError(
       `${operation.method.toUpperCase()} ${operation.path} answered ${response.status} without an error body`,
-      { status: response.status },
+      { status: response.status, idempotencyKey },
     );
   }
 }

@@ -41,10 +41,19 @@ export class Gate402TransportError extends Error {
   override readonly name = 'Gate402TransportError';
   /** The HTTP status when an answer arrived; undefined when none did. */
   readonly status: number | undefined;
+  /**
+   * The Idempotency-Key the request was sent with (the caller's, or one the SDK made for a money call):
+   * the same call again with `{idempotencyKey}` set to it answers what the first did, and never pays twice.
+   */
+  readonly idempotencyKey: string | undefined;
 
-  constructor(message: string, options: { status?: number; cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    options: { status?: number; cause?: unknown; idempotencyKey?: string | undefined } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.status = options.status;
+    this.idempotencyKey = options.idempotencyKey;
   }
 }
 

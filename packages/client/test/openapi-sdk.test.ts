@@ -212,6 +212,50 @@ describe('SDK and the served OpenAPI document', () => {
     );
   });
 
+  it('gives a money call without an Idempotency-Key one of its own, which its transport error carries for the retry', async () => {
+    const apiKey = await gateway.newApiKey();
+    const sdk = new Gate402Client({ url: gateway.url, apiKey });
+    const buyer = await sdk.createWallet({ chain: 'solana' });
+    const seller = await sdk.createWallet({ chain: 'solana' });
+    await sdk.faucet({ address: buyer.address, amount: 1 });
+    // The gateway pays; its answer is lost on the way back.
+    let loseNextAnswer = true;
+    const lossy = new Gate402Client({
+      url: gateway.url,
+      apiKey,
+      fetch: async (input, init) => {
+        const answer = await fetch(input, init);
+        if (loseNextAnswer) {
+          loseNextAnswer = false;
+          throw new TypeError('socket hang up');
+        }
+        return answer;
+      },
+    });
+    const body = { walletAddress: buyer.address, recipientAddress: seller.address, amount: 0.01 };
+    const lost = await lossy.sendPayment(body).catch((e: unknown) => e);
+    assert.ok(lost instanceof Gate402TransportError);
+    assert.match(lost.idempotencyKey ?? '', /^gate402-sdk-/);
+
+    const retried = await lossy.sendPayment(body, { idempotencyKey: lost.idempotencyKey ?? '' });
+    const history = await sdk.paymentHistory(buyer.address, { type: 'sent' });
+    assert.deepEqual(
+      history.payments.map((p) => p.paymentId),
+      [retried.paymentId],
+    );
+    // Calls that move no money carry none.
+    const reads: (string | null)[] = [];
+    await new Gate402Client({
+      url: gateway.url,
+      apiKey,
+      fetch: (input, init) => {
+        reads.push(new Headers(init?.headers).get('idempotency-key'));
+        return fetch(input, init);
+      },
+    }).wallets();
+    assert.deepEqual(reads, [null]);
+  });
+
   it('ends a request nobody answers at timeoutMs, with a signal of its own and a GC meanwhile', async () => {
     // Accepts the connection and never answers.
     const silent = createServer(() => {});
