@@ -6,8 +6,16 @@
 
 const DECIMAL = /^(\d+)(?:\.(\d*))?(?:e([+-]?\d+))?$/i;
 
-/** `amount` (a decimal string or a number, in whole units) as atomic units; refuses what it cannot hold exactly. */
-export function toAtomicUnits(amount: string | number, decimals: number): bigint {
+/**
+ * `amount` (a decimal string or a number, in whole units) as atomic units; refuses what it cannot hold
+ * exactly, or with `rounding: 'down'` drops the digits past `decimals` (for a limit: any whole number of
+ * atomic units is at most `amount` exactly when it is at most the rounded-down result).
+ */
+export function toAtomicUnits(
+  amount: string | number,
+  decimals: number,
+  rounding: 'exact' | 'down' = 'exact',
+): bigint {
   const text = typeof amount === 'number' ? numberText(amount) : amount.trim();
   const match = DECIMAL.exec(text);
   if (match === null) throw new RangeError(`"${text}" is not a non-negative decimal amount`);
@@ -18,7 +26,7 @@ export function toAtomicUnits(amount: string | number, decimals: number): bigint
   if (pointAt < 0) digits = '0';
   else if (pointAt >= digits.length) digits = digits.padEnd(pointAt, '0');
   else {
-    if (/[^0]/.test(digits.slice(pointAt))) {
+    if (rounding === 'exact' && /[^0]/.test(digits.slice(pointAt))) {
       throw new RangeError(`${text} has more than ${decimals} decimals`);
     }
     digits = digits.slice(0, pointAt);

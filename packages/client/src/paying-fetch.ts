@@ -89,7 +89,8 @@ export function payingFetch(options: PayingFetchOptions): typeof fetch {
 
       const decimals = network.nativeCurrency.decimals;
       const atomic = BigInt(requirement.amount);
-      if (atomic > toAtomicUnits(options.maxAmount, decimals)) {
+      // Rounded down: a computed maxAmount (0.1 + 0.2, budget / 3) has more digits than the currency.
+      if (atomic > toAtomicUnits(options.maxAmount, decimals, 'down')) {
         throw new PaymentDeclinedError(
           `${offer.resource.url} asks ${fromAtomicUnits(atomic, decimals)} ${network.nativeCurrency.symbol}, more than maxAmount ${options.maxAmount}`,
           requirement,

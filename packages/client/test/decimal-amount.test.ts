@@ -20,6 +20,14 @@ describe('decimal amounts ↔ atomic units, exactly', () => {
     assert.throws(() => toAtomicUnits('1,5', 9), /not a non-negative decimal/);
   });
 
+  it('rounds down past the decimals when asked to, for a limit', () => {
+    assert.equal(toAtomicUnits(0.1 + 0.2, 9, 'down'), 300_000_000n);
+    assert.equal(toAtomicUnits('0.0000000019', 9, 'down'), 1n);
+    assert.equal(toAtomicUnits('1.5e-10', 9, 'down'), 0n);
+    assert.equal(toAtomicUnits('0.01', 9, 'down'), 10_000_000n);
+    assert.throws(() => toAtomicUnits('-0.1', 9, 'down'), /not a non-negative decimal/);
+  });
+
   it('answers the shortest exact decimal', () => {
     assert.equal(fromAtomicUnits(10_000_000n, 9), '0.01');
     assert.equal(fromAtomicUnits(0n, 9), '0');

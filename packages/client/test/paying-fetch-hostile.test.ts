@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import express from 'express';
 import { expressPaywall } from '../src/express.ts';
-import { Gate402Client, Gate402TransportError, payingFetch } from '../src/index.ts';
+import { Gate402Client, Gate402TransportError, PaymentDeclinedError, payingFetch } from '../src/index.ts';
 import { type InProcessGateway, startGateway } from './support/gateway.ts';
 import { type SellerApp, startSellerApp } from './support/seller-apps.ts';
 
@@ -177,6 +177,17 @@ describe('paying fetch against failing and hostile sellers', () => {
     assert.equal((await pay(app.url)).status, 200);
     assert.equal(await paymentsOf(buyerWallet), before + 1, 'the request after onPayment threw paid again');
     assert.equal(calls, 1);
+  });
+
+  it('takes a computed maxAmount with more digits than the currency as the limit it is', async () => {
+    const app = await sellerApp();
+    // 0.30000000000000004: more decimals than SOL has; 0.01 SOL is well within it.
+    const pay = payingFetch({ gateway: buyer, wallet: buyerWallet, maxAmount: 0.1 + 0.2 });
+    const before = await paymentsOf(buyerWallet);
+    assert.equal((await pay(app.url)).status, 200);
+    assert.equal(await paymentsOf(buyerWallet), before + 1);
+    const stingy = payingFetch({ gateway: buyer, wallet: buyerWallet, maxAmount: 0.03 / 3 - 1e-12 });
+    await assert.rejects(stingy(app.url), (e: unknown) => e instanceof PaymentDeclinedError);
   });
 
   it('drops the proof on a redirect to another origin, and keeps it on one to the same origin', async () => {
