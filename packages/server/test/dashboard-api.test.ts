@@ -859,6 +859,51 @@ describe('dashboard API: the live payment list', () => {
     bySince.close();
   });
 
+  it('paces a long replay to a browser that reads slowly without piling up listeners on the connection', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const since = await record(browser.accountId);
+      // 60 events of ~100 KB: the replay waits for the browser to read many times over.
+      const big = 'x'.repeat(100_000);
+      const expected: string[] = [];
+      for (let i = 0; i < 60; i++) {
+        const id = newId('evt');
+        await gw.store.events.append({
+          id,
+          accountId: browser.accountId,
+          type: 'payment.confirmed',
+          paymentId: null,
+          data: { amount: 0.5, note: big },
+          createdAt: Date.now(),
+        });
+        expected.push(id);
+      }
+      const response = await fetch(`${base}?since=${since}`, { headers: { cookie: browser.cookie } });
+      const reader = response.body?.getReader();
+      let received = '';
+      while (expected.some((id) => !received.includes(`id: ${id}\n`))) {
+        const chunk = await reader?.read();
+        if (chunk === undefined || chunk.done) break;
+        received += Buffer.from(chunk.value).toString('latin1');
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      await reader?.cancel();
+      assert.ok(
+        expected.every((id) => received.includes(`id: ${id}\n`)),
+        'every event of the replay arrived',
+      );
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(
+        warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message),
+        [],
+      );
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it("answers a since that is not one of the account's events with INVALID_PARAMETERS", async () => {
     const stranger = await signUp(gw, 'mallory@example.test');
     const theirs = await record(stranger.accountId);

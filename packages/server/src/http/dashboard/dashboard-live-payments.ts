@@ -105,7 +105,14 @@ export async function dashboardLivePayments(
         deliver: send,
         drained: async () => {
           if (res.writableLength > MAX_BUFFERED_BYTES / 2 && !ended) {
-            await new Promise((resolve) => res.once('drain', resolve).once('close', resolve));
+            // Whichever comes first; the other listener goes too, or a long replay would pile them up.
+            await new Promise<void>((resolve) => {
+              const done = () => {
+                res.off('drain', done).off('close', done);
+                resolve();
+              };
+              res.once('drain', done).once('close', done);
+            });
           }
           return !ended;
         },
