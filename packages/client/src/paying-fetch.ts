@@ -73,10 +73,9 @@ export function payingFetch(options: PayingFetchOptions): typeof fetch {
   const undelivered = new Map<string, UndeliveredPayment>();
 
   return async (input, init) => {
-    const request = new Request(input, init);
-    // Kept before the first attempt reads the body, so the paid retry can send it again.
-    const retry = request.clone();
-    const response = await base(request);
+    // The paid retry goes to the request that was answered 402, after any redirects: an http → https
+    // redirect, say, is another origin, which the proof would not be taken to.
+    const { answer: response, last: retry } = await fetchFollowing(base, new Request(input, init));
     if (response.status !== 402) return response;
     const offer = await readChallenge(response.clone());
     if (offer === undefined) return response;
@@ -110,7 +109,10 @@ export function payingFetch(options: PayingFetchOptions): typeof fetch {
       const present = async (sent: ResponseOf<'sendPayment'>): Promise<Response> => {
         let answer: Response;
         try {
-          answer = await fetchPaid(base, retry, proofHeaders(retry.headers, offer, requirement, sent));
+          const paid = new Request(retry.clone(), {
+            headers: proofHeaders(retry.headers, offer, requirement, sent),
+          });
+          answer = (await fetchFollowing(base, paid)).answer;
         } catch (error) {
           undelivered.set(offerKey, { sent });
           throw error;
@@ -122,6 +124,7 @@ export function payingFetch(options: PayingFetchOptions): typeof fetch {
         const answer = await present(kept.sent);
         // A 402 refused the kept proof (used meanwhile, or expired): this request pays anew, once.
         if (answer.status !== 402) return answer;
+        await answer.body?.cancel();
       }
 
       // One key per payment, kept while its answer is unknown: asking again with it never pays twice.
@@ -197,19 +200,28 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const MAX_REDIRECTS = 20;
 
 /**
- * The request again with the proof. Redirects are followed here rather than by fetch, which keeps every
- * header but Authorization across origins: the proof is dropped on the way to another origin, which
- * could otherwise present it to the seller itself and take what the buyer paid for.
+ * `request` sent, with redirects followed here rather than by fetch, which keeps every header but
+ * Authorization across origins: the proof is dropped on the way to another origin, which could otherwise
+ * present it to the seller itself and take what the buyer paid for. `last` is the request that was
+ * answered, unsent (its body intact), for the paid retry.
  */
-async function fetchPaid(base: typeof fetch, original: Request, headers: Headers): Promise<Response> {
-  if (original.redirect !== 'follow') return base(new Request(original.clone(), { headers }));
-  let request = new Request(original.clone(), { headers, redirect: 'manual' });
+async function fetchFollowing(
+  base: typeof fetch,
+  original: Request,
+): Promise<{ answer: Response; last: Request }> {
+  if (original.redirect !== 'follow') {
+    const last = original.clone();
+    return { answer: await base(original), last };
+  }
+  let request = new Request(original, { redirect: 'manual' });
   for (let hops = 0; ; hops++) {
-    // Kept before sending, so a 307 or 308 can send the body again.
+    // Kept before sending, so a 307 or 308 can send the body again, and the paid retry too.
     const next = request.clone();
     const answer = await base(request);
     const location = answer.headers.get('location');
-    if (!REDIRECTS.has(answer.status) || location === null) return answer;
+    if (!REDIRECTS.has(answer.status) || location === null) {
+      return { answer, last: new Request(next, { redirect: 'follow' }) };
+    }
     if (hops === MAX_REDIRECTS) throw new TypeError(`${original.url}: more than ${MAX_REDIRECTS} redirects`);
     await answer.body?.cancel();
     const target = new URL(location, next.url);

@@ -231,6 +231,19 @@ describe('paying fetch against failing and hostile sellers', () => {
     const paid = await pay(`${base}/old`);
     assert.equal(paid.status, 200);
     assert.deepEqual(await paid.json(), { payer: buyerWallet });
+
+    // A redirect to another origin before the 402 (http → https, say): the proof goes to the origin that
+    // asked for it, once.
+    const before = await paymentsOf(buyerWallet);
+    const upgrade = await listen(
+      createServer((_req, res) => {
+        res.writeHead(301, { location: app.url });
+        res.end();
+      }),
+    );
+    const moved301 = await pay(`${upgrade.replace('127.0.0.1', 'localhost')}/weather`);
+    assert.equal(moved301.status, 200, await moved301.clone().text());
+    assert.equal(await paymentsOf(buyerWallet), before + 1);
   });
 
   it('reads no more than 64 KiB of a 402 body looking for a v1 challenge', async () => {
