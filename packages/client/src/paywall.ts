@@ -249,6 +249,7 @@ export class ProtectedResource {
     // Taken out while this request settles it, so two requests presenting it are never both served.
     const resumed = this.#unsettled.delete(unsettledKey);
     let settlement: ResponseOf<'facilitatorSettle'>;
+    let settling = false;
     try {
       if (!resumed) {
         const verdict = await this.gateway.facilitatorVerify(body);
@@ -259,10 +260,13 @@ export class ProtectedResource {
           );
         }
       }
+      settling = true;
       settlement = await this.gateway.facilitatorSettle(body);
     } catch (error) {
       // The settle may have sent the payment (or, resumed, found it sent): it is settled again next time.
-      if (resumed || !isGate402Error(error) || error.status >= 500) {
+      // Not after a failed verify: then this paywall never asked for a settlement, and one that exists
+      // (another instance's, served there) is not its own.
+      if (settling && (resumed || !isGate402Error(error) || error.status >= 500)) {
         remember(this.#unsettled, unsettledKey, true);
       }
       return gatewayFailure(error);

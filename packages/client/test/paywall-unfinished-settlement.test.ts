@@ -128,5 +128,31 @@ describe('paywall: exact payments presented again after an unfinished settlement
     const replay = await present(app, header);
     assert.equal(replay.status, 402);
     assert.match(replay.reason, /^duplicate_settlement/);
+
+    // Another instance of the seller whose verify (not settle) got no answer never settled this payment:
+    // presented to it again, the payment served elsewhere is refused, not taken as its own settlement.
+    let loseNextVerifyAnswer = true;
+    const verifyLost = new Gate402Client({
+      url: gateway.url,
+      apiKey,
+      fetch: async (input, init) => {
+        const answer = await fetch(input, init);
+        if (loseNextVerifyAnswer && String(input).endsWith('/facilitator/verify')) {
+          loseNextVerifyAnswer = false;
+          throw new TypeError('socket hang up');
+        }
+        return answer;
+      },
+    });
+    const other = await startSellerApp('express', verifyLost, {
+      price: '0.01',
+      payTo,
+      exact: { asset: usdc, amount: '0.02', extra: { name: 'USD Coin', version: '2' } },
+    });
+    apps.push(other);
+    assert.equal((await present(other, header)).status, 502);
+    const elsewhere = await present(other, header);
+    assert.equal(elsewhere.status, 402, 'one payment was served twice');
+    assert.match(elsewhere.reason, /^duplicate_settlement/);
   });
 });
