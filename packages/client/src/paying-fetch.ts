@@ -80,6 +80,7 @@ export function payingFetch(options: PayingFetchOptions): typeof fetch {
     const offer = await readChallenge(response.clone());
     if (offer === undefined) return response;
 
+    let tooDear: { message: string; requirement: PaymentRequirements } | undefined;
     for (const requirement of offer.accepts) {
       if (requirement.scheme !== GATE402_NATIVE_SCHEME || requirement.asset !== NATIVE_ASSET) continue;
       if (options.network !== undefined && requirement.network !== options.network) continue;
@@ -90,10 +91,12 @@ export function payingFetch(options: PayingFetchOptions): typeof fetch {
       const atomic = BigInt(requirement.amount);
       // Rounded down: a computed maxAmount (0.1 + 0.2, budget / 3) has more digits than the currency.
       if (atomic > toAtomicUnits(options.maxAmount, decimals, 'down')) {
-        throw new PaymentDeclinedError(
-          `${offer.resource.url} asks ${fromAtomicUnits(atomic, decimals)} ${network.nativeCurrency.symbol}, more than maxAmount ${options.maxAmount}`,
+        // Another option the seller lists may be within the limit; declined only if none is.
+        tooDear ??= {
+          message: `${offer.resource.url} asks ${fromAtomicUnits(atomic, decimals)} ${network.nativeCurrency.symbol}, more than maxAmount ${options.maxAmount}`,
           requirement,
-        );
+        };
+        continue;
       }
       const offerKey = JSON.stringify([
         offer.resource.url,
@@ -159,6 +162,7 @@ export function payingFetch(options: PayingFetchOptions): typeof fetch {
       }
       return present(sent);
     }
+    if (tooDear !== undefined) throw new PaymentDeclinedError(tooDear.message, tooDear.requirement);
     return response;
   };
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { decodePaymentRequiredHeader, encodePaymentRequiredHeader } from '@x402/core/http';
 import express from 'express';
 import { expressPaywall } from '../src/express.ts';
 import { Gate402Client, Gate402TransportError, PaymentDeclinedError, payingFetch } from '../src/index.ts';
@@ -188,6 +189,47 @@ describe('paying fetch against failing and hostile sellers', () => {
     assert.equal(await paymentsOf(buyerWallet), before + 1);
     const stingy = payingFetch({ gateway: buyer, wallet: buyerWallet, maxAmount: 0.03 / 3 - 1e-12 });
     await assert.rejects(stingy(app.url), (e: unknown) => e instanceof PaymentDeclinedError);
+  });
+
+  it('pays an option within maxAmount when the seller lists a dearer one first', async () => {
+    const app = await sellerApp();
+    // The seller's 402 with a dearer option of its own put before the paywall's; paid requests go through.
+    const dearerFirst = await listen(
+      createServer(async (req, res) => {
+        const upstream = await fetch(app.url, {
+          headers: Object.fromEntries(
+            Object.entries(req.headers).filter(
+              (e): e is [string, string] => typeof e[1] === 'string' && e[0] !== 'host',
+            ),
+          ),
+        });
+        const header = upstream.headers.get('payment-required');
+        if (header === null) {
+          res.writeHead(upstream.status, { 'content-type': 'application/json' });
+          res.end(await upstream.text());
+          return;
+        }
+        const challenge = decodePaymentRequiredHeader(header);
+        const [offered] = challenge.accepts;
+        assert.ok(offered);
+        challenge.accepts = [{ ...offered, amount: '1000000000' }, ...challenge.accepts];
+        res.writeHead(402, { 'payment-required': encodePaymentRequiredHeader(challenge) });
+        res.end('{}');
+      }),
+    );
+    const before = await paymentsOf(buyerWallet);
+    const pay = payingFetch({ gateway: buyer, wallet: buyerWallet, maxAmount: '0.05' });
+    const paid = await pay(`${dearerFirst}/weather`);
+    assert.equal(paid.status, 200, await paid.clone().text());
+    assert.equal(await paymentsOf(buyerWallet), before + 1);
+    // Only dearer options: declined, naming the price.
+    const stingy = payingFetch({ gateway: buyer, wallet: buyerWallet, maxAmount: '0.001' });
+    await assert.rejects(
+      stingy(`${dearerFirst}/weather`),
+      (e: unknown) =>
+        e instanceof PaymentDeclinedError && /asks 1 SOL, more than maxAmount 0\.001/.test(e.message),
+    );
+    assert.equal(await paymentsOf(buyerWallet), before + 1);
   });
 
   it('drops the proof on a redirect to another origin, and keeps it on one to the same origin', async () => {
