@@ -331,6 +331,47 @@ describe('dashboard API: security', () => {
     assert.equal(sameSite.statusCode, 200);
   });
 
+  it('lets no cache keep any answer: a new key or signing secret, the CSRF token, a refusal', async () => {
+    const answers: [string, LightMyRequestResponse][] = [
+      [
+        'log-in',
+        await gw.app.inject({
+          method: 'POST',
+          url: '/dashboard/api/login',
+          payload: { email: 'sec@example.test', password: PASSWORD },
+        }),
+      ],
+      ['session', await gw.app.inject(as(browser, { method: 'GET', url: '/dashboard/api/session' }))],
+      [
+        'new key',
+        await gw.app.inject(
+          as(browser, { method: 'POST', url: '/dashboard/api/keys', payload: { name: 'cached?' } }),
+        ),
+      ],
+      [
+        'new webhook',
+        await gw.app.inject(
+          as(browser, {
+            method: 'POST',
+            url: '/dashboard/api/webhooks',
+            payload: { url: 'http://127.0.0.1:9/no-store' },
+          }),
+        ),
+      ],
+      ['payments', await gw.app.inject(as(browser, { method: 'GET', url: '/dashboard/api/payments' }))],
+      ['no session', await gw.app.inject({ method: 'GET', url: '/dashboard/api/keys' })],
+    ];
+    for (const route of dashboardRoutes(gw.app)) {
+      answers.push([`${route.method} ${route.url} without a session`, await gw.app.inject(route)]);
+    }
+    for (const [what, res] of answers) {
+      assert.ok(res.statusCode < 500, `${what}: ${res.body}`);
+      assert.equal(res.headers['cache-control'], 'no-store', what);
+    }
+    assert.equal(answers[2]?.[1].statusCode, 200);
+    assert.match(answers[3]?.[1].json().secret, /^whsec_/);
+  });
+
   it('marks the cookie Secure when the request came over TLS (X-Forwarded-Proto behind TRUST_PROXY)', async () => {
     const res = await gw.app.inject({
       method: 'POST',

@@ -30,6 +30,11 @@ export interface DashboardApiDeps {
  * only. Not in the OpenAPI document: it is the dashboard's own, not a public interface.
  */
 export async function dashboardApi(app: FastifyInstance, deps: DashboardApiDeps) {
+  // Every answer here is one user's (a new key or signing secret shown once, the CSRF token, payments):
+  // no browser or proxy cache may keep it. Before the session guard, so its refusals say so too.
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+  });
   installDashboardSession(app, deps.auth);
   purgeExpiredSessionsPeriodically(app, deps.auth);
   const { services } = deps;
