@@ -46,11 +46,20 @@ export async function exactRequirement(
     scheme: EXACT_SCHEME,
     network: network as PaymentRequirements['network'],
     asset: option.asset,
-    amount: toAtomicUnits(option.amount, token.decimals).toString(),
+    amount: tokenAmount(option.amount, token.decimals, option.asset),
     payTo: option.payTo ?? defaults.payTo,
     maxTimeoutSeconds: defaults.maxTimeoutSeconds,
     extra: requirementExtra(kind.extra ?? {}, option.extra ?? {}),
   };
+}
+
+/** `amount` whole tokens in atomic units, or an error naming the token when it has fewer decimals. */
+function tokenAmount(amount: string | number, decimals: number, asset: string): string {
+  try {
+    return toAtomicUnits(amount, decimals).toString();
+  } catch (error) {
+    throw new RangeError(`amount ${amount}: ${asset} has ${decimals} decimals`, { cause: error });
+  }
 }
 
 /**

@@ -157,7 +157,12 @@ export class ProtectedResource {
       network = await this.networks.resolve(this.options.payTo, this.options.network);
       if (network !== undefined) exact = await this.#exactRequirement(network.id);
     } catch (error) {
-      return gatewayFailure(error);
+      // The gateway answered nothing or refused (502, as for a payment it cannot check); anything else is
+      // the seller's `exact` option the gateway's answers rule out (more decimals than the token has, a
+      // network its facilitator does not settle): the seller's to fix, not the gateway's.
+      if (error instanceof Gate402Error || error instanceof Gate402TransportError)
+        return gatewayFailure(error);
+      return failure(500, { error: `the paywall's exact option: ${(error as Error).message}` });
     }
     if (network === undefined) {
       return failure(500, {

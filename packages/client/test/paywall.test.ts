@@ -354,6 +354,28 @@ describe('gate402 paywall and paying fetch', () => {
     assert.match(paymentResponseOf(paid)?.transaction ?? '', /^0x[0-9a-f]{64}$/);
   });
 
+  it("answers 500 naming the seller's exact option when the gateway rules it out, not 502", async () => {
+    const premium = new Gate402Client({ url: gateway.url, apiKey: await gateway.newApiKey('premium') });
+    const payTo = (await premium.createWallet({ chain: 'evm' })).address;
+    const { networks } = await premium.networks();
+    const usdc =
+      networks.find((n) => n.id === 'eip155:31337')?.tokens.find((t) => t.symbol === 'USDC')?.address ?? '';
+    const answerOf = async (exact: { asset: string; amount: string; network?: string }) => {
+      const app = await startSellerApp('express', premium, { price: '0.01', payTo, exact });
+      apps.push(app);
+      const response = await fetch(app.url);
+      return [response.status, ((await response.json()) as { error: string }).error];
+    };
+    assert.deepEqual(await answerOf({ asset: usdc, amount: '0.0000001' }), [
+      500,
+      `the paywall's exact option: amount 0.0000001: ${usdc} has 6 decimals`,
+    ]);
+    assert.deepEqual(await answerOf({ asset: usdc, amount: '0.01', network: 'eip155:999' }), [
+      500,
+      "the paywall's exact option: the gateway's facilitator does not settle exact payments on eip155:999",
+    ]);
+  });
+
   it('refuses a price the gateway could not send at start-up', () => {
     const { protect } = expressPaywall(seller);
     assert.throws(
