@@ -28,8 +28,18 @@ export function honoPaywall(gateway: Gate402Client): {
         }
         c.set('payment', decision.payment);
         await next();
-        // Set on the handler's answer, whichever way it was made (c.json or a Response of its own).
-        for (const [name, value] of Object.entries(decision.headers)) c.res.headers.set(name, value);
+        // Set on the handler's answer, whichever way it was made (c.json or a Response of its own). A
+        // Response whose headers are immutable (fetch's, Response.redirect's) is copied first: the payment
+        // is already taken, so throwing here would answer the buyer who paid with a 500.
+        const set = () => {
+          for (const [name, value] of Object.entries(decision.headers)) c.res.headers.set(name, value);
+        };
+        try {
+          set();
+        } catch {
+          c.res = new Response(c.res.body, c.res);
+          set();
+        }
         return undefined;
       };
     },

@@ -1,13 +1,18 @@
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { serve } from '@hono/node-server';
 import { generateKeyPairSigner } from '@solana/kit';
 import { x402Client } from '@x402/core/client';
 import { decodePaymentRequiredHeader, decodePaymentSignatureHeader } from '@x402/core/http';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { ExactSvmScheme } from '@x402/svm/exact/client';
+import { Hono } from 'hono';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { expressPaywall } from '../src/express.ts';
+import { honoPaywall } from '../src/hono.ts';
 import {
   GATE402_NATIVE_SCHEME,
   Gate402Client,
@@ -374,6 +379,34 @@ describe('gate402 paywall and paying fetch', () => {
       500,
       "the paywall's exact option: the gateway's facilitator does not settle exact payments on eip155:999",
     ]);
+  });
+
+  it("hono: a handler answering fetch's or Response.redirect's Response (immutable headers) is served with PAYMENT-RESPONSE, not a 500", async () => {
+    const upstream = createServer((_req, res) => res.end('from upstream'));
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/`;
+    const { protect } = honoPaywall(seller);
+    const app = new Hono();
+    const paywall = protect({ price: '0.01', payTo: wallets.sellerSol });
+    app.get('/proxy', paywall, () => fetch(upstreamUrl));
+    app.get('/moved', paywall, () => Response.redirect(upstreamUrl, 302));
+    const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+    await new Promise((resolve) => server.once('listening', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const pay = payingFetch({ gateway: buyer, wallet: wallets.buyerSol, maxAmount: '0.01' });
+      const proxied = await pay(`${base}/proxy`);
+      assert.equal(proxied.status, 200);
+      assert.equal(await proxied.text(), 'from upstream');
+      assert.equal(paymentResponseOf(proxied)?.payer, wallets.buyerSol);
+      const moved = await pay(`${base}/moved`, { redirect: 'manual' });
+      assert.equal(moved.status, 302);
+      assert.equal(moved.headers.get('location'), upstreamUrl);
+      assert.equal(paymentResponseOf(moved)?.payer, wallets.buyerSol);
+    } finally {
+      server.close();
+      upstream.close();
+    }
   });
 
   it('refuses a price the gateway could not send at start-up', () => {
