@@ -81,11 +81,20 @@ export function payingFetch(options: PayingFetchOptions): typeof fetch {
     if (offer === undefined) return response;
 
     let tooDear: { message: string; requirement: PaymentRequirements } | undefined;
+    let malformed: typeof tooDear;
     for (const requirement of offer.accepts) {
       if (requirement.scheme !== GATE402_NATIVE_SCHEME || requirement.asset !== NATIVE_ASSET) continue;
       if (options.network !== undefined && requirement.network !== options.network) continue;
       const network = await networks.resolve(options.wallet, requirement.network);
       if (network === undefined || network.family !== family) continue;
+      if (!ATOMIC_AMOUNT.test(requirement.amount)) {
+        // "1e7", "-5", "0.01": no price to pay, and none to guess.
+        malformed ??= {
+          message: `${offer.resource.url} asks an amount of ${JSON.stringify(requirement.amount).slice(0, 100)}, which is no whole number of atomic units`,
+          requirement,
+        };
+        continue;
+      }
 
       const decimals = network.nativeCurrency.decimals;
       const atomic = BigInt(requirement.amount);
@@ -162,7 +171,8 @@ export function payingFetch(options: PayingFetchOptions): typeof fetch {
       }
       return present(sent);
     }
-    if (tooDear !== undefined) throw new PaymentDeclinedError(tooDear.message, tooDear.requirement);
+    const declined = tooDear ?? malformed;
+    if (declined !== undefined) throw new PaymentDeclinedError(declined.message, declined.requirement);
     return response;
   };
 }
@@ -326,6 +336,9 @@ async function boundedJson(response: Response, limit: number): Promise<unknown> 
   }
 }
 
+/** A whole number of atomic units, as x402 writes amounts; 78 digits hold any uint256. */
+const ATOMIC_AMOUNT = /^\d{1,78}$/;
+
 function isRequirement(value: unknown): value is PaymentRequirements {
   if (typeof value !== 'object' || value === null) return false;
   const r = value as Record<string, unknown>;
@@ -334,7 +347,6 @@ function isRequirement(value: unknown): value is PaymentRequirements {
     typeof r.network === 'string' &&
     typeof r.payTo === 'string' &&
     typeof r.asset === 'string' &&
-    typeof r.amount === 'string' &&
-    /^\d{1,78}$/.test(r.amount)
+    typeof r.amount === 'string'
   );
 }

@@ -3,6 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { decodePaymentRequiredHeader, encodePaymentRequiredHeader } from '@x402/core/http';
+import type { PaymentRequirements } from '@x402/core/types';
 import express from 'express';
 import { expressPaywall } from '../src/express.ts';
 import { Gate402Client, Gate402TransportError, PaymentDeclinedError, payingFetch } from '../src/index.ts';
@@ -191,10 +192,12 @@ describe('paying fetch against failing and hostile sellers', () => {
     await assert.rejects(stingy(app.url), (e: unknown) => e instanceof PaymentDeclinedError);
   });
 
-  it('pays an option within maxAmount when the seller lists a dearer one first', async () => {
-    const app = await sellerApp();
-    // The seller's 402 with a dearer option of its own put before the paywall's; paid requests go through.
-    const dearerFirst = await listen(
+  /** A seller in front of `app` whose 402 lists the options `rewrite` makes of the paywall's; paid requests go through. */
+  async function rewritingSeller(
+    app: SellerApp,
+    rewrite: (accepts: PaymentRequirements[]) => unknown[],
+  ): Promise<string> {
+    return listen(
       createServer(async (req, res) => {
         const upstream = await fetch(app.url, {
           headers: Object.fromEntries(
@@ -210,13 +213,19 @@ describe('paying fetch against failing and hostile sellers', () => {
           return;
         }
         const challenge = decodePaymentRequiredHeader(header);
-        const [offered] = challenge.accepts;
-        assert.ok(offered);
-        challenge.accepts = [{ ...offered, amount: '1000000000' }, ...challenge.accepts];
+        challenge.accepts = rewrite(challenge.accepts) as PaymentRequirements[];
         res.writeHead(402, { 'payment-required': encodePaymentRequiredHeader(challenge) });
         res.end('{}');
       }),
     );
+  }
+
+  it('pays an option within maxAmount when the seller lists a dearer one first', async () => {
+    const app = await sellerApp();
+    const dearerFirst = await rewritingSeller(app, (accepts) => [
+      { ...accepts[0], amount: '1000000000' },
+      ...accepts,
+    ]);
     const before = await paymentsOf(buyerWallet);
     const pay = payingFetch({ gateway: buyer, wallet: buyerWallet, maxAmount: '0.05' });
     const paid = await pay(`${dearerFirst}/weather`);
@@ -229,6 +238,27 @@ describe('paying fetch against failing and hostile sellers', () => {
       (e: unknown) =>
         e instanceof PaymentDeclinedError && /asks 1 SOL, more than maxAmount 0\.001/.test(e.message),
     );
+    assert.equal(await paymentsOf(buyerWallet), before + 1);
+  });
+
+  it('declines an amount that is no whole number of atomic units, saying so, and pays a good option beside it', async () => {
+    const app = await sellerApp();
+    const before = await paymentsOf(buyerWallet);
+    const pay = payingFetch({ gateway: buyer, wallet: buyerWallet, maxAmount: '1' });
+    for (const amount of ['1e7', '-10000000', '0.01', ' 10000000', '1'.repeat(79)]) {
+      const odd = await rewritingSeller(app, (accepts) => [{ ...accepts[0], amount }]);
+      await assert.rejects(
+        pay(`${odd}/weather`),
+        (e: unknown) =>
+          e instanceof PaymentDeclinedError &&
+          e.message.includes(
+            `asks an amount of ${JSON.stringify(amount).slice(0, 100)}, which is no whole number`,
+          ),
+      );
+    }
+    assert.equal(await paymentsOf(buyerWallet), before);
+    const oddFirst = await rewritingSeller(app, (accepts) => [{ ...accepts[0], amount: '1e7' }, ...accepts]);
+    assert.equal((await pay(`${oddFirst}/weather`)).status, 200);
     assert.equal(await paymentsOf(buyerWallet), before + 1);
   });
 
