@@ -330,4 +330,23 @@ describe('the dashboard in a browser', { skip }, () => {
     await page.getByRole('button', { name: 'Log in' }).click();
     await page.getByRole('heading', { level: 1, name: 'Plan & usage' }).waitFor();
   });
+
+  it('stays logged in and says so when the log-out does not reach the gateway; the next one ends the session', async () => {
+    await page.route('**/dashboard/api/logout', (route) => route.abort('connectionrefused'));
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page
+      .getByRole('alert')
+      .getByText('Log-out failed, you are still logged in: The gateway cannot be reached. Try again.')
+      .waitFor();
+    await shot('15-log-out-failed');
+    // What the page says is true: the session is still open.
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Plan & usage' }).waitFor();
+    await page.unroute('**/dashboard/api/logout');
+
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.getByRole('heading', { name: 'Log in' }).waitFor();
+    await page.reload();
+    await page.getByRole('heading', { name: 'Log in' }).waitFor();
+  });
 });

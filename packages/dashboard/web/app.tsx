@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useState } from 'react';
-import { api, type Session, setCsrfToken, whenSessionEnds } from './api.ts';
+import { ApiError, api, type Session, setCsrfToken, whenSessionEnds } from './api.ts';
+import { ErrorMessage } from './components/error-message.tsx';
 import { AuthPage } from './pages/auth-page.tsx';
 import { KeysPage } from './pages/keys-page.tsx';
 import { OverviewPage } from './pages/overview-page.tsx';
@@ -20,6 +21,7 @@ const PAGES = [
 
 export function App() {
   const [session, setSession] = useState<Session | null | undefined>(undefined);
+  const [logOutError, setLogOutError] = useState<unknown>();
   const page = usePage();
 
   useEffect(() => {
@@ -42,8 +44,20 @@ export function App() {
     setSession(started);
   }, []);
 
+  // Only the gateway can end the session (the cookie is HttpOnly): while it has not said so, the page
+  // stays logged in and says the log-out failed, so nobody leaves a shared computer believing they are out.
   const logOut = async () => {
-    await api('POST', '/logout').catch(() => {});
+    setLogOutError(undefined);
+    try {
+      await api('POST', '/logout');
+    } catch (caught) {
+      // 401: the session had ended already.
+      if (!(caught instanceof ApiError && caught.status === 401)) {
+        const why = caught instanceof Error ? caught.message : String(caught);
+        setLogOutError(new Error(`Log-out failed, you are still logged in: ${why} Try again.`));
+        return;
+      }
+    }
     setCsrfToken('');
     setSession(null);
     navigate('');
@@ -87,6 +101,7 @@ export function App() {
         </div>
       </header>
       <main id="main" tabIndex={-1}>
+        <ErrorMessage error={logOutError} />
         {current.page === '' && <OverviewPage />}
         {current.page === 'keys' && <KeysPage />}
         {current.page === 'wallets' && <WalletsPage />}
