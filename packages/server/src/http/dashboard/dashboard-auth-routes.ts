@@ -9,7 +9,7 @@ import {
 } from '../../services/dashboard/dashboard-auth-service.ts';
 import { dashboardSessionOf } from './dashboard-session.ts';
 import type { LiveStreamRegistry } from './live-stream-registry.ts';
-import { clearedSessionCookie, readCookie, SESSION_COOKIE, sessionCookie } from './session-cookie.ts';
+import { clearedSessionCookie, readSessionCookie, sessionCookie } from './session-cookie.ts';
 
 const Credentials = Type.Object(
   {
@@ -54,7 +54,7 @@ export async function dashboardAuthRoutes(
   );
 
   r.post('/logout', { schema: { hide: true } }, async (request, reply) => {
-    const token = readCookie(request.headers.cookie, SESSION_COOKIE);
+    const token = readSessionCookie(request);
     if (token !== undefined) await auth.logOut(token);
     opts.streams.endSession(dashboardSessionOf(request).id);
     reply.header('set-cookie', clearedSessionCookie(request.protocol === 'https'));

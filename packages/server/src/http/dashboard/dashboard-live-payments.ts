@@ -10,7 +10,7 @@ import type { EventRecord } from '../../store/store.ts';
 import { isEventId } from '../../ws/stream-subscription.ts';
 import { dashboardSessionOf } from './dashboard-session.ts';
 import type { LiveStreamEnd, LiveStreamRegistry } from './live-stream-registry.ts';
-import { readCookie, SESSION_COOKIE } from './session-cookie.ts';
+import { readSessionCookie } from './session-cookie.ts';
 
 /**
  * A comment line now and then keeps proxies from closing an idle stream and finds dead connections;
@@ -67,7 +67,7 @@ export async function dashboardLivePayments(
           ? undefined
           : await opts.hub.store.events.seqOf(accountId, since);
       if (since !== undefined && sinceSeq === undefined) throw invalidParameters({ [field]: NOT_AN_EVENT });
-      const token = readCookie(request.headers.cookie, SESSION_COOKIE) ?? '';
+      const token = readSessionCookie(request) ?? '';
 
       reply.hijack();
       const res = reply.raw;

@@ -4,7 +4,7 @@ import { GatewayError } from '../../domain/gateway-error.ts';
 import type { ActiveSession, DashboardAuthService } from '../../services/dashboard/dashboard-auth-service.ts';
 import type { DashboardUserRecord } from '../../store/store.ts';
 import { sendError } from '../plugins/errors.ts';
-import { readCookie, SESSION_COOKIE } from './session-cookie.ts';
+import { readSessionCookie } from './session-cookie.ts';
 
 export const CSRF_HEADER = 'x-csrf-token';
 
@@ -40,7 +40,7 @@ export function installDashboardSession(scope: FastifyInstance, auth: DashboardA
       );
     }
     if (request.routeOptions.config.dashboardPublic === true) return;
-    const token = readCookie(request.headers.cookie, SESSION_COOKIE);
+    const token = readSessionCookie(request);
     const session = token === undefined ? undefined : await auth.session(token);
     if (session === undefined) {
       return sendError(
