@@ -599,6 +599,46 @@ export function describePaymentStoreContract(
       assert.equal((await store.settlements.get('eip155:1:exact:0xA:0x01'))?.transactionId, '0xCARRIER');
     });
 
+    it('keeps the account and Idempotency-Key of the request that claimed a settlement, through its moves', async () => {
+      const base = {
+        network: 'solana:claimant',
+        payer: 'BUYER',
+        payTo: 'SELLER',
+        asset: 'MINT',
+        amount: 1n,
+        signedTransaction: 'AQID',
+        lastValidBlockHeight: null,
+        status: 'claimed' as const,
+        error: null,
+        paymentId: null,
+        createdAt: 1,
+        updatedAt: 1,
+      };
+      const claimedBy = { accountId: 'acct_1', idempotencyKey: 'receipt-1' };
+      assert.equal(
+        await store.settlements.claim({ ...base, key: 'claimant:1', transactionId: 'TX-C1', claimedBy }),
+        true,
+      );
+      assert.equal(
+        await store.settlements.claim({ ...base, key: 'claimant:2', transactionId: 'TX-C2' }),
+        true,
+      );
+      assert.deepEqual((await store.settlements.get('claimant:1'))?.claimedBy, claimedBy);
+      assert.equal((await store.settlements.get('claimant:2'))?.claimedBy, null);
+      const settled = await store.settlements.transition(
+        'claimant:1',
+        ['claimed'],
+        'settled',
+        { paymentId: 'pay_C' },
+        2,
+      );
+      assert.deepEqual(settled?.claimedBy, claimedBy);
+      assert.deepEqual(
+        (await store.settlements.listOpen(5, 10)).find((s) => s.key === 'claimant:2')?.claimedBy,
+        null,
+      );
+    });
+
     it('lists open settlements unchanged since a time, least recently changed first', async () => {
       const base = {
         network: 'solana:open',

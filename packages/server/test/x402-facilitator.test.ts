@@ -501,6 +501,95 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     assert.deepEqual([after.body.verified, after.body.reason], [false, 'duplicate_settlement']);
   });
 
+  /**
+   * POST /payment/receive of an x402 payload with an Idempotency-Key whose first answer is never stored,
+   * as when its instance is SIGKILLed between the settlement recording the payment and the answer being
+   * written: the key keeps a claim with no answer, which lapses. The retry with the key is answered the
+   * payment that request recorded; the payload presented with another key, or none, is still refused.
+   */
+  const receiveRetriedAfterLostAnswer = async (
+    body: { walletAddress: string; paymentProof: string; expectedAmount: number },
+    key: string,
+    expected: { amountReceived: number; sender: string },
+  ) => {
+    const asSeller = callerOf(gw);
+    const receive = (headers: Record<string, string>) =>
+      asSeller.post(seller.key, '/payment/receive', body, headers);
+    const { idempotency } = gw.store;
+    const complete = idempotency.complete;
+    idempotency.complete = async () => {
+      idempotency.complete = complete;
+    };
+    const first = await receive({ 'idempotency-key': key });
+    assert.equal(first.statusCode, 200, first.body);
+    const recorded = (
+      await api(seller.key, 'GET', `/payment/history/${body.walletAddress}?limit=100`)
+    ).body.payments.filter((p: { signature: string }) => p.signature === first.json().signature);
+    assert.equal(recorded.length, 1, 'the first receive recorded the payment');
+    assert.equal(recorded[0].paymentId, first.json().paymentId);
+
+    // The client retries with its key until the claim of the lost request lapses (about 10 s).
+    let retry = await receive({ 'idempotency-key': key });
+    for (let tries = 0; retry.statusCode === 409 && tries < 60; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      retry = await receive({ 'idempotency-key': key });
+    }
+    assert.equal(retry.statusCode, 200, retry.body);
+    assert.equal(retry.headers['idempotent-replayed'], undefined);
+    assert.equal(retry.json().paymentId, first.json().paymentId);
+    assert.equal(retry.json().signature, first.json().signature);
+    assert.equal(retry.json().amountReceived, expected.amountReceived);
+    assert.equal(retry.json().sender, expected.sender);
+    assert.equal(retry.json().status, 'confirmed');
+    // That answer is the key's from now on; the payload presented again for a second purchase is refused.
+    const again = await receive({ 'idempotency-key': key });
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.json().paymentId, first.json().paymentId);
+    for (const headers of [{ 'idempotency-key': `${key}-other` }, {}]) {
+      const replayed = await receive(headers);
+      assert.equal(replayed.statusCode, 422, replayed.body);
+      assert.deepEqual(
+        [replayed.json().error.code, replayed.json().error.details.paymentProof],
+        ['INVALID_PAYMENT_PROOF', 'already_used'],
+      );
+    }
+    const payments = (
+      await api(seller.key, 'GET', `/payment/history/${body.walletAddress}?limit=100`)
+    ).body.payments.filter((p: { signature: string }) => p.signature === first.json().signature);
+    assert.equal(payments.length, 1, 'recorded once');
+  };
+
+  it('POST /payment/receive of an x402 payload (Solana) retried with its Idempotency-Key after the first answer was lost answers the payment it settled, not "already used"; another key or none is refused', {
+    timeout: 60_000,
+  }, async () => {
+    const { buyer, header } = await svmPayment(seller.solana, await feePayerOf(seller.key));
+    await receiveRetriedAfterLostAnswer(
+      { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.01 },
+      'x402-receipt-solana-1',
+      { amountReceived: 0.01, sender: buyer },
+    );
+  });
+
+  it('POST /payment/receive of an x402 payload (EVM) retried with its Idempotency-Key after the first answer was lost answers the payment it settled, not "already used"; another key or none is refused', {
+    timeout: 60_000,
+  }, async () => {
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    await api(seller.key, 'POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const payload = await evmPayload(
+      buyer,
+      evmExactRequirements(evm, { amount: '20000', payTo: seller.evm }),
+    );
+    await receiveRetriedAfterLostAnswer(
+      {
+        walletAddress: seller.evm,
+        paymentProof: encodePaymentSignatureHeader(payload),
+        expectedAmount: 0.02,
+      },
+      'x402-receipt-evm-1',
+      { amountReceived: 0.02, sender: buyer.address },
+    );
+  });
+
   it('POST /payment/receive refuses an x402 payment for another wallet or below the expected amount', async () => {
     const other = await api(seller.key, 'POST', '/wallets', { chain: 'solana' });
     const { header } = await svmPayment(seller.solana, await feePayerOf(seller.key));

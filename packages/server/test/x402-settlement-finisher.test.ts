@@ -23,7 +23,7 @@ import { permit2AuthorizationOf, permit2SettleCall } from '../src/chains/evm/per
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { SettlementFinisher } from '../src/workers/settlement-finisher.ts';
 import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
-import { callAs } from './support/api-caller.ts';
+import { callAs, callerOf } from './support/api-caller.ts';
 import { DATABASE_URL, type TempStorage, tempPostgres, tempSqlite } from './support/databases.ts';
 import { deployForwarder, forwardedCall } from './support/evm-forwarder.ts';
 import { signAndBroadcastEvm } from './support/evm-local-signer.ts';
@@ -180,6 +180,87 @@ describe('x402 settlement finisher: a settlement left pending is finished in the
     assert.equal(row?.status, 'failed');
     assert.match(row?.error ?? '', /expired/);
     assert.equal(row?.paymentId, null);
+  });
+
+  it('a POST /payment/receive answered settlement_pending, its instance then stopped, is answered the payment the finisher settled when retried with its Idempotency-Key; another key or none is refused', async () => {
+    // The instance that stays up (the one the tests above left, or a new one when this test runs alone).
+    gw ??= await start(true);
+    const first = await start(false);
+    const seller = await first.newCaller('premium');
+    const call = async (on: TestGateway, method: 'GET' | 'POST', url: string, payload?: object) =>
+      (await callAs(on, seller.key, method, url, payload)).body;
+    const wallet = (await call(first, 'POST', '/wallets', { chain: 'solana' })).address as string;
+    const buyer = await generateKeyPairSigner();
+    await call(first, 'POST', '/faucet', { address: wallet, amount: 0.01, token: 'USDC' });
+    await call(first, 'POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const feePayer = first.services.facilitator.feePayerOf(SOLANA_DEVNET_ID) ?? '';
+    const requirements = svmExactRequirements(chain, { amount: '120000', payTo: wallet, feePayer });
+    const body = {
+      walletAddress: wallet,
+      paymentProof: encodePaymentSignatureHeader(await svmPayload(chain, buyer, requirements)),
+      expectedAmount: 0.12,
+    };
+    const receive = (on: TestGateway, key?: string) =>
+      callerOf(on).post(
+        seller.key,
+        '/payment/receive',
+        body,
+        key === undefined ? {} : { 'idempotency-key': key },
+      );
+
+    pump(false);
+    const pending = await receive(first, 'receipt-pending-1');
+    assert.equal(pending.statusCode, 422, pending.body);
+    const { details } = pending.json().error;
+    assert.equal(details.paymentProof, 'settlement_pending');
+    // Not the key's answer for good: asked again with it, the settlement is looked at again.
+    const still = await receive(first, 'receipt-pending-1');
+    assert.equal(still.headers['idempotent-replayed'], undefined);
+    assert.deepEqual(
+      [still.statusCode, still.json().error.details.paymentProof, still.json().error.details.transaction],
+      [422, 'settlement_pending', details.transaction],
+    );
+    await first.close();
+
+    // Nobody settles again: the finisher (on the instance still up) settles it once the chain moves.
+    const worker = finisher('finisher-receive');
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_WAIT_MS));
+    pump(true);
+    let history = await call(gw, 'GET', `/payment/history/${wallet}`);
+    for (let i = 0; i < 80 && history.total === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      await worker.runOnce();
+      history = await call(gw, 'GET', `/payment/history/${wallet}`);
+    }
+    assert.equal(history.total, 1);
+    const [entry] = history.payments;
+    assert.equal(entry.signature, details.transaction);
+
+    // The payload presented with another key, or none, is a second purchase: refused.
+    for (const key of ['receipt-pending-2', undefined]) {
+      const replayed = await receive(gw, key);
+      assert.equal(replayed.statusCode, 422, replayed.body);
+      assert.deepEqual(
+        [replayed.json().error.code, replayed.json().error.details.paymentProof],
+        ['INVALID_PAYMENT_PROOF', 'already_used'],
+      );
+    }
+    // The request that was told settlement_pending, retried with its key, is answered that payment.
+    const retried = await receive(gw, 'receipt-pending-1');
+    assert.equal(retried.statusCode, 200, retried.body);
+    assert.deepEqual(
+      [
+        retried.json().paymentId,
+        retried.json().signature,
+        retried.json().amountReceived,
+        retried.json().sender,
+      ],
+      [entry.paymentId, details.transaction, 0.12, buyer.address],
+    );
+    const again = await receive(gw, 'receipt-pending-1');
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.json().paymentId, entry.paymentId);
+    assert.equal((await call(gw, 'GET', `/payment/history/${wallet}`)).total, 1);
   });
 });
 

@@ -74,15 +74,19 @@ export class ReceivePaymentService {
     await this.deps.wallets.owned(accountId, input.walletAddress);
     const x402 = decodeX402Header(input.paymentProof);
     if (x402 !== undefined) {
-      return this.deps.x402.receive(accountId, {
-        walletAddress: input.walletAddress,
-        header: x402,
-        expected: { whole: input.expectedAmount, field: 'expectedAmount' },
-        resource: input.resource,
-        facilitatorUrl: input.facilitatorUrl,
-        facilitatorAuthorization: input.facilitatorAuthorization,
-        timeoutMs: receiveTimeoutMs(input.timeout),
-      });
+      return this.deps.x402.receive(
+        accountId,
+        {
+          walletAddress: input.walletAddress,
+          header: x402,
+          expected: { whole: input.expectedAmount, field: 'expectedAmount' },
+          resource: input.resource,
+          facilitatorUrl: input.facilitatorUrl,
+          facilitatorAuthorization: input.facilitatorAuthorization,
+          timeoutMs: receiveTimeoutMs(input.timeout),
+        },
+        idempotencyKey,
+      );
     }
     const earlier =
       idempotencyKey === undefined

@@ -65,6 +65,8 @@ export interface X402SettlementsTable {
   payment_id: string | null;
   created_at: number;
   updated_at: number;
+  claimed_by_account_id: string | null;
+  claimed_by_idempotency_key: string | null;
 }
 
 /** The next nonce of each EVM sender per network (see NonceRepository). */

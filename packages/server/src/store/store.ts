@@ -535,6 +535,18 @@ export interface SettlementRecord {
   readonly paymentId: string | null;
   readonly createdAt: number;
   readonly updatedAt: number;
+  /**
+   * The POST /payment/receive with an Idempotency-Key that claimed it, stored with the claim (before the
+   * first broadcast): the settlement finisher gives the payment it records that key (see
+   * FacilitatorService.markSettled). Absent or null: claimed by another caller, or without a key.
+   */
+  readonly claimedBy?: SettlementClaimant | null;
+}
+
+/** A request's account and its Idempotency-Key. */
+export interface SettlementClaimant {
+  readonly accountId: string;
+  readonly idempotencyKey: string;
 }
 
 export interface SettlementRepository {

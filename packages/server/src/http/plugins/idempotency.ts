@@ -22,6 +22,11 @@ declare module 'fastify' {
   interface FastifyRequest {
     idempotencyKey?: string | undefined;
     idempotencyHeartbeat?: NodeJS.Timeout;
+    /**
+     * Set by a handler whose answer is not final — an x402 settle still `settlement_pending`: the key is
+     * left free, as on a 503, so a retry with it asks again instead of being replayed "pending" for 24 h.
+     */
+    idempotencyUnfinished?: boolean;
   }
 }
 
@@ -31,12 +36,14 @@ declare module 'fastify' {
  * IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. Keys are
  * scoped to the account. Answers are stored whatever they were, errors included, so a retry never
  * does twice what the first attempt did; only a refusal before the handler ran (auth, rate limit,
- * validation) or a 503 (a dependency down, nothing done) leaves the key free.
+ * validation), a 503 (a dependency down, nothing done) or an answer its handler marks unfinished
+ * (`idempotencyUnfinished`: asked again, it repeats nothing) leaves the key free.
  */
 export function installIdempotency(app: FastifyInstance, store: Store, now: () => number = Date.now): void {
   // Part of every request's shape, as `caller` is (see installAuthentication).
   app.decorateRequest('idempotencyKey', undefined);
   app.decorateRequest('idempotencyHeartbeat', undefined);
+  app.decorateRequest('idempotencyUnfinished', false);
   const claimKey = async (request: FastifyRequest, reply: FastifyReply) => {
     const key = request.headers['idempotency-key'];
     if (key === undefined) return;
@@ -73,10 +80,11 @@ export function installIdempotency(app: FastifyInstance, store: Store, now: () =
       // Once: this hook runs again for the error answer should it throw.
       request.idempotencyKey = undefined;
       try {
-        if (reply.statusCode === 503) {
+        if (reply.statusCode === 503 || request.idempotencyUnfinished === true) {
           // A dependency (the chain, Redis) was down: nothing a retry could repeat was done — a send
           // that stored its payment answers it as pending instead — so the key stays free for the retry
-          // the 503 asks for, rather than replaying the outage for 24 hours.
+          // the 503 asks for, rather than replaying the outage for 24 hours. Likewise an unfinished
+          // answer: the retry looks again at what the first started, and gets its final answer.
           await store.idempotency.release(request.caller.account.id, key);
         } else {
           await store.idempotency.complete(request.caller.account.id, key, reply.statusCode, String(payload));

@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { invalidParameters } from '../../domain/gateway-error.ts';
+import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 import { PAYMENT_STATUSES } from '../../domain/payment-status.ts';
 import { MAX_PROOF_HEX_LENGTH } from '../../services/payment-proof.ts';
 import type { PaymentQueryService } from '../../services/payment-query.ts';
@@ -240,8 +240,18 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRouteDeps
         response: { 200: ReceiveResult },
       },
     },
-    async (request) =>
-      deps.receive.receive(callerOf(request).account.id, request.body, request.idempotencyKey),
+    async (request) => {
+      try {
+        return await deps.receive.receive(callerOf(request).account.id, request.body, request.idempotencyKey);
+      } catch (error) {
+        // An x402 settlement still pending may yet confirm: the same request retried with its key is then
+        // answered the payment (X402ReceiveService), so this answer is not the key's for good.
+        if (error instanceof GatewayError && error.details?.paymentProof === 'settlement_pending') {
+          request.idempotencyUnfinished = true;
+        }
+        throw error;
+      }
+    },
   );
 
   r.get(

@@ -11,7 +11,7 @@ import type {
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import { ExactSvmScheme } from '../../chains/solana/exact-svm-scheme.ts';
 import { newId } from '../../domain/ids.ts';
-import type { SettlementRecord, SettlementStatus, Store } from '../../store/store.ts';
+import type { SettlementClaimant, SettlementRecord, SettlementStatus, Store } from '../../store/store.ts';
 import { SOLANA_DEVNET_ID, v1NameOf } from '../../x402/network-names.ts';
 import { parsePaymentRequest, type X402Payment } from '../../x402/payment-request.ts';
 import type { SecretBox } from '../custody/secret-box.ts';
@@ -172,10 +172,17 @@ export class FacilitatorService {
     return this.settleResolved(resolved, networkAsSent);
   }
 
-  /** As `settle`, for a payment already read; the answer names the settlement's recorded payment. */
-  async settlePayment(payment: X402Payment): Promise<SettleAnswer & { paymentId?: string }> {
-    const answer = await this.settleResolved(this.route(payment), payment.networkAsSent);
-    if (!answer.success) return answer;
+  /**
+   * As `settle`, for a payment already read; a success or a `duplicate_settlement` names the settlement's
+   * recorded payment. `asker`: the POST /payment/receive asking, with its Idempotency-Key — the payment
+   * this settle records carries the key (see markSettled), so that request retried finds it.
+   */
+  async settlePayment(
+    payment: X402Payment,
+    asker?: SettlementClaimant,
+  ): Promise<SettleAnswer & { paymentId?: string }> {
+    const answer = await this.settleResolved(this.route(payment), payment.networkAsSent, asker);
+    if (!answer.success && answer.errorReason !== 'duplicate_settlement') return answer;
     const key = this.keyOf(payment);
     const settlement = key === undefined ? undefined : await this.deps.store.settlements.get(key);
     return settlement?.paymentId == null ? answer : { ...answer, paymentId: settlement.paymentId };
@@ -220,7 +227,14 @@ export class FacilitatorService {
     return route?.scheme.settlementKey(payment.payload);
   }
 
-  private async settleResolved(resolved: Resolved, networkAsSent: string): Promise<SettleAnswer> {
+  private async settleResolved(
+    resolved: Resolved,
+    networkAsSent: string,
+    asker?: SettlementClaimant,
+  ): Promise<SettleAnswer> {
+    // A payment this settle records is this request's answer: it carries this request's key (if any),
+    // not that of the request that claimed the settlement.
+    const holder = asker ?? null;
     const fail = (reason: string, message: string, extra: { payer?: string; transaction?: string } = {}) => ({
       success: false,
       errorReason: reason,
@@ -245,7 +259,7 @@ export class FacilitatorService {
     // never answers success, or its seller's payment, to another.
     const existing = await this.deps.store.settlements.get(key);
     if (existing !== undefined && settles(existing, requirements))
-      return this.answer(await this.resume(route, existing, false), networkAsSent);
+      return this.answer(await this.resume(route, existing, false, holder), networkAsSent);
 
     const verdict = await route.scheme.verify(payment.payload, requirements);
     if (!verdict.valid)
@@ -257,7 +271,7 @@ export class FacilitatorService {
     const decimals = verdict.decimals;
     let claimed: { record: SettlementRecord; nonce: PreparedSettlementTx['nonce'] } | undefined;
     try {
-      claimed = await this.claim(route, key, payment, requirements);
+      claimed = await this.claim(route, key, payment, requirements, asker);
     } catch (error) {
       // Claiming asks the chain again (EVM: the transfer's gas estimate), after verification: a settle of
       // this payload that landed meanwhile (here or on another instance) makes it revert, as does anyone
@@ -273,9 +287,9 @@ export class FacilitatorService {
       // Another request (here or on another instance) claimed it first: this one is the duplicate.
       const winner = await this.deps.store.settlements.get(key);
       if (winner === undefined) throw new Error(`settlement ${key} neither claimed nor found`);
-      return this.answer(await this.resume(route, winner, false), networkAsSent);
+      return this.answer(await this.resume(route, winner, false, holder), networkAsSent);
     }
-    const outcome = await this.broadcastAndWait(route, claimed.record, decimals, true);
+    const outcome = await this.broadcastAndWait(route, claimed.record, decimals, true, holder);
     if (outcome.kind === 'failed' && outcome.neverSent && claimed.nonce !== undefined) {
       // Refused before it reached the pool: its nonce is given back if no later one was taken, so the
       // fee payer's sequence keeps no gap that would hold every later settlement.
@@ -338,6 +352,7 @@ export class FacilitatorService {
     key: string,
     payment: X402Payment,
     requirements: ExactRequirements,
+    claimedBy: SettlementClaimant | undefined,
   ): Promise<{ record: SettlementRecord; nonce: PreparedSettlementTx['nonce'] } | undefined> {
     const draft = await route.scheme.prepare(payment.payload, requirements);
     const network = route.chain.info.id;
@@ -366,6 +381,9 @@ export class FacilitatorService {
           paymentId: null,
           createdAt: at,
           updatedAt: at,
+          // In the claim, before any broadcast: a crash after it leaves the finisher what it needs to
+          // give the payment the claiming request's key.
+          claimedBy: claimedBy ?? null,
         };
         // Rolled back when lost, so an EVM nonce allocated for it is given back.
         if (!(await repos.settlements.claim(record))) throw lost;
@@ -389,7 +407,16 @@ export class FacilitatorService {
     if (route === undefined || (settlement.status !== 'claimed' && settlement.status !== 'submitted'))
       return settlement.status;
     const decimals = await this.decimalsOf(route, settlement.asset);
-    const outcome = await this.broadcastAndWait(route, settlement, decimals, false, waitMs);
+    // Nobody receives this answer: the payment is the claiming request's (it answered
+    // settlement_pending, or died), which finds it when retried with its Idempotency-Key.
+    const outcome = await this.broadcastAndWait(
+      route,
+      settlement,
+      decimals,
+      false,
+      settlement.claimedBy ?? null,
+      waitMs,
+    );
     switch (outcome.kind) {
       case 'settled':
         return 'settled';
@@ -404,12 +431,17 @@ export class FacilitatorService {
   }
 
   /** A settlement found already claimed: settled is a duplicate; open ones are looked at, never re-signed. */
-  private async resume(route: Route, settlement: SettlementRecord, first: boolean): Promise<Outcome> {
+  private async resume(
+    route: Route,
+    settlement: SettlementRecord,
+    first: boolean,
+    holder: SettlementClaimant | null,
+  ): Promise<Outcome> {
     if (settlement.status === 'settled') return { kind: 'duplicate', settlement };
     if (settlement.status === 'failed')
       return { kind: 'failed', settlement, message: settlement.error ?? 'failed' };
     const decimals = await this.decimalsOf(route, settlement.asset);
-    return this.broadcastAndWait(route, settlement, decimals, first);
+    return this.broadcastAndWait(route, settlement, decimals, first, holder);
   }
 
   /**
@@ -422,6 +454,7 @@ export class FacilitatorService {
     settlement: SettlementRecord,
     decimals: number,
     first: boolean,
+    holder: SettlementClaimant | null,
     waitMs = this.deps.settleWaitMs,
   ): Promise<Outcome> {
     const { chain } = route;
@@ -433,7 +466,7 @@ export class FacilitatorService {
       // provably never can be. A failed look changes nothing: the stored bytes are resent as before.
       const fate = first ? undefined : await this.fateOf(route, settlement).catch(() => undefined);
       if (fate !== undefined && fate !== 'never' && fate.transactionId === settlement.transactionId)
-        return this.markSettled(route, settlement, decimals, fate.slot);
+        return this.markSettled(route, settlement, decimals, fate.slot, holder);
       try {
         // Resent even when another transaction carried the payment or it can never be carried: mined, it
         // spends the fee payer's nonce (and reverts), so no later settlement waits behind a nonce gap.
@@ -447,7 +480,7 @@ export class FacilitatorService {
         }
       }
       if (fate === 'never') return this.markFailed(settlement, NEVER_CARRIED);
-      if (fate !== undefined) return this.markCarried(route, settlement, decimals, fate);
+      if (fate !== undefined) return this.markCarried(route, settlement, decimals, fate, holder);
       await this.deps.store.settlements.transition(settlement.key, ['claimed'], 'submitted', {}, this.now());
       outcome = await chain.waitForConfirmation(
         settlement.transactionId,
@@ -458,14 +491,14 @@ export class FacilitatorService {
     switch (outcome.status) {
       case 'confirmed':
       case 'finalized':
-        return this.markSettled(route, settlement, decimals, outcome.slot);
+        return this.markSettled(route, settlement, decimals, outcome.slot, holder);
       case 'failed': {
         // EVM: it reverts when another transaction used the authorization first — then the buyer paid
         // the seller all the same, and that transaction is the settlement's. Unknown for now: left open.
         const fate = await this.fateOf(route, settlement).catch(() => 'unknown' as const);
         if (fate === 'unknown') return { kind: 'pending', settlement };
         if (fate !== undefined && fate !== 'never')
-          return this.markCarried(route, settlement, decimals, fate);
+          return this.markCarried(route, settlement, decimals, fate, holder);
         return this.markFailed(settlement, `the transaction failed on chain: ${outcome.error}`);
       }
       case 'expired':
@@ -494,10 +527,11 @@ export class FacilitatorService {
     settlement: SettlementRecord,
     decimals: number,
     landed: LandedPayment,
+    holder: SettlementClaimant | null,
   ): Promise<Outcome> {
     return landed.transactionId === settlement.transactionId
-      ? this.markSettled(route, settlement, decimals, landed.slot)
-      : this.markSettled(route, settlement, decimals, landed.slot, landed.transactionId);
+      ? this.markSettled(route, settlement, decimals, landed.slot, holder)
+      : this.markSettled(route, settlement, decimals, landed.slot, holder, landed.transactionId);
   }
 
   /**
@@ -505,12 +539,19 @@ export class FacilitatorService {
    * settlement's own carried the payment (someone else submitted the authorization) — a seller's local
    * receipt of the same payload can find that transaction too, so the payload's consumed proof decides
    * which of the two records it; the settlement then names that transaction.
+   *
+   * `holder`: the request whose answer the payment is — the settle request that moves the row, or, for
+   * the finisher, the request that claimed it. The payment carries its Idempotency-Key (for its own
+   * account only, and only a key no payment carries yet), so that request, retried with the key after
+   * its answer was lost or was `settlement_pending`, is answered this payment (X402ReceiveService), and
+   * any other request presenting the payload is refused it as a duplicate: one answer per payment.
    */
   private async markSettled(
     route: Route,
     settlement: SettlementRecord,
     decimals: number,
     slot: bigint,
+    holder: SettlementClaimant | null,
     carrier?: string,
   ): Promise<Outcome> {
     const { chain } = route;
@@ -521,6 +562,7 @@ export class FacilitatorService {
       chain.getTransaction(signature).catch(() => undefined),
     ]);
     const at = this.now();
+    const key = holder !== null && wallet?.accountId === holder.accountId ? holder.idempotencyKey : null;
     const payment =
       wallet === undefined
         ? undefined
@@ -551,6 +593,13 @@ export class FacilitatorService {
           payment !== undefined &&
           (carrier === undefined ||
             (await repos.proofs.consume(proofKey, payment.id, payment.accountId, at)));
+        // A key already on a payment (kept longer than the key itself, 24 h) is not given to a second one.
+        const keyed =
+          payment === undefined ||
+          key === null ||
+          (await repos.payments.findByIdempotencyKey(payment.accountId, key)) !== undefined
+            ? payment
+            : { ...payment, idempotencyKey: key };
         // Recorded by the seller's local receipt of the payload (the one that consumed the proof, and
         // names it in x402Receipts under the same key): the settlement names that payment.
         const paymentId = record
@@ -570,7 +619,7 @@ export class FacilitatorService {
         );
         // Another writer settled it first: the proof consumed above is given back with the rollback.
         if (row === undefined) throw lost;
-        if (record) await this.deps.ledger.recordIn(repos, payment, 'payment.received');
+        if (record && keyed !== undefined) await this.deps.ledger.recordIn(repos, keyed, 'payment.received');
         return row;
       });
     } catch (error) {

@@ -55,8 +55,12 @@ export class X402ReceiveService {
     this.now = deps.now ?? Date.now;
   }
 
-  /** Verifies and settles; the settled payment is recorded for the caller's wallet. */
-  async receive(accountId: string, input: X402ReceiveInput): Promise<ReceiveResult> {
+  /**
+   * Verifies and settles; the settled payment is recorded for the caller's wallet. With an
+   * Idempotency-Key (built-in facilitator), the payment carries it, whichever path records it (see
+   * FacilitatorService.markSettled).
+   */
+  async receive(accountId: string, input: X402ReceiveInput, idempotencyKey?: string): Promise<ReceiveResult> {
     const started = performance.now();
     // One deadline for the whole exchange with a remote facilitator: `timeout` bounds its GET
     // /supported (v1 Solana), verification and settlement together.
@@ -67,7 +71,7 @@ export class X402ReceiveService {
     });
     const record =
       input.facilitatorUrl === undefined
-        ? await this.settleHere(payment)
+        ? await this.settleHere(payment, accountId, idempotencyKey)
         : await this.settleRemotely(accountId, input, payment, chain, decimals, deadline);
     return {
       success: true,
@@ -117,8 +121,33 @@ export class X402ReceiveService {
     }
   }
 
-  private async settleHere(payment: X402Payment): Promise<PaymentRecord> {
-    const answer = await this.deps.facilitator.settlePayment(payment);
+  /**
+   * A `duplicate_settlement` is `already_used`, except for the request that the settlement's payment
+   * answers: retried with its Idempotency-Key after its answer was lost (its instance died after the
+   * settlement recorded the payment) or was `settlement_pending` (the payment recorded since, by a retry
+   * or the settlement finisher), the payment carrying that key is this settlement's, and is answered
+   * again. Another key, or none, is refused: a payment header replayed for a second purchase.
+   */
+  private async settleHere(
+    payment: X402Payment,
+    accountId: string,
+    idempotencyKey: string | undefined,
+  ): Promise<PaymentRecord> {
+    const answer = await this.deps.facilitator.settlePayment(
+      payment,
+      idempotencyKey === undefined ? undefined : { accountId, idempotencyKey },
+    );
+    if (!answer.success && answer.errorReason === 'duplicate_settlement' && idempotencyKey !== undefined) {
+      const earlier = await this.deps.store.payments.findByIdempotencyKey(accountId, idempotencyKey);
+      if (
+        earlier !== undefined &&
+        earlier.id === answer.paymentId &&
+        earlier.direction === 'received' &&
+        canonicalAddress(earlier.walletAddress) === canonicalAddress(payment.requirements.payTo)
+      ) {
+        return earlier;
+      }
+    }
     if (!answer.success) throw refusal(answer.errorReason, answer.errorMessage, answer.transaction);
     const recorded =
       answer.paymentId === undefined ? undefined : await this.deps.store.payments.get(answer.paymentId);

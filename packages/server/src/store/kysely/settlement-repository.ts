@@ -24,6 +24,8 @@ export class KyselySettlementRepository implements SettlementRepository {
         payment_id: s.paymentId,
         created_at: s.createdAt,
         updated_at: s.updatedAt,
+        claimed_by_account_id: s.claimedBy?.accountId ?? null,
+        claimed_by_idempotency_key: s.claimedBy?.idempotencyKey ?? null,
       })
       .onConflict((oc) => oc.column('settlement_key').doNothing())
       .executeTakeFirst();
@@ -95,5 +97,9 @@ function toSettlement(row: Selectable<X402SettlementsTable>): SettlementRecord {
     paymentId: row.payment_id,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
+    claimedBy:
+      row.claimed_by_account_id === null || row.claimed_by_idempotency_key === null
+        ? null
+        : { accountId: row.claimed_by_account_id, idempotencyKey: row.claimed_by_idempotency_key },
   };
 }

@@ -10,6 +10,7 @@ import { paymentsExpiredWatch } from './0009-payments-expired-watch.ts';
 import { outboxRetention } from './0010-outbox-retention.ts';
 import { openSettlements } from './0011-open-settlements.ts';
 import { x402Receipts } from './0012-x402-receipts.ts';
+import { x402SettlementClaimedBy } from './0013-x402-settlement-claimed-by.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -27,4 +28,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0010-outbox-retention': outboxRetention,
   '0011-open-settlements': openSettlements,
   '0012-x402-receipts': x402Receipts,
+  '0013-x402-settlement-claimed-by': x402SettlementClaimedBy,
 };
