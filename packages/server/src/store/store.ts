@@ -501,7 +501,6 @@ export interface FacilitatorSignerRepository {
  */
 export type SettlementStatus = 'claimed' | 'submitted' | 'settled' | 'failed';
 
-/** One x402 settlement, keyed by what makes the payment unique (its transaction or authorization). */
 /**
  * Which receipt answers for an x402 payload in local mode (POST /transaction/receive): one open
  * receipt per payload identity, so asking again, or twice at the same instant, gets the same one.
@@ -516,6 +515,7 @@ export interface X402ReceiptRepository {
   get(identity: string): Promise<string | undefined>;
 }
 
+/** One x402 settlement, keyed by what makes the payment unique (its transaction or authorization). */
 export interface SettlementRecord {
   readonly key: string;
   readonly network: string;
