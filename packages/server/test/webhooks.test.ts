@@ -106,14 +106,20 @@ describe('webhooks', () => {
     return delivery;
   }
 
+  /** A Premium caller whose new endpoint at `receiver` got its first attempt, of one payment's event. */
+  async function firstAttemptAt(receiver: WebhookReceiver) {
+    const url = await receiver.start();
+    const caller = await gw.newCaller('premium');
+    const webhook = (await create(caller.key, { url })).json();
+    await recordReceived(gw.services.ledger, caller.accountId);
+    await receiver.until(1);
+    return { caller, webhook };
+  }
+
   it('does not retry a delivery the endpoint answered 410 Gone: it is failed at once', async () => {
     const receiver = new WebhookReceiver(() => 410);
-    const url = await receiver.start();
     try {
-      const caller = await gw.newCaller('premium');
-      const webhook = (await create(caller.key, { url })).json();
-      await recordReceived(gw.services.ledger, caller.accountId);
-      await receiver.until(1);
+      const { caller, webhook } = await firstAttemptAt(receiver);
       const delivery = await deliveryOnceSettled(caller.key, webhook.id, (d) => d.status === 'failed');
       assert.equal(delivery.status, 'failed');
       assert.equal(delivery.attempts, 1);
@@ -132,12 +138,8 @@ describe('webhooks', () => {
     const receiver = new WebhookReceiver((n) =>
       n === 1 ? { status: 429, headers: { 'retry-after': '1' } } : 204,
     );
-    const url = await receiver.start();
     try {
-      const caller = await gw.newCaller('premium');
-      const webhook = (await create(caller.key, { url })).json();
-      await recordReceived(gw.services.ledger, caller.accountId);
-      await receiver.until(1);
+      const { caller, webhook } = await firstAttemptAt(receiver);
       const pending = await deliveryOnceSettled(caller.key, webhook.id, (d) => d.lastStatusCode === 429);
       assert.equal(pending.status, 'pending');
       await receiver.until(2, 5_000);
