@@ -210,6 +210,8 @@ export class ProtectedResource {
           paymentProof: presented.payload.paymentProof,
           expectedAmount: toJsonNumber(this.#price),
           resource: offer.resource.url,
+          // A payment on another network of the family is refused before the gateway takes the proof.
+          network: network.id,
         },
         { idempotencyKey },
       );

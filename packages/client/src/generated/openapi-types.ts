@@ -1136,6 +1136,7 @@ export interface operations {
                     facilitatorAuthorization?: string;
                     /** Format: uri */
                     facilitatorUrl?: string;
+                    network?: string;
                     paymentProof: string;
                     /** Format: uri */
                     resource?: string;

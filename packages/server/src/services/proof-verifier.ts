@@ -15,6 +15,8 @@ export interface ProofToVerify {
   /** The least that must have been paid: whole units of the proof's network, or atomic units. */
   readonly expected: { readonly whole: number; readonly field: string } | { readonly atomic: bigint };
   readonly resource?: string | undefined;
+  /** The network (CAIP-2 id) the payment must be on; undefined accepts any this gateway serves. */
+  readonly network?: string | undefined;
   /** How long to wait for the transaction to land and confirm; 0 looks once. */
   readonly timeoutMs: number;
   /**
@@ -69,6 +71,9 @@ export class ProofVerifier {
     const chain = this.deps.networks.get(claims.net);
     if (chain === undefined) {
       throw invalidProof(`the proof is for network ${claims.net}, which this gateway does not serve`);
+    }
+    if (input.network !== undefined && chain.info.id !== input.network) {
+      throw invalidProof(`the proof is for network ${claims.net}, not ${input.network}`, 'network_mismatch');
     }
     const { decimals, symbol } = chain.info.nativeCurrency;
     const expected =

@@ -1,3 +1,4 @@
+import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { newId } from '../domain/ids.ts';
 import { toWholeUnits } from '../domain/money.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
@@ -13,6 +14,8 @@ export interface ReceiveInput {
   readonly paymentProof: string;
   readonly expectedAmount: number;
   readonly resource?: string | undefined;
+  /** The network the payment must be on; a proof for another is refused before anything is consumed. */
+  readonly network?: string | undefined;
   /** Seconds to wait for a transaction that is not confirmed yet. */
   readonly timeout?: number | undefined;
   /** x402 payloads only: the facilitator that verifies and settles them instead of the built-in one. */
@@ -38,6 +41,7 @@ export interface ReceiveResult {
 
 export interface ReceivePaymentDeps {
   readonly store: Store;
+  readonly networks: NetworkRegistry;
   readonly wallets: WalletService;
   readonly verifier: ProofVerifier;
   readonly ledger: PaymentLedger;
@@ -72,6 +76,15 @@ export class ReceivePaymentService {
   async receive(accountId: string, input: ReceiveInput, idempotencyKey?: string): Promise<ReceiveResult> {
     const started = performance.now();
     await this.deps.wallets.owned(accountId, input.walletAddress);
+    // Resolved first, so a network that is not configured, or not the wallet's family, is a 400.
+    const network =
+      input.network === undefined
+        ? undefined
+        : this.deps.networks.resolve({
+            address: input.walletAddress,
+            network: input.network,
+            field: 'walletAddress',
+          }).info.id;
     const x402 = decodeX402Header(input.paymentProof);
     if (x402 !== undefined) {
       return this.deps.x402.receive(
@@ -81,6 +94,7 @@ export class ReceivePaymentService {
           header: x402,
           expected: { whole: input.expectedAmount, field: 'expectedAmount' },
           resource: input.resource,
+          network,
           facilitatorUrl: input.facilitatorUrl,
           facilitatorAuthorization: input.facilitatorAuthorization,
           timeoutMs: receiveTimeoutMs(input.timeout),
@@ -97,6 +111,7 @@ export class ReceivePaymentService {
       recipient: input.walletAddress,
       expected: { whole: input.expectedAmount, field: 'expectedAmount' },
       resource: input.resource,
+      network,
       timeoutMs: receiveTimeoutMs(input.timeout),
       usedByRetriedRequest:
         earlier?.direction === 'received' && earlier.walletAddress === input.walletAddress

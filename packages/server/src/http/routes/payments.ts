@@ -126,6 +126,14 @@ const ReceiveBody = Type.Object(
     paymentProof: PaymentProofField,
     expectedAmount: ExpectedAmountField,
     resource: Type.Optional(ReceiveResource),
+    network: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description:
+          'CAIP-2 network id (GET /networks) the payment must be on. A proof or x402 payment on another network is refused with INVALID_PAYMENT_PROOF `network_mismatch` before anything is consumed; omit it to accept a payment on any network of the wallet.',
+      }),
+    ),
     facilitatorUrl: Type.Optional(FacilitatorUrlField),
     facilitatorAuthorization: Type.Optional(FacilitatorAuthorizationField),
     timeout: Type.Optional(

@@ -25,6 +25,8 @@ export interface X402ReceiveInput {
   /** The least that must be paid: whole units of the payment's asset (USDC: 0.01), or atomic units. */
   readonly expected: { readonly whole: number; readonly field: string } | { readonly atomic: bigint };
   readonly resource?: string | undefined;
+  /** The network (CAIP-2 id) the payment must be on; undefined accepts any this gateway serves. */
+  readonly network?: string | undefined;
   /** An x402 facilitator to verify and settle with instead of the built-in one. */
   readonly facilitatorUrl?: string | undefined;
   /** Sent as the Authorization header to `facilitatorUrl` only (e.g. `Bearer <its API key>`). */
@@ -281,6 +283,12 @@ export class X402ReceiveService {
       throw invalidProof(
         `the payment is for network ${networkAsSent}, which this gateway does not serve`,
         'invalid_network',
+      );
+    }
+    if (input.network !== undefined && chain.info.id !== input.network) {
+      throw invalidProof(
+        `the payment is for network ${networkAsSent}, not ${input.network}`,
+        'network_mismatch',
       );
     }
     if (
