@@ -95,6 +95,10 @@ describe('x402 settlement: pending, then settled by a retry on another instance'
       [stillPending.errorReason, stillPending.transaction],
       ['settlement_pending', pending.transaction],
     );
+    // Verify says so too, rather than that it was settled already (it is not, yet).
+    const verified = await call(second, 'POST', '/facilitator/verify', body);
+    assert.deepEqual([verified.isValid, verified.invalidReason], [false, 'settlement_pending']);
+    assert.match(verified.invalidMessage, new RegExp(`under way \\(${pending.transaction}\\)`));
 
     chain.localnet.advanceSlots(3);
     const settled = await call(second, 'POST', '/facilitator/settle', body);
@@ -104,6 +108,8 @@ describe('x402 settlement: pending, then settled by a retry on another instance'
     );
     const duplicate = await call(first, 'POST', '/facilitator/settle', body);
     assert.deepEqual([duplicate.success, duplicate.errorReason], [false, 'duplicate_settlement']);
+    const verifiedAfter = await call(first, 'POST', '/facilitator/verify', body);
+    assert.deepEqual([verifiedAfter.isValid, verifiedAfter.invalidReason], [false, 'duplicate_settlement']);
 
     pump(true);
     assert.equal(before === undefined ? undefined : before - ((await usdcOf(buyer.address)) ?? 0n), 250_000n);

@@ -146,10 +146,15 @@ export class FacilitatorService {
     const settled = key === undefined ? undefined : await this.deps.store.settlements.get(key);
     // Only for the terms it settles, as in settleResolved: for others the payload pays someone else.
     if (settled !== undefined && settles(settled, requirements)) {
+      // Still on its way (claimed or broadcast, not yet confirmed): not settled, but not free to settle
+      // anew either; a settle call looks at that same transaction (see settleResolved).
+      const underWay = settled.status === 'claimed' || settled.status === 'submitted';
       return {
         isValid: false,
-        invalidReason: 'duplicate_settlement',
-        invalidMessage: `this payment was already settled by ${settled.transactionId}`,
+        invalidReason: underWay ? 'settlement_pending' : 'duplicate_settlement',
+        invalidMessage: underWay
+          ? `a settlement of this payment is under way (${settled.transactionId}): settle it again to learn how it ends`
+          : `this payment was already settled by ${settled.transactionId}`,
         payer: settled.payer,
       };
     }
