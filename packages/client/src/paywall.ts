@@ -125,8 +125,8 @@ export class ProtectedResource {
   /**
    * `exact` payments whose settle got no answer, or `settlement_pending`: presented again, they are settled
    * again without verifying first (a verify refuses any stored settlement, `settlement_pending` or
-   * `duplicate_settlement`, and the buyer who paid would never be served), and `duplicate_settlement` is then this paywall's own
-   * settlement. Used once and forgotten, so a replay after that is refused as before.
+   * `duplicate_settlement`, and the buyer who paid would never be served), and `duplicate_settlement` is
+   * then this paywall's own settlement. Used once and forgotten, so a replay after that is refused as before.
    */
   readonly #unsettled = new Map<string, true>();
 
