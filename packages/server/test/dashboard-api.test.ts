@@ -268,6 +268,34 @@ describe('dashboard API: sign-up, log-in and sessions', () => {
     const after = await gw.app.inject(as(browser, { method: 'GET', url: '/dashboard/api/keys' }));
     assert.equal(after.json().error.code, 'UNAUTHORIZED');
   });
+
+  it('ends the session a browser held when it logs in again, as anyone: one browser, one session', async () => {
+    const earlier = await signUp(gw, 'grace@example.test');
+    await signUp(gw, 'heidi@example.test');
+    for (const email of ['grace@example.test', 'heidi@example.test']) {
+      const held = await logInAs(gw, 'grace@example.test', PASSWORD);
+      // The same browser, still sending the cookie of the session it held, logs in.
+      const res = await gw.app.inject({
+        method: 'POST',
+        url: '/dashboard/api/login',
+        headers: { cookie: held.cookie },
+        payload: { email, password: PASSWORD },
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      const old = await gw.app.inject(as(held, { method: 'GET', url: '/dashboard/api/session' }));
+      assert.equal(old.statusCode, 401, `the session held before logging in as ${email} still works`);
+      const renewed = {
+        ...held,
+        cookie: sessionCookieOf(res).split(';')[0] ?? '',
+        csrf: res.json().csrfToken,
+      };
+      const now = await gw.app.inject(as(renewed, { method: 'GET', url: '/dashboard/api/session' }));
+      assert.equal(now.json().email, email);
+    }
+    // Another browser's session of the same user is not this browser's: it stays.
+    const still = await gw.app.inject(as(earlier, { method: 'GET', url: '/dashboard/api/session' }));
+    assert.equal(still.statusCode, 200);
+  });
 });
 
 describe('dashboard API: security', () => {

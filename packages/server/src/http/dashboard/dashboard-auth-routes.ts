@@ -44,13 +44,21 @@ export async function dashboardAuthRoutes(
   r.post(
     '/signup',
     { config: { dashboardPublic: true }, schema: { hide: true, body: Credentials } },
-    async (request, reply) => started(request, reply, await auth.signUp(request.body, request.ip)),
+    async (request, reply) => {
+      const session = await auth.signUp(request.body, request.ip);
+      await endPrevious(request, auth, session);
+      return started(request, reply, session);
+    },
   );
 
   r.post(
     '/login',
     { config: { dashboardPublic: true }, schema: { hide: true, body: Credentials } },
-    async (request, reply) => started(request, reply, await auth.logIn(request.body, request.ip)),
+    async (request, reply) => {
+      const session = await auth.logIn(request.body, request.ip);
+      await endPrevious(request, auth, session);
+      return started(request, reply, session);
+    },
   );
 
   r.post('/logout', { schema: { hide: true } }, async (request, reply) => {
@@ -80,6 +88,16 @@ export async function dashboardAuthRoutes(
       expiresAt: session.expiresAt,
     };
   });
+}
+
+/**
+ * The session this browser held before a log-in or sign-up ends on the server, not only loses its cookie:
+ * a session whose cookie was merely replaced would go on working for whoever kept a copy of it (the
+ * previous user of a shared computer, say) until it expired. Its live streams end at their next beat.
+ */
+async function endPrevious(request: FastifyRequest, auth: DashboardAuthService, session: NewSession) {
+  const previous = readSessionCookie(request);
+  if (previous !== undefined && previous !== session.token) await auth.logOut(previous);
 }
 
 function started(request: FastifyRequest, reply: FastifyReply, session: NewSession) {
