@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { hashApiKey } from '../src/domain/api-key.ts';
 import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
 
 const UNAUTHORIZED_BODY = { code: 'UNAUTHORIZED', message: 'API key missing or invalid.' };
@@ -57,6 +58,17 @@ describe('authentication (spec §5)', () => {
     const ok = await gw.app.inject({ method: 'GET', url: '/account', headers: bearer(other) });
     assert.equal(ok.statusCode, 200);
     valid = { accountId: valid.accountId, key: other };
+  });
+
+  it("authenticates from a key's SHA-256 as from the key (what an open stream keeps), and not once it is revoked", async () => {
+    const caller = await gw.newCaller('premium');
+    const digest = hashApiKey(caller.key);
+    const found = await gw.accounts.authenticateDigest(digest);
+    assert.equal(found?.account.id, caller.accountId);
+    assert.equal((await gw.accounts.authenticate(caller.key))?.key.id, found?.key.id);
+    await gw.accounts.revokeKey(found?.key.id ?? '');
+    assert.equal(await gw.accounts.authenticateDigest(digest), undefined);
+    assert.equal(await gw.accounts.authenticateDigest(hashApiKey(`${caller.key}x`)), undefined);
   });
 
   it('records when a key was last used', async () => {

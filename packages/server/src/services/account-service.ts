@@ -144,7 +144,14 @@ export class AccountService {
    */
   async authenticate(presented: string): Promise<AuthenticatedKey | undefined> {
     if (!isApiKeyShape(presented)) return undefined;
-    const digest = hashApiKey(presented);
+    return this.authenticateDigest(hashApiKey(presented));
+  }
+
+  /**
+   * As `authenticate`, from the key's SHA-256: what a long-lived connection keeps to ask again later
+   * whether its key is still active, so that it need not hold the secret itself.
+   */
+  async authenticateDigest(digest: Buffer): Promise<AuthenticatedKey | undefined> {
     const hash = digest.toString('hex');
     const at = this.now();
     const cached = this.fromCache(hash, at);

@@ -40,8 +40,11 @@ const TOO_MANY_STREAMS = 'too many open streams for this account';
 
 /** An authenticated connection's account, with what its rate limit needs. */
 interface Caller {
-  /** The key it authenticated with, asked again at each heartbeat (revoked keys and plan changes). */
-  readonly key: string;
+  /**
+   * The SHA-256 of the key it authenticated with, asked again at each heartbeat (revoked keys, plan
+   * changes); the digest, not the secret, is what a connection keeps for its lifetime.
+   */
+  readonly keyDigest: Buffer;
   readonly accountId: string;
   readonly rateLimit: number;
   readonly plan: string;
@@ -289,7 +292,12 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
     const found = await deps.accounts.authenticate(key);
     if (found === undefined) return { ok: false, error: new GatewayError('UNAUTHORIZED') };
     const account = view(found.account);
-    const caller: Caller = { key, accountId: account.id, rateLimit: account.rateLimit, plan: account.plan };
+    const caller: Caller = {
+      keyDigest: Buffer.from(found.key.hash, 'hex'),
+      accountId: account.id,
+      rateLimit: account.rateLimit,
+      plan: account.plan,
+    };
     const refused = await countRequest(caller);
     if (refused !== undefined) return { ok: false, error: refused };
     if (!deps.planAccess[account.plan].has('stream')) {
@@ -319,7 +327,7 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
   // Heartbeat: a connection that did not answer the previous ping is gone (half-open TCP); drop it.
   const heartbeat = setInterval(() => {
     // One look-up per key and heartbeat, however many connections use it.
-    const asked = new Map<string, ReturnType<AccountService['authenticate']>>();
+    const asked = new Map<string, ReturnType<AccountService['authenticateDigest']>>();
     for (const ws of wss.clients) {
       if (!alive.has(ws)) {
         ws.terminate();
@@ -336,14 +344,18 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
    * includes the stream, is closed (4001, 4003) instead of receiving the account's payments for as long
    * as it stays connected. Storage unavailable: the connection stays, and the next heartbeat asks again.
    */
-  function recheck(ws: WebSocket, asked: Map<string, ReturnType<AccountService['authenticate']>>): void {
+  function recheck(
+    ws: WebSocket,
+    asked: Map<string, ReturnType<AccountService['authenticateDigest']>>,
+  ): void {
     const caller = callers.get(ws);
     if (caller === undefined || rechecking.has(ws)) return;
     rechecking.add(ws);
-    let answer = asked.get(caller.key);
+    const id = caller.keyDigest.toString('hex');
+    let answer = asked.get(id);
     if (answer === undefined) {
-      answer = deps.accounts.authenticate(caller.key);
-      asked.set(caller.key, answer);
+      answer = deps.accounts.authenticateDigest(caller.keyDigest);
+      asked.set(id, answer);
     }
     answer
       .then((found) => {
