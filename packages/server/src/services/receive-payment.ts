@@ -102,10 +102,14 @@ export class ReceivePaymentService {
         idempotencyKey,
       );
     }
-    const earlier =
+    // The payment this very key recorded into this wallet: the request is the retry of one whose answer
+    // was lost, and its proof, consumed by that payment, is answered with it rather than refused.
+    const found =
       idempotencyKey === undefined
         ? undefined
         : await this.deps.store.payments.findByIdempotencyKey(accountId, idempotencyKey);
+    const earlier =
+      found?.direction === 'received' && found.walletAddress === input.walletAddress ? found : undefined;
     const { claims, chain, tx, signature, received, proofKey } = await this.deps.verifier.verify({
       paymentProof: input.paymentProof,
       recipient: input.walletAddress,
@@ -113,10 +117,7 @@ export class ReceivePaymentService {
       resource: input.resource,
       network,
       timeoutMs: receiveTimeoutMs(input.timeout),
-      usedByRetriedRequest:
-        earlier?.direction === 'received' && earlier.walletAddress === input.walletAddress
-          ? (earlier.signature ?? undefined)
-          : undefined,
+      usedByRetriedRequest: earlier?.signature ?? undefined,
     });
     const { decimals } = chain.info.nativeCurrency;
 
@@ -141,7 +142,7 @@ export class ReceivePaymentService {
       blockHeight,
       sourcePaymentId: claims.pid,
       // A key already on a payment (kept longer than the key itself, 24 h) is not given to a second one.
-      idempotencyKey: earlier === undefined ? (idempotencyKey ?? null) : null,
+      idempotencyKey: found === undefined ? (idempotencyKey ?? null) : null,
       confirmedAt: at,
     });
     const consumed = await this.deps.store.transaction(async (repos) => {
@@ -150,19 +151,17 @@ export class ReceivePaymentService {
       return true;
     });
     if (!consumed) {
-      // Used by the payment this very key recorded: the retry of a request whose answer was lost.
-      const retried =
-        earlier?.direction === 'received' &&
-        earlier.signature === signature &&
-        earlier.walletAddress === payment.walletAddress;
-      if (!retried) throw invalidProof('this payment proof was already used', 'already_used');
-      return answer(earlier, decimals, started);
+      if (earlier === undefined || earlier.signature !== signature) {
+        throw invalidProof('this payment proof was already used', 'already_used');
+      }
+      return receiveResult(earlier, decimals, started);
     }
-    return answer(payment, decimals, started);
+    return receiveResult(payment, decimals, started);
   }
 }
 
-function answer(payment: PaymentRecord, decimals: number, started: number): ReceiveResult {
+/** The answer to a receive (spec §2.3) that recorded `payment`; `started` is when verification began. */
+export function receiveResult(payment: PaymentRecord, decimals: number, started: number): ReceiveResult {
   return {
     success: true,
     verified: true,

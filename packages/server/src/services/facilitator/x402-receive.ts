@@ -4,7 +4,6 @@ import { addressFamily, type ChainFamily } from '../../domain/address.ts';
 import { decodeBase58 } from '../../domain/base58.ts';
 import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
-import { toWholeUnits } from '../../domain/money.ts';
 import { type OutboundPolicy, OutboundUrlError } from '../../outbound/ssrf-guard.ts';
 import type { PaymentRecord, Store } from '../../store/store.ts';
 import { caip2Of } from '../../x402/network-names.ts';
@@ -15,7 +14,7 @@ import { atomicFromField } from '../amounts.ts';
 import { newPayment } from '../new-payment.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
 import { invalidProof, verificationFailed } from '../proof-verifier.ts';
-import type { ReceiveResult } from '../receive-payment.ts';
+import { type ReceiveResult, receiveResult } from '../receive-payment.ts';
 import type { VerifyResult } from '../verify-payment.ts';
 import type { FacilitatorService } from './facilitator-service.ts';
 
@@ -75,19 +74,7 @@ export class X402ReceiveService {
       input.facilitatorUrl === undefined
         ? await this.settleHere(payment, accountId, idempotencyKey)
         : await this.settleRemotely(accountId, input, payment, chain, decimals, deadline);
-    return {
-      success: true,
-      verified: true,
-      paymentId: record.id,
-      signature: record.signature ?? '',
-      amountReceived: toWholeUnits(record.amount, decimals),
-      sender: record.sender,
-      status: record.status,
-      blockHeight: record.blockHeight === null ? null : Number(record.blockHeight),
-      timestamp: record.createdAt,
-      verificationTime: `${Math.round(performance.now() - started)}ms`,
-      network: record.network,
-    };
+    return receiveResult(record, decimals, started);
   }
 
   /** Verifies only (spec §4.5): nothing is settled or consumed. */
