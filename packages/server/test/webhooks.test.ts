@@ -11,6 +11,27 @@ import { WebhookReceiver } from './support/webhook-receiver.ts';
 
 const EVENTS_FOR_TESTS = { allowPrivateOutboundUrls: true, webhookRetryBaseMs: 50 };
 
+/** The endpoint's one delivery as its log on `gw` shows it, once `done` says it is settled for now. */
+async function deliveryOnceSettled(
+  gw: TestGateway,
+  key: string,
+  webhookId: string,
+  done: (delivery: Record<string, unknown>) => boolean,
+): Promise<Record<string, unknown>> {
+  let delivery: Record<string, unknown> = {};
+  for (let tries = 0; !done(delivery) && tries < 100; tries++) {
+    const log = await gw.app.inject({
+      method: 'GET',
+      url: `/webhooks/${webhookId}/deliveries`,
+      headers: bearer(key),
+    });
+    assert.equal(log.statusCode, 200);
+    delivery = log.json().deliveries[0] ?? {};
+    if (!done(delivery)) await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return delivery;
+}
+
 describe('webhooks', () => {
   let gw: TestGateway;
 
@@ -56,17 +77,7 @@ describe('webhooks', () => {
       );
 
       // The receiver answered; the worker writes the outcome right after.
-      let delivery: Record<string, unknown> = {};
-      for (let tries = 0; delivery.status !== 'succeeded' && tries < 100; tries++) {
-        const log = await gw.app.inject({
-          method: 'GET',
-          url: `/webhooks/${webhook.id}/deliveries`,
-          headers: bearer(caller.key),
-        });
-        assert.equal(log.statusCode, 200);
-        delivery = log.json().deliveries[0];
-        if (delivery.status !== 'succeeded') await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      const delivery = await deliveryOnceSettled(gw, caller.key, webhook.id, (d) => d.status === 'succeeded');
       assert.equal(delivery.status, 'succeeded');
       assert.equal(delivery.attempts, 4);
       assert.equal(delivery.lastStatusCode, 204);
@@ -87,25 +98,6 @@ describe('webhooks', () => {
     }
   });
 
-  /** The endpoint's one delivery as its log shows it, once `done` says it is settled for now. */
-  async function deliveryOnceSettled(
-    key: string,
-    webhookId: string,
-    done: (delivery: Record<string, unknown>) => boolean,
-  ): Promise<Record<string, unknown>> {
-    let delivery: Record<string, unknown> = {};
-    for (let tries = 0; !done(delivery) && tries < 100; tries++) {
-      const log = await gw.app.inject({
-        method: 'GET',
-        url: `/webhooks/${webhookId}/deliveries`,
-        headers: bearer(key),
-      });
-      delivery = log.json().deliveries[0] ?? {};
-      if (!done(delivery)) await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    return delivery;
-  }
-
   /** A Premium caller whose new endpoint at `receiver` got its first attempt, of one payment's event. */
   async function firstAttemptAt(receiver: WebhookReceiver) {
     const url = await receiver.start();
@@ -120,7 +112,7 @@ describe('webhooks', () => {
     const receiver = new WebhookReceiver(() => 410);
     try {
       const { caller, webhook } = await firstAttemptAt(receiver);
-      const delivery = await deliveryOnceSettled(caller.key, webhook.id, (d) => d.status === 'failed');
+      const delivery = await deliveryOnceSettled(gw, caller.key, webhook.id, (d) => d.status === 'failed');
       assert.equal(delivery.status, 'failed');
       assert.equal(delivery.attempts, 1);
       assert.equal(delivery.lastStatusCode, 410);
@@ -140,14 +132,14 @@ describe('webhooks', () => {
     );
     try {
       const { caller, webhook } = await firstAttemptAt(receiver);
-      const pending = await deliveryOnceSettled(caller.key, webhook.id, (d) => d.lastStatusCode === 429);
+      const pending = await deliveryOnceSettled(gw, caller.key, webhook.id, (d) => d.lastStatusCode === 429);
       assert.equal(pending.status, 'pending');
       await receiver.until(2, 5_000);
       const [first, second] = receiver.received;
       assert.ok(first !== undefined && second !== undefined);
       // The schedule alone (base 50 ms here) would have tried again after 50 ms.
       assert.ok(second.at - first.at >= 950, `tried again after ${second.at - first.at} ms`);
-      const done = await deliveryOnceSettled(caller.key, webhook.id, (d) => d.status === 'succeeded');
+      const done = await deliveryOnceSettled(gw, caller.key, webhook.id, (d) => d.status === 'succeeded');
       assert.equal(done.attempts, 2);
     } finally {
       await receiver.close();
@@ -384,16 +376,12 @@ describe('webhooks on two instances sharing storage', () => {
       // (hundreds of rounds, each a write transaction on the shared file) while the delivery was leased.
       assert.ok(looks <= 3, `${looks} rounds in 1.5 s while the other instance attempted the delivery`);
 
-      let delivery: Record<string, unknown> = {};
-      for (let tries = 0; delivery.status !== 'succeeded' && tries < 100; tries++) {
-        const log = await b.app.inject({
-          method: 'GET',
-          url: `/webhooks/${created.json().id}/deliveries`,
-          headers: bearer(caller.key),
-        });
-        delivery = log.json().deliveries[0];
-        if (delivery.status !== 'succeeded') await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      const delivery = await deliveryOnceSettled(
+        b,
+        caller.key,
+        created.json().id,
+        (d) => d.status === 'succeeded',
+      );
       assert.equal(delivery.status, 'succeeded');
       assert.equal(delivery.attempts, 1);
       assert.equal(receiver.received.length, 1, 'sent once');
