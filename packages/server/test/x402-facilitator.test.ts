@@ -351,6 +351,64 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     );
   });
 
+  it('EVM: a settled authorization’s signer and nonce with another recipient or value is refused for what it pays, not as the settled payment (duplicate_settlement, already_used), on every route', async () => {
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    await api(seller.key, 'POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const requirements = evmExactRequirements(evm, { amount: '20000', payTo: seller.evm });
+    const paymentPayload = await evmPayload(buyer, requirements);
+    const settled = await api(seller.key, 'POST', '/facilitator/settle', {
+      x402Version: 2,
+      paymentPayload,
+      paymentRequirements: requirements,
+    });
+    assert.equal(settled.body.success, true, JSON.stringify(settled.body));
+
+    const { payload } = paymentPayload as unknown as { payload: EvmPayload };
+    const stranger = privateKeyToAccount(generatePrivateKey()).address;
+    // The same settlement key (signer and nonce), for the seller's own requirements: not that payment.
+    const cases = [
+      [{ to: stranger }, 'invalid_exact_evm_payload_recipient_mismatch'],
+      [{ value: '20001' }, 'invalid_exact_evm_payload_authorization_value_mismatch'],
+    ] as const;
+    for (const [change, reason] of cases) {
+      const altered = {
+        ...paymentPayload,
+        payload: { ...payload, authorization: { ...payload.authorization, ...change } },
+      };
+      const body = { x402Version: 2, paymentPayload: altered, paymentRequirements: requirements };
+      const verified = await api(seller.key, 'POST', '/facilitator/verify', body);
+      assert.deepEqual([verified.body.isValid, verified.body.invalidReason], [false, reason]);
+      const again = await api(seller.key, 'POST', '/facilitator/settle', body);
+      assert.deepEqual(
+        [again.body.success, again.body.errorReason, again.body.transaction],
+        [false, reason, ''],
+      );
+      const header = encodePaymentSignatureHeader(altered);
+      const received = await api(seller.key, 'POST', '/payment/receive', {
+        walletAddress: seller.evm,
+        paymentProof: header,
+        expectedAmount: 0.02,
+      });
+      assert.deepEqual(
+        [received.status, received.body.error.code, received.body.error.details.paymentProof],
+        [422, 'PAYMENT_VERIFICATION_FAILED', reason],
+      );
+      const checked = await api(seller.key, 'POST', '/v1/payments/verify', {
+        payment_proof: header,
+        amount: 20000,
+        recipient: seller.evm,
+      });
+      assert.deepEqual([checked.body.verified, checked.body.reason], [false, reason]);
+    }
+    // The payment itself is still the settled one.
+    const duplicate = await api(seller.key, 'POST', '/facilitator/verify', {
+      x402Version: 2,
+      paymentPayload,
+      paymentRequirements: requirements,
+    });
+    assert.deepEqual([duplicate.body.isValid, duplicate.body.invalidReason], [false, 'duplicate_settlement']);
+  });
+
   /** A stock @x402/svm buyer's v2 PAYMENT-SIGNATURE value for `amount` USDC atomic units to `payTo`. */
   const svmPayment = async (payTo: string, feePayer: string, amount = '10000') => {
     const buyer = await generateKeyPairSigner();

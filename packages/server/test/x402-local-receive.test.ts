@@ -32,6 +32,20 @@ import {
 const LAMPORTS = 1_000_000_000n;
 
 /**
+ * The payment signed in a v2 PAYMENT-SIGNATURE `header` as someone it does not pay may present it for
+ * `payTo`: the v2 value with `accepted.payTo` (which the buyer does not sign) rewritten, and a v1
+ * X-PAYMENT value of the same signed payload on `v1Network`, which names no payTo at all.
+ */
+function presentedFor(header: string, payTo: string, v1Network: string): string[] {
+  const payload = decodePaymentSignatureHeader(header);
+  const v1 = { x402Version: 1, scheme: 'exact', network: v1Network, payload: payload.payload };
+  return [
+    encodePaymentSignatureHeader({ ...payload, accepted: { ...payload.accepted, payTo } }),
+    Buffer.from(JSON.stringify(v1)).toString('base64'),
+  ];
+}
+
+/**
  * x402 payloads in local transaction mode (POST /transaction/receive): the buyer's `exact` transaction
  * names the seller's own wallet as fee payer; the gateway answers it for the seller to sign and
  * broadcast, and records the payment once, when it lands.
@@ -156,6 +170,37 @@ describe('x402 payloads in POST /transaction/receive: the seller signs as fee pa
     assert.deepEqual([status.status, status.signature], ['confirmed', signature]);
     assert.equal((await usdcOf(seller.wallet)) - held, 10_000n);
     assert.equal(await recorded(), before + 1);
+    const again = await api('POST', '/transaction/receive', body);
+    assert.deepEqual([again.status, again.body.error.details.paymentProof], [422, 'already_used']);
+  });
+
+  it('a payload that pays another wallet is refused for that, while its receipt is pending and once it is used: never `already_used` to someone it does not pay', async () => {
+    const { header } = await v2Payment(seller.wallet, '10000');
+    const body = { walletAddress: seller.wallet, paymentProof: header, expectedAmount: 0.01 };
+    const built = await api('POST', '/transaction/receive', body);
+    assert.equal(built.status, 200, JSON.stringify(built.body));
+    // Another account, which saw the payment go by, presents it for its own wallet.
+    const stranger = await gw.newCaller('standard');
+    const wallet = (await callAs(gw, stranger.key, 'POST', '/wallets', { chain: 'solana' })).body.address;
+    const refusals = () =>
+      Promise.all(
+        presentedFor(header, wallet, 'solana-devnet').map(async (paymentProof) => {
+          const res = await callAs(gw, stranger.key, 'POST', '/transaction/receive', {
+            walletAddress: wallet,
+            paymentProof,
+            expectedAmount: 0.01,
+          });
+          return [res.status, res.body.error?.code, res.body.error?.details?.paymentProof];
+        }),
+      );
+    const mismatch = [422, 'PAYMENT_VERIFICATION_FAILED', 'invalid_exact_svm_payload_recipient_mismatch'];
+    assert.deepEqual(await refusals(), [mismatch, mismatch], 'while the seller’s receipt is pending');
+
+    const signature = await signAndBroadcast(chain.localnet.rpcUrl, built.body.transaction, seller.secretKey);
+    const status = await settle(built.body.paymentId);
+    assert.deepEqual([status.status, status.signature], ['confirmed', signature]);
+    assert.deepEqual(await refusals(), [mismatch, mismatch], 'once it is used');
+    // To the wallet it pays, it is used.
     const again = await api('POST', '/transaction/receive', body);
     assert.deepEqual([again.status, again.body.error.details.paymentProof], [422, 'already_used']);
   });
@@ -368,6 +413,39 @@ describe('x402 EVM payloads in POST /transaction/receive: the seller submits tra
     // The facilitator cannot settle the used authorization either.
     const facilitated = await api('POST', '/payment/receive', body);
     assert.equal(facilitated.status, 422);
+  });
+
+  it('a payload that pays another wallet is refused for that, while its receipt is pending and once it is used: never `already_used` to someone it does not pay', async () => {
+    const { header } = await payment('10000');
+    const body = { walletAddress: seller.wallet.address, paymentProof: header, expectedAmount: 0.01 };
+    const built = await api('POST', '/transaction/receive', body);
+    assert.equal(built.status, 200, JSON.stringify(built.body));
+    const stranger = await gw.newCaller('standard');
+    const wallet = (await callAs(gw, stranger.key, 'POST', '/wallets', { chain: 'evm' })).body.address;
+    const refusals = () =>
+      Promise.all(
+        presentedFor(header, wallet, evm.adapter.info.id).map(async (paymentProof) => {
+          const res = await callAs(gw, stranger.key, 'POST', '/transaction/receive', {
+            walletAddress: wallet,
+            paymentProof,
+            expectedAmount: 0.01,
+          });
+          return [res.status, res.body.error?.code, res.body.error?.details?.paymentProof];
+        }),
+      );
+    const mismatch = [422, 'PAYMENT_VERIFICATION_FAILED', 'invalid_exact_evm_payload_recipient_mismatch'];
+    assert.deepEqual(await refusals(), [mismatch, mismatch], 'while the seller’s receipt is pending');
+
+    const hash = await signAndBroadcastEvm(
+      evm.adapter.info.rpcUrl,
+      built.body.transaction,
+      seller.wallet.privateKey,
+    );
+    const status = await settle(built.body.paymentId);
+    assert.deepEqual([status.status, status.signature], ['confirmed', hash]);
+    assert.deepEqual(await refusals(), [mismatch, mismatch], 'once it is used');
+    const again = await api('POST', '/transaction/receive', body);
+    assert.deepEqual([again.status, again.body.error.details.paymentProof], [422, 'already_used']);
   });
 
   it('a receipt whose authorization the facilitator settled first fails; the payment is recorded once, by the facilitator', async () => {

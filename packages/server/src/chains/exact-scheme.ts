@@ -18,6 +18,19 @@ export interface ExactScheme {
    */
   settlementKey(payload: Readonly<Record<string, unknown>>): string | undefined;
   /**
+   * What the payload pays, against the requirements, from the payload alone (no chain, no clock): that
+   * it decodes, the token, the recipient and the amount, and what must be read to find them. Undefined
+   * when they match. Callers ask this before looking up whether the payload was settled or consumed:
+   * a payload that does not pay these requirements is refused for that whatever became of it, so
+   * nobody it does not pay learns that it was used. The clock (validity windows) and the signature are
+   * left to `verify`: a payload settled for these requirements stays a duplicate after it expires, so
+   * the request that settled it can still find its payment. `verify` makes these checks too, first.
+   */
+  checkTerms(
+    payload: Readonly<Record<string, unknown>>,
+    requirements: ExactRequirements,
+  ): Promise<ExactRefusal | undefined>;
+  /**
    * Every check short of broadcasting, including a simulation against the chain now. `sellerPays`:
    * local mode, where the seller's wallet (`requirements.payTo`'s owner, named in `extra.feePayer`)
    * pays the fee and broadcasts instead of this facilitator.

@@ -30,6 +30,7 @@ import { firstBlockSince } from './first-block-since.ts';
 import { EXACT_PERMIT2_PROXY_ADDRESS } from './permit2-addresses.ts';
 import {
   checkPermit2Payment,
+  checkPermit2Terms,
   isPermit2Payload,
   type Permit2Authorization,
   permit2AuthorizationOf,
@@ -93,6 +94,11 @@ interface Authorization {
 /** The ways x402 `exact` moves an EVM token (`extra.assetTransferMethod`); absent means either. */
 type AssetTransferMethod = 'eip3009' | 'permit2';
 
+/** A payload decoded as the transfer its buyer signed, by either method. */
+type SignedTransfer =
+  | { readonly method: 'eip3009'; readonly auth: Authorization }
+  | { readonly method: 'permit2'; readonly permit: Permit2Authorization };
+
 /**
  * x402 `exact` on EVM: the facilitator submits the buyer's signed transfer and pays the gas, either an
  * EIP-3009 transferWithAuthorization on the token or, for any ERC-20 the buyer approved Permit2 for, the
@@ -152,6 +158,14 @@ export class ExactEvmScheme implements ExactScheme {
     return auth === undefined ? undefined : `${this.network}:exact:${auth.from}:${auth.nonce.toLowerCase()}`;
   }
 
+  async checkTerms(
+    payload: Readonly<Record<string, unknown>>,
+    req: ExactRequirements,
+  ): Promise<ExactRefusal | undefined> {
+    const transfer = this.transferOf(payload, req);
+    return 'valid' in transfer ? transfer : this.termsOf(transfer, req);
+  }
+
   async verify(
     payload: Readonly<Record<string, unknown>>,
     req: ExactRequirements,
@@ -159,6 +173,8 @@ export class ExactEvmScheme implements ExactScheme {
   ): Promise<ExactVerdict> {
     const transfer = this.transferOf(payload, req);
     if ('valid' in transfer) return transfer;
+    const terms = this.termsOf(transfer, req);
+    if (terms !== undefined) return terms;
     // Local mode: simulated as the seller, who submits it.
     const submitter = options.sellerPays === true ? req.payTo : this.feePayer.address;
     const refusal =
@@ -177,14 +193,39 @@ export class ExactEvmScheme implements ExactScheme {
     return { valid: true, payer, decimals };
   }
 
+  /**
+   * What the transfer pays against the requirements (ExactScheme.checkTerms): a token this facilitator
+   * settles, and the signed token, spender, recipient and amount. Needs nothing from the chain.
+   */
+  private termsOf(transfer: SignedTransfer, req: ExactRequirements): ExactRefusal | undefined {
+    if (transfer.method === 'permit2') {
+      return this.checkAsset(transfer.permit.from, req) ?? checkPermit2Terms(transfer.permit, req);
+    }
+    const { auth } = transfer;
+    const unknownAsset = this.checkAsset(auth.from, req);
+    if (unknownAsset !== undefined) return unknownAsset;
+    if (!isAddress(req.payTo) || getAddress(auth.to) !== getAddress(req.payTo)) {
+      return refuse(
+        'invalid_exact_evm_payload_recipient_mismatch',
+        `the authorization pays ${auth.to}, not ${req.payTo}`,
+        auth.from,
+      );
+    }
+    if (auth.value !== req.amount) {
+      return refuse(
+        'invalid_exact_evm_payload_authorization_value_mismatch',
+        `the authorization moves ${auth.value}, not ${req.amount}`,
+        auth.from,
+      );
+    }
+    return undefined;
+  }
+
   /** The payload decoded as the transfer method its shape names, if the requirements allow that method. */
   private transferOf(
     payload: Readonly<Record<string, unknown>>,
     req: ExactRequirements,
-  ):
-    | { method: 'eip3009'; auth: Authorization }
-    | { method: 'permit2'; permit: Permit2Authorization }
-    | ExactRefusal {
+  ): SignedTransfer | ExactRefusal {
     const asked = req.extra.assetTransferMethod;
     if (asked !== undefined && asked !== 'eip3009' && asked !== 'permit2') {
       // Only a name is repeated: anything else may be too big, or nest too deep, to print.
@@ -268,6 +309,7 @@ export class ExactEvmScheme implements ExactScheme {
     };
   }
 
+  /** The checks of a Permit2 payment (checkPermit2Payment), simulated as sent by `submitter`. */
   private async checkPermit2(
     permit: Permit2Authorization,
     req: ExactRequirements,
@@ -280,7 +322,7 @@ export class ExactEvmScheme implements ExactScheme {
       maxGas: EVM_MAX_SETTLEMENT_GAS,
       now: this.clock,
     };
-    return this.checkAsset(permit.from, req) ?? (await checkPermit2Payment(context, permit, req));
+    return checkPermit2Payment(context, permit, req);
   }
 
   /** The fee payer pays the gas of whatever contract `asset` names, so only known tokens are settled. */
@@ -364,6 +406,10 @@ export class ExactEvmScheme implements ExactScheme {
       : findLandedAuthorization(this.client, tx, fromBlock);
   }
 
+  /**
+   * The rest of an EIP-3009 payment, once termsOf accepted what it pays: the token's EIP-712 domain,
+   * the validity window, the signature, the nonce, the balance, and a simulation as sent by `submitter`.
+   */
   private async check(
     auth: Authorization,
     req: ExactRequirements,
@@ -371,26 +417,10 @@ export class ExactEvmScheme implements ExactScheme {
   ): Promise<ExactRefusal | undefined> {
     const payer = auth.from;
     const { name, version } = req.extra;
-    const unknownAsset = this.checkAsset(payer, req);
-    if (unknownAsset !== undefined) return unknownAsset;
     if (typeof name !== 'string' || typeof version !== 'string') {
       return refuse(
         'invalid_payload',
         'requirements need asset (a contract) and extra.name, extra.version (its EIP-712 domain)',
-        payer,
-      );
-    }
-    if (!isAddress(req.payTo) || getAddress(auth.to) !== getAddress(req.payTo)) {
-      return refuse(
-        'invalid_exact_evm_payload_recipient_mismatch',
-        `the authorization pays ${auth.to}, not ${req.payTo}`,
-        payer,
-      );
-    }
-    if (auth.value !== req.amount) {
-      return refuse(
-        'invalid_exact_evm_payload_authorization_value_mismatch',
-        `the authorization moves ${auth.value}, not ${req.amount}`,
         payer,
       );
     }

@@ -131,23 +131,15 @@ export async function permit2Available(client: PublicClient): Promise<boolean> {
 }
 
 /**
- * Every check of a Permit2 payment short of broadcasting, in the order x402's scheme text gives:
- * what was signed against the requirements, the signature, the nonce, the allowance to Permit2, the
- * balance, then a simulation of the proxy call as the fee payer would send it. Undefined when it passes.
+ * What a permit pays, against the requirements (ExactScheme.checkTerms): the token, the spender (x402's
+ * proxy), the witness's recipient and the amount, all signed by the buyer. Needs nothing from the chain.
  */
-export async function checkPermit2Payment(
-  context: {
-    readonly client: PublicClient;
-    readonly chainId: number;
-    readonly feePayer: Address;
-    readonly maxGas: bigint;
-    readonly now: () => number;
-  },
+export function checkPermit2Terms(
   auth: Permit2Authorization,
   req: ExactRequirements,
-): Promise<ExactRefusal | undefined> {
+): ExactRefusal | undefined {
   const payer = auth.from;
-  const asset = getAddress(req.asset);
+  const asset = isAddress(req.asset) ? getAddress(req.asset) : req.asset;
   if (auth.token !== asset) {
     return refuse('permit2_token_mismatch', `the permit is for token ${auth.token}, not ${asset}`, payer);
   }
@@ -168,6 +160,30 @@ export async function checkPermit2Payment(
   if (auth.amount !== req.amount) {
     return refuse('permit2_amount_mismatch', `the permit moves ${auth.amount}, not ${req.amount}`, payer);
   }
+  return undefined;
+}
+
+/**
+ * Every check of a Permit2 payment short of broadcasting, in the order x402's scheme text gives:
+ * what was signed against the requirements (checkPermit2Terms), the validity window, the signature,
+ * the nonce, the allowance to Permit2, the balance, then a simulation of the proxy call as the fee
+ * payer would send it. Undefined when it passes.
+ */
+export async function checkPermit2Payment(
+  context: {
+    readonly client: PublicClient;
+    readonly chainId: number;
+    readonly feePayer: Address;
+    readonly maxGas: bigint;
+    readonly now: () => number;
+  },
+  auth: Permit2Authorization,
+  req: ExactRequirements,
+): Promise<ExactRefusal | undefined> {
+  const terms = checkPermit2Terms(auth, req);
+  if (terms !== undefined) return terms;
+  const payer = auth.from;
+  const asset = getAddress(req.asset);
   const now = BigInt(Math.floor(context.now() / 1000));
   if (auth.validAfter > now) {
     return refuse('permit2_not_yet_valid', 'the permit is not valid yet (witness.validAfter)', payer);

@@ -117,23 +117,30 @@ export class ExactSvmScheme implements ExactScheme {
     return `${this.network}:exact:${digest}`;
   }
 
+  async checkTerms(
+    payload: Readonly<Record<string, unknown>>,
+    req: ExactRequirements,
+  ): Promise<ExactRefusal | undefined> {
+    const decoded = decode(payload);
+    if (decoded === undefined) return undecodable();
+    const terms = await this.checkTransfer(decoded, req);
+    return terms.valid ? undefined : terms;
+  }
+
   async verify(
     payload: Readonly<Record<string, unknown>>,
     req: ExactRequirements,
     options: { readonly sellerPays?: boolean } = {},
   ): Promise<ExactVerdict> {
     const decoded = decode(payload);
-    if (decoded === undefined) {
-      return refuse(
-        'invalid_exact_svm_payload_transaction_could_not_be_decoded',
-        'payload.transaction is not a base64 Solana transaction',
-      );
-    }
-    const layout = await this.checkLayout(decoded, req, options.sellerPays === true);
-    if (!layout.valid) return layout;
+    if (decoded === undefined) return undecodable();
+    const terms = await this.checkTransfer(decoded, req);
+    if (!terms.valid) return terms;
+    const layout = this.checkLayout(decoded, req, options.sellerPays === true, terms.payer);
+    if (layout !== undefined) return layout;
     const simulated = await this.simulate(decoded);
-    if (simulated !== undefined) return refuse(simulated.reason, simulated.message, layout.payer);
-    return { valid: true, payer: layout.payer, decimals: layout.decimals };
+    if (simulated !== undefined) return refuse(simulated.reason, simulated.message, terms.payer);
+    return { valid: true, payer: terms.payer, decimals: terms.decimals };
   }
 
   /** Co-signs (WebCrypto, off the event loop) and asks the block height now; the draft only hands it over. */
@@ -200,33 +207,19 @@ export class ExactSvmScheme implements ExactScheme {
     return found;
   }
 
-  /** The instruction layout of spec `scheme_exact_svm`, the caps, and the buyer's signatures. */
-  private async checkLayout(
-    { transaction, message }: Decoded,
+  /**
+   * What the payment pays (ExactScheme.checkTerms): the transferChecked of spec `scheme_exact_svm`,
+   * found where that layout puts it (after the two compute-budget instructions), and its mint,
+   * destination and amount against the requirements. Needs nothing from the chain.
+   */
+  private async checkTransfer(
+    { message }: Decoded,
     req: ExactRequirements,
-    sellerPays: boolean,
   ): Promise<{ valid: true; payer: string; decimals: number } | ExactRefusal> {
     const accounts = message.staticAccounts.map(String);
-    const feePayerAddress = accounts[0] ?? '';
-    const expectedFeePayer = req.extra.feePayer;
-    // Local mode: the seller's own wallet pays (and signs) instead of one of this facilitator's keys.
-    const payable = sellerPays || this.feePayers.has(feePayerAddress);
-    if (typeof expectedFeePayer !== 'string' || !payable || expectedFeePayer !== feePayerAddress) {
-      return refuse(
-        'invalid_exact_svm_payload_missing_fee_payer',
-        sellerPays
-          ? `the transaction's fee payer is not ${String(expectedFeePayer)}, the wallet that signs it`
-          : "the transaction's fee payer is not this facilitator's (extra.feePayer from GET /facilitator/supported)",
-      );
-    }
+    // Lookup tables would move accounts out of the message: the transfer's could not be read here.
     if (message.version === 0 && (message.addressTableLookups?.length ?? 0) > 0) {
       return refuse('invalid_exact_svm_payload_transaction', 'address lookup tables are not accepted');
-    }
-    if (message.header.numSignerAccounts > SVM_MAX_SIGNATURES) {
-      return refuse(
-        'invalid_exact_svm_payload_excessive_signers',
-        `at most ${SVM_MAX_SIGNATURES} signatures (the fee payer and the transfer authority)`,
-      );
     }
     const ixs = message.instructions;
     if (ixs.length < 3 || ixs.length > SVM_MAX_INSTRUCTIONS) {
@@ -237,38 +230,18 @@ export class ExactSvmScheme implements ExactScheme {
     }
     const program = (i: number) => accounts[ixs[i]?.programAddressIndex ?? -1];
     const data = (i: number) => ixs[i]?.data ?? new Uint8Array();
-    // The first two: compute-unit limit and price, in either order, each within its cap.
-    let limit: number | undefined;
-    let price: bigint | undefined;
-    for (const i of [0, 1]) {
-      const d = data(i);
-      if (program(i) !== COMPUTE_BUDGET_PROGRAM) break;
-      const view = new DataView(d.buffer, d.byteOffset, d.byteLength);
-      if (d[0] === SET_COMPUTE_UNIT_LIMIT && d.length === 5) limit = view.getUint32(1, true);
-      if (d[0] === SET_COMPUTE_UNIT_PRICE && d.length === 9) price = view.getBigUint64(1, true);
-    }
-    if (limit === undefined) {
+    // The first two: compute-unit limit and price, in either order (their caps: checkLayout).
+    const budget = computeBudgetOf(message, accounts);
+    if (budget.limit === undefined) {
       return refuse(
         'invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction',
         'the transaction must begin with SetComputeUnitLimit and SetComputeUnitPrice',
       );
     }
-    if (price === undefined) {
+    if (budget.price === undefined) {
       return refuse(
         'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction',
         'the transaction must begin with SetComputeUnitLimit and SetComputeUnitPrice',
-      );
-    }
-    if (limit > SVM_MAX_COMPUTE_UNIT_LIMIT) {
-      return refuse(
-        'invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction_too_high',
-        `compute-unit limit ${limit} is over ${SVM_MAX_COMPUTE_UNIT_LIMIT}`,
-      );
-    }
-    if (price > SVM_MAX_COMPUTE_UNIT_PRICE_MICROLAMPORTS) {
-      return refuse(
-        'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high',
-        `compute-unit price ${price} micro-lamports is over ${SVM_MAX_COMPUTE_UNIT_PRICE_MICROLAMPORTS}`,
       );
     }
     // The third: transferChecked of SPL Token or Token-2022.
@@ -289,16 +262,6 @@ export class ExactSvmScheme implements ExactScheme {
     const [source, mint, destination, authority] = (transfer.accountIndices ?? []).map((i) => accounts[i]);
     if (source === undefined || mint === undefined || destination === undefined || authority === undefined) {
       return refuse('invalid_exact_svm_payload_no_transfer_instruction', 'transferChecked lacks accounts');
-    }
-    // The fee payer signs only to pay fees: it must not appear in any instruction, so it cannot be the
-    // transfer authority or a source of funds.
-    const feePayerIndex = 0;
-    if (ixs.some((ix) => ix.accountIndices?.includes(feePayerIndex))) {
-      return refuse(
-        'invalid_exact_svm_payload_transaction_fee_payer_transferring_funds',
-        'the fee payer must not be an account of any instruction',
-        authority,
-      );
     }
     if (mint !== req.asset) {
       return refuse(
@@ -331,6 +294,66 @@ export class ExactSvmScheme implements ExactScheme {
         authority,
       );
     }
+    return { valid: true, payer: authority, decimals: d[9] ?? 0 };
+  }
+
+  /**
+   * The rest of spec `scheme_exact_svm`, for a payment whose transfer checkTransfer accepted: the fee
+   * payer, the caps, the instructions after the transfer, and the buyer's signatures. Undefined when
+   * it holds. `authority`: the transfer's, named as the payer of a refusal.
+   */
+  private checkLayout(
+    { transaction, message }: Decoded,
+    req: ExactRequirements,
+    sellerPays: boolean,
+    authority: string,
+  ): ExactRefusal | undefined {
+    const accounts = message.staticAccounts.map(String);
+    const feePayerAddress = accounts[0] ?? '';
+    const expectedFeePayer = req.extra.feePayer;
+    // Local mode: the seller's own wallet pays (and signs) instead of one of this facilitator's keys.
+    const payable = sellerPays || this.feePayers.has(feePayerAddress);
+    if (typeof expectedFeePayer !== 'string' || !payable || expectedFeePayer !== feePayerAddress) {
+      return refuse(
+        'invalid_exact_svm_payload_missing_fee_payer',
+        sellerPays
+          ? `the transaction's fee payer is not ${String(expectedFeePayer)}, the wallet that signs it`
+          : "the transaction's fee payer is not this facilitator's (extra.feePayer from GET /facilitator/supported)",
+      );
+    }
+    if (message.header.numSignerAccounts > SVM_MAX_SIGNATURES) {
+      return refuse(
+        'invalid_exact_svm_payload_excessive_signers',
+        `at most ${SVM_MAX_SIGNATURES} signatures (the fee payer and the transfer authority)`,
+      );
+    }
+    const ixs = message.instructions;
+    const program = (i: number) => accounts[ixs[i]?.programAddressIndex ?? -1];
+    const data = (i: number) => ixs[i]?.data ?? new Uint8Array();
+    // Compute-unit limit and price (checkTransfer found both), each within its cap.
+    const { limit = 0, price = 0n } = computeBudgetOf(message, accounts);
+    if (limit > SVM_MAX_COMPUTE_UNIT_LIMIT) {
+      return refuse(
+        'invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction_too_high',
+        `compute-unit limit ${limit} is over ${SVM_MAX_COMPUTE_UNIT_LIMIT}`,
+      );
+    }
+    if (price > SVM_MAX_COMPUTE_UNIT_PRICE_MICROLAMPORTS) {
+      return refuse(
+        'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high',
+        `compute-unit price ${price} micro-lamports is over ${SVM_MAX_COMPUTE_UNIT_PRICE_MICROLAMPORTS}`,
+      );
+    }
+    // The fee payer signs only to pay fees: it must not appear in any instruction, so it cannot be the
+    // transfer authority or a source of funds.
+    const feePayerIndex = 0;
+    if (ixs.some((ix) => ix.accountIndices?.includes(feePayerIndex))) {
+      return refuse(
+        'invalid_exact_svm_payload_transaction_fee_payer_transferring_funds',
+        'the fee payer must not be an account of any instruction',
+        authority,
+      );
+    }
     // Anything after the transfer: memos only, and the seller's memo when it asked for one.
     const memos: string[] = [];
     for (let i = 3; i < ixs.length; i += 1) {
@@ -358,7 +381,7 @@ export class ExactSvmScheme implements ExactScheme {
         authority,
       );
     }
-    return { valid: true, payer: authority, decimals: d[9] ?? 0 };
+    return undefined;
   }
 
   /** Every signer but the fee payer has signed the message, and each signature verifies. */
@@ -416,6 +439,33 @@ export class ExactSvmScheme implements ExactScheme {
       message: `the transaction would fail: ${error}`,
     };
   }
+}
+
+/**
+ * The compute-unit limit and price the first two instructions set, in either order; reading stops at
+ * the first that is not a ComputeBudget instruction.
+ */
+function computeBudgetOf(
+  message: PaymentMessage,
+  accounts: readonly string[],
+): { limit?: number; price?: bigint } {
+  let limit: number | undefined;
+  let price: bigint | undefined;
+  for (const ix of message.instructions.slice(0, 2)) {
+    if (accounts[ix.programAddressIndex] !== COMPUTE_BUDGET_PROGRAM) break;
+    const d = ix.data ?? new Uint8Array();
+    const view = new DataView(d.buffer, d.byteOffset, d.byteLength);
+    if (d[0] === SET_COMPUTE_UNIT_LIMIT && d.length === 5) limit = view.getUint32(1, true);
+    if (d[0] === SET_COMPUTE_UNIT_PRICE && d.length === 9) price = view.getBigUint64(1, true);
+  }
+  return { ...(limit === undefined ? {} : { limit }), ...(price === undefined ? {} : { price }) };
+}
+
+function undecodable(): ExactRefusal {
+  return refuse(
+    'invalid_exact_svm_payload_transaction_could_not_be_decoded',
+    'payload.transaction is not a base64 Solana transaction',
+  );
 }
 
 function decode(payload: Readonly<Record<string, unknown>>): Decoded | undefined {

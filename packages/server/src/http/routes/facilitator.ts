@@ -104,6 +104,8 @@ export async function facilitatorRoutes(app: FastifyInstance, deps: { facilitato
         operationId: 'verifyX402Payment',
         tags: ['facilitator'],
         summary: 'x402: verify a payment payload against requirements, without settling it.',
+        description:
+          'What the payload pays (token, recipient, amount) is checked against the requirements first: a payload that does not pay them is refused for that (`…_recipient_mismatch`, `…_amount_mismatch`, …) whether or not it was settled. One settled for them is `duplicate_settlement` (`settlement_pending` while its settlement is under way); the rest of the checks follow.',
         body: FacilitatorRequest,
         response: { 200: VerifyResponse },
       },
@@ -120,7 +122,7 @@ export async function facilitatorRoutes(app: FastifyInstance, deps: { facilitato
         tags: ['facilitator'],
         summary: 'x402: settle a payment payload on chain, exactly once.',
         description:
-          "Verifies, signs (Solana: as fee payer; EVM: transferWithAuthorization) and stores the transaction before broadcasting it, then waits for `confirmed`. The same payload again, for the same payTo, asset and amount: `duplicate_settlement`; for others it is refused as any payload that does not pay them (`…_recipient_mismatch`, …), never answered with that settlement. Not confirmed within PAYMENT_CONFIRM_TIMEOUT_MS: `settlement_pending` with the transaction; settling again looks at that transaction and never sends another. Nobody has to: a background worker finishes every settlement left pending the same way, recording the seller's payment (status, history, stream, webhooks) once it confirms. On EVM, if another transaction used the authorization or permit first, the payment happened: the settlement is settled on that transaction (its hash is the answer's `transaction`); once a block at the authorization's validBefore (past the permit's deadline) exists with it unused, the settlement fails.",
+          "Verifies, signs (Solana: as fee payer; EVM: transferWithAuthorization) and stores the transaction before broadcasting it, then waits for `confirmed`. What the payload pays (token, recipient, amount) is checked first: a payload that does not pay the requirements is refused for that (`…_recipient_mismatch`, …) whether or not it was settled, never answered with a settlement. The same payload again, for the same payTo, asset and amount: `duplicate_settlement`. Not confirmed within PAYMENT_CONFIRM_TIMEOUT_MS: `settlement_pending` with the transaction; settling again looks at that transaction and never sends another. Nobody has to: a background worker finishes every settlement left pending the same way, recording the seller's payment (status, history, stream, webhooks) once it confirms. On EVM, if another transaction used the authorization or permit first, the payment happened: the settlement is settled on that transaction (its hash is the answer's `transaction`); once a block at the authorization's validBefore (past the permit's deadline) exists with it unused, the settlement fails.",
         body: FacilitatorRequest,
         response: { 200: SettleResponse },
       },

@@ -3,6 +3,7 @@ import type { ChainAdapter, ConfirmationOutcome } from '../../chains/chain-adapt
 import { ChainError } from '../../chains/chain-error.ts';
 import { ExactEvmScheme } from '../../chains/evm/exact-evm-scheme.ts';
 import type {
+  ExactRefusal,
   ExactRequirements,
   ExactScheme,
   LandedPayment,
@@ -141,6 +142,9 @@ export class FacilitatorService {
     if (!resolved.ok)
       return { isValid: false, invalidReason: resolved.reason, invalidMessage: resolved.message };
     const { route, payment, requirements } = resolved;
+    // What the payload pays, before whether it was settled (see settleResolved).
+    const terms = await route.scheme.checkTerms(payment.payload, requirements);
+    if (terms !== undefined) return invalid(terms);
     // An undecodable payload has no key; the scheme's own checks below name why.
     const key = route.scheme.settlementKey(payment.payload);
     const settled = key === undefined ? undefined : await this.deps.store.settlements.get(key);
@@ -159,14 +163,7 @@ export class FacilitatorService {
       };
     }
     const verdict = await route.scheme.verify(payment.payload, requirements);
-    return verdict.valid
-      ? { isValid: true, payer: verdict.payer }
-      : {
-          isValid: false,
-          invalidReason: verdict.reason,
-          invalidMessage: verdict.message,
-          ...(verdict.payer === undefined ? {} : { payer: verdict.payer }),
-        };
+    return verdict.valid ? { isValid: true, payer: verdict.payer } : invalid(verdict);
   }
 
   async settle(paymentPayload: unknown, paymentRequirements: unknown): Promise<SettleAnswer> {
@@ -250,6 +247,12 @@ export class FacilitatorService {
     });
     if (!resolved.ok) return fail(resolved.reason, resolved.message);
     const { route, payment, requirements } = resolved;
+    // What the payload pays (token, recipient, amount), from the payload alone, comes before what
+    // became of it: a payload that does not pay these requirements is refused for that, settled or not,
+    // never answered `duplicate_settlement` (or a settlement's transaction) for a payment it is not.
+    const terms = await route.scheme.checkTerms(payment.payload, requirements);
+    if (terms !== undefined)
+      return fail(terms.reason, terms.message, terms.payer === undefined ? {} : { payer: terms.payer });
     const key = route.scheme.settlementKey(payment.payload);
     if (key === undefined) {
       const verdict = await route.scheme.verify(payment.payload, requirements);
@@ -258,10 +261,11 @@ export class FacilitatorService {
         : fail(verdict.reason, verdict.message);
     }
 
-    // A settlement of this payload is looked at again only for the terms it settles. Requirements naming
-    // another payTo, asset or amount are not paid by it (the signed transfer pays someone else): they go
-    // to verification, which refuses them as for a payload nobody settled, so one seller's settlement
-    // never answers success, or its seller's payment, to another.
+    // A settlement of this payload is looked at again only for the terms it settles. The payload pays
+    // these requirements (checked above), yet its key may name a settlement of others: on EVM the key is
+    // the signer and nonce, which a payload naming another recipient or amount can repeat (its signature
+    // cannot verify). Verification refuses it as for a payload nobody settled, so one seller's
+    // settlement never answers success, or its seller's payment, to another.
     const existing = await this.deps.store.settlements.get(key);
     if (existing !== undefined && settles(existing, requirements))
       return this.answer(await this.resume(route, existing, false, holder), networkAsSent);
@@ -721,6 +725,16 @@ type Outcome =
       /** The node refused the first broadcast: the transaction never entered the pool. */
       readonly neverSent?: boolean;
     };
+
+/** A scheme's refusal as x402's VerifyResponse. */
+function invalid(refusal: ExactRefusal): VerifyAnswer {
+  return {
+    isValid: false,
+    invalidReason: refusal.reason,
+    invalidMessage: refusal.message,
+    ...(refusal.payer === undefined ? {} : { payer: refusal.payer }),
+  };
+}
 
 /** Whether a settlement carries the payment these requirements ask for. */
 function settles(settlement: SettlementRecord, requirements: ExactRequirements): boolean {

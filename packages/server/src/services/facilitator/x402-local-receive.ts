@@ -127,6 +127,11 @@ export class X402LocalReceiveService {
         'x402_not_supported_here',
       );
     }
+    // What the payload pays (token, recipient, amount) before what became of it: a payload that does
+    // not pay this wallet is refused for that, used or not, so nobody it does not pay learns that it
+    // was used, or is shown another seller's receipt of it.
+    const terms = await scheme.checkTerms(payment.payload, resolved.requirements);
+    if (terms !== undefined) throw refusal(terms.reason, terms.message);
     const identity = scheme.settlementKey(payment.payload);
     // The payment's `sourcePaymentId`, its receipt's key and its consumed proof's key: one per payload.
     // Used only once `identity` is known.
