@@ -58,6 +58,8 @@ export class AccountEventFeed {
     for (;;) {
       const horizon = this.hub.position;
       const page = await events.listAfter(this.accountId, this.cursor, REPLAY_PAGE);
+      // As the hub does: no event reaches a client before it is on disk.
+      if (page.length > 0) await this.hub.store.durable();
       if (this.closed || generation !== this.replayGeneration) return;
       for (const event of page) {
         this.cursor = event.seq;

@@ -114,6 +114,8 @@ export class EventHub {
       let advanced = false;
       for (;;) {
         const events = await this.options.store.events.listAllAfter(this.currentPosition, PAGE);
+        // Nothing is pushed to a client that a power loss could still take back.
+        if (events.length > 0) await this.options.store.durable();
         for (const event of events) {
           this.currentPosition = event.seq;
           const set = this.listeners.get(event.accountId);

@@ -1,12 +1,14 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import type pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Database } from './database-schema.ts';
+import { DurableSqliteDialect } from './kysely/durable-sqlite-dialect.ts';
 import { KyselyStore } from './kysely/kysely-store.ts';
 import { migrateToLatest } from './migrate.ts';
 import { withSqliteMigrationLock } from './sqlite-migration-lock.ts';
+import { type SyncFile, WalSync } from './wal-sync.ts';
 
 export type StorageLocation =
   | { readonly kind: 'sqlite'; readonly file: string }
@@ -34,13 +36,22 @@ export function storageLocation(config: Pick<Config, 'databaseUrl' | 'dataDir'>)
     : { kind: 'postgres', url: config.databaseUrl };
 }
 
+/** How a SQLite store opens; tests hold or count the log's flushes. */
+export interface SqliteOptions {
+  /** Flushes the write-ahead log's descriptor; default fdatasync on Node's thread pool. */
+  readonly syncFile?: SyncFile;
+}
+
 /** Opens storage and migrates it to the newest schema. */
-export async function openStore(location: StorageLocation): Promise<OpenedStore> {
-  const { db, changeToken } = await connect(location);
+export async function openStore(
+  location: StorageLocation,
+  options: SqliteOptions = {},
+): Promise<OpenedStore> {
+  const { db, changeToken, durable } = await connect(location, options);
   try {
     const migrated = await migrate(db, location);
     return {
-      store: new KyselyStore(db, { groupCommit: location.kind === 'sqlite', changeToken }),
+      store: new KyselyStore(db, { groupCommit: location.kind === 'sqlite', changeToken, durable }),
       migrated,
     };
   } catch (error) {
@@ -77,25 +88,42 @@ interface Connection {
   readonly db: Kysely<Database>;
   /** See Store.changeToken; PostgreSQL has none. */
   readonly changeToken?: () => string | undefined;
+  /** See Store.durable; PostgreSQL answers a commit only once it is durable, so it needs none. */
+  readonly durable?: () => Promise<void>;
 }
 
 /** Each driver is loaded only when its database is used: a SQLite install never loads pg, and back. */
-async function connect(location: StorageLocation): Promise<Connection> {
+async function connect(location: StorageLocation, options: SqliteOptions = {}): Promise<Connection> {
   if (location.kind === 'sqlite') {
     const { default: SqliteDatabase } = await import('better-sqlite3');
     if (location.file !== ':memory:') mkdirSync(join(location.file, '..'), { recursive: true });
     const sqlite = new SqliteDatabase(location.file);
     sqlite.pragma('journal_mode = WAL');
-    // FULL: a committed payment survives power loss, not only a process crash.
-    sqlite.pragma('synchronous = FULL');
+    // NORMAL: COMMIT writes the log without flushing it on the event loop; the log is flushed off it
+    // (WalSync) before any commit is announced, so a committed payment still survives a power loss.
+    // An in-memory database has no log to flush.
+    const memory = location.file === ':memory:';
+    sqlite.pragma(memory ? 'synchronous = FULL' : 'synchronous = NORMAL');
     sqlite.pragma('foreign_keys = ON');
     // Other instances on the same file wait for the write lock instead of failing at once.
     sqlite.pragma('busy_timeout = 5000');
     const database = withStatementCache(sqlite);
-    return {
-      db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }),
-      changeToken: database.changeToken,
-    };
+    const wal = memory ? undefined : new WalSync(`${sqlite.name}-wal`, options.syncFile);
+    const durable = wal === undefined ? () => Promise.resolve() : () => wal.durable();
+    const dialect = new DurableSqliteDialect(
+      {
+        database: {
+          ...database,
+          close: () => {
+            database.close();
+            // After the connection: flushes under way finish on the descriptor first.
+            void wal?.close();
+          },
+        },
+      },
+      { writes: database.writes, durable },
+    );
+    return { db: new Kysely<Database>({ dialect }), changeToken: database.changeToken, durable };
   }
   const { default: pg } = await import('pg');
   const pool = new pg.Pool({
@@ -131,6 +159,8 @@ function withStatementCache(sqlite: import('better-sqlite3').Database) {
   const dataVersion = sqlite.prepare('pragma data_version').pluck();
   return {
     close: () => sqlite.close(),
+    /** Statements that may write run so far (see DurableSqliteDialect). */
+    writes: () => writes,
     prepare: (text: string) => {
       let statement = cache.get(text);
       if (statement === undefined) {

@@ -22,6 +22,14 @@ export interface Store extends Repositories {
    * holds while the token is unchanged, so a reader may keep it until then (GET /payment/status does).
    */
   changeToken(): string | undefined;
+  /**
+   * Resolves once every commit made before the call is on disk. A write's own promise already waits for
+   * that; a reader that acts outside storage on what it read (pushing an event to a client) calls this
+   * between reading and acting, because on SQLite another writer's commit is readable about a
+   * millisecond before it is flushed (see WalSync). Immediate on PostgreSQL, which shows a commit only
+   * once it is durable.
+   */
+  durable(): Promise<void>;
   /** Resolves when storage answers a trivial query; used by /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;

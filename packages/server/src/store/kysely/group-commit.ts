@@ -13,13 +13,13 @@ const MAX_BATCH = 64;
 
 /**
  * Group commit for SQLite: transactions that arrive while the single writer is busy run together in
- * one database transaction, each inside its own SAVEPOINT, and share one COMMIT — one fsync instead of
- * one each. With `synchronous = FULL` an fsync costs ~2 ms and blocks the event loop (better-sqlite3 is
- * synchronous), so under load it was what bounded payments per second.
+ * one database transaction, each inside its own SAVEPOINT, and share one COMMIT and one flush of the
+ * log instead of one each (the flush itself runs off the event loop: see WalSync and
+ * DurableSqliteDialect).
  *
  * Each unit keeps its own all-or-nothing: a unit that throws is rolled back to its savepoint and its
- * caller gets the error, while the others commit. No caller hears of success before the COMMIT
- * returns, so "committed" still means durable. If the COMMIT itself fails, every unit of the batch
+ * caller gets the error, while the others commit. No caller hears of success before the COMMIT is on
+ * disk (the transaction's promise waits for the flush), so "committed" still means durable. If the COMMIT itself fails, every unit of the batch
  * fails with it (none was announced). Units run one after another on the one connection, as they
  * would have anyway; a unit sees the writes of the units before it in its batch, which are committed
  * with it or not at all. A unit must wait on storage only (Store.transaction's rule): one that awaited

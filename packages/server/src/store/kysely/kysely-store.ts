@@ -45,12 +45,20 @@ export class KyselyStore implements Store {
   /** SQLite only; see Store.changeToken. */
   private readonly token: (() => string | undefined) | undefined;
 
+  /** SQLite only; see Store.durable. */
+  private readonly flushed: (() => Promise<void>) | undefined;
+
   constructor(
     private readonly db: Kysely<Database>,
-    options: { groupCommit?: boolean; changeToken?: (() => string | undefined) | undefined } = {},
+    options: {
+      groupCommit?: boolean;
+      changeToken?: (() => string | undefined) | undefined;
+      durable?: (() => Promise<void>) | undefined;
+    } = {},
   ) {
     this.groupCommit = options.groupCommit === true ? new GroupCommit(db) : undefined;
     this.token = options.changeToken;
+    this.flushed = options.durable;
     // Outside a transaction an append commits by itself, so listeners are told at once.
     const repositories = repositoriesOn(db, () => this.eventsCommitted());
     this.accounts = repositories.accounts;
@@ -96,6 +104,10 @@ export class KyselyStore implements Store {
 
   changeToken(): string | undefined {
     return this.token?.();
+  }
+
+  async durable(): Promise<void> {
+    await this.flushed?.();
   }
 
   async ping(): Promise<void> {
