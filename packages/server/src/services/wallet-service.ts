@@ -28,8 +28,14 @@ export interface WalletSigner {
   readonly secretKey: Uint8Array;
 }
 
+/** How many wallets `find` keeps in memory. */
+const REGISTERED_WALLETS_KEPT = 10_000;
+
 /** Custodial wallets (the gateway holds the key) and watch-only addresses (receive only). */
 export class WalletService {
+  /** Wallets found by address, keyed by family and canonical address (see `find`). */
+  private readonly registered = new Map<string, WalletRecord>();
+
   constructor(
     private readonly store: Store,
     private readonly networks: NetworkRegistry,
@@ -105,10 +111,7 @@ export class WalletService {
   /** The caller's wallet at `address` (custodial or watch-only); 403 for anyone else's or nobody's. */
   async owned(accountId: string, address: string, field = 'walletAddress'): Promise<WalletRecord> {
     const family = addressFamily(address);
-    const wallet =
-      family === undefined
-        ? undefined
-        : await this.store.wallets.findByAddress(family, canonicalAddress(address));
+    const wallet = family === undefined ? undefined : await this.find(family, canonicalAddress(address));
     if (wallet === undefined || wallet.accountId !== accountId) {
       throw new GatewayError('FORBIDDEN', {
         message: 'This wallet is not one of your wallets.',
@@ -131,6 +134,26 @@ export class WalletService {
       wallet,
       secretKey: this.secrets.open(wallet.encryptedSecret, sealContext(wallet.family, wallet.address)),
     };
+  }
+
+  /**
+   * The wallet registered at this address, whichever account has it. Found wallets are kept: a wallet is
+   * never changed or removed once registered (WalletRepository has no way to), so what was read is still
+   * what storage holds, on every instance. An address not found is read again next time, as another
+   * instance may register it at any moment. Every send and receive asks first.
+   */
+  private async find(family: ChainFamily, address: string): Promise<WalletRecord | undefined> {
+    const key = `${family}:${address}`;
+    const known = this.registered.get(key);
+    if (known !== undefined) return known;
+    const wallet = await this.store.wallets.findByAddress(family, address);
+    if (wallet !== undefined) {
+      // Bounded; dropping the oldest only costs a read.
+      if (this.registered.size >= REGISTERED_WALLETS_KEPT)
+        this.registered.delete(this.registered.keys().next().value ?? '');
+      this.registered.set(key, wallet);
+    }
+    return wallet;
   }
 
   private chainFor(wallet: WalletRecord) {
