@@ -215,6 +215,18 @@ export class Gate402Client {
     return this.#call('deleteWebhook', { path: { id }, options });
   }
 
+  /**
+   * PATCH /webhooks/{id}: enable an endpoint again (one that answered 410 Gone is disabled), or disable it.
+   * @example await sdk.updateWebhook('whk_01…', { enabled: true });
+   */
+  updateWebhook(
+    id: string,
+    body: BodyOf<'updateWebhook'>,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'updateWebhook'>> {
+    return this.#call('updateWebhook', { path: { id }, body, options });
+  }
+
   /** GET /webhooks/{id}/deliveries: the endpoint's delivery log, newest event first. */
   webhookDeliveries(
     id: string,

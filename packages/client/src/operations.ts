@@ -1,7 +1,7 @@
 import type { operations, paths } from './generated/openapi-types.ts';
 
 /** HTTP methods the gateway's operations use, as openapi-typescript names them. */
-export type HttpMethod = 'get' | 'post' | 'delete';
+export type HttpMethod = 'get' | 'post' | 'patch' | 'delete';
 
 /** A path of the served OpenAPI document. */
 export type ApiPath = keyof paths;
@@ -57,6 +57,7 @@ export const OPERATIONS = {
   createWebhook: { operationId: 'createWebhook', method: 'post', path: '/webhooks' },
   webhooks: { operationId: 'listWebhooks', method: 'get', path: '/webhooks' },
   deleteWebhook: { operationId: 'deleteWebhook', method: 'delete', path: '/webhooks/{id}' },
+  updateWebhook: { operationId: 'updateWebhook', method: 'patch', path: '/webhooks/{id}' },
   webhookDeliveries: {
     operationId: 'listWebhookDeliveries',
     method: 'get',

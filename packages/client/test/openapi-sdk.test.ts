@@ -179,6 +179,11 @@ describe('SDK and the served OpenAPI document', () => {
       [hook.id],
     );
     assert.deepEqual(await sdk.webhookDeliveries(hook.id, { limit: 5 }), { deliveries: [] });
+    const disabled = await sdk.updateWebhook(hook.id, { enabled: false });
+    assert.equal(disabled.enabled, false);
+    assert.equal(disabled.disabledReason, 'disabled by its account');
+    const enabled = await sdk.updateWebhook(hook.id, { enabled: true });
+    assert.deepEqual([enabled.enabled, enabled.disabledAt, enabled.disabledReason], [true, null, null]);
     await assert.rejects(sdk.redeliverWebhook(hook.id, 'whd_unknown'), (e: unknown) =>
       isGate402Error(e, 'INVALID_PARAMETERS', 'NOT_FOUND'),
     );

@@ -290,6 +290,17 @@ describe('the dashboard in a browser', { skip }, () => {
     await shot('10-webhooks');
   });
 
+  it('disables an endpoint, shows it disabled with why, and enables it again', async () => {
+    await goTo('Webhooks');
+    await page.getByRole('button', { name: 'Disable' }).click();
+    const notice = page.getByTestId('webhook-disabled');
+    assert.match((await notice.textContent()) ?? '', /^Disabled .*: disabled by its account\./);
+    await shot('10b-webhook-disabled');
+    await page.getByRole('button', { name: 'Enable' }).click();
+    await page.getByRole('button', { name: 'Disable' }).waitFor();
+    assert.equal(await notice.count(), 0);
+  });
+
   it('changes the password: the current one is required, other sessions end, this one stays', async () => {
     const login = (password: string) =>
       fetch(`${server.url}/dashboard/api/login`, {

@@ -11,6 +11,7 @@ import { MAX_LIVE_STREAMS_PER_SESSION } from '../src/http/dashboard/live-stream-
 import { newPayment } from '../src/services/new-payment.ts';
 import { type DashboardApp, startDashboardApp } from './support/dashboard-app.ts';
 import { lastCharacterChanged } from './support/last-character-changed.ts';
+import { WebhookReceiver } from './support/webhook-receiver.ts';
 
 const PASSWORD = 'correct horse battery';
 
@@ -468,6 +469,11 @@ describe('dashboard API: security', () => {
       { method: 'DELETE' as const, url: `/dashboard/api/keys/${key.json().id}` },
       { method: 'GET' as const, url: `/dashboard/api/webhooks/${hook.json().id}/deliveries` },
       { method: 'DELETE' as const, url: `/dashboard/api/webhooks/${hook.json().id}` },
+      {
+        method: 'PATCH' as const,
+        url: `/dashboard/api/webhooks/${hook.json().id}`,
+        payload: { enabled: false },
+      },
       { method: 'GET' as const, url: '/dashboard/api/payments/pay_01JD0Q3ZK8M4F6X3V5N7R9T2AB' },
     ];
     for (const probe of probes) {
@@ -477,6 +483,8 @@ describe('dashboard API: security', () => {
     }
     const stillThere = await gw.app.inject(as(other, { method: 'GET', url: '/dashboard/api/keys' }));
     assert.equal(stillThere.json().keys.length, 1);
+    const theirHooks = await gw.app.inject(as(other, { method: 'GET', url: '/dashboard/api/webhooks' }));
+    assert.equal(theirHooks.json().webhooks[0].enabled, true);
   });
 
   it('answers bad query and body input with INVALID_PARAMETERS, never 500', async () => {
@@ -674,6 +682,9 @@ describe('dashboard API: keys, usage and webhooks', () => {
         url: 'http://127.0.0.1:9/hook',
         eventTypes: ['payment.confirmed'],
         createdAt: created.json().createdAt,
+        enabled: true,
+        disabledAt: null,
+        disabledReason: null,
       },
     ]);
     assert.ok(!list.body.includes(created.json().secret));
@@ -723,6 +734,64 @@ describe('dashboard API: keys, usage and webhooks', () => {
       as(browser, { method: 'DELETE', url: `/dashboard/api/webhooks/${created.json().id}` }),
     );
     assert.equal(deleted.statusCode, 200);
+  });
+
+  it('shows an endpoint that answered 410 Gone as disabled, with why and when, and enables it again', async () => {
+    const receiver = new WebhookReceiver(() => 410);
+    const url = await receiver.start();
+    try {
+      const created = await gw.app.inject(
+        as(browser, { method: 'POST', url: '/dashboard/api/webhooks', payload: { url } }),
+      );
+      assert.equal(created.statusCode, 200, created.body);
+      const id = created.json().id as string;
+      await gw.store.events.append({
+        id: newId('evt'),
+        accountId: browser.accountId,
+        type: 'payment.confirmed',
+        paymentId: null,
+        data: { amount: 1.5 },
+        createdAt: Date.now(),
+      });
+      await receiver.until(1);
+      const listed = async () =>
+        (
+          (await gw.app.inject(as(browser, { method: 'GET', url: '/dashboard/api/webhooks' }))).json()
+            .webhooks as Record<string, unknown>[]
+        ).find((w) => w.id === id);
+      let shown = await listed();
+      for (let i = 0; i < 100 && shown?.enabled !== false; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        shown = await listed();
+      }
+      const [delivery] = (
+        await gw.app.inject(as(browser, { method: 'GET', url: `/dashboard/api/webhooks/${id}/deliveries` }))
+      ).json().deliveries;
+      assert.equal(shown?.enabled, false);
+      assert.equal(shown?.disabledReason, `answered HTTP 410 Gone to delivery ${delivery.id}`);
+      assert.equal(shown?.disabledAt, delivery.lastAttemptAt);
+
+      const withoutToken = await gw.app.inject(
+        as(browser, {
+          method: 'PATCH',
+          url: `/dashboard/api/webhooks/${id}`,
+          payload: { enabled: true },
+          csrf: false,
+        }),
+      );
+      assert.equal(withoutToken.statusCode, 403);
+      const enabled = await gw.app.inject(
+        as(browser, { method: 'PATCH', url: `/dashboard/api/webhooks/${id}`, payload: { enabled: true } }),
+      );
+      assert.equal(enabled.statusCode, 200, enabled.body);
+      assert.deepEqual(
+        [enabled.json().enabled, enabled.json().disabledAt, enabled.json().disabledReason],
+        [true, null, null],
+      );
+      assert.equal((await listed())?.enabled, true);
+    } finally {
+      await receiver.close();
+    }
   });
 });
 

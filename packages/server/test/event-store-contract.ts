@@ -162,6 +162,77 @@ export function describeEventStoreContract(
       assert.equal((await store.webhookDeliveries.get(taken.id))?.status, 'succeeded');
     });
 
+    it('disables an endpoint once, failing its pending deliveries but not the lease of one in flight; enables it again', async () => {
+      const hook = aWebhook(accountId, []);
+      const other = aWebhook(accountId, []);
+      await store.webhooks.insert(hook);
+      await store.webhooks.insert(other);
+      const [inFlight, waiting, done] = [
+        aDelivery(hook, 2_000),
+        aDelivery(hook, 2_001),
+        aDelivery(hook, 2_002),
+      ];
+      const elsewhere = aDelivery(other, 2_003);
+      assert.ok(inFlight && waiting && done);
+      await store.webhookDeliveries.insertMany([inFlight, waiting, done, elsewhere]);
+      const succeeded = {
+        status: 'succeeded' as const,
+        attempts: 1,
+        nextAttemptAt: null,
+        lastStatusCode: 200,
+        lastError: null,
+        lastAttemptAt: 20_000,
+        deliveredAt: 20_000,
+      };
+      const now = 20_000;
+      const leased = await store.webhookDeliveries.leaseDue('owner-x', now, now + 15_000, 100);
+      assert.ok(leased.some((d) => d.id === done.id) && leased.some((d) => d.id === inFlight.id));
+      assert.equal(await store.webhookDeliveries.recordAttempt(done.id, 'owner-x', succeeded), true);
+      // Every other one handed back unsent but `inFlight`: free to lease again, as it was.
+      for (const d of leased.filter((l) => l.id !== done.id && l.id !== inFlight.id)) {
+        assert.equal(await store.webhookDeliveries.release(d.id, 'owner-x'), true);
+      }
+      assert.equal(await store.webhookDeliveries.release(inFlight.id, 'someone-else'), false);
+      assert.deepEqual(await store.webhookDeliveries.get(waiting.id), waiting, 'released as it was');
+
+      const why = 'answered HTTP 410 Gone to delivery dlv_x';
+      assert.equal(await store.webhooks.disable(hook.id, 30_000, why, 'not sent: disabled'), true);
+      assert.equal(
+        await store.webhooks.disable(hook.id, 31_000, 'disabled by its account', 'other'),
+        false,
+        'disabled already: the first reason and time stay',
+      );
+      assert.deepEqual(await store.webhooks.get(hook.id), {
+        ...hook,
+        disabledAt: 30_000,
+        disabledReason: why,
+      });
+      const failedUnsent = {
+        ...waiting,
+        status: 'failed',
+        nextAttemptAt: null,
+        lastError: 'not sent: disabled',
+      };
+      assert.deepEqual(await store.webhookDeliveries.get(waiting.id), failedUnsent);
+      assert.equal((await store.webhookDeliveries.get(done.id))?.status, 'succeeded', 'finished ones left');
+      assert.equal(
+        (await store.webhookDeliveries.get(elsewhere.id))?.status,
+        'pending',
+        'other endpoints left',
+      );
+      // The attempt in flight still holds its lease and records what the endpoint answered it.
+      assert.equal((await store.webhookDeliveries.get(inFlight.id))?.status, 'failed');
+      assert.equal(await store.webhookDeliveries.recordAttempt(inFlight.id, 'owner-x', succeeded), true);
+      assert.equal((await store.webhookDeliveries.get(inFlight.id))?.status, 'succeeded');
+
+      assert.equal(await store.webhooks.enable(hook.id, 40_000), true);
+      assert.equal(await store.webhooks.enable(hook.id, 41_000), false, 'enabled already');
+      assert.deepEqual(await store.webhooks.get(hook.id), { ...hook, enabledAt: 40_000 });
+      assert.deepEqual(await store.webhookDeliveries.get(waiting.id), failedUnsent, 'not made pending again');
+      assert.equal(await store.webhooks.disable('whk_missing', 1, why, 'x'), false);
+      assert.equal(await store.webhooks.enable('whk_missing', 1), false);
+    });
+
     it('hands the outbox cursor to one transaction at a time', async () => {
       const name = `test-${newId('evt')}`;
       const order: string[] = [];
@@ -215,7 +286,10 @@ function aWebhook(accountId: string, eventTypes: string[]): WebhookRecord {
     url: 'https://example.com/hook',
     eventTypes,
     sealedSecret: 'v1:sealed',
-    createdAt: Date.now(),
+    createdAt: 5_000,
+    enabledAt: 5_000,
+    disabledAt: null,
+    disabledReason: null,
   };
 }
 

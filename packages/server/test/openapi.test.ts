@@ -62,6 +62,7 @@ describe('OpenAPI and docs', () => {
       'POST /webhooks': 'createWebhook',
       'GET /webhooks': 'listWebhooks',
       'DELETE /webhooks/{id}': 'deleteWebhook',
+      'PATCH /webhooks/{id}': 'updateWebhook',
       'GET /webhooks/{id}/deliveries': 'listWebhookDeliveries',
       'POST /webhooks/{id}/deliveries/{deliveryId}/redeliver': 'redeliverWebhookDelivery',
     });

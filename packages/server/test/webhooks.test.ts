@@ -3,7 +3,8 @@ import { createServer, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { nextAttemptAt, retryAfterMs } from '../src/webhooks/retry-schedule.ts';
-import { postWebhook } from '../src/webhooks/webhook-sender.ts';
+import { ATTEMPT_TIMEOUT_MS, postWebhook } from '../src/webhooks/webhook-sender.ts';
+import { LEASE_MS } from '../src/workers/webhook-worker.ts';
 import { tempSqlite } from './support/databases.ts';
 import { recordReceived } from './support/payment-events.ts';
 import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
@@ -108,21 +109,137 @@ describe('webhooks', () => {
     return { caller, webhook };
   }
 
-  it('does not retry a delivery the endpoint answered 410 Gone: it is failed at once', async () => {
-    const receiver = new WebhookReceiver(() => 410);
+  const deliveriesOf = async (key: string, webhookId: string) =>
+    (
+      await gw.app.inject({ method: 'GET', url: `/webhooks/${webhookId}/deliveries`, headers: bearer(key) })
+    ).json().deliveries as Record<string, unknown>[];
+  const listOf = async (key: string) =>
+    (await gw.app.inject({ method: 'GET', url: '/webhooks', headers: bearer(key) })).json()
+      .webhooks as Record<string, unknown>[];
+  const patch = (key: string, webhookId: string, payload: unknown) =>
+    gw.app.inject({
+      method: 'PATCH',
+      url: `/webhooks/${webhookId}`,
+      headers: bearer(key),
+      payload: payload as object,
+    });
+  const paymentIdOf = (request: { body: string } | undefined) =>
+    (JSON.parse(request?.body ?? '{}') as { data?: { paymentId?: string } }).data?.paymentId;
+
+  it('disables an endpoint that answers 410 Gone: that delivery and its pending ones are failed, later events are not sent', async () => {
+    // The first event's endpoint asks for a minute's wait (its delivery stays pending); the second's says 410.
+    const receiver = new WebhookReceiver((n) =>
+      n === 1 ? { status: 503, headers: { 'retry-after': '60' } } : 410,
+    );
     try {
       const { caller, webhook } = await firstAttemptAt(receiver);
-      const delivery = await deliveryOnceSettled(gw, caller.key, webhook.id, (d) => d.status === 'failed');
-      assert.equal(delivery.status, 'failed');
-      assert.equal(delivery.attempts, 1);
-      assert.equal(delivery.lastStatusCode, 410);
-      assert.equal(delivery.nextAttemptAt, null);
-      assert.match(String(delivery.lastError), /410 Gone/);
+      const waiting = await deliveryOnceSettled(gw, caller.key, webhook.id, (d) => d.lastStatusCode === 503);
+      assert.equal(waiting.status, 'pending');
+      await recordReceived(gw.services.ledger, caller.accountId);
+      await receiver.until(2);
+      const gone = await deliveryOnceSettled(gw, caller.key, webhook.id, (d) => d.status === 'failed');
+      assert.equal(gone.attempts, 1);
+      assert.equal(gone.lastStatusCode, 410);
+      assert.equal(gone.nextAttemptAt, null);
+      assert.equal(gone.lastError, 'answered HTTP 410 Gone: not retried, and the endpoint was disabled');
+
+      const [listed] = await listOf(caller.key);
+      assert.equal(listed?.enabled, false);
+      assert.equal(listed?.disabledReason, `answered HTTP 410 Gone to delivery ${gone.id}`);
+      assert.equal(listed?.disabledAt, gone.lastAttemptAt);
+      const [, pending] = await deliveriesOf(caller.key, webhook.id);
+      assert.deepEqual(
+        pending,
+        {
+          ...waiting,
+          status: 'failed',
+          nextAttemptAt: null,
+          lastError: 'not sent: the endpoint was disabled',
+        },
+        'the pending delivery is failed unsent, its last attempt as it was',
+      );
+
+      // An event while it is disabled gets no delivery at all.
+      await recordReceived(gw.services.ledger, caller.accountId);
       // The retry base is 50 ms here: a retried delivery would have come back many times by now.
       await new Promise((resolve) => setTimeout(resolve, 500));
-      assert.equal(receiver.received.length, 1);
+      assert.equal(receiver.received.length, 2);
+      assert.equal((await deliveriesOf(caller.key, webhook.id)).length, 2);
+      // Nor is a redelivery sent while it is disabled: refused, with the way out.
+      const refused = await gw.app.inject({
+        method: 'POST',
+        url: `/webhooks/${webhook.id}/deliveries/${gone.id}/redeliver`,
+        headers: bearer(caller.key),
+      });
+      assert.equal(refused.statusCode, 400);
+      assert.deepEqual(refused.json().error.details, {
+        id: `webhook ${webhook.id} is disabled (answered HTTP 410 Gone to delivery ${gone.id}); enable it first`,
+      });
     } finally {
       await receiver.close();
+    }
+  });
+
+  it('enabled again, an endpoint receives the events from then on, none from while it was disabled, and redeliveries asked for', async () => {
+    const receiver = new WebhookReceiver((n) => (n === 1 ? 410 : 204));
+    try {
+      const { caller, webhook } = await firstAttemptAt(receiver);
+      const gone = await deliveryOnceSettled(gw, caller.key, webhook.id, (d) => d.status === 'failed');
+      assert.equal((await listOf(caller.key))[0]?.enabled, false);
+      await recordReceived(gw.services.ledger, caller.accountId);
+      // Let the fan-out pass the event written while disabled before enabling.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+
+      const enabled = await patch(caller.key, webhook.id, { enabled: true });
+      assert.equal(enabled.statusCode, 200, enabled.body);
+      assert.deepEqual(enabled.json(), {
+        id: webhook.id,
+        url: webhook.url,
+        eventTypes: [],
+        createdAt: webhook.createdAt,
+        enabled: true,
+        disabledAt: null,
+        disabledReason: null,
+      });
+      assert.deepEqual(await listOf(caller.key), [enabled.json()]);
+      const after = await recordReceived(gw.services.ledger, caller.accountId);
+      await receiver.until(2);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(receiver.received.length, 2, 'the event written while disabled is not sent');
+      assert.equal(paymentIdOf(receiver.received[1]), after.id);
+
+      // A delivery asked for by hand is sent: the one answered 410.
+      const redelivered = await gw.app.inject({
+        method: 'POST',
+        url: `/webhooks/${webhook.id}/deliveries/${gone.id}/redeliver`,
+        headers: bearer(caller.key),
+      });
+      assert.equal(redelivered.statusCode, 200, redelivered.body);
+      await receiver.until(3);
+      assert.equal(receiver.received[2]?.headers['webhook-id'], gone.eventId);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('lets the account disable an endpoint and enable it again; asking for the state it is in changes nothing', async () => {
+    const caller = await gw.newCaller('premium');
+    const webhook = (await create(caller.key, { url: 'http://127.0.0.1:9/a' })).json();
+    const before = Date.now();
+    const disabled = await patch(caller.key, webhook.id, { enabled: false });
+    assert.equal(disabled.statusCode, 200, disabled.body);
+    assert.equal(disabled.json().enabled, false);
+    assert.equal(disabled.json().disabledReason, 'disabled by its account');
+    assert.ok(disabled.json().disabledAt >= before);
+    const again = await patch(caller.key, webhook.id, { enabled: false });
+    assert.deepEqual(again.json(), disabled.json(), 'disabled already: its time and reason stay');
+    assert.equal((await patch(caller.key, webhook.id, { enabled: true })).json().enabled, true);
+    assert.equal((await patch(caller.key, webhook.id, { enabled: true })).json().enabled, true);
+
+    for (const payload of [{}, { enabled: 'yes' }, { enabled: true, url: 'http://127.0.0.1:9/b' }]) {
+      const refused = await patch(caller.key, webhook.id, payload);
+      assert.equal(refused.statusCode, 400, JSON.stringify(payload));
+      assert.equal(refused.json().error.code, 'INVALID_PARAMETERS');
     }
   });
 
@@ -183,7 +300,15 @@ describe('webhooks', () => {
     const listed = await gw.app.inject({ method: 'GET', url: '/webhooks', headers: bearer(owner.key) });
     assert.deepEqual(listed.json(), {
       webhooks: [
-        { id: webhook.id, url: 'http://127.0.0.1:9/a', eventTypes: [], createdAt: webhook.createdAt },
+        {
+          id: webhook.id,
+          url: 'http://127.0.0.1:9/a',
+          eventTypes: [],
+          createdAt: webhook.createdAt,
+          enabled: true,
+          disabledAt: null,
+          disabledReason: null,
+        },
       ],
     });
     const othersList = await gw.app.inject({ method: 'GET', url: '/webhooks', headers: bearer(other.key) });
@@ -191,11 +316,18 @@ describe('webhooks', () => {
     for (const [method, path] of [
       ['DELETE', `/webhooks/${webhook.id}`],
       ['GET', `/webhooks/${webhook.id}/deliveries`],
+      ['PATCH', `/webhooks/${webhook.id}`],
     ] as const) {
-      const response = await gw.app.inject({ method, url: path, headers: bearer(other.key) });
+      const response = await gw.app.inject({
+        method,
+        url: path,
+        headers: bearer(other.key),
+        ...(method === 'PATCH' ? { payload: { enabled: false } } : {}),
+      });
       assert.equal(response.statusCode, 404, `${method} ${path}`);
       assert.equal(response.json().error.code, 'NOT_FOUND');
     }
+    assert.equal((await listOf(owner.key))[0]?.enabled, true, 'left as it was');
   });
 
   it('documents the webhook routes in /openapi.json', async () => {
@@ -204,6 +336,7 @@ describe('webhooks', () => {
       ['/webhooks', 'post'],
       ['/webhooks', 'get'],
       ['/webhooks/{id}', 'delete'],
+      ['/webhooks/{id}', 'patch'],
       ['/webhooks/{id}/deliveries', 'get'],
       ['/webhooks/{id}/deliveries/{deliveryId}/redeliver', 'post'],
     ]) {
@@ -320,12 +453,87 @@ describe('webhooks', () => {
       receiver.close();
     }
   });
+
+  it('counts resolving the host into the time of an attempt, and sends nothing once that time is up', async () => {
+    // The delivery lease is sized from the bound: an attempt past it could overlap another instance's.
+    assert.equal(ATTEMPT_TIMEOUT_MS, 10_000);
+    const receiver = new WebhookReceiver();
+    const url = new URL(await receiver.start());
+    try {
+      const slowResolver = async () => {
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        return [{ address: '127.0.0.1', family: 4 }];
+      };
+      const started = Date.now();
+      const outcome = await postWebhook(
+        `http://receiver.test:${url.port}/hooks`,
+        {},
+        '{}',
+        { allowPrivate: true },
+        {
+          timeoutMs: 200,
+          resolve: slowResolver,
+        },
+      );
+      assert.deepEqual(outcome, { ok: false, statusCode: null, error: 'no answer within 0.2 s' });
+      assert.ok(Date.now() - started < 350, `took ${Date.now() - started} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      assert.equal(receiver.received.length, 0, 'nothing sent after the attempt ended');
+
+      const inTime = await postWebhook(
+        `http://receiver.test:${url.port}/hooks`,
+        {},
+        '{}',
+        { allowPrivate: true },
+        {
+          timeoutMs: 1_000,
+          resolve: slowResolver,
+        },
+      );
+      assert.deepEqual(inTime, { ok: true, statusCode: 200, error: null });
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('hands a delivery back unsent when too little of its lease is left for a whole attempt (slow storage), and sends it under a new lease', async () => {
+    const receiver = new WebhookReceiver();
+    const url = await receiver.start();
+    const deliveries = gw.store.webhookDeliveries;
+    const leaseDue = deliveries.leaseDue;
+    const leases: string[] = [];
+    try {
+      const caller = await gw.newCaller('premium');
+      const webhook = (await create(caller.key, { url })).json();
+      // The first lease of its delivery comes back 2.5 s late: less than the attempt's 10 s and a margin
+      // are left of it.
+      deliveries.leaseDue = async (...args) => {
+        const leased = await leaseDue.apply(deliveries, args);
+        const mine = leased.find((d) => d.webhookId === webhook.id);
+        if (mine !== undefined) {
+          leases.push(mine.id);
+          if (leases.length === 1) await new Promise((resolve) => setTimeout(resolve, 2_500));
+        }
+        return leased;
+      };
+      await recordReceived(gw.services.ledger, caller.accountId);
+      await receiver.until(1, 8_000);
+      const delivery = await deliveryOnceSettled(gw, caller.key, webhook.id, (d) => d.status === 'succeeded');
+      assert.equal(delivery.attempts, 1);
+      assert.deepEqual(leases, [delivery.id, delivery.id], 'leased twice: handed back once, unsent');
+      assert.equal(receiver.received.length, 1);
+    } finally {
+      deliveries.leaseDue = leaseDue;
+      await receiver.close();
+    }
+  });
 });
 
 /**
  * Two instances on one SQLite file, as two `gate402 serve` processes on one DATA_DIR. While one attempts
- * a delivery (its lease runs a minute: as long as a worker that died mid-attempt holds it), the
- * delivery stays pending and past due; the other instance must wait for the lease, not look again.
+ * a delivery (leased for the attempt's bound and a margin: as long as a worker that died mid-attempt
+ * holds it), the delivery stays pending and past due; the other instance must wait for the lease, not
+ * look again, and take the delivery over when the lease ends.
  */
 describe('webhooks on two instances sharing storage', () => {
   let a: TestGateway;
@@ -386,6 +594,63 @@ describe('webhooks on two instances sharing storage', () => {
       assert.equal(delivery.attempts, 1);
       assert.equal(receiver.received.length, 1, 'sent once');
     } finally {
+      await receiver.close();
+    }
+  });
+
+  it('sends the delivery of an instance that died mid-attempt soon after that attempt could have ended, never while it could still run', async () => {
+    assert.equal(LEASE_MS, 15_000, 'the attempt (10 s), the time to start it and a margin');
+    // The first request is never answered: the instance sending it dies while it waits.
+    const receiver = new WebhookReceiver((n) => (n === 1 ? { status: 200, delayMs: 120_000 } : 204));
+    const url = await receiver.start();
+    // Only `a` attempts at first, so it is `a` that dies holding the lease.
+    await b.events?.worker.stop();
+    const deliveries = a.store.webhookDeliveries;
+    const { recordAttempt, leaseDue } = deliveries;
+    let revive = () => {};
+    try {
+      const caller = await a.newCaller('premium');
+      const created = await a.app.inject({
+        method: 'POST',
+        url: '/webhooks',
+        headers: bearer(caller.key),
+        payload: { url },
+      });
+      await recordReceived(a.services.ledger, caller.accountId);
+      await receiver.until(1);
+      // `a` dies as a SIGKILL leaves it: it writes nothing more and takes no more leases.
+      const dead = new Promise<void>((resolve) => {
+        revive = resolve;
+      });
+      deliveries.recordAttempt = async () => {
+        await dead;
+        return false;
+      };
+      deliveries.leaseDue = async () => [];
+      b.events?.worker.start();
+
+      // With the old one-minute lease, the survivor waited a minute.
+      await receiver.until(2, LEASE_MS + 5_000);
+      const [first, second] = receiver.received;
+      assert.ok(first !== undefined && second !== undefined);
+      const waited = second.at - first.at;
+      assert.ok(waited >= ATTEMPT_TIMEOUT_MS && waited < LEASE_MS + 2_000, `sent again after ${waited} ms`);
+      assert.ok(
+        first.closedAt !== undefined && first.closedAt <= second.at,
+        'the dead instance’s attempt was over before the survivor’s began',
+      );
+      const delivery = await deliveryOnceSettled(
+        b,
+        caller.key,
+        created.json().id,
+        (d) => d.status === 'succeeded',
+      );
+      assert.equal(delivery.lastStatusCode, 204);
+      assert.equal(receiver.received.length, 2);
+    } finally {
+      revive();
+      deliveries.recordAttempt = recordAttempt;
+      deliveries.leaseDue = leaseDue;
       await receiver.close();
     }
   });

@@ -5,7 +5,10 @@ import { ErrorMessage } from '../components/error-message.tsx';
 import { formatTime } from '../components/format.ts';
 import { ShownOnceSecret } from '../components/shown-once-secret.tsx';
 
-/** Webhook endpoints, the signing secret shown once, the delivery log and redelivery. */
+/**
+ * Webhook endpoints, the signing secret shown once, disabling and enabling (an endpoint that answered
+ * 410 Gone is disabled, with its reason), the delivery log and redelivery.
+ */
 export function WebhooksPage() {
   const [webhooks, setWebhooks] = useState<Webhook[]>();
   const [eventTypes, setEventTypes] = useState<string[]>([]);
@@ -35,6 +38,16 @@ export function WebhooksPage() {
       setCreated(await api<Webhook & { secret: string }>('POST', '/webhooks', { url, eventTypes: chosen }));
       setUrl('');
       setChosen([]);
+      await load();
+    } catch (caught) {
+      setError(caught);
+    }
+  };
+
+  const setEnabled = async (webhook: Webhook, enabled: boolean) => {
+    setError(undefined);
+    try {
+      await api('PATCH', `/webhooks/${encodeURIComponent(webhook.id)}`, { enabled });
       await load();
     } catch (caught) {
       setError(caught);
@@ -107,13 +120,27 @@ export function WebhooksPage() {
         {webhooks?.map((webhook) => (
           <li key={webhook.id} className="card">
             <h2>
-              <code>{webhook.url}</code>
+              <code>{webhook.url}</code>{' '}
+              <span className="status-badge">{webhook.enabled ? 'enabled' : 'disabled'}</span>
             </h2>
             <p>
               {webhook.eventTypes.length === 0 ? 'Every event' : webhook.eventTypes.join(', ')} · added{' '}
               {formatTime(webhook.createdAt)}
             </p>
+            {!webhook.enabled && (
+              <p className="warning" data-testid="webhook-disabled">
+                Disabled {formatTime(webhook.disabledAt)}: {webhook.disabledReason}. Nothing is sent to it;
+                enabled again, it receives the events from then on, none from while it was disabled.
+              </p>
+            )}
             <div className="actions">
+              <button
+                type="button"
+                className="secondary small"
+                onClick={() => setEnabled(webhook, !webhook.enabled)}
+              >
+                {webhook.enabled ? 'Disable' : 'Enable'}
+              </button>
               <button
                 type="button"
                 className="secondary small"

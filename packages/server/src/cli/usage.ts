@@ -12,7 +12,8 @@ gate402 wallets watch --account ACCOUNT_ID --chain solana --address ADDRESS [--j
 
 export const WEBHOOKS_USAGE = `gate402 webhooks create --account ACCOUNT_ID --url URL [--events payment.received,payment.confirmed] [--json]
 gate402 webhooks list --account ACCOUNT_ID [--json]
-gate402 webhooks delete WEBHOOK_ID --account ACCOUNT_ID [--json]`;
+gate402 webhooks delete WEBHOOK_ID --account ACCOUNT_ID [--json]
+gate402 webhooks enable|disable WEBHOOK_ID --account ACCOUNT_ID [--json]`;
 
 export const DASHBOARD_USAGE = `gate402 dashboard set-password --account ACCOUNT_ID [--email EMAIL] [--json] < password-file
     give an account a dashboard log-in (EMAIL needed the first time), or a new password; reads it from stdin`;

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { loadMasterKey } from '../services/custody/master-key.ts';
 import { SecretBox } from '../services/custody/secret-box.ts';
 import { openStore, storageLocation } from '../store/open-store.ts';
-import { WebhookService } from '../webhooks/webhook-service.ts';
+import { WebhookService, type WebhookView } from '../webhooks/webhook-service.ts';
 import { type CliContext, requiredFlag, UsageError, unknownSubcommand } from './cli-context.ts';
 
 const FLAGS = {
@@ -13,8 +13,9 @@ const FLAGS = {
 } as const;
 
 /**
- * Webhook endpoints from the command line, with the same rules as POST/GET/DELETE /webhooks (the SSRF
- * guard included). A running server picks a new endpoint up with the next event.
+ * Webhook endpoints from the command line, with the same rules as POST/GET/PATCH/DELETE /webhooks (the
+ * SSRF guard included). A running server picks a new endpoint, or one enabled again, up with the next
+ * event.
  */
 export async function webhooksCommand(ctx: CliContext, args: string[]): Promise<void> {
   const [sub, ...rest] = args;
@@ -52,7 +53,7 @@ export async function webhooksCommand(ctx: CliContext, args: string[]): Promise<
             : list
                 .map(
                   (w) =>
-                    `${w.id}  ${w.url}  ${w.eventTypes.length === 0 ? 'all events' : w.eventTypes.join(',')}`,
+                    `${w.id}  ${w.url}  ${w.eventTypes.length === 0 ? 'all events' : w.eventTypes.join(',')}  ${state(w)}`,
                 )
                 .join('\n'),
         );
@@ -65,10 +66,24 @@ export async function webhooksCommand(ctx: CliContext, args: string[]): Promise<
         ctx.result({ id, deleted: true }, `deleted webhook ${id}`);
         return;
       }
+      case 'enable':
+      case 'disable': {
+        const [id] = positionals;
+        if (id === undefined) throw new UsageError(`webhooks ${sub} needs the webhook id`);
+        const updated = await webhooks.update(accountId, id, { enabled: sub === 'enable' });
+        ctx.result(updated, `webhook ${id} ${state(updated)}`);
+        return;
+      }
       default:
-        throw unknownSubcommand('webhooks', sub, ['create', 'list', 'delete']);
+        throw unknownSubcommand('webhooks', sub, ['create', 'list', 'delete', 'enable', 'disable']);
     }
   } finally {
     await store.close();
   }
+}
+
+function state(webhook: WebhookView): string {
+  return webhook.enabled
+    ? 'enabled'
+    : `disabled since ${new Date(webhook.disabledAt ?? 0).toISOString()}: ${webhook.disabledReason}`;
 }

@@ -187,6 +187,11 @@ export interface WebhooksTable {
   event_types: string;
   secret: string;
   created_at: number;
+  /** Null while enabled. */
+  disabled_at: number | null;
+  disabled_reason: string | null;
+  /** When it was last enabled; null only in a row an instance older than migration 0014 inserted. */
+  enabled_at: number | null;
 }
 
 export interface WebhookDeliveriesTable {

@@ -375,6 +375,15 @@ export interface WebhookRecord {
   /** The Standard Webhooks signing secret (whsec_…), sealed under the master key. */
   readonly sealedSecret: string;
   readonly createdAt: number;
+  /**
+   * When it was last enabled (registered, or enabled again): it receives the events written from then
+   * on, none from before, so nothing that happened while it was disabled is sent afterwards.
+   */
+  readonly enabledAt: number;
+  /** When it was disabled (its receiver answered 410 Gone, or its account asked); null while enabled. */
+  readonly disabledAt: number | null;
+  /** Why it was disabled, for its account to read; null while enabled. */
+  readonly disabledReason: string | null;
 }
 
 export interface WebhookRepository {
@@ -386,6 +395,14 @@ export interface WebhookRepository {
   listForAccounts(accountIds: readonly string[]): Promise<WebhookRecord[]>;
   /** Deletes the endpoint and its delivery log; false when the account has no such endpoint. */
   delete(accountId: string, id: string): Promise<boolean>;
+  /**
+   * Disables an enabled endpoint at `at` for `reason`, and fails its pending deliveries with
+   * `pendingError` (their leases left as they are: an attempt in flight records its own outcome).
+   * False when there is no such endpoint or it is disabled already (the first reason stays).
+   */
+  disable(id: string, at: number, reason: string, pendingError: string): Promise<boolean>;
+  /** Enables a disabled endpoint again at `at`; false when there is no such endpoint or it is enabled. */
+  enable(id: string, at: number): Promise<boolean>;
 }
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
@@ -414,7 +431,8 @@ export interface DeliveryAttempt {
   readonly nextAttemptAt: number | null;
   readonly lastStatusCode: number | null;
   readonly lastError: string | null;
-  readonly lastAttemptAt: number;
+  /** Null when nothing was ever sent (e.g. failed unsent because its endpoint was disabled). */
+  readonly lastAttemptAt: number | null;
   readonly deliveredAt: number | null;
 }
 
@@ -437,6 +455,11 @@ export interface WebhookDeliveryRepository {
   leaseDue(owner: string, now: number, until: number, limit: number): Promise<WebhookDeliveryRecord[]>;
   /** Writes an attempt's outcome and ends the lease, only while `owner` still holds it. */
   recordAttempt(id: string, owner: string, attempt: DeliveryAttempt): Promise<boolean>;
+  /**
+   * Ends `owner`'s lease without an attempt (nothing was sent): the delivery is left as it is, free to
+   * be leased again. False when `owner` does not hold it.
+   */
+  release(id: string, owner: string): Promise<boolean>;
   /**
    * Makes a delivery due again now (manual redeliver), whatever its status. An attempt in flight keeps
    * its lease and records its outcome: it is the redelivery, and no other worker sends it meanwhile.

@@ -12,6 +12,12 @@ export interface WebhookView {
   url: string;
   eventTypes: string[];
   createdAt: number;
+  /** False once its receiver answered 410 Gone or its account disabled it: nothing is sent to it. */
+  enabled: boolean;
+  /** When it was disabled; null while enabled. */
+  disabledAt: number | null;
+  /** Why, e.g. `answered HTTP 410 Gone to delivery dlv_…`; null while enabled. */
+  disabledReason: string | null;
 }
 
 export interface CreatedWebhook extends WebhookView {
@@ -83,6 +89,9 @@ export class WebhookService {
       eventTypes,
       sealedSecret: this.secrets.seal(Buffer.from(secret, 'utf8'), secretContext(id)),
       createdAt: at,
+      enabledAt: at,
+      disabledAt: null,
+      disabledReason: null,
     };
     await this.store.webhooks.insert(record);
     return { ...view(record), secret };
@@ -96,6 +105,23 @@ export class WebhookService {
     if (!(await this.store.webhooks.delete(accountId, id))) throw notFound(id);
   }
 
+  /**
+   * Enables or disables an endpoint; asking for the state it is in changes nothing. Disabled (by its
+   * account here, or by a 410 Gone: webhook-worker.ts), it gets no new deliveries and its pending ones
+   * are failed; enabled again, it receives the events written from then on, none from while it was
+   * disabled (a delivery failed meanwhile can still be redelivered by hand).
+   */
+  async update(accountId: string, id: string, change: { enabled: boolean }): Promise<WebhookView> {
+    const webhook = await this.owned(accountId, id);
+    const at = this.now();
+    if (change.enabled && webhook.disabledAt !== null) {
+      await this.store.webhooks.enable(id, at);
+    } else if (!change.enabled && webhook.disabledAt === null) {
+      await this.store.webhooks.disable(id, at, 'disabled by its account', DISABLED_PENDING_ERROR);
+    }
+    return view(await this.owned(accountId, id));
+  }
+
   async deliveries(accountId: string, id: string, limit: number): Promise<DeliveryView[]> {
     await this.owned(accountId, id);
     return (await this.store.webhookDeliveries.listByWebhook(id, limit)).map(deliveryView);
@@ -103,7 +129,13 @@ export class WebhookService {
 
   /** Makes a delivery due now again, whatever happened to it before (e.g. the endpoint was down a day). */
   async redeliver(accountId: string, webhookId: string, deliveryId: string): Promise<DeliveryView> {
-    await this.owned(accountId, webhookId);
+    const webhook = await this.owned(accountId, webhookId);
+    if (webhook.disabledAt !== null) {
+      // It would only be failed again, unsent: the endpoint is enabled first, on purpose.
+      throw invalidParameters({
+        id: `webhook ${webhookId} is disabled (${webhook.disabledReason}); enable it first`,
+      });
+    }
     const delivery = await this.store.webhookDeliveries.get(deliveryId);
     if (delivery === undefined || delivery.webhookId !== webhookId) {
       throw new GatewayError('NOT_FOUND', { message: `No delivery ${deliveryId} of webhook ${webhookId}.` });
@@ -127,6 +159,9 @@ export class WebhookService {
   }
 }
 
+/** What a pending delivery of an endpoint that was disabled says, in the delivery log. */
+export const DISABLED_PENDING_ERROR = 'not sent: the endpoint was disabled';
+
 function secretContext(webhookId: string): string {
   return `webhook:${webhookId}`;
 }
@@ -141,6 +176,9 @@ function view(webhook: WebhookRecord): WebhookView {
     url: webhook.url,
     eventTypes: [...webhook.eventTypes],
     createdAt: webhook.createdAt,
+    enabled: webhook.disabledAt === null,
+    disabledAt: webhook.disabledAt,
+    disabledReason: webhook.disabledReason,
   };
 }
 

@@ -3,10 +3,10 @@ import { newId } from '../domain/ids.ts';
 import type { EventHub } from '../events/event-hub.ts';
 import { paymentEventMessage } from '../events/payment-event-message.ts';
 import type { OutboundPolicy } from '../outbound/ssrf-guard.ts';
-import type { EventRecord, Store, WebhookDeliveryRecord } from '../store/store.ts';
+import type { DeliveryAttempt, EventRecord, Store, WebhookDeliveryRecord } from '../store/store.ts';
 import { nextAttemptAt, retryAfterMs } from '../webhooks/retry-schedule.ts';
-import { postWebhook } from '../webhooks/webhook-sender.ts';
-import type { WebhookService } from '../webhooks/webhook-service.ts';
+import { ATTEMPT_TIMEOUT_MS, postWebhook } from '../webhooks/webhook-sender.ts';
+import { DISABLED_PENDING_ERROR, type WebhookService } from '../webhooks/webhook-service.ts';
 
 export interface WebhookWorkerOptions {
   readonly store: Store;
@@ -27,8 +27,21 @@ export interface WebhookWorkerOptions {
 
 const FANOUT_PAGE = 500;
 const LEASE_BATCH = 20;
-/** Longer than one attempt can take (10 s timeout), so a lease never lapses under a running attempt. */
-const LEASE_MS = 60_000;
+/**
+ * A delivery's lease, and so how long a delivery waits for another instance when the one attempting it
+ * died (SIGKILL, power) mid-attempt. It must never lapse under a running attempt, or a second instance
+ * would send the same delivery while the first still is. Three parts:
+ * - SEND_WITHIN_MS: from taking the lease to starting the POST (reading the endpoint and the event,
+ *   signing). An attempt is only started while ATTEMPT_TIMEOUT_MS + LEASE_MARGIN_MS of the lease remain;
+ *   past that, the delivery is handed back unsent and leased afresh by the next round.
+ * - ATTEMPT_TIMEOUT_MS: the POST itself, name resolution included, then its connection is destroyed
+ *   (webhook-sender.ts), so nothing of it is sent later.
+ * - LEASE_MARGIN_MS: for a timer that fires late on a busy event loop, and for instances' clocks that
+ *   differ a little (a lease is judged lapsed by the clock of the instance that would take it over).
+ */
+const SEND_WITHIN_MS = 2_000;
+const LEASE_MARGIN_MS = 3_000;
+export const LEASE_MS = SEND_WITHIN_MS + ATTEMPT_TIMEOUT_MS + LEASE_MARGIN_MS;
 const CURSOR = 'webhooks';
 const GONE = 410;
 
@@ -114,9 +127,12 @@ export class WebhookWorker {
       for (const event of events) {
         for (const endpoint of endpoints) {
           if (endpoint.accountId !== event.accountId) continue;
+          // A disabled endpoint gets nothing; one enabled again gets nothing from while it was disabled.
+          if (endpoint.disabledAt !== null) continue;
           if (endpoint.eventTypes.length > 0 && !endpoint.eventTypes.includes(event.type)) continue;
-          // An endpoint receives the events written after it was registered, not the account's history.
-          if (event.createdAt < endpoint.createdAt) continue;
+          // An endpoint receives the events written after it was registered (or last enabled), not the
+          // account's history.
+          if (event.createdAt < endpoint.enabledAt) continue;
           deliveries.push({
             id: newId('dlv', at),
             webhookId: endpoint.id,
@@ -144,15 +160,16 @@ export class WebhookWorker {
   async deliverDue(): Promise<number> {
     const { store, instanceId } = this.options;
     const now = this.now();
-    const leased = await store.webhookDeliveries.leaseDue(instanceId, now, now + LEASE_MS, LEASE_BATCH);
-    await Promise.all(leased.map((delivery) => this.attemptOrPostpone(delivery)));
+    const leasedUntil = now + LEASE_MS;
+    const leased = await store.webhookDeliveries.leaseDue(instanceId, now, leasedUntil, LEASE_BATCH);
+    await Promise.all(leased.map((delivery) => this.attemptOrPostpone(delivery, leasedUntil)));
     return leased.length;
   }
 
   /** A fault of ours (storage, a secret that will not open) postpones the delivery like a failed attempt. */
-  private async attemptOrPostpone(delivery: WebhookDeliveryRecord): Promise<void> {
+  private async attemptOrPostpone(delivery: WebhookDeliveryRecord, leasedUntil: number): Promise<void> {
     try {
-      await this.attempt(delivery);
+      await this.attempt(delivery, leasedUntil);
     } catch (error) {
       this.options.log?.(`webhook delivery ${delivery.id} failed inside the gateway`, error);
       const at = this.now();
@@ -178,11 +195,22 @@ export class WebhookWorker {
     }
   }
 
-  private async attempt(delivery: WebhookDeliveryRecord): Promise<void> {
+  private async attempt(delivery: WebhookDeliveryRecord, leasedUntil: number): Promise<void> {
     const { store, webhooks, instanceId } = this.options;
     const endpoint = await store.webhooks.get(delivery.webhookId);
     const event = await this.eventOf(delivery);
     const attempts = delivery.attempts + 1;
+    if (endpoint !== undefined && endpoint.disabledAt !== null) {
+      // Disabled after this delivery was created (the fan-out creates none for a disabled endpoint) or
+      // made pending again by a redeliver that raced the disabling: failed unsent, as disable() does.
+      await store.webhookDeliveries.recordAttempt(delivery.id, instanceId, {
+        ...outcomeSoFar(delivery),
+        status: 'failed',
+        nextAttemptAt: null,
+        lastError: DISABLED_PENDING_ERROR,
+      });
+      return;
+    }
     if (endpoint === undefined || event === undefined) {
       await store.webhookDeliveries.recordAttempt(delivery.id, instanceId, {
         status: 'failed',
@@ -199,6 +227,12 @@ export class WebhookWorker {
     const sentAt = new Date(this.now());
     // webhook-id is the event id, the same on every attempt, so receivers can drop repeats.
     const signature = new Webhook(webhooks.secretOf(endpoint)).sign(event.id, sentAt, body);
+    if (this.now() > leasedUntil - ATTEMPT_TIMEOUT_MS - LEASE_MARGIN_MS) {
+      // Too little of the lease is left for a whole attempt (storage was slow): an attempt started now
+      // could outlive the lease and overlap another instance's. Handed back unsent, due as it was.
+      await store.webhookDeliveries.release(delivery.id, instanceId);
+      return;
+    }
     const outcome = await postWebhook(
       endpoint.url,
       {
@@ -223,26 +257,45 @@ export class WebhookWorker {
       this.options.onAttempt?.('succeeded');
       return;
     }
-    // 410 Gone: the endpoint says this will not change, so the delivery is not tried again.
-    const gone = outcome.statusCode === GONE;
-    const next = gone
-      ? undefined
-      : nextAttemptAt(
+    if (outcome.statusCode === GONE) {
+      // 410 Gone: the receiver asks to stop (the REST-hooks convention: unsubscribe). This delivery is
+      // not tried again and the endpoint is disabled, its other pending deliveries failed, in one
+      // transaction, until its account enables it again.
+      await store.transaction(async (tx) => {
+        await tx.webhookDeliveries.recordAttempt(delivery.id, instanceId, {
+          status: 'failed',
           attempts,
-          delivery.createdAt,
+          nextAttemptAt: null,
+          lastStatusCode: GONE,
+          lastError: 'answered HTTP 410 Gone: not retried, and the endpoint was disabled',
+          lastAttemptAt: at,
+          deliveredAt: null,
+        });
+        // Whatever became of this delivery's lease: the endpoint said so.
+        await tx.webhooks.disable(
+          endpoint.id,
           at,
-          this.options.retryBaseMs,
-          this.options.retryForMs,
-          outcome.statusCode === null ? undefined : retryAfterMs(outcome.retryAfter, at),
+          `answered HTTP 410 Gone to delivery ${delivery.id}`,
+          DISABLED_PENDING_ERROR,
         );
+      });
+      this.options.onAttempt?.('failed');
+      return;
+    }
+    const next = nextAttemptAt(
+      attempts,
+      delivery.createdAt,
+      at,
+      this.options.retryBaseMs,
+      this.options.retryForMs,
+      outcome.statusCode === null ? undefined : retryAfterMs(outcome.retryAfter, at),
+    );
     await store.webhookDeliveries.recordAttempt(delivery.id, instanceId, {
       status: next === undefined ? 'failed' : 'pending',
       attempts,
       nextAttemptAt: next ?? null,
       lastStatusCode: outcome.statusCode,
-      lastError:
-        outcome.error ??
-        (gone ? 'answered HTTP 410 Gone: not retried' : `answered HTTP ${outcome.statusCode}`),
+      lastError: outcome.error ?? `answered HTTP ${outcome.statusCode}`,
       lastAttemptAt: at,
       deliveredAt: null,
     });
@@ -257,4 +310,17 @@ export class WebhookWorker {
   private now(): number {
     return (this.options.now ?? Date.now)();
   }
+}
+
+/** A delivery's recorded state as it is, to write back when nothing was sent. */
+function outcomeSoFar(delivery: WebhookDeliveryRecord): DeliveryAttempt {
+  return {
+    status: delivery.status,
+    attempts: delivery.attempts,
+    nextAttemptAt: delivery.nextAttemptAt,
+    lastStatusCode: delivery.lastStatusCode,
+    lastError: delivery.lastError,
+    lastAttemptAt: delivery.lastAttemptAt,
+    deliveredAt: delivery.deliveredAt,
+  };
 }

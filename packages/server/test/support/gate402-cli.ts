@@ -9,15 +9,21 @@ const BIN = fileURLToPath(new URL('../../bin/gate402.js', import.meta.url));
  * CI's DATABASE_URL or REDIS_URL: it works on the SQLite file of `dataDir` only.
  */
 export function gate402Json(dataDir: string, args: string[], env: Record<string, string> = {}) {
+  const result = gate402Text(dataDir, [...args, '--json'], env);
+  return {
+    code: result.code,
+    json: result.stdout === '' ? undefined : JSON.parse(result.stdout),
+    stderr: result.stderr,
+  };
+}
+
+/** As gate402Json, without --json: what an operator reads. */
+export function gate402Text(dataDir: string, args: string[], env: Record<string, string> = {}) {
   const { DATABASE_URL: _d, REDIS_URL: _r, ...inherited } = process.env;
-  const result = spawnSync(process.execPath, [BIN, ...args, '--json'], {
+  const result = spawnSync(process.execPath, [BIN, ...args], {
     env: { ...inherited, DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...env },
     encoding: 'utf8',
     timeout: 30_000,
   });
-  return {
-    code: result.status,
-    json: result.stdout === '' ? undefined : JSON.parse(result.stdout),
-    stderr: result.stderr,
-  };
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }

@@ -10,10 +10,14 @@ export interface ReceivedWebhook {
   readonly answeredWith: number;
   /** Date.now() when it arrived. */
   readonly at: number;
+  /** Date.now() when its connection closed (answered, or dropped by the sender); undefined while open. */
+  closedAt?: number;
 }
 
-/** A status, or a status with headers (Retry-After, say). */
-export type WebhookAnswer = number | { readonly status: number; readonly headers: Record<string, string> };
+/** A status, or a status with headers (Retry-After, say) and a delay of its own before answering. */
+export type WebhookAnswer =
+  | number
+  | { readonly status: number; readonly headers?: Record<string, string>; readonly delayMs?: number };
 
 /**
  * A webhook endpoint on 127.0.0.1 that checks every request with the standardwebhooks library, as a
@@ -45,10 +49,18 @@ export class WebhookReceiver {
           verified = undefined;
         }
         const answer = this.answer(this.received.length + 1);
-        const { status, headers: answerHeaders } =
-          typeof answer === 'number' ? { status: answer, headers: {} } : answer;
-        this.received.push({ headers, body, verified, answeredWith: status, at: Date.now() });
-        setTimeout(() => res.writeHead(status, answerHeaders).end(), this.delayMs);
+        const {
+          status,
+          headers: answerHeaders = {},
+          delayMs = this.delayMs,
+        } = typeof answer === 'number' ? { status: answer } : answer;
+        const received: ReceivedWebhook = { headers, body, verified, answeredWith: status, at: Date.now() };
+        this.received.push(received);
+        res.on('close', () => {
+          received.closedAt = Date.now();
+        });
+        const timer = setTimeout(() => res.writeHead(status, answerHeaders).end(), delayMs);
+        res.on('close', () => clearTimeout(timer));
       });
     });
   }
@@ -67,6 +79,7 @@ export class WebhookReceiver {
   }
 
   close(): Promise<void> {
+    this.server.closeAllConnections();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 }

@@ -7,7 +7,10 @@ import { dashboardUserOf } from './dashboard-session.ts';
 
 const Id = Type.String({ minLength: 1, maxLength: 100 });
 
-/** Webhook endpoints, their delivery logs and redelivery: the same service as /webhooks in the API. */
+/**
+ * Webhook endpoints (enabling one again), their delivery logs and redelivery: the same service as
+ * /webhooks in the API.
+ */
 export async function dashboardWebhookRoutes(app: FastifyInstance, opts: { webhooks: WebhookService }) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const { webhooks } = opts;
@@ -42,6 +45,21 @@ export async function dashboardWebhookRoutes(app: FastifyInstance, opts: { webho
     await webhooks.delete(dashboardUserOf(request).accountId, request.params.id);
     return { id: request.params.id, deleted: true };
   });
+
+  r.patch(
+    '/webhooks/:id',
+    {
+      schema: {
+        hide: true,
+        params: Type.Object({ id: Id }),
+        body: Type.Object({ enabled: Type.Boolean() }, { additionalProperties: false }),
+      },
+    },
+    async (request) =>
+      webhooks.update(dashboardUserOf(request).accountId, request.params.id, {
+        enabled: request.body.enabled,
+      }),
+  );
 
   r.get(
     '/webhooks/:id/deliveries',

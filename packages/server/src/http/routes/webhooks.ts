@@ -19,6 +19,17 @@ const WebhookSchema = Type.Object(
     }),
     eventTypes: Type.Array(Type.String(), { description: 'Types delivered; empty: every type.' }),
     createdAt: Type.Integer({ description: 'Unix ms.' }),
+    enabled: Type.Boolean({
+      description:
+        'False once the endpoint answered a delivery `410 Gone` (it asked to be unsubscribed) or its account disabled it: no deliveries are created for it and its pending ones are failed unsent. Enable it again with `PATCH /webhooks/{id}`.',
+    }),
+    disabledAt: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'Unix ms when it was disabled; null while enabled.',
+    }),
+    disabledReason: Type.Union([Type.String(), Type.Null()], {
+      description:
+        'Why it was disabled: `answered HTTP 410 Gone to delivery dlv_…` or `disabled by its account`; null while enabled.',
+    }),
   },
   { $id: 'Webhook', title: 'Webhook' },
 );
@@ -126,6 +137,34 @@ export async function webhookRoutes(app: FastifyInstance, opts: { webhooks: Webh
     },
   );
 
+  r.patch(
+    '/webhooks/:id',
+    {
+      config: { feature: 'webhooks' },
+      schema: {
+        operationId: 'updateWebhook',
+        tags: ['webhooks'],
+        summary:
+          'Enable an endpoint again (e.g. after it answered 410 Gone), or disable it. Enabled again, it receives the events written from then on; none that happened while it was disabled (redeliver one by hand if needed).',
+        params: WebhookId,
+        body: Type.Object(
+          {
+            enabled: Type.Boolean({
+              description:
+                'true: deliver to it again; false: stop (its pending deliveries are failed). Asking for the state it is in changes nothing.',
+            }),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: WebhookSchema },
+      },
+    },
+    async (request) =>
+      opts.webhooks.update(callerOf(request).account.id, request.params.id, {
+        enabled: request.body.enabled,
+      }),
+  );
+
   r.get(
     '/webhooks/:id/deliveries',
     {
@@ -158,7 +197,8 @@ export async function webhookRoutes(app: FastifyInstance, opts: { webhooks: Webh
       schema: {
         operationId: 'redeliverWebhookDelivery',
         tags: ['webhooks'],
-        summary: 'Send a delivery again now, whatever its status (same event id, fresh signature).',
+        summary:
+          'Send a delivery again now, whatever its status (same event id, fresh signature). Refused with 400 while the endpoint is disabled: enable it first.',
         params: Type.Object({
           id: Type.String({ pattern: '^whk_[0-9A-Z]{26}$' }),
           deliveryId: Type.String({ pattern: '^dlv_[0-9A-Z]{26}$' }),

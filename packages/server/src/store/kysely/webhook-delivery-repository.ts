@@ -115,6 +115,16 @@ export class KyselyWebhookDeliveryRepository implements WebhookDeliveryRepositor
     return Number(result.numUpdatedRows) > 0;
   }
 
+  async release(id: string, owner: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable('webhook_deliveries')
+      .set({ lease_owner: null, lease_until: null })
+      .where('id', '=', id)
+      .where('lease_owner', '=', owner)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
   async redeliver(id: string, now: number): Promise<WebhookDeliveryRecord | undefined> {
     // The lease is left as it is: an attempt in flight keeps it and records its outcome, standing in for
     // this redeliver; freeing it would let another worker send the same delivery at the same time.
@@ -129,7 +139,7 @@ export class KyselyWebhookDeliveryRepository implements WebhookDeliveryRepositor
 
   async nextDueAt(): Promise<number | undefined> {
     // A delivery another worker is attempting stays pending with its next_attempt_at in the past until
-    // the attempt is recorded (up to the lease, a minute for a worker that died mid-attempt): it is due
+    // the attempt is recorded (up to the lease, 15 s for a worker that died mid-attempt): it is due
     // when the lease ends, not now, or every other instance would look again every few milliseconds.
     const row = await this.db
       .selectFrom('webhook_deliveries')

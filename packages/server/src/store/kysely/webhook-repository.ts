@@ -15,6 +15,9 @@ export class KyselyWebhookRepository implements WebhookRepository {
         event_types: JSON.stringify(webhook.eventTypes),
         secret: webhook.sealedSecret,
         created_at: webhook.createdAt,
+        enabled_at: webhook.enabledAt,
+        disabled_at: webhook.disabledAt,
+        disabled_reason: webhook.disabledReason,
       })
       .execute();
   }
@@ -58,6 +61,38 @@ export class KyselyWebhookRepository implements WebhookRepository {
     };
     return this.db.isTransaction ? run(this.db) : this.db.transaction().execute(run);
   }
+
+  async disable(id: string, at: number, reason: string, pendingError: string): Promise<boolean> {
+    const run = async (db: Kysely<Database>) => {
+      const disabled = await db
+        .updateTable('webhooks')
+        .set({ disabled_at: at, disabled_reason: reason })
+        .where('id', '=', id)
+        .where('disabled_at', 'is', null)
+        .executeTakeFirst();
+      if (Number(disabled.numUpdatedRows) === 0) return false;
+      // The lease columns are left alone: an attempt in flight still holds its delivery and records its
+      // own outcome over this one (what the endpoint answered it is the truer story).
+      await db
+        .updateTable('webhook_deliveries')
+        .set({ status: 'failed', next_attempt_at: null, last_error: pendingError })
+        .where('webhook_id', '=', id)
+        .where('status', '=', 'pending')
+        .execute();
+      return true;
+    };
+    return this.db.isTransaction ? run(this.db) : this.db.transaction().execute(run);
+  }
+
+  async enable(id: string, at: number): Promise<boolean> {
+    const enabled = await this.db
+      .updateTable('webhooks')
+      .set({ disabled_at: null, disabled_reason: null, enabled_at: at })
+      .where('id', '=', id)
+      .where('disabled_at', 'is not', null)
+      .executeTakeFirst();
+    return Number(enabled.numUpdatedRows) > 0;
+  }
 }
 
 function toWebhook(row: Selectable<WebhooksTable>): WebhookRecord {
@@ -68,5 +103,8 @@ function toWebhook(row: Selectable<WebhooksTable>): WebhookRecord {
     eventTypes: JSON.parse(row.event_types) as string[],
     sealedSecret: row.secret,
     createdAt: Number(row.created_at),
+    enabledAt: Number(row.enabled_at ?? row.created_at),
+    disabledAt: row.disabled_at === null ? null : Number(row.disabled_at),
+    disabledReason: row.disabled_reason,
   };
 }

@@ -11,6 +11,7 @@ import { outboxRetention } from './0010-outbox-retention.ts';
 import { openSettlements } from './0011-open-settlements.ts';
 import { x402Receipts } from './0012-x402-receipts.ts';
 import { x402SettlementClaimedBy } from './0013-x402-settlement-claimed-by.ts';
+import { webhookDisabled } from './0014-webhook-disabled.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -29,4 +30,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0011-open-settlements': openSettlements,
   '0012-x402-receipts': x402Receipts,
   '0013-x402-settlement-claimed-by': x402SettlementClaimedBy,
+  '0014-webhook-disabled': webhookDisabled,
 };
