@@ -8,6 +8,7 @@ import { DurableSqliteDialect } from './kysely/durable-sqlite-dialect.ts';
 import { KyselyStore } from './kysely/kysely-store.ts';
 import { migrateToLatest } from './migrate.ts';
 import { withSqliteMigrationLock } from './sqlite-migration-lock.ts';
+import { WalCheckpointer } from './wal-checkpointer.ts';
 import { type SyncFile, WalSync } from './wal-sync.ts';
 
 export type StorageLocation =
@@ -110,6 +111,16 @@ async function connect(location: StorageLocation, options: SqliteOptions = {}): 
     const database = withStatementCache(sqlite);
     const wal = memory ? undefined : new WalSync(`${sqlite.name}-wal`, options.syncFile);
     const durable = wal === undefined ? () => Promise.resolve() : () => wal.durable();
+    // Checkpoints run on a worker thread, not inside a COMMIT on the event loop (see WalCheckpointer).
+    let checkpointer: WalCheckpointer | undefined;
+    if (!memory) {
+      sqlite.pragma('wal_autocheckpoint = 0');
+      checkpointer = new WalCheckpointer(
+        location.file,
+        () => sqlite.pragma('wal_autocheckpoint = 1000'),
+        (message) => process.emitWarning(message, 'Gate402StorageWarning'),
+      );
+    }
     const dialect = new DurableSqliteDialect(
       {
         database: {
@@ -121,7 +132,7 @@ async function connect(location: StorageLocation, options: SqliteOptions = {}): 
           },
         },
       },
-      { writes: database.writes, durable },
+      { writes: database.writes, durable, close: async () => checkpointer?.stop() },
     );
     return { db: new Kysely<Database>({ dialect }), changeToken: database.changeToken, durable };
   }

@@ -13,6 +13,8 @@ export interface CommitDurability {
   writes(): number;
   /** Resolves once every commit made before the call is on disk (see WalSync). */
   durable(): Promise<void>;
+  /** Called before the connection closes (stops the checkpoint worker). */
+  close?(): Promise<void>;
 }
 
 /**
@@ -99,7 +101,8 @@ class DurableDriver implements Driver {
     await this.driver.releaseSavepoint?.(connection, name, compileQuery);
   }
 
-  destroy(): Promise<void> {
-    return this.driver.destroy();
+  async destroy(): Promise<void> {
+    await this.durability.close?.();
+    await this.driver.destroy();
   }
 }
