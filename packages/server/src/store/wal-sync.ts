@@ -89,13 +89,15 @@ export class WalSync {
 }
 
 /**
- * The log's descriptor, read-only (fdatasync needs no write access on Linux). SQLite keeps the file
- * while any connection has the database open, so the descriptor stays valid for this store's life. Its
- * directory is flushed once, so the log's own name survives a power loss too.
+ * The log's descriptor, opened for reading and writing though nothing is written through it: Windows
+ * flushes only a handle with write access (Linux and macOS would take a read-only one). 'r+' neither
+ * creates nor truncates. SQLite keeps the file while any connection has the database open, so the
+ * descriptor stays valid for this store's life. Its directory is flushed once, so the log's own name
+ * survives a power loss too (where a directory cannot be flushed, as on Windows, that is skipped).
  */
 async function openLog(file: string): Promise<number> {
   const fd = await new Promise<number>((resolve, reject) =>
-    open(file, 'r', (error, opened) => (error ? reject(error) : resolve(opened))),
+    open(file, 'r+', (error, opened) => (error ? reject(error) : resolve(opened))),
   );
   await syncDirectory(dirname(file)).catch(() => undefined);
   return fd;
