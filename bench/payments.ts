@@ -1,17 +1,23 @@
 import autocannon from 'autocannon';
 import type { Benchmark, BenchRow } from './bench-row.ts';
 import { compareInRounds, load, startServerProcess } from './http-load.ts';
-import { closedLoop, type LeanTarget, openLoop } from './lean-load.ts';
+import { closedLoop, type LeanResult, type LeanTarget, openLoop } from './lean-load.ts';
 
 /** Seconds of load per measure; status and history split theirs into ROUNDS paired rounds. */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const ROUNDS = 4;
-/** Receives: connections, the rate of the open-loop pass, and how many proofs each pass redeems. */
+/**
+ * Receives: connections, the rate of the open-loop passes, and how many proofs each pass redeems. The
+ * open loop runs in OPEN_PASSES passes of 2 s, each beside its bare pass, and the median is printed: on
+ * this VM one pass's p99 moved between 17 and 63 ms for the same code.
+ */
 const CONNECTIONS = 100;
 const RECEIVE_RATE = 1_000;
 const WARM_UP = 500;
 const CLOSED_LOOP = 2_000;
-const PROOFS_NEEDED = WARM_UP + CLOSED_LOOP + RECEIVE_RATE * 3;
+const OPEN_PASSES = 3;
+const OPEN_PASS = RECEIVE_RATE * 2;
+const PROOFS_NEEDED = WARM_UP + CLOSED_LOOP + OPEN_PASS * OPEN_PASSES;
 
 /**
  * Issue 4's figures, each against its reference in this run:
@@ -97,11 +103,10 @@ const paymentsBenchmark: Benchmark = async () => {
       const bodies = proofs.map((paymentProof) =>
         JSON.stringify({ walletAddress: v.SELLER_WALLET, paymentProof, expectedAmount: 0.001 }),
       );
-      const [warmUp, closedPass, openPass] = [
-        bodies.slice(0, WARM_UP),
-        bodies.slice(WARM_UP, WARM_UP + CLOSED_LOOP),
-        bodies.slice(WARM_UP + CLOSED_LOOP, PROOFS_NEEDED),
-      ];
+      const [warmUp, closedPass] = [bodies.slice(0, WARM_UP), bodies.slice(WARM_UP, WARM_UP + CLOSED_LOOP)];
+      const openPasses = Array.from({ length: OPEN_PASSES }, (_, i) =>
+        bodies.slice(WARM_UP + CLOSED_LOOP + i * OPEN_PASS, WARM_UP + CLOSED_LOOP + (i + 1) * OPEN_PASS),
+      );
       const bare: LeanTarget = { port: Number(bareServer.values.PORT), path: '/constant', headers: {} };
       const gateway: LeanTarget = {
         port: Number(v.PORT),
@@ -114,14 +119,22 @@ const paymentsBenchmark: Benchmark = async () => {
       const closedFloor = await closedLoop(bare, closedPass, CONNECTIONS);
       await closedLoop(gateway, warmUp, CONNECTIONS);
       const closed = await closedLoop(gateway, closedPass, CONNECTIONS);
-      const openFloor = await openLoop(bare, openPass, CONNECTIONS, RECEIVE_RATE);
-      const open = await openLoop(gateway, openPass, CONNECTIONS, RECEIVE_RATE);
-      for (const [pass, result] of [
-        ['closed loop', closed],
-        ['open loop', open],
-      ] as const) {
-        if (result.failed > 0) throw new Error(`${result.failed} receives failed in the ${pass} pass`);
+      const [openFloors, opens]: [LeanResult[], LeanResult[]] = [[], []];
+      for (const pass of openPasses) {
+        openFloors.push(await openLoop(bare, pass, CONNECTIONS, RECEIVE_RATE));
+        opens.push(await openLoop(gateway, pass, CONNECTIONS, RECEIVE_RATE));
       }
+      for (const result of [closed, ...opens]) {
+        if (result.failed > 0) throw new Error(`${result.failed} receives failed in a measured pass`);
+      }
+      const median = (values: number[]) =>
+        [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+      const p99s = opens.map((r) => r.p99Ms);
+      const open = { p50Ms: median(opens.map((r) => r.p50Ms)), p99Ms: median(p99s) };
+      const openFloor = {
+        p50Ms: median(openFloors.map((r) => r.p50Ms)),
+        p99Ms: median(openFloors.map((r) => r.p99Ms)),
+      };
       rows.push({
         name: 'receive verifications (closed loop, 100 connections)',
         value: Math.round(closed.perSecond),
@@ -135,13 +148,13 @@ const paymentsBenchmark: Benchmark = async () => {
         reference: { name: 'bare Fastify POST', value: closedFloor.p99Ms },
       });
       rows.push({
-        name: `receive p50 (${RECEIVE_RATE.toLocaleString('en-US')}/s over 100 connections)`,
+        name: `receive p50 (${RECEIVE_RATE.toLocaleString('en-US')}/s over 100 connections, median of ${OPEN_PASSES})`,
         value: open.p50Ms,
         unit: 'ms',
         reference: { name: 'bare Fastify POST', value: openFloor.p50Ms },
       });
       rows.push({
-        name: `receive p99 (${RECEIVE_RATE.toLocaleString('en-US')}/s over 100 connections)`,
+        name: `receive p99 (${RECEIVE_RATE.toLocaleString('en-US')}/s over 100 connections; passes ${p99s.join(', ')} ms)`,
         value: open.p99Ms,
         unit: 'ms',
         reference: { name: 'bare Fastify POST', value: openFloor.p99Ms },
