@@ -43,6 +43,12 @@ describe('webhooks', () => {
 
   const create = (key: string, payload: unknown) =>
     gw.app.inject({ method: 'POST', url: '/webhooks', headers: bearer(key), payload: payload as object });
+  const redeliver = (key: string, webhookId: string, deliveryId: unknown) =>
+    gw.app.inject({
+      method: 'POST',
+      url: `/webhooks/${webhookId}/deliveries/${deliveryId}/redeliver`,
+      headers: bearer(key),
+    });
 
   it('signs deliveries per Standard Webhooks; a receiver failing three times gets the event on the fourth try', async () => {
     const receiver = new WebhookReceiver((n) => (n <= 3 ? 500 : 204));
@@ -85,11 +91,7 @@ describe('webhooks', () => {
       assert.equal(delivery.eventId, message.id);
       assert.equal(delivery.nextAttemptAt, null);
 
-      const redelivered = await gw.app.inject({
-        method: 'POST',
-        url: `/webhooks/${webhook.id}/deliveries/${delivery.id}/redeliver`,
-        headers: bearer(caller.key),
-      });
+      const redelivered = await redeliver(caller.key, webhook.id, delivery.id);
       assert.equal(redelivered.statusCode, 200, redelivered.body);
       await receiver.until(5);
       assert.equal(receiver.received[4]?.headers['webhook-id'], message.id);
@@ -166,11 +168,7 @@ describe('webhooks', () => {
       assert.equal(receiver.received.length, 2);
       assert.equal((await deliveriesOf(caller.key, webhook.id)).length, 2);
       // Nor is a redelivery sent while it is disabled: refused, with the way out.
-      const refused = await gw.app.inject({
-        method: 'POST',
-        url: `/webhooks/${webhook.id}/deliveries/${gone.id}/redeliver`,
-        headers: bearer(caller.key),
-      });
+      const refused = await redeliver(caller.key, webhook.id, gone.id);
       assert.equal(refused.statusCode, 400);
       assert.deepEqual(refused.json().error.details, {
         id: `webhook ${webhook.id} is disabled (answered HTTP 410 Gone to delivery ${gone.id}); enable it first`,
@@ -209,11 +207,7 @@ describe('webhooks', () => {
       assert.equal(paymentIdOf(receiver.received[1]), after.id);
 
       // A delivery asked for by hand is sent: the one answered 410.
-      const redelivered = await gw.app.inject({
-        method: 'POST',
-        url: `/webhooks/${webhook.id}/deliveries/${gone.id}/redeliver`,
-        headers: bearer(caller.key),
-      });
+      const redelivered = await redeliver(caller.key, webhook.id, gone.id);
       assert.equal(redelivered.statusCode, 200, redelivered.body);
       await receiver.until(3);
       assert.equal(receiver.received[2]?.headers['webhook-id'], gone.eventId);

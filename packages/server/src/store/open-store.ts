@@ -104,7 +104,7 @@ async function connect(location: StorageLocation, options: SqliteOptions = {}): 
     // (WalSync) before any commit is announced, so a committed payment still survives a power loss.
     // An in-memory database has no log to flush.
     const memory = location.file === ':memory:';
-    sqlite.pragma(memory ? 'synchronous = FULL' : 'synchronous = NORMAL');
+    sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('foreign_keys = ON');
     // Other instances on the same file wait for the write lock instead of failing at once.
     sqlite.pragma('busy_timeout = 5000');
