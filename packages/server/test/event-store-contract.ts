@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { newId } from '../src/domain/ids.ts';
-import type { Store, WebhookDeliveryRecord, WebhookRecord } from '../src/store/store.ts';
+import type { EventRecord, Store, WebhookDeliveryRecord, WebhookRecord } from '../src/store/store.ts';
 
 /**
  * What the outbox readers (stream, webhooks) rely on from every Store: commit-ordered seqs, webhook
@@ -82,6 +82,49 @@ export function describeEventStoreContract(
       await reader;
       assert.deepEqual(seen.map((e) => e.id).sort(), [...appended].sort(), 'every event seen exactly once');
       for (let i = 1; i < seen.length; i++) assert.ok((seen[i]?.seq ?? 0) > (seen[i - 1]?.seq ?? 0));
+    });
+
+    it('hands each commit’s events to listeners once committed, in seq order; never a rolled-back one', async () => {
+      const handed: EventRecord[][] = [];
+      const stop = store.onEventsCommitted((events) => handed.push([...events]));
+      try {
+        const alone = anEvent(accountId);
+        const aloneSeq = await store.events.append(alone);
+        assert.deepEqual(handed, [[{ ...alone, seq: aloneSeq }]], 'an append outside a transaction at once');
+        handed.length = 0;
+
+        const [first, second] = [anEvent(accountId), anEvent(accountId)];
+        const seqs = await store.transaction(async (tx) => {
+          const seqs = [await tx.events.append(first), await tx.events.append(second)];
+          assert.deepEqual(handed, [], 'nothing before the commit');
+          return seqs;
+        });
+        assert.deepEqual(handed, [
+          [
+            { ...first, seq: seqs[0] },
+            { ...second, seq: seqs[1] },
+          ],
+        ]);
+        const read = await store.events.listAllAfter(aloneSeq, 10);
+        assert.deepEqual(read, handed[0], 'exactly what a read of the outbox gives');
+        handed.length = 0;
+
+        await assert.rejects(
+          store.transaction(async (tx) => {
+            await tx.events.append(anEvent(accountId));
+            throw new Error('rolled back');
+          }),
+        );
+        // Concurrent transactions (SQLite: one group commit) each hand over their own.
+        const units = Array.from({ length: 5 }, () => anEvent(accountId));
+        await Promise.all(units.map((event) => store.transaction((tx) => tx.events.append(event))));
+        assert.deepEqual(
+          handed.map((events) => events.map((e) => e.id)).sort(),
+          units.map((e) => [e.id]).sort(),
+        );
+      } finally {
+        stop();
+      }
     });
 
     it('stores webhook endpoints per account and deletes them with their deliveries', async () => {

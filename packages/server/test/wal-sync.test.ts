@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { EventHub } from '../src/events/event-hub.ts';
-import { InProcessEventSignal } from '../src/events/event-signal.ts';
+import { SingleInstanceEventSignal } from '../src/events/event-signal.ts';
 import type { KyselyStore } from '../src/store/kysely/kysely-store.ts';
 import { createKysely, openStore } from '../src/store/open-store.ts';
 import type { AccountRecord } from '../src/store/store.ts';
@@ -134,6 +134,9 @@ describe('SQLite store: a write is answered only once its commit is on disk', ()
     try {
       const { rows } = await sql<{ synchronous: number }>`pragma synchronous`.execute(db);
       assert.equal(rows[0]?.synchronous, 1);
+      // And group commit's savepoint journals in memory, not in temporary files (open-store.ts).
+      const temp = await sql<{ temp_store: number }>`pragma temp_store`.execute(db);
+      assert.equal(temp.rows[0]?.temp_store, 2);
     } finally {
       await db.destroy();
     }
@@ -175,7 +178,7 @@ describe('SQLite store: a write is answered only once its commit is on disk', ()
 
   it('pushes an event from the outbox to a listener only once it is on disk', async () => {
     hold = false;
-    const hub = new EventHub({ store, signal: new InProcessEventSignal(), pollIntervalMs: 60_000 });
+    const hub = new EventHub({ store, signal: new SingleInstanceEventSignal(), pollIntervalMs: 60_000 });
     await hub.start();
     const seen: string[] = [];
     const unsubscribe = hub.subscribe('acct_a', (event) => seen.push(event.id));

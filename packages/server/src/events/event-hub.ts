@@ -19,9 +19,10 @@ const PAGE = 500;
  *
  * `position` is the highest seq read and dispatched. Because seqs become visible in commit order (see
  * EventRepository), reading "after position" page by page never skips an event, and a subscriber that
- * registers at position P receives exactly the events after P. The hub reads when a commit on this
- * instance appended events, when the signal says another instance did, and every `pollIntervalMs`;
- * reads never overlap, and a wake-up during a read causes one more read after it.
+ * registers at position P receives exactly the events after P. A commit on this instance hands over
+ * the events it appended (dispatched as they are when they are the next ones, else read); the hub
+ * reads when the signal says another instance appended, and every `pollIntervalMs`; reads never
+ * overlap, and a wake-up during a read causes one more read after it.
  */
 export class EventHub {
   private readonly listeners = new Map<string, Set<AccountListener>>();
@@ -29,6 +30,8 @@ export class EventHub {
   private currentPosition = 0;
   private reading: Promise<void> | undefined;
   private readAgain = false;
+  /** Events committed by this process and not dispatched yet, in the order they were handed over. */
+  private committed: EventRecord[] = [];
   private timer: NodeJS.Timeout | undefined;
   private readonly unsubscribers: (() => void)[] = [];
   private started = false;
@@ -49,9 +52,9 @@ export class EventHub {
     this.started = true;
     this.currentPosition = await this.options.store.events.lastSeq();
     this.unsubscribers.push(
-      this.options.store.onEventsCommitted(() => {
+      this.options.store.onEventsCommitted((events) => {
         this.options.signal.publish();
-        this.wake();
+        this.committedHere(events);
       }),
       this.options.signal.subscribe(() => this.wake()),
     );
@@ -65,6 +68,7 @@ export class EventHub {
     await this.reading;
     this.listeners.clear();
     this.advanceListeners.clear();
+    this.committed = [];
     this.started = false;
   }
 
@@ -105,8 +109,39 @@ export class EventHub {
       if (this.readAgain) {
         this.readAgain = false;
         this.wake();
+      } else if (this.committed.length > 0) {
+        this.dispatchCommitted();
       }
     });
+  }
+
+  /** Events a commit of this process appended, durable by now: see dispatchCommitted. */
+  private committedHere(events: readonly EventRecord[]): void {
+    if (!this.started) return;
+    this.committed.push(...events);
+    // During a read they wait for it: it may dispatch them, or events before them.
+    if (this.reading === undefined) this.dispatchCommitted();
+  }
+
+  /**
+   * Dispatches this process's committed events as they are, instead of reading them back (a read, a
+   * JSON parse and a flush of the log per commit), as long as each is the very next seq: nothing can
+   * come before it then, since seqs become visible in commit order. Those a read already dispatched are
+   * dropped; at a gap (another instance's events, a rolled-back seq) the outbox is read instead.
+   */
+  private dispatchCommitted(): void {
+    const events = this.committed.sort((a, b) => a.seq - b.seq);
+    this.committed = [];
+    const before = this.currentPosition;
+    for (const event of events) {
+      if (event.seq <= this.currentPosition) continue;
+      if (event.seq !== this.currentPosition + 1) {
+        this.wake();
+        break;
+      }
+      this.dispatchAll([event]);
+    }
+    if (this.currentPosition !== before) for (const listener of this.advanceListeners) listener();
   }
 
   private async readAll(): Promise<void> {
@@ -116,11 +151,7 @@ export class EventHub {
         const events = await this.options.store.events.listAllAfter(this.currentPosition, PAGE);
         // Nothing is pushed to a client that a power loss could still take back.
         if (events.length > 0) await this.options.store.durable();
-        for (const event of events) {
-          this.currentPosition = event.seq;
-          const set = this.listeners.get(event.accountId);
-          if (set !== undefined) for (const listener of [...set]) this.dispatch(listener, event);
-        }
+        this.dispatchAll(events);
         if (events.length > 0) advanced = true;
         if (events.length < PAGE) break;
       }
@@ -128,6 +159,14 @@ export class EventHub {
     } catch (error) {
       // Storage unavailable: the next wake-up or poll reads from the same position again.
       this.options.log?.('reading the event outbox failed', error);
+    }
+  }
+
+  private dispatchAll(events: readonly EventRecord[]): void {
+    for (const event of events) {
+      this.currentPosition = event.seq;
+      const set = this.listeners.get(event.accountId);
+      if (set !== undefined) for (const listener of [...set]) this.dispatch(listener, event);
     }
   }
 

@@ -4,27 +4,26 @@
  * signal therefore costs at most a poll interval or an empty read, never an event.
  */
 export interface EventSignal {
-  /** Tells every instance (this one included) that events were committed. */
+  /**
+   * Tells every other instance that events were committed. Not this one: its commits hand their events
+   * to its hub directly (Store.onEventsCommitted).
+   */
   publish(): void;
   /** Calls `listener` on every signal; returns the unsubscribe function. */
   subscribe(listener: () => void): () => void;
   close(): Promise<void>;
 }
 
-/** One process: the signal is a function call. */
-export class InProcessEventSignal implements EventSignal {
-  private readonly listeners = new Set<() => void>();
+/**
+ * No signal across processes: there is no other instance to tell. Other processes on the same SQLite
+ * file (a second instance, the CLI) are found by the hub's poll.
+ */
+export class SingleInstanceEventSignal implements EventSignal {
+  publish(): void {}
 
-  publish(): void {
-    for (const listener of this.listeners) listener();
+  subscribe(_listener: () => void): () => void {
+    return () => {};
   }
 
-  subscribe(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  async close(): Promise<void> {
-    this.listeners.clear();
-  }
+  async close(): Promise<void> {}
 }

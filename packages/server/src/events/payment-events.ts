@@ -6,7 +6,7 @@ import { WebhookService } from '../webhooks/webhook-service.ts';
 import { RetentionJob } from '../workers/retention-job.ts';
 import { WebhookWorker } from '../workers/webhook-worker.ts';
 import { EventHub } from './event-hub.ts';
-import { type EventSignal, InProcessEventSignal } from './event-signal.ts';
+import { type EventSignal, SingleInstanceEventSignal } from './event-signal.ts';
 import { RedisEventSignal } from './redis-event-signal.ts';
 
 export type PaymentEventsConfig = Pick<
@@ -64,7 +64,7 @@ export async function createPaymentEvents(parts: PaymentEventsParts): Promise<Pa
   const { config, store } = parts;
   let signal: EventSignal;
   if (config.redisUrl === undefined) {
-    signal = new InProcessEventSignal();
+    signal = new SingleInstanceEventSignal();
   } else {
     const redis = new RedisEventSignal(config.redisUrl, parts.redisChannel, (error) =>
       parts.log?.('redis event signal problem', error),

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { EventSignal } from './event-signal.ts';
 
@@ -10,6 +11,8 @@ export class RedisEventSignal implements EventSignal {
   private readonly publisher: Redis;
   private readonly subscriber: Redis;
   private readonly listeners = new Set<() => void>();
+  /** Names this instance's messages, so it can skip them when they come back. */
+  private readonly sender = randomUUID();
 
   constructor(
     url: string,
@@ -20,8 +23,9 @@ export class RedisEventSignal implements EventSignal {
     this.subscriber = new Redis(url, { lazyConnect: true });
     this.publisher.on('error', onError);
     this.subscriber.on('error', onError);
-    this.subscriber.on('message', (channel: string) => {
-      if (channel !== this.channel) return;
+    this.subscriber.on('message', (channel: string, sender: string) => {
+      // Its own messages come back too; this instance's hub already has its events.
+      if (channel !== this.channel || sender === this.sender) return;
       for (const listener of this.listeners) listener();
     });
   }
@@ -32,7 +36,7 @@ export class RedisEventSignal implements EventSignal {
   }
 
   publish(): void {
-    this.publisher.publish(this.channel, '1').catch(() => {});
+    this.publisher.publish(this.channel, this.sender).catch(() => {});
   }
 
   subscribe(listener: () => void): () => void {

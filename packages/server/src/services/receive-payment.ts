@@ -118,6 +118,7 @@ export class ReceivePaymentService {
       network,
       timeoutMs: receiveTimeoutMs(input.timeout),
       usedByRetriedRequest: earlier?.signature ?? undefined,
+      consumedByCaller: true,
     });
     const { decimals } = chain.info.nativeCurrency;
 

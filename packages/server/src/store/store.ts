@@ -34,10 +34,11 @@ export interface Store extends Repositories {
   ping(): Promise<void>;
   close(): Promise<void>;
   /**
-   * Calls `listener` after each commit in this process that appended outbox events, so the stream and
-   * webhook workers wake at once instead of polling; returns the unsubscribe function.
+   * Calls `listener` after each commit in this process that appended outbox events, once the commit is
+   * durable, with those events in seq order; the stream and webhook workers wake at once instead of
+   * polling. Returns the unsubscribe function.
    */
-  onEventsCommitted(listener: () => void): () => void;
+  onEventsCommitted(listener: (events: readonly EventRecord[]) => void): () => void;
 }
 
 export interface Repositories {

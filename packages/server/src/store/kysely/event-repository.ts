@@ -35,8 +35,8 @@ const insertEvent = compiledInsertOnce(
 export class KyselyEventRepository implements EventRepository {
   constructor(
     private readonly db: Kysely<Database>,
-    /** Told after each append, so the store can wake listeners once the transaction commits. */
-    private readonly appended: () => void = () => {},
+    /** Told each event appended, so the store can hand them to listeners once the transaction commits. */
+    private readonly appended: (event: EventRecord) => void = () => {},
   ) {}
 
   async append(event: Omit<EventRecord, 'seq'>): Promise<number> {
@@ -45,7 +45,7 @@ export class KyselyEventRepository implements EventRepository {
       const seq = await this.db
         .transaction()
         .execute((trx) => new KyselyEventRepository(trx, () => {}).append(event));
-      this.appended();
+      this.appended({ ...event, seq });
       return seq;
     }
     if (isPostgres(this.db)) {
@@ -62,7 +62,7 @@ export class KyselyEventRepository implements EventRepository {
     });
     const seq = rows[0]?.seq;
     if (seq === undefined) throw new Error('the event insert returned no seq');
-    this.appended();
+    this.appended({ ...event, seq: Number(seq) });
     return Number(seq);
   }
 

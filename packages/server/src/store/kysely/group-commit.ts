@@ -1,4 +1,4 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../database-schema.ts';
 
 /** A unit of work run inside a shared transaction; `committed` is called only once it is durable. */
@@ -57,21 +57,27 @@ export class GroupCommit {
   }
 
   private async commit(batch: Pending<unknown>[]): Promise<void> {
+    const [only] = batch;
+    if (batch.length === 1 && only !== undefined) {
+      // A batch of one needs no savepoint: rolling its transaction back undoes that unit alone.
+      await this.db.transaction().execute(only.work).then(only.resolve, only.reject);
+      return;
+    }
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
     try {
       await this.db.transaction().execute(async (trx) => {
         for (const [i, unit] of batch.entries()) {
-          const savepoint = sql.raw(`unit_${i}`);
-          await sql`savepoint ${savepoint}`.execute(trx);
+          const savepoint = savepointQueries(i);
+          await trx.executeQuery(savepoint.open);
           try {
             const value = await unit.work(trx);
-            await sql`release ${savepoint}`.execute(trx);
+            await trx.executeQuery(savepoint.release);
             // Pushed only now: one outcome per unit, in order, whichever step throws.
             outcomes.push({ ok: true, value });
           } catch (error) {
             // Undoes this unit alone; if even that fails, the whole batch is rolled back below.
-            await sql`rollback to ${savepoint}`.execute(trx);
-            await sql`release ${savepoint}`.execute(trx);
+            await trx.executeQuery(savepoint.rollback);
+            await trx.executeQuery(savepoint.release);
             outcomes.push({ ok: false, error });
           }
         }
@@ -86,4 +92,26 @@ export class GroupCommit {
       else unit.reject(outcome?.error);
     }
   }
+}
+
+interface SavepointQueries {
+  readonly open: CompiledQuery;
+  readonly release: CompiledQuery;
+  readonly rollback: CompiledQuery;
+}
+
+/** The statements of the savepoint of a batch's i-th unit, made once each (at most MAX_BATCH). */
+const savepoints: SavepointQueries[] = [];
+
+function savepointQueries(i: number): SavepointQueries {
+  let queries = savepoints[i];
+  if (queries === undefined) {
+    queries = {
+      open: CompiledQuery.raw(`savepoint unit_${i}`),
+      release: CompiledQuery.raw(`release unit_${i}`),
+      rollback: CompiledQuery.raw(`rollback to unit_${i}`),
+    };
+    savepoints[i] = queries;
+  }
+  return queries;
 }

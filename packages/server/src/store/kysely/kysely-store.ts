@@ -1,6 +1,6 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../database-schema.ts';
-import type { Repositories, Store } from '../store.ts';
+import type { EventRecord, Repositories, Store } from '../store.ts';
 import { KyselyAccountRepository } from './account-repository.ts';
 import { KyselyApiKeyRepository } from './api-key-repository.ts';
 import { KyselyDashboardSessionRepository } from './dashboard-session-repository.ts';
@@ -32,7 +32,7 @@ export class KyselyStore implements Store {
   readonly webhooks;
   readonly webhookDeliveries;
   readonly jobLeases;
-  private readonly eventListeners = new Set<() => void>();
+  private readonly eventListeners = new Set<(events: readonly EventRecord[]) => void>();
   readonly facilitatorSigners;
   readonly settlements;
   readonly x402Receipts;
@@ -59,8 +59,9 @@ export class KyselyStore implements Store {
     this.groupCommit = options.groupCommit === true ? new GroupCommit(db) : undefined;
     this.token = options.changeToken;
     this.flushed = options.durable;
-    // Outside a transaction an append commits by itself, so listeners are told at once.
-    const repositories = repositoriesOn(db, () => this.eventsCommitted());
+    // Outside a transaction an append commits by itself (and is durable once it returns), so listeners
+    // are told at once.
+    const repositories = repositoriesOn(db, (event) => this.eventsCommitted([event]));
     this.accounts = repositories.accounts;
     this.apiKeys = repositories.apiKeys;
     this.wallets = repositories.wallets;
@@ -80,26 +81,21 @@ export class KyselyStore implements Store {
   }
 
   async transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
-    let appended = false;
-    const unit = (trx: Transaction<Database>) =>
-      work(
-        repositoriesOn(trx, () => {
-          appended = true;
-        }),
-      );
+    const appended: EventRecord[] = [];
+    const unit = (trx: Transaction<Database>) => work(repositoriesOn(trx, (event) => appended.push(event)));
     const result = await (this.groupCommit?.run(unit) ?? this.db.transaction().execute(unit));
-    // Only after the commit: a listener that reads the outbox must find the events.
-    if (appended) this.eventsCommitted();
+    // Only after the commit, which is durable once the transaction resolves (DurableSqliteDialect).
+    if (appended.length > 0) this.eventsCommitted(appended);
     return result;
   }
 
-  onEventsCommitted(listener: () => void): () => void {
+  onEventsCommitted(listener: (events: readonly EventRecord[]) => void): () => void {
     this.eventListeners.add(listener);
     return () => this.eventListeners.delete(listener);
   }
 
-  private eventsCommitted(): void {
-    for (const listener of this.eventListeners) listener();
+  private eventsCommitted(events: readonly EventRecord[]): void {
+    for (const listener of this.eventListeners) listener(events);
   }
 
   changeToken(): string | undefined {
@@ -119,7 +115,7 @@ export class KyselyStore implements Store {
   }
 }
 
-function repositoriesOn(db: Kysely<Database>, eventAppended: () => void): Repositories {
+function repositoriesOn(db: Kysely<Database>, eventAppended: (event: EventRecord) => void): Repositories {
   return {
     accounts: new KyselyAccountRepository(db),
     apiKeys: new KyselyApiKeyRepository(db),
