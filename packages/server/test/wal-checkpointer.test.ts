@@ -46,6 +46,41 @@ describe('SQLite: the write-ahead log is checkpointed on a worker thread', () =>
     }
   });
 
+  it('keeps the log bounded under writes that never pause, by restarting it past its limit', async () => {
+    const dir = tempDir();
+    const file = join(dir.path, 'gate402.sqlite');
+    // 256 pages (1 MiB) instead of 64 MiB, so a few seconds of writes cross it many times.
+    const { store } = await openStore({ kind: 'sqlite', file }, { walRestartPages: 256 });
+    try {
+      let largestLog = 0;
+      let written = 0;
+      const until = Date.now() + 3_000;
+      // Back to back, as under sustained load: the log is never entirely copied when a commit begins.
+      for (let i = 0; Date.now() < until; i++) {
+        await store.transaction(async (tx) => {
+          for (let j = 0; j < 10; j++) {
+            await tx.accounts.insert({
+              id: `acct_${i}_${j}`,
+              name: 'x'.repeat(1_000),
+              plan: 'standard',
+              customRateLimit: null,
+              createdAt: 1,
+              updatedAt: 1,
+            });
+            written += 1_000;
+          }
+        });
+        largestLog = Math.max(largestLog, statSync(`${file}-wal`).size);
+      }
+      // Without the restart the log held every page written: ~97 MB here for 27 MB of rows.
+      assert.ok(written > 12_000_000, `wrote ${written} bytes of rows`);
+      assert.ok(largestLog < 20_000_000, `the log reached ${largestLog} bytes for ${written} bytes written`);
+    } finally {
+      await store.close();
+      dir.dispose();
+    }
+  });
+
   it('turns SQLite’s automatic checkpoint back on when the worker fails', async () => {
     const dir = tempDir();
     const warnings: string[] = [];

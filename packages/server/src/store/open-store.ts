@@ -41,6 +41,8 @@ export function storageLocation(config: Pick<Config, 'databaseUrl' | 'dataDir'>)
 export interface SqliteOptions {
   /** Flushes the write-ahead log's descriptor; default fdatasync on Node's thread pool. */
   readonly syncFile?: SyncFile;
+  /** Log pages past which the checkpoint worker restarts the log (see WalCheckpointer). */
+  readonly walRestartPages?: number;
 }
 
 /** Opens storage and migrates it to the newest schema. */
@@ -123,6 +125,7 @@ async function connect(location: StorageLocation, options: SqliteOptions = {}): 
         location.file,
         () => sqlite.pragma('wal_autocheckpoint = 1000'),
         (message) => process.emitWarning(message, 'Gate402StorageWarning'),
+        options.walRestartPages,
       );
     }
     const dialect = new DurableSqliteDialect(

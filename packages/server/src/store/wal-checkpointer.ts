@@ -5,6 +5,7 @@ import { Worker } from 'node:worker_threads';
  * The worker's code, plain JavaScript so it runs as it is whatever loads the gateway (tsx, a build).
  * It keeps its own connection to the database and runs a PASSIVE checkpoint every `intervalMs`: one
  * that copies what it can from the log into the database without waiting for, or blocking, anyone.
+ * When the log has grown past `restartPages`, a RESTART checkpoint follows (see WalCheckpointer).
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -13,10 +14,12 @@ const db = new Database(workerData.file);
 db.pragma('busy_timeout = 5000');
 db.pragma('wal_autocheckpoint = 0');
 const checkpoint = db.prepare('pragma wal_checkpoint(PASSIVE)');
+const restart = db.prepare('pragma wal_checkpoint(RESTART)');
 let timer;
 const round = () => {
   try {
-    checkpoint.run();
+    const { log } = checkpoint.get();
+    if (log >= workerData.restartPages) restart.get();
   } catch (error) {
     parentPort.postMessage({ error: String((error && error.message) || error) });
   }
@@ -31,8 +34,11 @@ parentPort.on('message', (message) => {
 round();
 `;
 
-/** How often the worker copies the log into the database; the log grows by at most this much load. */
+/** How often the worker copies the log into the database. */
 const CHECKPOINT_INTERVAL_MS = 200;
+
+/** 64 MiB of 4 KiB pages: the log's size under sustained writes (see WalCheckpointer). */
+const RESTART_PAGES = 16_384;
 
 /**
  * Checkpoints a SQLite database's write-ahead log on a worker thread. SQLite's own automatic checkpoint
@@ -40,6 +46,14 @@ const CHECKPOINT_INTERVAL_MS = 200;
  * loop: it copies the pages into the database and flushes both files, 3–7 ms during which no request moves
  * (at 500 receives/s, about one commit in fifty paid it). The gateway's connection turns the automatic
  * checkpoint off and this worker does the copying, on the other core; PASSIVE never blocks the writer.
+ *
+ * SQLite writes the log from its start again only when a write transaction begins while every page of
+ * the log is already in the database. Under sustained writes (a commit every millisecond) a PASSIVE
+ * checkpoint never catches up that exactly: the log kept every page ever written (300 MB after the
+ * receive benchmark) and would in time fill the disk. So once the log has passed `restartPages`, the
+ * worker follows with a RESTART checkpoint: it holds writers back while it copies the pages the PASSIVE
+ * one left (milliseconds' worth) and flushes the database — a commit on the gateway's connection
+ * meanwhile waits for it (busy_timeout) — so the next commit starts the log over.
  *
  * If the worker fails, the connection's automatic checkpoint is turned back on (`fallBack`), so the log
  * never grows without bound.
@@ -52,12 +66,14 @@ export class WalCheckpointer {
     file: string,
     private readonly fallBack: () => void,
     private readonly log: (message: string) => void = () => {},
+    restartPages: number = RESTART_PAGES,
   ) {
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true,
       workerData: {
         file,
         intervalMs: CHECKPOINT_INTERVAL_MS,
+        restartPages,
         driver: createRequire(import.meta.url).resolve('better-sqlite3'),
       },
     });
