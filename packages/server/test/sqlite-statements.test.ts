@@ -60,4 +60,29 @@ describe('SQLite statements: cached, rows read as arrays', () => {
     }
     assert.equal((await query().execute()).length, 5, 'statements prepared before the evictions still run');
   });
+
+  it('finds payments by their indexes: by Idempotency-Key, open ones to lease, expired ones to watch', async () => {
+    const plan = async (query: ReturnType<typeof sql>) =>
+      (await sql<{ detail: string }>`explain query plan ${query}`.execute(db)).rows
+        .map((r) => r.detail)
+        .join('; ');
+    assert.match(
+      await plan(sql`select * from payments where account_id = ${'a'} and idempotency_key = ${'k'}`),
+      /USING INDEX payments_idempotency/,
+    );
+    assert.match(
+      await plan(
+        sql`select id, lease_until from payments where status in (${'pending'}, ${'submitted'})
+          and (lease_until is null or lease_until < ${1}) order by created_at asc limit ${10}`,
+      ),
+      /USING INDEX payments_status_updated \(status=\?\)/,
+    );
+    assert.match(
+      await plan(
+        sql`select id from payments where status = ${'expired'} and updated_at >= ${1} and mode = ${'local'}
+          order by updated_at asc limit ${10}`,
+      ),
+      /USING INDEX payments_status_updated \(status=\? AND updated_at>\?\)/,
+    );
+  });
 });

@@ -280,6 +280,18 @@ export function describePaymentStoreContract(
       assert.deepEqual(await store.payments.get(payment.id), payment);
     });
 
+    it('keeps one payment per Idempotency-Key of an account; payments without a key never collide', async () => {
+      const other = anAccount();
+      await store.accounts.insert(other);
+      const keyed = aPayment(account.id, { idempotencyKey: 'key-1' });
+      await store.payments.insert(keyed);
+      await assert.rejects(store.payments.insert(aPayment(account.id, { idempotencyKey: 'key-1' })));
+      await store.payments.insert(aPayment(other.id, { idempotencyKey: 'key-1' }));
+      for (let i = 0; i < 3; i++) await store.payments.insert(aPayment(account.id, { idempotencyKey: null }));
+      assert.deepEqual(await store.payments.findByIdempotencyKey(account.id, 'key-1'), keyed);
+      assert.equal(await store.payments.findByIdempotencyKey(account.id, 'key-2'), undefined);
+    });
+
     it('moves a payment only from the states it names (compare-and-set)', async () => {
       const payment = aPayment(account.id, { status: 'pending' });
       await store.payments.insert(payment);

@@ -12,6 +12,7 @@ import { openSettlements } from './0011-open-settlements.ts';
 import { x402Receipts } from './0012-x402-receipts.ts';
 import { x402SettlementClaimedBy } from './0013-x402-settlement-claimed-by.ts';
 import { webhookDisabled } from './0014-webhook-disabled.ts';
+import { leanerPaymentIndexes } from './0015-leaner-payment-indexes.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -31,4 +32,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0012-x402-receipts': x402Receipts,
   '0013-x402-settlement-claimed-by': x402SettlementClaimedBy,
   '0014-webhook-disabled': webhookDisabled,
+  '0015-leaner-payment-indexes': leanerPaymentIndexes,
 };
