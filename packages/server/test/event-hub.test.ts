@@ -7,6 +7,7 @@ import { SingleInstanceEventSignal } from '../src/events/event-signal.ts';
 import { RedisEventSignal } from '../src/events/redis-event-signal.ts';
 import { openStore } from '../src/store/open-store.ts';
 import type { Store } from '../src/store/store.ts';
+import { anEvent } from './event-store-contract.ts';
 import {
   REDIS_URL,
   SKIP_POSTGRES,
@@ -141,14 +142,3 @@ describe('RedisEventSignal', { skip: SKIP_REDIS }, () => {
     }
   });
 });
-
-function anEvent(accountId: string) {
-  return {
-    id: newId('evt'),
-    accountId,
-    type: 'payment.received',
-    paymentId: newId('pay'),
-    data: { amount: '1.5', status: 'confirmed' },
-    createdAt: Date.now(),
-  };
-}

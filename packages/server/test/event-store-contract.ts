@@ -311,7 +311,8 @@ async function anAccount(store: Store): Promise<string> {
   return id;
 }
 
-function anEvent(accountId: string) {
+/** An outbox event of the account (shared with event-hub.test.ts). */
+export function anEvent(accountId: string) {
   return {
     id: newId('evt'),
     accountId,

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { createKysely, openStore } from '../src/store/open-store.ts';
+import type { Store } from '../src/store/store.ts';
 import { WalCheckpointer } from '../src/store/wal-checkpointer.ts';
 import { tempDir } from './support/databases.ts';
 
@@ -18,20 +19,7 @@ describe('SQLite: the write-ahead log is checkpointed on a worker thread', () =>
       assert.equal(rows[0]?.wal_autocheckpoint, 0, 'no checkpoint inside a COMMIT on the event loop');
       const before = statSync(file).size;
       // Far past SQLite's own 1,000-page threshold: only a checkpoint writes the database file itself.
-      for (let i = 0; i < 200; i++) {
-        await store.transaction(async (tx) => {
-          for (let j = 0; j < 20; j++) {
-            await tx.accounts.insert({
-              id: `acct_${i}_${j}`,
-              name: 'x'.repeat(500),
-              plan: 'standard',
-              customRateLimit: null,
-              createdAt: 1,
-              updatedAt: 1,
-            });
-          }
-        });
-      }
+      for (let i = 0; i < 200; i++) await insertAccounts(store, `acct_${i}`, 20, 500);
       let size = statSync(file).size;
       for (let waited = 0; size <= before + 1_000_000 && waited < 10_000; waited += 50) {
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -57,19 +45,8 @@ describe('SQLite: the write-ahead log is checkpointed on a worker thread', () =>
       const until = Date.now() + 3_000;
       // Back to back, as under sustained load: the log is never entirely copied when a commit begins.
       for (let i = 0; Date.now() < until; i++) {
-        await store.transaction(async (tx) => {
-          for (let j = 0; j < 10; j++) {
-            await tx.accounts.insert({
-              id: `acct_${i}_${j}`,
-              name: 'x'.repeat(1_000),
-              plan: 'standard',
-              customRateLimit: null,
-              createdAt: 1,
-              updatedAt: 1,
-            });
-            written += 1_000;
-          }
-        });
+        await insertAccounts(store, `acct_${i}`, 10, 1_000);
+        written += 10 * 1_000;
         largestLog = Math.max(largestLog, statSync(`${file}-wal`).size);
       }
       // Without the restart the log held every page written: ~97 MB here for 27 MB of rows.
@@ -105,3 +82,19 @@ describe('SQLite: the write-ahead log is checkpointed on a worker thread', () =>
     }
   });
 });
+
+/** One transaction inserting `count` accounts whose names are `nameLength` characters. */
+function insertAccounts(store: Store, idPrefix: string, count: number, nameLength: number): Promise<void> {
+  return store.transaction(async (tx) => {
+    for (let j = 0; j < count; j++) {
+      await tx.accounts.insert({
+        id: `${idPrefix}_${j}`,
+        name: 'x'.repeat(nameLength),
+        plan: 'standard',
+        customRateLimit: null,
+        createdAt: 1,
+        updatedAt: 1,
+      });
+    }
+  });
+}
