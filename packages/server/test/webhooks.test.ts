@@ -257,6 +257,32 @@ describe('webhooks', () => {
     }
   });
 
+  it('postpones a delivery that fails inside the gateway like a failed attempt, then sends it', async () => {
+    const receiver = new WebhookReceiver();
+    const url = await receiver.start();
+    const endpoints = gw.store.webhooks;
+    const { get } = endpoints;
+    let faults = 0;
+    // The first attempt cannot read its endpoint: a fault of the gateway's, not of the receiver's.
+    endpoints.get = async (id) => {
+      if (faults++ === 0) throw new Error('storage unavailable');
+      return get.call(endpoints, id);
+    };
+    try {
+      const caller = await gw.newCaller('premium');
+      const webhook = (await create(caller.key, { url })).json();
+      await recordReceived(gw.services.ledger, caller.accountId);
+      await receiver.until(1, 5_000);
+      const done = await deliveryOnceSettled(gw, caller.key, webhook.id, (d) => d.status === 'succeeded');
+      assert.equal(done.attempts, 2, 'the fault counted as an attempt');
+      assert.equal(receiver.received.length, 1, 'nothing was sent by the failed one');
+      assert.ok(faults >= 2);
+    } finally {
+      endpoints.get = get;
+      await receiver.close();
+    }
+  });
+
   it('delivers only the event types asked for, and nothing after the endpoint is deleted', async () => {
     const receiver = new WebhookReceiver();
     const url = await receiver.start();

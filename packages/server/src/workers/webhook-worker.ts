@@ -199,27 +199,41 @@ export class WebhookWorker {
       await this.attempt(delivery, leasedUntil);
     } catch (error) {
       this.options.log?.(`webhook delivery ${delivery.id} failed inside the gateway`, error);
-      const at = this.now();
-      const attempts = delivery.attempts + 1;
-      const next = nextAttemptAt(
-        attempts,
-        delivery.createdAt,
-        at,
-        this.options.retryBaseMs,
-        this.options.retryForMs,
-      );
-      await this.options.store.webhookDeliveries
-        .recordAttempt(delivery.id, this.options.instanceId, {
-          status: next === undefined ? 'failed' : 'pending',
-          attempts,
-          nextAttemptAt: next ?? null,
-          lastStatusCode: null,
-          lastError: 'internal error of the gateway; see its log',
-          lastAttemptAt: at,
-          deliveredAt: null,
-        })
-        .catch(() => {});
+      await this.recordFailure(delivery, this.now(), {
+        statusCode: null,
+        error: 'internal error of the gateway; see its log',
+      }).catch(() => {});
     }
+  }
+
+  /**
+   * Records an attempt that did not deliver: pending again at its next retry time (a receiver's
+   * Retry-After counts when it answered), or failed once retries are over. Returns whether it will retry.
+   */
+  private async recordFailure(
+    delivery: WebhookDeliveryRecord,
+    at: number,
+    outcome: { statusCode: number | null; error: string; retryAfterMs?: number | undefined },
+  ): Promise<boolean> {
+    const attempts = delivery.attempts + 1;
+    const next = nextAttemptAt(
+      attempts,
+      delivery.createdAt,
+      at,
+      this.options.retryBaseMs,
+      this.options.retryForMs,
+      outcome.retryAfterMs,
+    );
+    await this.options.store.webhookDeliveries.recordAttempt(delivery.id, this.options.instanceId, {
+      status: next === undefined ? 'failed' : 'pending',
+      attempts,
+      nextAttemptAt: next ?? null,
+      lastStatusCode: outcome.statusCode,
+      lastError: outcome.error,
+      lastAttemptAt: at,
+      deliveredAt: null,
+    });
+    return next !== undefined;
   }
 
   private async attempt(delivery: WebhookDeliveryRecord, leasedUntil: number): Promise<void> {
@@ -309,24 +323,12 @@ export class WebhookWorker {
       this.options.onAttempt?.('failed');
       return;
     }
-    const next = nextAttemptAt(
-      attempts,
-      delivery.createdAt,
-      at,
-      this.options.retryBaseMs,
-      this.options.retryForMs,
-      outcome.statusCode === null ? undefined : retryAfterMs(outcome.retryAfter, at),
-    );
-    await store.webhookDeliveries.recordAttempt(delivery.id, instanceId, {
-      status: next === undefined ? 'failed' : 'pending',
-      attempts,
-      nextAttemptAt: next ?? null,
-      lastStatusCode: outcome.statusCode,
-      lastError: outcome.error ?? `answered HTTP ${outcome.statusCode}`,
-      lastAttemptAt: at,
-      deliveredAt: null,
+    const retrying = await this.recordFailure(delivery, at, {
+      statusCode: outcome.statusCode,
+      error: outcome.error ?? `answered HTTP ${outcome.statusCode}`,
+      retryAfterMs: outcome.statusCode === null ? undefined : retryAfterMs(outcome.retryAfter, at),
     });
-    this.options.onAttempt?.(next === undefined ? 'failed' : 'retrying');
+    this.options.onAttempt?.(retrying ? 'retrying' : 'failed');
   }
 
   private async eventOf(delivery: WebhookDeliveryRecord): Promise<EventRecord | undefined> {
