@@ -42,6 +42,9 @@ export function describeEventStoreContract(
           [theirs, other],
         ],
       );
+      const headers = all.map(({ data: _data, ...header }) => header);
+      assert.deepEqual(await store.events.listHeadersAfter(start, 10), headers, 'the same without data');
+      assert.deepEqual(await store.events.listHeadersAfter(mine, 1), headers.slice(1));
       const id = all[0]?.id as string;
       assert.equal(await store.events.seqOf(accountId, id), mine);
       assert.equal(await store.events.seqOf(other, id), undefined, 'another account’s event is unknown');

@@ -333,6 +333,9 @@ export interface ProofRepository {
   isConsumed(proofKey: string): Promise<boolean>;
 }
 
+/** An event without its payload. */
+export type EventHeader = Omit<EventRecord, 'data'>;
+
 export interface EventRecord {
   /** Monotonic position in the outbox. */
   readonly seq: number;
@@ -355,6 +358,11 @@ export interface EventRepository {
   listAfter(accountId: string, afterSeq: number, limit: number): Promise<EventRecord[]>;
   /** Every account's events after `afterSeq`, oldest first: what one instance fans out. */
   listAllAfter(afterSeq: number, limit: number): Promise<EventRecord[]>;
+  /**
+   * As listAllAfter, without each event's `data`: what the webhook fan-out needs to route events to
+   * endpoints, without reading and parsing every payload (a delivery reads its event when it is sent).
+   */
+  listHeadersAfter(afterSeq: number, limit: number): Promise<EventHeader[]>;
   /** The seq of the account's event `id`; undefined for an unknown id or another account's. */
   seqOf(accountId: string, id: string): Promise<number | undefined>;
   /** The highest seq committed so far (0 when there is none). */

@@ -144,7 +144,7 @@ export class WebhookWorker {
   async fanOut(): Promise<number> {
     return this.options.store.transaction(async (tx) => {
       const after = await tx.webhookDeliveries.claimCursor(CURSOR);
-      const events = await tx.events.listAllAfter(after, FANOUT_PAGE);
+      const events = await tx.events.listHeadersAfter(after, FANOUT_PAGE);
       const last = events.at(-1);
       if (last === undefined) return 0;
       const accounts = [...new Set(events.map((e) => e.accountId))];

@@ -1,6 +1,6 @@
 import { type Insertable, type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely';
 import type { Database, EventsTable } from '../database-schema.ts';
-import type { EventRecord, EventRepository } from '../store.ts';
+import type { EventHeader, EventRecord, EventRepository } from '../store.ts';
 import { compiledInsertOnce } from './compiled-query.ts';
 
 /** Every payment change appends one of these: compiled once (see compiledInsertOnce). */
@@ -87,6 +87,24 @@ export class KyselyEventRepository implements EventRepository {
       .limit(limit)
       .execute();
     return rows.map(toEvent);
+  }
+
+  async listHeadersAfter(afterSeq: number, limit: number): Promise<EventHeader[]> {
+    const rows = await this.db
+      .selectFrom('events')
+      .select(['seq', 'id', 'account_id', 'type', 'payment_id', 'created_at'])
+      .where('seq', '>', afterSeq)
+      .orderBy('seq', 'asc')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => ({
+      seq: Number(row.seq),
+      id: row.id,
+      accountId: row.account_id,
+      type: row.type,
+      paymentId: row.payment_id,
+      createdAt: Number(row.created_at),
+    }));
   }
 
   async seqOf(accountId: string, id: string): Promise<number | undefined> {
