@@ -16,6 +16,7 @@ import {
   tempPostgres,
   tempSqlite,
 } from './support/databases.ts';
+import { aTestAccount } from './support/test-account.ts';
 
 /**
  * The hub dispatches this instance's committed events as the commit hands them over, without reading
@@ -41,14 +42,7 @@ for (const [name, temp, skip] of [
       store = (await openStore(storage.location)).store;
       other = (await openStore(storage.location)).store;
       accountId = newId('acct');
-      await store.accounts.insert({
-        id: accountId,
-        name: 'hub',
-        plan: 'premium',
-        customRateLimit: null,
-        createdAt: 1,
-        updatedAt: 1,
-      });
+      await store.accounts.insert(aTestAccount(accountId));
       const listAllAfter = store.events.listAllAfter.bind(store.events);
       store.events.listAllAfter = (afterSeq, limit) => {
         reads++;

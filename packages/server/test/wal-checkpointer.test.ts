@@ -7,6 +7,7 @@ import { createKysely, openStore } from '../src/store/open-store.ts';
 import type { Store } from '../src/store/store.ts';
 import { WalCheckpointer } from '../src/store/wal-checkpointer.ts';
 import { tempDir } from './support/databases.ts';
+import { aTestAccount } from './support/test-account.ts';
 
 describe('SQLite: the write-ahead log is checkpointed on a worker thread', () => {
   it('turns the connection’s automatic checkpoint off, and the worker copies the log into the database', async () => {
@@ -87,14 +88,7 @@ describe('SQLite: the write-ahead log is checkpointed on a worker thread', () =>
 function insertAccounts(store: Store, idPrefix: string, count: number, nameLength: number): Promise<void> {
   return store.transaction(async (tx) => {
     for (let j = 0; j < count; j++) {
-      await tx.accounts.insert({
-        id: `${idPrefix}_${j}`,
-        name: 'x'.repeat(nameLength),
-        plan: 'standard',
-        customRateLimit: null,
-        createdAt: 1,
-        updatedAt: 1,
-      });
+      await tx.accounts.insert(aTestAccount(`${idPrefix}_${j}`, { name: 'x'.repeat(nameLength) }));
     }
   });
 }

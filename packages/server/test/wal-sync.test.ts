@@ -7,9 +7,9 @@ import { EventHub } from '../src/events/event-hub.ts';
 import { SingleInstanceEventSignal } from '../src/events/event-signal.ts';
 import type { KyselyStore } from '../src/store/kysely/kysely-store.ts';
 import { createKysely, openStore } from '../src/store/open-store.ts';
-import type { AccountRecord } from '../src/store/store.ts';
 import { type SyncFile, WalSync } from '../src/store/wal-sync.ts';
 import { tempDir } from './support/databases.ts';
+import { aTestAccount } from './support/test-account.ts';
 import { aTestPayment } from './support/test-payment.ts';
 
 /** A flush the test lets finish when it chooses; each call is recorded. */
@@ -43,15 +43,6 @@ async function settled(promise: Promise<unknown>): Promise<boolean> {
   for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
   return done;
 }
-
-const anAccount = (id: string): AccountRecord => ({
-  id,
-  name: id,
-  plan: 'standard',
-  customRateLimit: null,
-  createdAt: 1,
-  updatedAt: 1,
-});
 
 describe('WalSync: commits are flushed off the event loop, coalesced', () => {
   const dir = tempDir();
@@ -119,7 +110,7 @@ describe('SQLite store: a write is answered only once its commit is on disk', ()
         ? flushes.syncFile(fd)
         : new Promise((resolve, reject) => fdatasync(fd, (e) => (e ? reject(e) : resolve())));
     ({ store } = await openStore({ kind: 'sqlite', file }, { syncFile }));
-    await store.accounts.insert(anAccount('acct_a'));
+    await store.accounts.insert(aTestAccount('acct_a'));
   });
 
   after(async () => {
@@ -161,7 +152,7 @@ describe('SQLite store: a write is answered only once its commit is on disk', ()
   it('holds a single statement outside a transaction (it commits by itself) the same way', async () => {
     hold = true;
     const before = flushes.calls.length;
-    const written = store.accounts.insert(anAccount('acct_b'));
+    const written = store.accounts.insert(aTestAccount('acct_b'));
     await flushes.begun(before + 1);
     assert.equal(await settled(written), false);
     flushes.calls[before]?.finish();

@@ -8,6 +8,7 @@ import { WalletService } from '../src/services/wallet-service.ts';
 import { openStore } from '../src/store/open-store.ts';
 import type { Store } from '../src/store/store.ts';
 import { type TempStorage, tempSqlite } from './support/databases.ts';
+import { aTestAccount } from './support/test-account.ts';
 
 const ADDRESS = 'So11111111111111111111111111111111111111112';
 
@@ -31,16 +32,7 @@ describe('Wallet lookups kept in memory', () => {
     const secrets = new SecretBox(randomBytes(32));
     onFirst = new WalletService(first, new NetworkRegistry([]), secrets);
     onSecond = new WalletService(second, new NetworkRegistry([]), secrets);
-    for (const id of ['acct_a', 'acct_b']) {
-      await first.accounts.insert({
-        id,
-        name: id,
-        plan: 'standard',
-        customRateLimit: null,
-        createdAt: 1,
-        updatedAt: 1,
-      });
-    }
+    for (const id of ['acct_a', 'acct_b']) await first.accounts.insert(aTestAccount(id));
   });
 
   after(async () => {

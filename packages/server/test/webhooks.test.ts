@@ -283,6 +283,41 @@ describe('webhooks', () => {
     }
   });
 
+  it('fans out the events of many commits in one round: rounds woken by events begin at most every 50 ms', async () => {
+    const receiver = new WebhookReceiver();
+    const url = await receiver.start();
+    const worker = gw.events?.worker;
+    assert.ok(worker !== undefined);
+    const { fanOut } = worker;
+    let rounds = 0;
+    worker.fanOut = () => {
+      rounds++;
+      return fanOut.call(worker);
+    };
+    try {
+      const caller = await gw.newCaller('premium');
+      assert.equal((await create(caller.key, { url })).statusCode, 200);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      rounds = 0;
+      const started = performance.now();
+      // A commit every few milliseconds: each one used to wake a round of its own.
+      for (let i = 0; i < 30; i++) {
+        await recordReceived(gw.services.ledger, caller.accountId);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      await receiver.until(30, 10_000);
+      const elapsed = performance.now() - started;
+      assert.ok(
+        rounds <= Math.ceil(elapsed / 50) + 2,
+        `${rounds} rounds in ${Math.round(elapsed)} ms for 30 commits`,
+      );
+      assert.equal(receiver.received.length, 30, 'every event delivered');
+    } finally {
+      worker.fanOut = fanOut;
+      await receiver.close();
+    }
+  });
+
   it('delivers only the event types asked for, and nothing after the endpoint is deleted', async () => {
     const receiver = new WebhookReceiver();
     const url = await receiver.start();

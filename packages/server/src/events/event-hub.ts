@@ -139,7 +139,7 @@ export class EventHub {
         this.wake();
         break;
       }
-      this.dispatchAll([event]);
+      this.dispatchEvent(event);
     }
     if (this.currentPosition !== before) for (const listener of this.advanceListeners) listener();
   }
@@ -151,7 +151,7 @@ export class EventHub {
         const events = await this.options.store.events.listAllAfter(this.currentPosition, PAGE);
         // Nothing is pushed to a client that a power loss could still take back.
         if (events.length > 0) await this.options.store.durable();
-        this.dispatchAll(events);
+        for (const event of events) this.dispatchEvent(event);
         if (events.length > 0) advanced = true;
         if (events.length < PAGE) break;
       }
@@ -162,12 +162,11 @@ export class EventHub {
     }
   }
 
-  private dispatchAll(events: readonly EventRecord[]): void {
-    for (const event of events) {
-      this.currentPosition = event.seq;
-      const set = this.listeners.get(event.accountId);
-      if (set !== undefined) for (const listener of [...set]) this.dispatch(listener, event);
-    }
+  /** Moves the position to `event` and hands it to its account's listeners. */
+  private dispatchEvent(event: EventRecord): void {
+    this.currentPosition = event.seq;
+    const set = this.listeners.get(event.accountId);
+    if (set !== undefined) for (const listener of [...set]) this.dispatch(listener, event);
   }
 
   private dispatch(listener: AccountListener, event: EventRecord): void {

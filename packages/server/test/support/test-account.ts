@@ -1,0 +1,6 @@
+import type { AccountRecord } from '../../src/store/store.ts';
+
+/** An account record for tests that need one in storage: `id` is also its name unless `overrides` says. */
+export function aTestAccount(id: string, overrides: Partial<AccountRecord> = {}): AccountRecord {
+  return { id, name: id, plan: 'standard', customRateLimit: null, createdAt: 1, updatedAt: 1, ...overrides };
+}
