@@ -68,22 +68,24 @@ export interface Comparison {
  * drifts by a third within a minute, so a ratio of two separate runs measures the drift as much as the
  * servers; within a pair both meet nearly the same machine. The ratio is the median of the rounds'
  * ratios, which one slow moment cannot move; req/s are the means over the rounds, p99 their medians.
+ * `measured` may be given per round (e.g. each round with its own key, so no rate limit is reached).
  */
 export async function compareInRounds(
   reference: LoadTarget,
-  measured: LoadTarget,
+  measured: LoadTarget | ((round: number) => LoadTarget),
   rounds: number,
   seconds: number,
 ): Promise<Comparison> {
   const references: LoadResult[] = [];
   const measures: LoadResult[] = [];
   const run = (target: LoadTarget) => load(target.url, target.headers ?? {}, seconds);
+  const measuredIn = (round: number) => (typeof measured === 'function' ? measured(round) : measured);
   for (let round = 0; round < rounds; round++) {
     if (round % 2 === 0) {
       references.push(await run(reference));
-      measures.push(await run(measured));
+      measures.push(await run(measuredIn(round)));
     } else {
-      measures.push(await run(measured));
+      measures.push(await run(measuredIn(round)));
       references.push(await run(reference));
     }
   }

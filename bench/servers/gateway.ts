@@ -1,6 +1,8 @@
-// gate402 as `npm start` runs it (SQLite file, in-process rate limiter), with an Enterprise key whose
-// limit the benchmark cannot reach, so every request is authenticated, counted and answered in full.
-// Prints its port and the key, then serves until killed.
+// gate402 as `npm start` runs it (SQLite file, in-process rate limiter), with Enterprise keys whose limit
+// the benchmark cannot reach, so every request is authenticated, counted and answered in full: the most
+// an Enterprise plan may have is 1,000,000 requests a minute, which one key under load reaches in about
+// 20 s on a fast day, so each round of the benchmark takes its own account's key (KEYS, comma-separated).
+// Prints its port and the keys, then serves until killed.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,9 +21,16 @@ const config = loadConfig({
 });
 const { store } = await openStore(storageLocation(config));
 const accounts = new AccountService(store);
-const account = await accounts.createAccount({ name: 'bench', plan: 'enterprise', rateLimit: 1_000_000 });
-const { key } = await accounts.createKey(account.id, 'bench');
+const keys: string[] = [];
+for (let i = 0; i < Number(process.env.BENCH_ACCOUNTS ?? 16); i++) {
+  const account = await accounts.createAccount({
+    name: `bench ${i}`,
+    plan: 'enterprise',
+    rateLimit: 1_000_000,
+  });
+  keys.push((await accounts.createKey(account.id, 'bench')).key);
+}
 await store.close();
 
 const server = await startServer(config);
-process.stdout.write(`PORT ${new URL(server.url).port}\nKEY ${key}\n`);
+process.stdout.write(`PORT ${new URL(server.url).port}\nKEYS ${keys.join(',')}\n`);

@@ -1,7 +1,10 @@
-// gate402 as `npm start` runs it (SQLite, embedded localnet), with an Enterprise account whose limit the
-// benchmark cannot reach, a funded custodial wallet, and 100,000 stored payments for status and history.
-// Prints PORT, KEY, WALLET, SELLER_KEY, SELLER_WALLET, PAYMENT_ID (finalized) and NOT_FINAL_PAYMENT_ID
-// (expired), then serves until killed.
+// gate402 as `npm start` runs it (SQLite, embedded localnet), with Enterprise accounts whose limits the
+// benchmark does not reach, a funded custodial wallet, and 100,000 stored payments for status and history.
+// An Enterprise account may have at most 1,000,000 requests a minute, which status at ~50,000 req/s uses
+// up within a minute: each status measure asks as its own account, the owner of its payment.
+// Prints PORT, KEY and WALLET (the buyer's, with the stored history), SELLER_KEY, SELLER_WALLET,
+// PAYMENT_ID (finalized) with PAYMENT_KEY, and NOT_FINAL_PAYMENT_ID (expired) with NOT_FINAL_KEY, then
+// serves until killed.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +36,8 @@ async function party(name: string) {
 
 const buyer = await party('bench buyer');
 const seller = await party('bench seller');
+const finalizedOwner = await party('bench status (finalized)');
+const notFinalOwner = await party('bench status (not final)');
 const chain = server.networks.all().find((c) => c.info.family === 'solana');
 if (chain?.faucet === undefined) throw new Error('no local Solana faucet');
 for (let i = 0; i < 10; i++) await chain.faucet.fundNative(buyer.wallet, 100_000_000_000n);
@@ -47,15 +52,16 @@ await store.transaction(async (tx) => {
     // while nothing is written to the database; the others are finalized, which status reads once
     // (PaymentStatusCache).
     const expired = i === STORED_PAYMENTS - 2;
+    const owner = expired ? notFinalOwner : i === STORED_PAYMENTS - 1 ? finalizedOwner : buyer;
     const payment = newPayment(base + i * 1_000, {
       id: newId('pay', base + i * 1_000),
-      accountId: buyer.accountId,
+      accountId: owner.accountId,
       direction: i % 3 === 0 ? 'received' : 'sent',
       mode: 'custodial',
       status: expired ? 'expired' : 'finalized',
       network: chain.info.id,
-      walletAddress: buyer.wallet,
-      sender: buyer.wallet,
+      walletAddress: owner.wallet,
+      sender: owner.wallet,
       recipient: seller.wallet,
       amount: 1_000_000n + BigInt(i),
       fee: 5_000n,
@@ -82,7 +88,9 @@ process.stdout.write(
     `SELLER_KEY ${seller.key}`,
     `SELLER_WALLET ${seller.wallet}`,
     `PAYMENT_ID ${last}`,
+    `PAYMENT_KEY ${finalizedOwner.key}`,
     `NOT_FINAL_PAYMENT_ID ${notFinal}`,
+    `NOT_FINAL_KEY ${notFinalOwner.key}`,
     '',
   ].join('\n'),
 );
