@@ -611,7 +611,7 @@ export function describePaymentStoreContract(
       assert.equal((await store.settlements.get('eip155:1:exact:0xA:0x01'))?.transactionId, '0xCARRIER');
     });
 
-    it('keeps the account and Idempotency-Key of the request that claimed a settlement, through its moves', async () => {
+    it('keeps the account and Idempotency-Key of the request that claimed a settlement, and the resource it paid for, through its moves', async () => {
       const base = {
         network: 'solana:claimant',
         payer: 'BUYER',
@@ -627,8 +627,15 @@ export function describePaymentStoreContract(
         updatedAt: 1,
       };
       const claimedBy = { accountId: 'acct_1', idempotencyKey: 'receipt-1' };
+      const resource = 'https://shop.example/report?q=1';
       assert.equal(
-        await store.settlements.claim({ ...base, key: 'claimant:1', transactionId: 'TX-C1', claimedBy }),
+        await store.settlements.claim({
+          ...base,
+          key: 'claimant:1',
+          transactionId: 'TX-C1',
+          claimedBy,
+          resource,
+        }),
         true,
       );
       assert.equal(
@@ -645,10 +652,9 @@ export function describePaymentStoreContract(
         2,
       );
       assert.deepEqual(settled?.claimedBy, claimedBy);
-      assert.deepEqual(
-        (await store.settlements.listOpen(5, 10)).find((s) => s.key === 'claimant:2')?.claimedBy,
-        null,
-      );
+      assert.equal(settled?.resource, resource);
+      const open = (await store.settlements.listOpen(5, 10)).find((s) => s.key === 'claimant:2');
+      assert.deepEqual([open?.claimedBy, open?.resource], [null, null]);
     });
 
     it('lists open settlements unchanged since a time, least recently changed first', async () => {

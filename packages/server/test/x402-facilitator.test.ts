@@ -188,6 +188,10 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     assert.equal(status.body.signature, settled.transaction);
     assert.equal(status.body.status, 'confirmed');
     assert.equal(status.body.asset, chain.localnet.usdcMint.address);
+    // The stock seller's 402 names the resource, the buyer's payload repeats it: the payment records it.
+    const paidFor = decodePaymentSignatureHeader(sent[0] ?? '').resource?.url;
+    assert.match(paidFor ?? '', /\/solana-report$/);
+    assert.equal(status.body.resource, paidFor);
     // Written to the outbox with the payment, so the stream and webhooks carry it.
     const events = await gw.store.events.listAfter(seller.accountId, 0, 1_000);
     const event = events.find((e) => e.paymentId === entry.paymentId);
@@ -671,6 +675,34 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       [low.body.error.code, low.body.error.details.paymentProof],
       ['PAYMENT_VERIFICATION_FAILED', 'amount_too_low'],
     );
+  });
+
+  it('POST /payment/receive refuses an x402 v2 payment made for another resource; one for the resource asked, or asked for none, is accepted', async () => {
+    // The stock client copies the 402's resource.url into the payload: https://shop.example/report here.
+    const { header } = await svmPayment(seller.solana, await feePayerOf(seller.key));
+    const body = { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.01 };
+    const other = await api(seller.key, 'POST', '/payment/receive', {
+      ...body,
+      resource: 'https://shop.example/premium',
+    });
+    assert.equal(other.status, 422);
+    assert.deepEqual(
+      [other.body.error.code, other.body.error.details.paymentProof],
+      ['INVALID_PAYMENT_PROOF', 'resource_mismatch'],
+    );
+
+    const paid = await api(seller.key, 'POST', '/payment/receive', {
+      ...body,
+      resource: 'https://shop.example/report',
+    });
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    const status = await api(seller.key, 'GET', `/payment/status/${paid.body.paymentId}`);
+    assert.equal(status.body.resource, 'https://shop.example/report');
+
+    // Asked for no resource, a payload for one is accepted (as a gate402 proof is).
+    const second = await svmPayment(seller.solana, await feePayerOf(seller.key));
+    const any = await api(seller.key, 'POST', '/payment/receive', { ...body, paymentProof: second.header });
+    assert.equal(any.status, 200, JSON.stringify(any.body));
   });
 
   it('facilitatorUrl sends verification and settlement to another gate402 instance; a refusal there is PAYMENT_VERIFICATION_FAILED with its reason', async () => {

@@ -67,6 +67,7 @@ export interface X402SettlementsTable {
   updated_at: number;
   claimed_by_account_id: string | null;
   claimed_by_idempotency_key: string | null;
+  resource: string | null;
 }
 
 /** The next nonce of each EVM sender per network (see NonceRepository). */

@@ -581,6 +581,8 @@ export interface SettlementRecord {
    * FacilitatorService.markSettled). Absent or null: claimed by another caller, or without a key.
    */
   readonly claimedBy?: SettlementClaimant | null;
+  /** What the payment was for (see X402Payment.resource), carried by the seller's payment. */
+  readonly resource?: string | null;
 }
 
 /** A request's account and its Idempotency-Key. */

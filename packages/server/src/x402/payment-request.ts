@@ -14,7 +14,23 @@ export interface X402Payment {
   readonly network: string | undefined;
   readonly payload: Readonly<Record<string, unknown>>;
   readonly requirements: Omit<ExactRequirements, 'network'>;
+  /**
+   * What the payment is for, recorded on the seller's payment: the resource the seller named to POST
+   * /payment/receive, else the one the request names (v2: the payload's `resource.url`; v1: the
+   * requirements' `resource`). Informational: no signature covers it.
+   */
+  readonly resource?: string;
 }
+
+/** A resource URL as x402 names it, kept when it is one a payment may store (the API's own bound). */
+export function resourceUrl(value: unknown): string | undefined {
+  return typeof value === 'string' && value.length > 0 && value.length <= MAX_RESOURCE_LENGTH
+    ? value
+    : undefined;
+}
+
+/** The longest resource the API takes (the `resource` field of send and receive). */
+const MAX_RESOURCE_LENGTH = 2048;
 
 export type ParsedPayment =
   | { readonly ok: true; readonly payment: X402Payment }
@@ -77,6 +93,7 @@ export function parsePaymentRequest(paymentPayload: unknown, paymentRequirements
   if (accepted.network !== network) {
     return { ok: false, reason: 'invalid_network', message: 'the payload was made for another network' };
   }
+  const resource = resourceUrl(version === 2 ? record(payload.resource)?.url : req.resource);
   return {
     ok: true,
     payment: {
@@ -93,6 +110,7 @@ export function parsePaymentRequest(paymentPayload: unknown, paymentRequirements
           typeof maxTimeoutSeconds === 'number' && maxTimeoutSeconds > 0 ? maxTimeoutSeconds : 60,
         extra: record(req.extra) ?? {},
       },
+      ...(resource === undefined ? {} : { resource }),
     },
   };
 }

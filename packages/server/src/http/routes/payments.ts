@@ -39,7 +39,7 @@ export const ReceiveResource = Type.String({
   format: 'uri',
   maxLength: 2048,
   description:
-    'The protected resource this payment must be for. A gateway proof made for another resource (`resource_mismatch`), or naming none (`resource_missing`), is refused with INVALID_PAYMENT_PROOF; omit it to accept a proof whatever it was made for.',
+    'The protected resource this payment must be for. A gateway proof made for another resource (`resource_mismatch`), or naming none (`resource_missing`), is refused with INVALID_PAYMENT_PROOF; so is an x402 v2 payload whose `resource.url` names another (`resource_mismatch`; a payload naming none is accepted: x402 does not require it). Omit it to accept a proof whatever it was made for.',
 });
 export const Network = Type.String({
   minLength: 1,

@@ -393,6 +393,7 @@ export class FacilitatorService {
           // In the claim, before any broadcast: a crash after it leaves the finisher what it needs to
           // give the payment the claiming request's key.
           claimedBy: claimedBy ?? null,
+          resource: payment.resource ?? null,
         };
         // Rolled back when lost, so an EVM nonce allocated for it is given back.
         if (!(await repos.settlements.claim(record))) throw lost;
@@ -587,6 +588,7 @@ export class FacilitatorService {
             recipient: settlement.payTo,
             amount: settlement.amount,
             asset: { address: settlement.asset, decimals },
+            resource: settlement.resource ?? null,
             fee: tx?.fee ?? null,
             signature,
             slot,

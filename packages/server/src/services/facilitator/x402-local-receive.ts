@@ -193,7 +193,7 @@ export class X402LocalReceiveService {
       recipient: input.walletAddress,
       amount: resolved.requirements.amount,
       asset: { address: resolved.requirements.asset, decimals },
-      resource: input.resource ?? null,
+      resource: payment.resource ?? null,
       // What the reconciler looks for on chain: the transaction exactly as built.
       signedTransaction: transaction,
       lastValidBlockHeight: built.lastValidBlockHeight,

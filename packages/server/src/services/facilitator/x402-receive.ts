@@ -8,7 +8,7 @@ import { type OutboundPolicy, OutboundUrlError } from '../../outbound/ssrf-guard
 import type { PaymentRecord, Store } from '../../store/store.ts';
 import { caip2Of } from '../../x402/network-names.ts';
 import type { X402Header } from '../../x402/payment-header.ts';
-import type { X402Payment } from '../../x402/payment-request.ts';
+import { resourceUrl, type X402Payment } from '../../x402/payment-request.ts';
 import { RemoteFacilitator, RemoteFacilitatorError } from '../../x402/remote-facilitator.ts';
 import { atomicFromField } from '../amounts.ts';
 import { newPayment } from '../new-payment.ts';
@@ -186,7 +186,7 @@ export class X402ReceiveService {
       recipient: input.walletAddress,
       amount: payment.requirements.amount,
       asset: { address: payment.requirements.asset, decimals },
-      resource: input.resource ?? null,
+      resource: payment.resource ?? null,
       signature: transaction,
       confirmedAt: at,
     });
@@ -284,6 +284,14 @@ export class X402ReceiveService {
     ) {
       throw invalidProof('the payment pays another recipient', 'recipient_mismatch');
     }
+    // A v2 payload names the resource its buyer was asked to pay for (the 402's `resource.url`, copied by
+    // the client). A seller that names one asks whether this payment was for it, as with a gate402 proof;
+    // a payload naming none (v1, or a client that left it out) is not refused for that: x402 does not
+    // require it, and its signature does not cover it, so it binds nothing a seller could rely on alone.
+    const paidFor = resourceUrl(header.x402Version === 2 ? header.value.resource?.url : undefined);
+    if (input.resource !== undefined && paidFor !== undefined && paidFor !== input.resource) {
+      throw invalidProof('the payment pays for another resource', 'resource_mismatch');
+    }
     // v1 payloads do not repeat the requirements: the network's USDC is what v1 `exact` pays in.
     const asset = accepted?.asset ?? chain.info.tokens[0]?.address;
     if (asset === undefined)
@@ -322,6 +330,7 @@ export class X402ReceiveService {
     } else if (accepted === undefined) {
       Object.assign(extra, { name: (await chain.getTokenInfo(asset))?.name ?? 'USD Coin', version: '2' });
     }
+    const resource = input.resource ?? paidFor;
     return {
       chain,
       decimals,
@@ -338,6 +347,7 @@ export class X402ReceiveService {
           maxTimeoutSeconds: accepted?.maxTimeoutSeconds ?? 60,
           extra,
         },
+        ...(resource === undefined ? {} : { resource }),
       },
     };
   }

@@ -26,6 +26,7 @@ export class KyselySettlementRepository implements SettlementRepository {
         updated_at: s.updatedAt,
         claimed_by_account_id: s.claimedBy?.accountId ?? null,
         claimed_by_idempotency_key: s.claimedBy?.idempotencyKey ?? null,
+        resource: s.resource ?? null,
       })
       .onConflict((oc) => oc.column('settlement_key').doNothing())
       .executeTakeFirst();
@@ -101,5 +102,6 @@ function toSettlement(row: Selectable<X402SettlementsTable>): SettlementRecord {
       row.claimed_by_account_id === null || row.claimed_by_idempotency_key === null
         ? null
         : { accountId: row.claimed_by_account_id, idempotencyKey: row.claimed_by_idempotency_key },
+    resource: row.resource,
   };
 }

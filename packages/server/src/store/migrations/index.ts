@@ -13,6 +13,7 @@ import { x402Receipts } from './0012-x402-receipts.ts';
 import { x402SettlementClaimedBy } from './0013-x402-settlement-claimed-by.ts';
 import { webhookDisabled } from './0014-webhook-disabled.ts';
 import { leanerPaymentIndexes } from './0015-leaner-payment-indexes.ts';
+import { x402SettlementResource } from './0016-x402-settlement-resource.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -33,4 +34,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0013-x402-settlement-claimed-by': x402SettlementClaimedBy,
   '0014-webhook-disabled': webhookDisabled,
   '0015-leaner-payment-indexes': leanerPaymentIndexes,
+  '0016-x402-settlement-resource': x402SettlementResource,
 };
