@@ -941,6 +941,12 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     assert.equal(settled.success, true);
     assert.equal(settled.network, 'solana-devnet');
     assert.equal(settled.payer, buyerKey.address);
+    // v1 requirements carry the resource themselves: the seller's payment records it.
+    const history = await api(seller.key, 'GET', `/payment/history/${seller.solana}`);
+    const paid = history.body.payments.find(
+      (p: { signature: string }) => p.signature === settled.transaction,
+    );
+    assert.equal(paid?.resource, `${shopUrl}/v1-report`);
   });
 
   it('POST /payment/receive takes a v1 X-PAYMENT value (x402 1.x client): settled once through the built-in facilitator', async () => {
