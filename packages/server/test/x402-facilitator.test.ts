@@ -758,6 +758,121 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     }
   });
 
+  it('facilitatorUrl: a settlement whose answer was lost, or that the facilitator now refuses as a duplicate, is found on chain and recorded once (Solana and EVM); the payload again is already_used', async () => {
+    // The facilitator (the first gateway) settles, but its settle answer never reaches the seller's
+    // gateway: the connection is dropped once it has answered.
+    let settles = 0;
+    const facilitator = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const answer = await fetch(`${gatewayUrl}/facilitator${req.url}`, {
+        method: req.method ?? 'GET',
+        headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' },
+        ...(req.method === 'POST' ? { body: Buffer.concat(chunks) } : {}),
+      });
+      const text = await answer.text();
+      if (req.url === '/settle') {
+        settles++;
+        req.socket.destroy();
+        return;
+      }
+      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(text);
+    });
+    await new Promise<void>((resolve) => facilitator.listen(0, '127.0.0.1', resolve));
+    const facilitatorUrl = `http://127.0.0.1:${(facilitator.address() as AddressInfo).port}`;
+    const sellerGateway = await startTestGateway({
+      networks: new NetworkRegistry([chain.adapter, evm.adapter]),
+      allowPrivateOutboundUrls: true,
+    });
+    // As `npm start` does: its schemes are what reads the chain for the payload.
+    await sellerGateway.services.facilitator.start();
+    try {
+      const owner = await sellerGateway.newCaller('standard');
+      const receive = (walletAddress: string, paymentProof: string, expectedAmount: number) =>
+        sellerGateway.app.inject({
+          method: 'POST',
+          url: '/payment/receive',
+          headers: { authorization: `Bearer ${owner.key}` },
+          payload: {
+            walletAddress,
+            paymentProof,
+            expectedAmount,
+            facilitatorUrl,
+            facilitatorAuthorization: `Bearer ${seller.key}`,
+            timeout: 20,
+          },
+        });
+      const evmBuyer = privateKeyToAccount(generatePrivateKey());
+      await api(seller.key, 'POST', '/faucet', { address: evmBuyer.address, amount: 1, token: 'USDC' });
+      const svm = await svmPayment(seller.solana, await feePayerOf(seller.key));
+      const cases = [
+        { wallet: seller.solana, header: svm.header, amount: 0.01, buyer: svm.buyer },
+        {
+          wallet: seller.evm,
+          header: encodePaymentSignatureHeader(
+            await evmPayload(evmBuyer, evmExactRequirements(evm, { amount: '20000', payTo: seller.evm })),
+          ),
+          amount: 0.02,
+          buyer: evmBuyer.address,
+        },
+      ];
+      for (const { wallet, header, amount, buyer } of cases) {
+        const watched = await sellerGateway.app.inject({
+          method: 'POST',
+          url: '/wallets',
+          headers: { authorization: `Bearer ${owner.key}` },
+          payload: { chain: wallet === seller.evm ? 'evm' : 'solana', address: wallet, watchOnly: true },
+        });
+        assert.equal(watched.statusCode, 200, watched.body);
+        const settlesBefore = settles;
+        const res = await receive(wallet, header, amount);
+        assert.equal(settles, settlesBefore + 1, 'the facilitator settled once');
+        assert.equal(res.statusCode, 200, res.body);
+        assert.deepEqual([res.json().amountReceived, res.json().sender], [amount, buyer]);
+        // The transaction the facilitator broadcast, as the facilitator itself recorded it.
+        const facilitatorSide = await api(seller.key, 'GET', `/payment/history/${wallet}`);
+        assert.ok(
+          facilitatorSide.body.payments.some(
+            (p: { signature: string }) => p.signature === res.json().signature,
+          ),
+        );
+
+        const again = await receive(wallet, header, amount);
+        assert.equal(again.statusCode, 422, again.body);
+        assert.equal(again.json().error.details.paymentProof, 'already_used');
+        const history = await sellerGateway.app.inject({
+          method: 'GET',
+          url: `/payment/history/${wallet}`,
+          headers: { authorization: `Bearer ${owner.key}` },
+        });
+        assert.deepEqual(
+          history.json().payments.map((p: { signature: string }) => p.signature),
+          [res.json().signature],
+        );
+      }
+
+      // Settled by the facilitator before this gateway heard of it (an earlier answer lost, the chain not
+      // confirming it yet when looked at): the facilitator now refuses it as a duplicate, the chain has it.
+      const late = await svmPayment(seller.solana, await feePayerOf(seller.key));
+      const payload = decodePaymentSignatureHeader(late.header);
+      const direct = await api(seller.key, 'POST', '/facilitator/settle', {
+        x402Version: 2,
+        paymentPayload: payload,
+        paymentRequirements: payload.accepted,
+      });
+      assert.equal(direct.body.success, true, JSON.stringify(direct.body));
+      const recovered = await receive(seller.solana, late.header, 0.01);
+      assert.equal(recovered.statusCode, 200, recovered.body);
+      assert.deepEqual(
+        [recovered.json().signature, recovered.json().sender],
+        [direct.body.transaction, late.buyer],
+      );
+    } finally {
+      facilitator.close();
+      await sellerGateway.close();
+    }
+  });
+
   it('facilitatorUrl with a v1 X-PAYMENT value: the requirements forwarded name that facilitator’s fee payer (its GET /supported), not this gateway’s', async () => {
     // The seller's gateway runs its own facilitator, with a fee payer of its own (its own storage).
     const sellerGateway = await startTestGateway({

@@ -78,6 +78,19 @@ export interface ExactScheme {
    * transaction expires by itself (Solana: its blockhash).
    */
   findSettled?(signed: Uint8Array, claimedAt: number): Promise<LandedPayment | 'never' | undefined>;
+  /**
+   * The payload's payment as it landed on chain, whoever submitted it — a facilitator elsewhere whose
+   * answer was lost, or that refuses it now because it settled it before: Solana, a transaction with the
+   * payload's message; EVM, the use of its authorization (Permit2: the spending of its nonce through
+   * x402's proxy). `since` (Unix ms): nothing landed earlier is looked for. Undefined when none is found.
+   * Call it for a payload whose terms (checkTerms) pay the requirements: the payment found pays those.
+   * `payer`: the buyer who signed the payload.
+   */
+  findPaid?(
+    payload: Readonly<Record<string, unknown>>,
+    requirements: ExactRequirements,
+    since: number,
+  ): Promise<(LandedPayment & { readonly payer: string }) | undefined>;
 }
 
 export interface SellerTransaction {

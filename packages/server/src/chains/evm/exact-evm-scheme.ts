@@ -4,12 +4,14 @@ import {
   encodeFunctionData,
   getAddress,
   type Hex,
+  hexToBytes,
   isAddress,
   isHex,
   keccak256,
   type PublicClient,
   parseAbi,
   parseTransaction,
+  serializeTransaction,
   toHex,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -394,6 +396,37 @@ export class ExactEvmScheme implements ExactScheme {
     const since = BigInt(Math.floor(claimedAt / 1000)) - CLAIM_CLOCK_MARGIN_SECONDS;
     // Searched for only once the authorization is used: most looks never need it.
     return this.findCarrier(signed, () => firstBlockSince(this.client, since > 0n ? since : 0n));
+  }
+
+  async findPaid(
+    payload: Readonly<Record<string, unknown>>,
+    req: ExactRequirements,
+    since: number,
+  ): Promise<(LandedPayment & { readonly payer: string }) | undefined> {
+    let paid: { readonly payer: Address; readonly to: Address; readonly data: Hex } | undefined;
+    if (isPermit2Payload(payload)) {
+      const permit = permit2AuthorizationOf(payload);
+      paid = permit === undefined ? undefined : { payer: permit.from, ...permit2SettleCall(permit) };
+    } else {
+      const auth = authorizationOf(payload);
+      paid =
+        auth === undefined
+          ? undefined
+          : { payer: auth.from, to: getAddress(req.asset), data: transferWithAuthorizationData(auth) };
+    }
+    if (paid === undefined) return undefined;
+    // findCarrier reads the authorization from a transaction carrying it: an unsigned one, never sent.
+    const carrier = serializeTransaction({
+      type: 'eip1559',
+      chainId: this.chainId,
+      to: paid.to,
+      data: paid.data,
+    });
+    const from = BigInt(Math.floor(since / 1000)) - CLAIM_CLOCK_MARGIN_SECONDS;
+    const found = await this.findCarrier(hexToBytes(carrier), () =>
+      firstBlockSince(this.client, from > 0n ? from : 0n),
+    );
+    return found === 'never' || found === undefined ? undefined : { ...found, payer: getAddress(paid.payer) };
   }
 
   private findCarrier(

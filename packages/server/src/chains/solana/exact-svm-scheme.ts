@@ -50,6 +50,8 @@ export const SVM_MAX_SIGNATURES = 2;
 export const SVM_MAX_INSTRUCTIONS = 6;
 
 const COMPUTE_BUDGET_PROGRAM = 'ComputeBudget111111111111111111111111111111';
+/** A block height no chain reaches: findLandedMessage then never concludes `never`. */
+const UNBOUNDED_HEIGHT = 2n ** 64n - 1n;
 /** SPL Memo v1 and v2, and the id @solana-program/memo 0.15 defaults to (the localnet serves all three). */
 const MEMO_PROGRAMS = new Set<string>([
   MEMO_PROGRAM,
@@ -180,6 +182,17 @@ export class ExactSvmScheme implements ExactScheme {
     return authority === undefined
       ? 'never'
       : findLandedMessage(this.rpc, built, authority, lastValidBlockHeight, builtAt);
+  }
+
+  async findPaid(payload: Readonly<Record<string, unknown>>, _req: ExactRequirements, since: number) {
+    const decoded = decode(payload);
+    if (decoded === undefined) return undefined;
+    const built = new Uint8Array(getTransactionEncoder().encode(decoded.transaction));
+    const authority = transferAuthorityOf(built);
+    if (authority === undefined) return undefined;
+    // Only whether it landed is asked, not whether it still may: no block height bounds the look.
+    const landed = await findLandedMessage(this.rpc, built, authority, UNBOUNDED_HEIGHT, since);
+    return landed === 'never' || landed === undefined ? undefined : { ...landed, payer: authority };
   }
 
   private async cosign(transaction: Transaction, feePayer: SvmFeePayer): Promise<Transaction> {

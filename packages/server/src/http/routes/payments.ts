@@ -111,7 +111,7 @@ export const FacilitatorUrlField = Type.String({
   format: 'uri',
   maxLength: 2048,
   description:
-    'x402 payloads only: the x402 facilitator that verifies and settles them (POST <url>/verify, <url>/settle) instead of the built-in one. https, public addresses only (ALLOW_PRIVATE_OUTBOUND_URLS lifts that), bounded by `timeout`.',
+    "x402 payloads only: the x402 facilitator that verifies and settles them (POST <url>/verify, <url>/settle) instead of the built-in one. https, public addresses only (ALLOW_PRIVATE_OUTBOUND_URLS lifts that), bounded by `timeout`. When its settle answer is lost (a timeout, a dropped connection) or it refuses a payload it settled before, the chain decides: the payload's transfer, landed and successful within the last hour, is recorded once as this payment.",
 });
 export const FacilitatorAuthorizationField = Type.String({
   minLength: 1,

@@ -152,6 +152,59 @@ export class X402ReceiveService {
     decimals: number,
     deadline: number,
   ): Promise<PaymentRecord> {
+    let settled: { readonly transaction: string; readonly payer: string | undefined };
+    try {
+      settled = await this.askToSettle(input, payment, chain, deadline);
+    } catch (error) {
+      // The facilitator's answer lost on the way (a timeout, a dropped connection), or a refusal of a
+      // payload it settled before, when that answer was lost: the payment may have happened all the same,
+      // and the chain says whether it did. Found, it is recorded as this request's (once, as any other).
+      const landed = await this.paidOnChain(payment, error);
+      if (landed === undefined) throw error;
+      settled = { transaction: landed.transactionId, payer: landed.payer };
+    }
+    const at = this.now();
+    const record = newPayment(at, {
+      id: newId('pay'),
+      accountId,
+      direction: 'received',
+      mode: 'facilitator',
+      status: 'confirmed',
+      network: chain.info.id,
+      walletAddress: input.walletAddress,
+      sender: settled.payer === undefined ? '' : canonicalAddress(settled.payer),
+      recipient: input.walletAddress,
+      amount: payment.requirements.amount,
+      asset: { address: payment.requirements.asset, decimals },
+      resource: payment.resource ?? null,
+      signature: settled.transaction,
+      confirmedAt: at,
+    });
+    // The remote facilitator settles once too; this keeps one transaction from paying twice here.
+    const consumed = await this.deps.store.transaction(async (repos) => {
+      if (
+        !(await repos.proofs.consume(
+          `x402:${chain.info.id}:${settled.transaction}`,
+          record.id,
+          accountId,
+          at,
+        ))
+      )
+        return false;
+      await this.deps.ledger.recordIn(repos, record, 'payment.received');
+      return true;
+    });
+    if (!consumed) throw invalidProof('this payment proof was already used', 'already_used');
+    return record;
+  }
+
+  /** Verification, then settlement, by the facilitator at `facilitatorUrl`: its transaction and payer. */
+  private async askToSettle(
+    input: X402ReceiveInput,
+    payment: X402Payment,
+    chain: ChainAdapter,
+    deadline: number,
+  ): Promise<{ readonly transaction: string; readonly payer: string | undefined }> {
     const remote = this.remote(input);
     const body = requestBody(payment, input);
     const left = () => Math.max(1, deadline - this.now());
@@ -173,32 +226,33 @@ export class X402ReceiveService {
     const payer = [settled.payer, verified.payer].find(
       (p): p is string => typeof p === 'string' && addressFamily(p) === chain.info.family,
     );
-    const at = this.now();
-    const record = newPayment(at, {
-      id: newId('pay'),
-      accountId,
-      direction: 'received',
-      mode: 'facilitator',
-      status: 'confirmed',
-      network: chain.info.id,
-      walletAddress: input.walletAddress,
-      sender: payer === undefined ? '' : canonicalAddress(payer),
-      recipient: input.walletAddress,
-      amount: payment.requirements.amount,
-      asset: { address: payment.requirements.asset, decimals },
-      resource: payment.resource ?? null,
-      signature: transaction,
-      confirmedAt: at,
-    });
-    // The remote facilitator settles once too; this keeps one transaction from paying twice here.
-    const consumed = await this.deps.store.transaction(async (repos) => {
-      if (!(await repos.proofs.consume(`x402:${chain.info.id}:${transaction}`, record.id, accountId, at)))
-        return false;
-      await this.deps.ledger.recordIn(repos, record, 'payment.received');
-      return true;
-    });
-    if (!consumed) throw invalidProof('this payment proof was already used', 'already_used');
-    return record;
+    return { transaction, payer };
+  }
+
+  /**
+   * The payment on chain of a payload the facilitator at `facilitatorUrl` did not answer as settled
+   * (`failure`): undefined unless the payload pays these very requirements (its terms, checked here, not
+   * by the facilitator) and its transfer landed and succeeded within RECOVERY_WINDOW_MS. Only a refusal
+   * or a lost answer is looked into: a facilitatorUrl refused before anything was sent is not.
+   */
+  private async paidOnChain(payment: X402Payment, failure: unknown) {
+    if (
+      !(failure instanceof GatewayError) ||
+      (failure.code !== 'PAYMENT_VERIFICATION_FAILED' && failure.code !== 'INVALID_PAYMENT_PROOF')
+    ) {
+      return undefined;
+    }
+    const routed = this.deps.facilitator.route(payment);
+    if (!routed.ok) return undefined;
+    const { route, requirements } = routed;
+    const { scheme } = route;
+    if (scheme.findPaid === undefined) return undefined;
+    if ((await scheme.checkTerms(payment.payload, requirements)) !== undefined) return undefined;
+    const landed = await scheme
+      .findPaid(payment.payload, requirements, this.now() - RECOVERY_WINDOW_MS)
+      // The chain unreachable: the facilitator's own answer stands.
+      .catch(() => undefined);
+    return landed?.error === null ? landed : undefined;
   }
 
   /**
@@ -386,6 +440,13 @@ function requestBody(payment: X402Payment, input: X402ReceiveInput): Record<stri
           },
   };
 }
+
+/**
+ * How far back the chain is searched for a payload a remote facilitator settled without its answer
+ * arriving: an hour covers a seller's retries; an x402 payload lives for seconds to minutes (a Solana
+ * blockhash, an authorization's validBefore), so a payment older than that was answered long before.
+ */
+const RECOVERY_WINDOW_MS = 60 * 60 * 1000;
 
 /**
  * A facilitator's reason and message are repeated to the caller as they came, up to these lengths: x402's
