@@ -181,16 +181,9 @@ export class X402ReceiveService {
       confirmedAt: at,
     });
     // The remote facilitator settles once too; this keeps one transaction from paying twice here.
+    const proofKey = `x402:${chain.info.id}:${settled.transaction}`;
     const consumed = await this.deps.store.transaction(async (repos) => {
-      if (
-        !(await repos.proofs.consume(
-          `x402:${chain.info.id}:${settled.transaction}`,
-          record.id,
-          accountId,
-          at,
-        ))
-      )
-        return false;
+      if (!(await repos.proofs.consume(proofKey, record.id, accountId, at))) return false;
       await this.deps.ledger.recordIn(repos, record, 'payment.received');
       return true;
     });
