@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { newId } from '../src/domain/ids.ts';
 import type { EventRecord, Store, WebhookDeliveryRecord, WebhookRecord } from '../src/store/store.ts';
+import { aTestAccount } from './support/test-account.ts';
 
 /**
  * What the outbox readers (stream, webhooks) rely on from every Store: commit-ordered seqs, webhook
@@ -303,14 +304,7 @@ export function describeEventStoreContract(
 
 async function anAccount(store: Store): Promise<string> {
   const id = newId('acct');
-  await store.accounts.insert({
-    id,
-    name: 'events',
-    plan: 'premium',
-    customRateLimit: null,
-    createdAt: 1,
-    updatedAt: 1,
-  });
+  await store.accounts.insert(aTestAccount(id, { name: 'events', plan: 'premium' }));
   return id;
 }
 

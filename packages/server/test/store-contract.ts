@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { generateApiKey } from '../src/domain/api-key.ts';
 import { newId } from '../src/domain/ids.ts';
 import type { AccountRecord, ApiKeyRecord, PaymentRecord, Store, WalletRecord } from '../src/store/store.ts';
+import { aTestAccount } from './support/test-account.ts';
 import { aTestPayment } from './support/test-payment.ts';
 
 /**
@@ -207,15 +208,7 @@ let clock = Date.UTC(2026, 0, 1);
 
 function anAccount(overrides: Partial<AccountRecord> = {}): AccountRecord {
   clock += 1;
-  return {
-    id: newId('acct'),
-    name: 'account',
-    plan: 'standard',
-    customRateLimit: null,
-    createdAt: clock,
-    updatedAt: clock,
-    ...overrides,
-  };
+  return aTestAccount(newId('acct'), { name: 'account', createdAt: clock, updatedAt: clock, ...overrides });
 }
 
 function aKey(accountId: string): ApiKeyRecord {
