@@ -61,7 +61,7 @@ describe('SQLite statements: cached, rows read as arrays', () => {
     assert.equal((await query().execute()).length, 5, 'statements prepared before the evictions still run');
   });
 
-  it('finds payments by their indexes: by Idempotency-Key, open ones to lease, expired ones to watch', async () => {
+  it("finds payments by their indexes: by Idempotency-Key, open ones to lease, expired ones to watch, a wallet's unsettled ones", async () => {
     const plan = async (query: ReturnType<typeof sql>) =>
       (await sql<{ detail: string }>`explain query plan ${query}`.execute(db)).rows
         .map((r) => r.detail)
@@ -83,6 +83,14 @@ describe('SQLite statements: cached, rows read as arrays', () => {
           order by updated_at asc limit ${10}`,
       ),
       /USING INDEX payments_status_updated \(status=\? AND updated_at>\?\)/,
+    );
+    // A send's unsettled spend (PaymentRepository.unsettledSpend): only open payments are in the index.
+    assert.match(
+      await plan(
+        sql`select amount, fee from payments where wallet_address = ${'w'} and network = ${'n'}
+          and direction = ${'sent'} and mode = ${'custodial'} and status in ('pending', 'submitted')`,
+      ),
+      /USING INDEX payments_unsettled \(wallet_address=\?\)/,
     );
   });
 });

@@ -261,6 +261,37 @@ export function describePaymentStoreContract(
       assert.deepEqual(await store.wallets.listByAccount(account.id), [wallet]);
     });
 
+    it("sums a wallet's unsettled spend: its custodial sends still pending or submitted on that network, amount and fee", async () => {
+      const wallet = 'SPENDER';
+      const of = (overrides: Partial<PaymentRecord>) =>
+        aPayment(account.id, { walletAddress: wallet, sender: wallet, fee: 5_000n, ...overrides });
+      const counted = [
+        of({ status: 'pending', amount: 1_000_000n }),
+        of({ status: 'submitted', amount: 2_000_000n }),
+        // Wei: beyond 2^64.
+        of({ status: 'submitted', amount: 30_000_000_000_000_000_000n }),
+      ];
+      const settling = of({ status: 'submitted', amount: 7_000_000n });
+      const others = [
+        of({ status: 'confirmed', amount: 100n }),
+        of({ status: 'failed', amount: 200n }),
+        of({ status: 'pending', amount: 300n, direction: 'received' }),
+        of({ status: 'pending', amount: 400n, mode: 'local' }),
+        of({ status: 'pending', amount: 500n, network: 'solana:elsewhere' }),
+        of({ status: 'pending', amount: 600n, walletAddress: 'SOMEONE_ELSE', sender: 'SOMEONE_ELSE' }),
+      ];
+      for (const payment of [...counted, settling, ...others]) await store.payments.insert(payment);
+      const expected = (payments: PaymentRecord[]) =>
+        payments.reduce((sum, p) => sum + p.amount + (p.fee ?? 0n), 0n);
+      assert.equal(
+        await store.payments.unsettledSpend('solana:test', wallet),
+        expected([...counted, settling]),
+      );
+      // Settled, it no longer holds any of the wallet's balance back.
+      await store.payments.transition(settling.id, ['submitted'], 'confirmed', {}, clock + 1);
+      assert.equal(await store.payments.unsettledSpend('solana:test', wallet), expected(counted));
+    });
+
     it('stores a payment exactly, amounts beyond 2^64 included', async () => {
       const payment = aPayment(account.id, {
         amount: 123_456_789_012_345_678_901_234_567n,

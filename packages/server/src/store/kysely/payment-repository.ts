@@ -1,4 +1,11 @@
-import { expressionBuilder, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely';
+import {
+  expressionBuilder,
+  type Insertable,
+  type Kysely,
+  type Selectable,
+  sql,
+  type Updateable,
+} from 'kysely';
 import {
   canMove,
   type PaymentDirection,
@@ -256,7 +263,8 @@ export class KyselyPaymentRepository implements PaymentRepository {
       .where('network', '=', network)
       .where('direction', '=', 'sent')
       .where('mode', '=', 'custodial')
-      .where('status', 'in', ['pending', 'submitted'])
+      // Literals, as the partial index payments_unsettled is defined (migration 0017).
+      .where(sql<boolean>`status in ('pending', 'submitted')`)
       .execute();
     // Amounts are decimal text (wei exceeds 64 bits), so they are summed here rather than in SQL.
     return rows.reduce((sum, r) => sum + BigInt(r.amount) + BigInt(r.fee ?? '0'), 0n);

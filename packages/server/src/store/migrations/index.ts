@@ -14,6 +14,7 @@ import { x402SettlementClaimedBy } from './0013-x402-settlement-claimed-by.ts';
 import { webhookDisabled } from './0014-webhook-disabled.ts';
 import { leanerPaymentIndexes } from './0015-leaner-payment-indexes.ts';
 import { x402SettlementResource } from './0016-x402-settlement-resource.ts';
+import { unsettledPaymentsIndex } from './0017-unsettled-payments-index.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -35,4 +36,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0014-webhook-disabled': webhookDisabled,
   '0015-leaner-payment-indexes': leanerPaymentIndexes,
   '0016-x402-settlement-resource': x402SettlementResource,
+  '0017-unsettled-payments-index': unsettledPaymentsIndex,
 };
