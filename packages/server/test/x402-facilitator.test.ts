@@ -28,6 +28,7 @@ import {
   evmPayload,
   newV1SvmBuyer,
   recordingFetch,
+  spendNonceOnAnotherAuthorization,
   svmExactRequirements,
   svmPayload,
 } from './support/x402-buyer.ts';
@@ -869,6 +870,60 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       );
     } finally {
       facilitator.close();
+      await sellerGateway.close();
+    }
+  });
+
+  it('facilitatorUrl, EVM: an authorization whose nonce the buyer spent first on another authorization (to itself) is not taken for the payment', async () => {
+    const sellerGateway = await startTestGateway({
+      networks: new NetworkRegistry([chain.adapter, evm.adapter]),
+      allowPrivateOutboundUrls: true,
+    });
+    await sellerGateway.services.facilitator.start();
+    try {
+      const owner = await sellerGateway.newCaller('standard');
+      const watched = await sellerGateway.app.inject({
+        method: 'POST',
+        url: '/wallets',
+        headers: { authorization: `Bearer ${owner.key}` },
+        payload: { chain: 'evm', address: seller.evm, watchOnly: true },
+      });
+      assert.equal(watched.statusCode, 200, watched.body);
+      const buyer = privateKeyToAccount(generatePrivateKey());
+      await api(seller.key, 'POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+      const payload = await evmPayload(
+        buyer,
+        evmExactRequirements(evm, { amount: '20000', payTo: seller.evm }),
+      );
+      const { authorization: a } = payload.payload as unknown as EvmPayload;
+      // The same nonce signed again, for 1 atomic unit to the buyer itself, and used first: the nonce
+      // is spent (AuthorizationUsed) though the seller was never paid.
+      const submitter = privateKeyToAccount(generatePrivateKey());
+      await api(seller.key, 'POST', '/faucet', { address: submitter.address, amount: 1 });
+      await spendNonceOnAnotherAuthorization(evm, buyer, a, submitter);
+
+      const res = await sellerGateway.app.inject({
+        method: 'POST',
+        url: '/payment/receive',
+        headers: { authorization: `Bearer ${owner.key}` },
+        payload: {
+          walletAddress: seller.evm,
+          paymentProof: encodePaymentSignatureHeader(payload),
+          expectedAmount: 0.02,
+          facilitatorUrl: `${gatewayUrl}/facilitator`,
+          facilitatorAuthorization: `Bearer ${seller.key}`,
+          timeout: 20,
+        },
+      });
+      assert.equal(res.statusCode, 422, res.body);
+      assert.equal(res.json().error.code, 'PAYMENT_VERIFICATION_FAILED');
+      const history = await sellerGateway.app.inject({
+        method: 'GET',
+        url: `/payment/history/${seller.evm}`,
+        headers: { authorization: `Bearer ${owner.key}` },
+      });
+      assert.equal(history.json().total, 0);
+    } finally {
       await sellerGateway.close();
     }
   });

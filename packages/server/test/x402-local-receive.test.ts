@@ -25,6 +25,7 @@ import {
   evmExactRequirements,
   evmPayload,
   newV1SvmBuyer,
+  spendNonceOnAnotherAuthorization,
   svmExactRequirements,
   svmPayload,
 } from './support/x402-buyer.ts';
@@ -545,6 +546,39 @@ describe('x402 EVM payloads in POST /transaction/receive: the seller submits tra
   });
 
   // Last: it moves the chain's clock ahead of the gateway's.
+  it('a receipt whose authorization’s nonce the buyer spent first on another authorization (to itself) is never taken as paid', async () => {
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    await api('POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const payload = await evmPayload(
+      buyer,
+      evmExactRequirements(evm, { amount: '10000', payTo: seller.wallet.address }),
+    );
+    const body = {
+      walletAddress: seller.wallet.address,
+      paymentProof: encodePaymentSignatureHeader(payload),
+      expectedAmount: 0.01,
+    };
+    const built = await api('POST', '/transaction/receive', body);
+    assert.equal(built.status, 200, JSON.stringify(built.body));
+    const submitter = privateKeyToAccount(generatePrivateKey());
+    await api('POST', '/faucet', { address: submitter.address, amount: 1 });
+    const { authorization } = payload.payload as {
+      authorization: { validAfter: string; validBefore: string; nonce: `0x${string}` };
+    };
+    await spendNonceOnAnotherAuthorization(evm, buyer, authorization, submitter);
+    // The token says the nonce is used, but no transfer paid the seller: this authorization can never
+    // land now.
+    const status = await settle(built.body.paymentId);
+    assert.equal(status.status, 'expired', JSON.stringify(status));
+    assert.equal(
+      (await api('GET', `/payment/history/${seller.wallet.address}`)).body.payments.some(
+        (p: { paymentId: string; status: string }) =>
+          p.paymentId === built.body.paymentId && p.status === 'confirmed',
+      ),
+      false,
+    );
+  });
+
   it('expires a receipt never submitted once the chain passes the authorization’s validBefore; then builds no other', async () => {
     const { header } = await payment('10000', 30);
     const body = { walletAddress: seller.wallet.address, paymentProof: header, expectedAmount: 0.01 };

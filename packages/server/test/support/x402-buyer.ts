@@ -3,6 +3,7 @@ import { x402Client } from '@x402/core/client';
 import type { PaymentPayload, PaymentRequirements, SchemeNetworkClient } from '@x402/core/types';
 import { ExactEvmScheme as EvmBuyerScheme } from '@x402/evm/exact/client';
 import { ExactSvmScheme as SvmBuyerScheme } from '@x402/svm/exact/client';
+import { type Address, createPublicClient, createWalletClient, type Hex, http, parseAbi } from 'viem';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import { createPaymentHeader as createV1PaymentHeader } from 'x402/client';
 import { createSigner as createV1Signer } from 'x402/types';
@@ -138,4 +139,62 @@ export function recordingFetch(): { fetch: typeof fetch; sent: string[] } {
     return fetch(input, init);
   };
   return { fetch: recording, sent };
+}
+
+/**
+ * A buyer spending the nonce of an EIP-3009 authorization it gave a seller on another authorization
+ * with the same nonce — 1 atomic unit to itself — submitted first by `submitter` (which needs gas):
+ * the token then emits AuthorizationUsed for (buyer, nonce) though the seller was never paid.
+ */
+export async function spendNonceOnAnotherAuthorization(
+  evm: TestEvm,
+  buyer: PrivateKeyAccount,
+  authorization: { readonly validAfter: string; readonly validBefore: string; readonly nonce: Hex },
+  submitter: PrivateKeyAccount,
+): Promise<void> {
+  const twin = {
+    from: buyer.address,
+    to: buyer.address,
+    value: 1n,
+    validAfter: BigInt(authorization.validAfter),
+    validBefore: BigInt(authorization.validBefore),
+    nonce: authorization.nonce,
+  };
+  const signature = await buyer.signTypedData({
+    domain: {
+      name: 'USD Coin',
+      version: '2',
+      chainId: Number(evm.adapter.info.id.slice('eip155:'.length)),
+      verifyingContract: evm.usdc.address as Address,
+    },
+    types: {
+      TransferWithAuthorization: [
+        { name: 'from', type: 'address' },
+        { name: 'to', type: 'address' },
+        { name: 'value', type: 'uint256' },
+        { name: 'validAfter', type: 'uint256' },
+        { name: 'validBefore', type: 'uint256' },
+        { name: 'nonce', type: 'bytes32' },
+      ],
+    },
+    primaryType: 'TransferWithAuthorization',
+    message: twin,
+  });
+  const hash = await createWalletClient({
+    account: submitter,
+    transport: http(evm.anvil.rpcUrl),
+  }).writeContract({
+    chain: null,
+    address: evm.usdc.address as Address,
+    abi: parseAbi([
+      'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)',
+    ]),
+    functionName: 'transferWithAuthorization',
+    args: [twin.from, twin.to, twin.value, twin.validAfter, twin.validBefore, twin.nonce, signature],
+  });
+  const receipt = await createPublicClient({ transport: http(evm.anvil.rpcUrl) }).waitForTransactionReceipt({
+    hash,
+    pollingInterval: 20,
+  });
+  if (receipt.status !== 'success') throw new Error('the twin authorization reverted');
 }

@@ -3,8 +3,10 @@ import {
   decodeFunctionData,
   getAddress,
   type Hex,
+  isAddressEqual,
   type PublicClient,
   parseAbi,
+  parseEventLogs,
   parseTransaction,
   serializeTransaction,
   toHex,
@@ -16,6 +18,7 @@ const EIP3009_ABI = parseAbi([
   'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)',
   'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',
   'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
+  'event Transfer(address indexed from, address indexed to, uint256 value)',
 ]);
 
 /** As for local-mode sends: gate402's deadline for a transaction built now, in blocks. */
@@ -74,7 +77,11 @@ export async function sellerAuthorizationTransaction(
  * The payment of the authorization the built transaction submits, once it is used: found by the
  * token's AuthorizationUsed event for (authorizer, nonce), whichever transaction carried it — the
  * transfer's recipient is fixed by the buyer's signature, so whoever submitted it paid the seller.
- * `never` once a block at or past validBefore exists and the authorization is still unused: no later
+ * But a nonce is only the signer's choice: nothing stops a buyer from signing a second authorization
+ * with the same nonce (to itself, say) and using that one first. So the carrier counts only if it also
+ * moved this authorization's value from the authorizer to its recipient (the token's Transfer event);
+ * a nonce spent otherwise is `never`: this authorization can no longer be used.
+ * `never` also once a block at or past validBefore exists and the authorization is still unused: no later
  * block can use it. `fromBlock`: a block at which the authorization was still unused (when the
  * transaction was built or signed), asked only once it is used; nothing older is searched.
  */
@@ -86,7 +93,7 @@ export async function findLandedAuthorization(
   const tx = parseTransaction(toHex(built));
   if (tx.to == null || tx.data === undefined) return 'never';
   const { args } = decodeFunctionData({ abi: EIP3009_ABI, data: tx.data });
-  const [authorizer, , , , validBefore, nonce] = args as readonly [
+  const [authorizer, recipient, value, , validBefore, nonce] = args as readonly [
     Address,
     Address,
     bigint,
@@ -119,6 +126,15 @@ export async function findLandedAuthorization(
     });
     if (log?.transactionHash == null) return undefined;
     const receipt = await client.getTransactionReceipt({ hash: log.transactionHash });
+    const transfers = parseEventLogs({ abi: EIP3009_ABI, eventName: 'Transfer', logs: receipt.logs });
+    const paid = transfers.some(
+      (t) =>
+        isAddressEqual(t.address, token) &&
+        isAddressEqual(t.args.from, authorizer) &&
+        isAddressEqual(t.args.to, recipient) &&
+        t.args.value === value,
+    );
+    if (!paid) return 'never';
     return {
       transactionId: receipt.transactionHash,
       slot: receipt.blockNumber,
