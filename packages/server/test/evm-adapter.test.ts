@@ -316,6 +316,25 @@ describe('EVM adapter against the embedded anvil', () => {
     }
   });
 
+  it('waits for many transactions at once without a listener warning (50 concurrent sends wait together)', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', onWarning);
+    try {
+      const height = await chain.getBlockHeight();
+      const outcomes = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          chain.waitForConfirmation(`0x${i.toString(16).padStart(64, 'e')}`, height + 1_000n, 300),
+        ),
+      );
+      assert.ok(outcomes.every((o) => o.status === 'pending'));
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(warnings, []);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('reports a transaction that was never sent as expired once its last valid block is past', async () => {
     const prepared = await chain.prepareTransfer({ from: sender.address, to: sender.address, amount: 1n });
     const signed = await chain.sign(prepared, sender.secretKey);

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import {
   type Address,
   bytesToHex,
@@ -153,6 +154,9 @@ export class EvmAdapter implements ChainAdapter {
       transport: failoverTransport(this.endpoints, timeoutMs),
       cacheTime: 0,
     });
+    // Every confirmation wait listens on the lifetime while it sleeps, and a burst of sends waits
+    // together: past 10 listeners Node would warn of a leak that is none (each wait removes its own).
+    setMaxListeners(0, this.lifetime.signal);
   }
 
   async ping(): Promise<void> {
