@@ -874,6 +874,70 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     }
   });
 
+  it('facilitatorUrl: an answer of a facilitator that could not be reached is not kept under the Idempotency-Key; the retry asks again and is paid', async () => {
+    // Down for its first request, then up.
+    let down = true;
+    const facilitator = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      if (down) {
+        down = false;
+        res.writeHead(502).end('bad gateway');
+        return;
+      }
+      const answer = await fetch(`${gatewayUrl}/facilitator${req.url}`, {
+        method: req.method ?? 'GET',
+        headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' },
+        ...(req.method === 'POST' ? { body: Buffer.concat(chunks) } : {}),
+      });
+      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text());
+    });
+    await new Promise<void>((resolve) => facilitator.listen(0, '127.0.0.1', resolve));
+    const sellerGateway = await startTestGateway({
+      networks: new NetworkRegistry([chain.adapter, evm.adapter]),
+      allowPrivateOutboundUrls: true,
+    });
+    await sellerGateway.services.facilitator.start();
+    try {
+      const owner = await sellerGateway.newCaller('standard');
+      const watched = await sellerGateway.app.inject({
+        method: 'POST',
+        url: '/wallets',
+        headers: { authorization: `Bearer ${owner.key}` },
+        payload: { chain: 'solana', address: seller.solana, watchOnly: true },
+      });
+      assert.equal(watched.statusCode, 200, watched.body);
+      const { header } = await svmPayment(seller.solana, await feePayerOf(seller.key));
+      const receive = () =>
+        sellerGateway.app.inject({
+          method: 'POST',
+          url: '/payment/receive',
+          headers: { authorization: `Bearer ${owner.key}`, 'idempotency-key': 'facilitator-down-1' },
+          payload: {
+            walletAddress: seller.solana,
+            paymentProof: header,
+            expectedAmount: 0.01,
+            facilitatorUrl: `http://127.0.0.1:${(facilitator.address() as AddressInfo).port}`,
+            facilitatorAuthorization: `Bearer ${seller.key}`,
+            timeout: 20,
+          },
+        });
+      const first = await receive();
+      assert.equal(first.statusCode, 422, first.body);
+      assert.equal(first.json().error.details.paymentProof, 'facilitator_error');
+      const retried = await receive();
+      assert.equal(retried.statusCode, 200, retried.body);
+      assert.equal(retried.headers['idempotent-replayed'], undefined);
+      const again = await receive();
+      assert.equal(again.statusCode, 200, again.body);
+      assert.equal(again.headers['idempotent-replayed'], 'true');
+      assert.equal(again.json().paymentId, retried.json().paymentId);
+    } finally {
+      facilitator.close();
+      await sellerGateway.close();
+    }
+  });
+
   it('facilitatorUrl, EVM: an authorization whose nonce the buyer spent first on another authorization (to itself) is not taken for the payment', async () => {
     const sellerGateway = await startTestGateway({
       networks: new NetworkRegistry([chain.adapter, evm.adapter]),
