@@ -22,12 +22,22 @@ export interface X402Payment {
   readonly resource?: string;
 }
 
-/** A resource URL as x402 names it, kept when it is one a payment may store (the API's own bound). */
+/**
+ * A resource URL as an x402 request names it, kept when it is one a payment may store: an absolute URL
+ * within the API's own bound, without control characters — it comes from whoever made the payload, and
+ * PostgreSQL refuses text with NUL in it. Anything else is as if the request named none.
+ */
 export function resourceUrl(value: unknown): string | undefined {
-  return typeof value === 'string' && value.length > 0 && value.length <= MAX_RESOURCE_LENGTH
+  return typeof value === 'string' &&
+    value.length <= MAX_RESOURCE_LENGTH &&
+    !CONTROL_CHARACTER.test(value) &&
+    URL.canParse(value)
     ? value
     : undefined;
 }
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding them is its purpose
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
 /** The longest resource the API takes (the `resource` field of send and receive). */
 const MAX_RESOURCE_LENGTH = 2048;
