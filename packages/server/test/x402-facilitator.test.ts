@@ -432,6 +432,74 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       .feePayer as string;
   };
 
+  /**
+   * A seller's own gateway (its own storage; facilitatorUrl may reach 127.0.0.1; its schemes started, as
+   * `npm start` does, since they read the chain for a payload) with an account watching `wallets`.
+   * `asOwner` calls it as that account; `receive` posts /payment/receive through `facilitatorUrl` with
+   * the first gateway's key.
+   */
+  const sellerGatewayWatching = async (wallets: readonly { chain: 'solana' | 'evm'; address: string }[]) => {
+    const gateway = await startTestGateway({
+      networks: new NetworkRegistry([chain.adapter, evm.adapter]),
+      allowPrivateOutboundUrls: true,
+    });
+    await gateway.services.facilitator.start();
+    const owner = await gateway.newCaller('standard');
+    const asOwner = (method: 'GET' | 'POST', url: string, payload?: object, headers = {}) =>
+      gateway.app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${owner.key}`, ...headers },
+        ...(payload === undefined ? {} : { payload }),
+      });
+    for (const wallet of wallets) {
+      const watched = await asOwner('POST', '/wallets', { ...wallet, watchOnly: true });
+      assert.equal(watched.statusCode, 200, watched.body);
+    }
+    const receive = (
+      facilitatorUrl: string,
+      body: { walletAddress: string; paymentProof: string; expectedAmount: number },
+      headers = {},
+    ) =>
+      asOwner(
+        'POST',
+        '/payment/receive',
+        { ...body, facilitatorUrl, facilitatorAuthorization: `Bearer ${seller.key}`, timeout: 20 },
+        headers,
+      );
+    return { gateway, asOwner, receive };
+  };
+
+  /**
+   * A facilitator at a URL of its own that passes every call to the first gateway's, except as `answer`
+   * decides from the call's path: `drop` the connection once the first gateway has answered (an answer
+   * lost on the way), or `fail` with a 502 without passing it on (the facilitator unreachable).
+   */
+  const facilitatorInFront = async (answer: (path: string) => 'pass' | 'drop' | 'fail') => {
+    const server = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const decision = answer(req.url ?? '');
+      if (decision === 'fail') {
+        res.writeHead(502).end('bad gateway');
+        return;
+      }
+      const passed = await fetch(`${gatewayUrl}/facilitator${req.url}`, {
+        method: req.method ?? 'GET',
+        headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' },
+        ...(req.method === 'POST' ? { body: Buffer.concat(chunks) } : {}),
+      });
+      const text = await passed.text();
+      if (decision === 'drop') {
+        req.socket.destroy();
+        return;
+      }
+      res.writeHead(passed.status, { 'content-type': 'application/json' }).end(text);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
+  };
+
   it('refuses requirements of 0 atomic units on Solana and EVM (invalid_payment_requirements): the fee payer pays no fee for nothing', async () => {
     const signers = (await api(seller.key, 'GET', '/facilitator/supported')).body.signers;
     const [svmFeePayer, evmFeePayer] = [signers['solana:*'][0], signers['eip155:*'][0]] as [string, Address];
@@ -763,89 +831,47 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     // The facilitator (the first gateway) settles, but its settle answer never reaches the seller's
     // gateway: the connection is dropped once it has answered.
     let settles = 0;
-    const facilitator = createServer(async (req, res) => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const answer = await fetch(`${gatewayUrl}/facilitator${req.url}`, {
-        method: req.method ?? 'GET',
-        headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' },
-        ...(req.method === 'POST' ? { body: Buffer.concat(chunks) } : {}),
-      });
-      const text = await answer.text();
-      if (req.url === '/settle') {
-        settles++;
-        req.socket.destroy();
-        return;
-      }
-      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(text);
+    const facilitator = await facilitatorInFront((path) => {
+      if (path !== '/settle') return 'pass';
+      settles++;
+      return 'drop';
     });
-    await new Promise<void>((resolve) => facilitator.listen(0, '127.0.0.1', resolve));
-    const facilitatorUrl = `http://127.0.0.1:${(facilitator.address() as AddressInfo).port}`;
-    const sellerGateway = await startTestGateway({
-      networks: new NetworkRegistry([chain.adapter, evm.adapter]),
-      allowPrivateOutboundUrls: true,
-    });
-    // As `npm start` does: its schemes are what reads the chain for the payload.
-    await sellerGateway.services.facilitator.start();
+    const { asOwner, receive, gateway } = await sellerGatewayWatching([
+      { chain: 'solana', address: seller.solana },
+      { chain: 'evm', address: seller.evm },
+    ]);
     try {
-      const owner = await sellerGateway.newCaller('standard');
-      const receive = (walletAddress: string, paymentProof: string, expectedAmount: number) =>
-        sellerGateway.app.inject({
-          method: 'POST',
-          url: '/payment/receive',
-          headers: { authorization: `Bearer ${owner.key}` },
-          payload: {
-            walletAddress,
-            paymentProof,
-            expectedAmount,
-            facilitatorUrl,
-            facilitatorAuthorization: `Bearer ${seller.key}`,
-            timeout: 20,
-          },
-        });
       const evmBuyer = privateKeyToAccount(generatePrivateKey());
       await api(seller.key, 'POST', '/faucet', { address: evmBuyer.address, amount: 1, token: 'USDC' });
       const svm = await svmPayment(seller.solana, await feePayerOf(seller.key));
+      const evmRequirements = evmExactRequirements(evm, { amount: '20000', payTo: seller.evm });
       const cases = [
-        { wallet: seller.solana, header: svm.header, amount: 0.01, buyer: svm.buyer },
+        { walletAddress: seller.solana, paymentProof: svm.header, expectedAmount: 0.01, buyer: svm.buyer },
         {
-          wallet: seller.evm,
-          header: encodePaymentSignatureHeader(
-            await evmPayload(evmBuyer, evmExactRequirements(evm, { amount: '20000', payTo: seller.evm })),
-          ),
-          amount: 0.02,
+          walletAddress: seller.evm,
+          paymentProof: encodePaymentSignatureHeader(await evmPayload(evmBuyer, evmRequirements)),
+          expectedAmount: 0.02,
           buyer: evmBuyer.address,
         },
       ];
-      for (const { wallet, header, amount, buyer } of cases) {
-        const watched = await sellerGateway.app.inject({
-          method: 'POST',
-          url: '/wallets',
-          headers: { authorization: `Bearer ${owner.key}` },
-          payload: { chain: wallet === seller.evm ? 'evm' : 'solana', address: wallet, watchOnly: true },
-        });
-        assert.equal(watched.statusCode, 200, watched.body);
+      for (const { buyer, ...body } of cases) {
         const settlesBefore = settles;
-        const res = await receive(wallet, header, amount);
+        const res = await receive(facilitator.url, body);
         assert.equal(settles, settlesBefore + 1, 'the facilitator settled once');
         assert.equal(res.statusCode, 200, res.body);
-        assert.deepEqual([res.json().amountReceived, res.json().sender], [amount, buyer]);
+        assert.deepEqual([res.json().amountReceived, res.json().sender], [body.expectedAmount, buyer]);
         // The transaction the facilitator broadcast, as the facilitator itself recorded it.
-        const facilitatorSide = await api(seller.key, 'GET', `/payment/history/${wallet}`);
+        const facilitatorSide = await api(seller.key, 'GET', `/payment/history/${body.walletAddress}`);
         assert.ok(
           facilitatorSide.body.payments.some(
             (p: { signature: string }) => p.signature === res.json().signature,
           ),
         );
 
-        const again = await receive(wallet, header, amount);
+        const again = await receive(facilitator.url, body);
         assert.equal(again.statusCode, 422, again.body);
         assert.equal(again.json().error.details.paymentProof, 'already_used');
-        const history = await sellerGateway.app.inject({
-          method: 'GET',
-          url: `/payment/history/${wallet}`,
-          headers: { authorization: `Bearer ${owner.key}` },
-        });
+        const history = await asOwner('GET', `/payment/history/${body.walletAddress}`);
         assert.deepEqual(
           history.json().payments.map((p: { signature: string }) => p.signature),
           [res.json().signature],
@@ -862,7 +888,11 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
         paymentRequirements: payload.accepted,
       });
       assert.equal(direct.body.success, true, JSON.stringify(direct.body));
-      const recovered = await receive(seller.solana, late.header, 0.01);
+      const recovered = await receive(facilitator.url, {
+        walletAddress: seller.solana,
+        paymentProof: late.header,
+        expectedAmount: 0.01,
+      });
       assert.equal(recovered.statusCode, 200, recovered.body);
       assert.deepEqual(
         [recovered.json().signature, recovered.json().sender],
@@ -870,125 +900,71 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       );
     } finally {
       facilitator.close();
-      await sellerGateway.close();
+      await gateway.close();
     }
   });
 
   it('facilitatorUrl: an answer of a facilitator that could not be reached is not kept under the Idempotency-Key; the retry asks again and is paid', async () => {
-    // Down for its first request, then up.
+    // Down for its first call, then up.
     let down = true;
-    const facilitator = createServer(async (req, res) => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      if (down) {
-        down = false;
-        res.writeHead(502).end('bad gateway');
-        return;
-      }
-      const answer = await fetch(`${gatewayUrl}/facilitator${req.url}`, {
-        method: req.method ?? 'GET',
-        headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' },
-        ...(req.method === 'POST' ? { body: Buffer.concat(chunks) } : {}),
-      });
-      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text());
+    const facilitator = await facilitatorInFront(() => {
+      if (!down) return 'pass';
+      down = false;
+      return 'fail';
     });
-    await new Promise<void>((resolve) => facilitator.listen(0, '127.0.0.1', resolve));
-    const sellerGateway = await startTestGateway({
-      networks: new NetworkRegistry([chain.adapter, evm.adapter]),
-      allowPrivateOutboundUrls: true,
-    });
-    await sellerGateway.services.facilitator.start();
+    const { receive, gateway } = await sellerGatewayWatching([{ chain: 'solana', address: seller.solana }]);
     try {
-      const owner = await sellerGateway.newCaller('standard');
-      const watched = await sellerGateway.app.inject({
-        method: 'POST',
-        url: '/wallets',
-        headers: { authorization: `Bearer ${owner.key}` },
-        payload: { chain: 'solana', address: seller.solana, watchOnly: true },
-      });
-      assert.equal(watched.statusCode, 200, watched.body);
       const { header } = await svmPayment(seller.solana, await feePayerOf(seller.key));
-      const receive = () =>
-        sellerGateway.app.inject({
-          method: 'POST',
-          url: '/payment/receive',
-          headers: { authorization: `Bearer ${owner.key}`, 'idempotency-key': 'facilitator-down-1' },
-          payload: {
-            walletAddress: seller.solana,
-            paymentProof: header,
-            expectedAmount: 0.01,
-            facilitatorUrl: `http://127.0.0.1:${(facilitator.address() as AddressInfo).port}`,
-            facilitatorAuthorization: `Bearer ${seller.key}`,
-            timeout: 20,
-          },
-        });
-      const first = await receive();
+      const once = () =>
+        receive(
+          facilitator.url,
+          { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.01 },
+          { 'idempotency-key': 'facilitator-down-1' },
+        );
+      const first = await once();
       assert.equal(first.statusCode, 422, first.body);
       assert.equal(first.json().error.details.paymentProof, 'facilitator_error');
-      const retried = await receive();
+      const retried = await once();
       assert.equal(retried.statusCode, 200, retried.body);
       assert.equal(retried.headers['idempotent-replayed'], undefined);
-      const again = await receive();
+      const again = await once();
       assert.equal(again.statusCode, 200, again.body);
       assert.equal(again.headers['idempotent-replayed'], 'true');
       assert.equal(again.json().paymentId, retried.json().paymentId);
     } finally {
       facilitator.close();
-      await sellerGateway.close();
+      await gateway.close();
     }
   });
 
   it('facilitatorUrl, EVM: an authorization whose nonce the buyer spent first on another authorization (to itself) is not taken for the payment', async () => {
-    const sellerGateway = await startTestGateway({
-      networks: new NetworkRegistry([chain.adapter, evm.adapter]),
-      allowPrivateOutboundUrls: true,
-    });
-    await sellerGateway.services.facilitator.start();
+    const { asOwner, receive, gateway } = await sellerGatewayWatching([
+      { chain: 'evm', address: seller.evm },
+    ]);
     try {
-      const owner = await sellerGateway.newCaller('standard');
-      const watched = await sellerGateway.app.inject({
-        method: 'POST',
-        url: '/wallets',
-        headers: { authorization: `Bearer ${owner.key}` },
-        payload: { chain: 'evm', address: seller.evm, watchOnly: true },
-      });
-      assert.equal(watched.statusCode, 200, watched.body);
       const buyer = privateKeyToAccount(generatePrivateKey());
       await api(seller.key, 'POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
       const payload = await evmPayload(
         buyer,
         evmExactRequirements(evm, { amount: '20000', payTo: seller.evm }),
       );
-      const { authorization: a } = payload.payload as unknown as EvmPayload;
       // The same nonce signed again, for 1 atomic unit to the buyer itself, and used first: the nonce
       // is spent (AuthorizationUsed) though the seller was never paid.
       const submitter = privateKeyToAccount(generatePrivateKey());
       await api(seller.key, 'POST', '/faucet', { address: submitter.address, amount: 1 });
-      await spendNonceOnAnotherAuthorization(evm, buyer, a, submitter);
+      const { authorization } = payload.payload as unknown as EvmPayload;
+      await spendNonceOnAnotherAuthorization(evm, buyer, authorization, submitter);
 
-      const res = await sellerGateway.app.inject({
-        method: 'POST',
-        url: '/payment/receive',
-        headers: { authorization: `Bearer ${owner.key}` },
-        payload: {
-          walletAddress: seller.evm,
-          paymentProof: encodePaymentSignatureHeader(payload),
-          expectedAmount: 0.02,
-          facilitatorUrl: `${gatewayUrl}/facilitator`,
-          facilitatorAuthorization: `Bearer ${seller.key}`,
-          timeout: 20,
-        },
+      const res = await receive(`${gatewayUrl}/facilitator`, {
+        walletAddress: seller.evm,
+        paymentProof: encodePaymentSignatureHeader(payload),
+        expectedAmount: 0.02,
       });
       assert.equal(res.statusCode, 422, res.body);
       assert.equal(res.json().error.code, 'PAYMENT_VERIFICATION_FAILED');
-      const history = await sellerGateway.app.inject({
-        method: 'GET',
-        url: `/payment/history/${seller.evm}`,
-        headers: { authorization: `Bearer ${owner.key}` },
-      });
-      assert.equal(history.json().total, 0);
+      assert.equal((await asOwner('GET', `/payment/history/${seller.evm}`)).json().total, 0);
     } finally {
-      await sellerGateway.close();
+      await gateway.close();
     }
   });
 
