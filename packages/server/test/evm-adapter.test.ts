@@ -300,27 +300,30 @@ describe('EVM adapter against the embedded anvil', () => {
     assert.deepEqual(await chain.waitForConfirmation(unknown, height + 100n, 200), { status: 'pending' });
   });
 
-  it('leaves no listener behind on its lifetime after a long wait of many polls (no leak per poll)', async () => {
+  /** Runs `work`, then asserts that Node printed no warning meanwhile (a listener leak warns). */
+  const withoutWarnings = async (work: () => Promise<void>) => {
     const warnings: string[] = [];
     const onWarning = (warning: Error) => warnings.push(warning.name);
     process.on('warning', onWarning);
     try {
-      const height = await chain.getBlockHeight();
-      // 20 ms polls for a second: ~50 sleeps on the one lifetime signal, past Node's warning at 11.
-      const outcome = await chain.waitForConfirmation(`0x${'cd'.repeat(32)}`, height + 1_000n, 1_000);
-      assert.deepEqual(outcome, { status: 'pending' });
+      await work();
       await new Promise((resolve) => setImmediate(resolve));
       assert.deepEqual(warnings, []);
     } finally {
       process.off('warning', onWarning);
     }
-  });
+  };
 
-  it('waits for many transactions at once without a listener warning (50 concurrent sends wait together)', async () => {
-    const warnings: string[] = [];
-    const onWarning = (warning: Error) => warnings.push(warning.name);
-    process.on('warning', onWarning);
-    try {
+  it('leaves no listener behind on its lifetime after a long wait of many polls (no leak per poll)', () =>
+    withoutWarnings(async () => {
+      const height = await chain.getBlockHeight();
+      // 20 ms polls for a second: ~50 sleeps on the one lifetime signal, past Node's warning at 11.
+      const outcome = await chain.waitForConfirmation(`0x${'cd'.repeat(32)}`, height + 1_000n, 1_000);
+      assert.deepEqual(outcome, { status: 'pending' });
+    }));
+
+  it('waits for many transactions at once without a listener warning (50 concurrent sends wait together)', () =>
+    withoutWarnings(async () => {
       const height = await chain.getBlockHeight();
       const outcomes = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
@@ -328,12 +331,7 @@ describe('EVM adapter against the embedded anvil', () => {
         ),
       );
       assert.ok(outcomes.every((o) => o.status === 'pending'));
-      await new Promise((resolve) => setImmediate(resolve));
-      assert.deepEqual(warnings, []);
-    } finally {
-      process.off('warning', onWarning);
-    }
-  });
+    }));
 
   it('reports a transaction that was never sent as expired once its last valid block is past', async () => {
     const prepared = await chain.prepareTransfer({ from: sender.address, to: sender.address, amount: 1n });

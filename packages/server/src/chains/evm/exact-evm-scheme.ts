@@ -4,15 +4,11 @@ import {
   encodeFunctionData,
   getAddress,
   type Hex,
-  hexToBytes,
   isAddress,
   isHex,
   keccak256,
   type PublicClient,
   parseAbi,
-  parseTransaction,
-  serializeTransaction,
-  toHex,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import {
@@ -40,6 +36,8 @@ import {
   permit2SettleCall,
 } from './permit2-payment.ts';
 import {
+  type ContractCall,
+  callOf,
   findLandedAuthorization,
   LOCAL_VALIDITY_BLOCKS,
   sellerAuthorizationTransaction,
@@ -382,7 +380,7 @@ export class ExactEvmScheme implements ExactScheme {
     // It was unused when the transaction was built, at lastValidBlockHeight - LOCAL_VALIDITY_BLOCKS.
     const fromBlock =
       lastValidBlockHeight > LOCAL_VALIDITY_BLOCKS ? lastValidBlockHeight - LOCAL_VALIDITY_BLOCKS : 0n;
-    return this.findCarrier(built, async () => fromBlock);
+    return this.findCarrier(callOf(built), async () => fromBlock);
   }
 
   /**
@@ -393,9 +391,7 @@ export class ExactEvmScheme implements ExactScheme {
    * less a margin for a clock that differs from the chain's.
    */
   async findSettled(signed: Uint8Array, claimedAt: number): Promise<LandedPayment | 'never' | undefined> {
-    const since = BigInt(Math.floor(claimedAt / 1000)) - CLAIM_CLOCK_MARGIN_SECONDS;
-    // Searched for only once the authorization is used: most looks never need it.
-    return this.findCarrier(signed, () => firstBlockSince(this.client, since > 0n ? since : 0n));
+    return this.findCarrier(callOf(signed), () => this.firstBlockSince(claimedAt));
   }
 
   async findPaid(
@@ -403,7 +399,7 @@ export class ExactEvmScheme implements ExactScheme {
     req: ExactRequirements,
     since: number,
   ): Promise<(LandedPayment & { readonly payer: string }) | undefined> {
-    let paid: { readonly payer: Address; readonly to: Address; readonly data: Hex } | undefined;
+    let paid: (ContractCall & { readonly payer: Address }) | undefined;
     if (isPermit2Payload(payload)) {
       const permit = permit2AuthorizationOf(payload);
       paid = permit === undefined ? undefined : { payer: permit.from, ...permit2SettleCall(permit) };
@@ -415,28 +411,28 @@ export class ExactEvmScheme implements ExactScheme {
           : { payer: auth.from, to: getAddress(req.asset), data: transferWithAuthorizationData(auth) };
     }
     if (paid === undefined) return undefined;
-    // findCarrier reads the authorization from a transaction carrying it: an unsigned one, never sent.
-    const carrier = serializeTransaction({
-      type: 'eip1559',
-      chainId: this.chainId,
-      to: paid.to,
-      data: paid.data,
-    });
-    const from = BigInt(Math.floor(since / 1000)) - CLAIM_CLOCK_MARGIN_SECONDS;
-    const found = await this.findCarrier(hexToBytes(carrier), () =>
-      firstBlockSince(this.client, from > 0n ? from : 0n),
-    );
+    const found = await this.findCarrier(paid, () => this.firstBlockSince(since));
     return found === 'never' || found === undefined ? undefined : { ...found, payer: getAddress(paid.payer) };
   }
 
+  /**
+   * The first block stamped at `at` (Unix ms), less a margin for a clock that differs from the chain's:
+   * where a search for a payment made since then starts. Asked only once the authorization is used:
+   * most looks never need it.
+   */
+  private firstBlockSince(at: number): Promise<bigint> {
+    const since = BigInt(Math.floor(at / 1000)) - CLAIM_CLOCK_MARGIN_SECONDS;
+    return firstBlockSince(this.client, since > 0n ? since : 0n);
+  }
+
+  /** The payment the call (an EIP-3009 transfer, or a settle through x402's Permit2 proxy) makes, landed. */
   private findCarrier(
-    tx: Uint8Array,
+    call: ContractCall,
     fromBlock: () => Promise<bigint>,
   ): Promise<LandedPayment | 'never' | undefined> {
-    const { to } = parseTransaction(toHex(tx));
-    return to != null && getAddress(to) === EXACT_PERMIT2_PROXY_ADDRESS
-      ? findLandedPermit2(this.client, tx, fromBlock)
-      : findLandedAuthorization(this.client, tx, fromBlock);
+    return call.to != null && getAddress(call.to) === EXACT_PERMIT2_PROXY_ADDRESS
+      ? findLandedPermit2(this.client, call, fromBlock)
+      : findLandedAuthorization(this.client, call, fromBlock);
   }
 
   /**

@@ -21,6 +21,18 @@ const EIP3009_ABI = parseAbi([
   'event Transfer(address indexed from, address indexed to, uint256 value)',
 ]);
 
+/** The call a transaction makes (a built one's, read back from its bytes, or one made from a payload). */
+export interface ContractCall {
+  readonly to: string | null | undefined;
+  readonly data: Hex | undefined;
+}
+
+/** The call the transaction `wire` (serialized) makes. */
+export function callOf(wire: Uint8Array): ContractCall {
+  const { to, data } = parseTransaction(toHex(wire));
+  return { to, data };
+}
+
 /** As for local-mode sends: gate402's deadline for a transaction built now, in blocks. */
 export const LOCAL_VALIDITY_BLOCKS = 150n;
 
@@ -87,12 +99,11 @@ export async function sellerAuthorizationTransaction(
  */
 export async function findLandedAuthorization(
   client: PublicClient,
-  built: Uint8Array,
+  call: ContractCall,
   fromBlock: () => Promise<bigint>,
 ): Promise<LandedPayment | 'never' | undefined> {
-  const tx = parseTransaction(toHex(built));
-  if (tx.to == null || tx.data === undefined) return 'never';
-  const { args } = decodeFunctionData({ abi: EIP3009_ABI, data: tx.data });
+  if (call.to == null || call.data === undefined) return 'never';
+  const { args } = decodeFunctionData({ abi: EIP3009_ABI, data: call.data });
   const [authorizer, recipient, value, , validBefore, nonce] = args as readonly [
     Address,
     Address,
@@ -102,7 +113,7 @@ export async function findLandedAuthorization(
     Hex,
     Hex,
   ];
-  const token = getAddress(tx.to);
+  const token = getAddress(call.to);
   try {
     const used = () =>
       client.readContract({

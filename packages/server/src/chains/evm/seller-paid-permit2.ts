@@ -1,17 +1,10 @@
-import {
-  getAddress,
-  type Hash,
-  isAddressEqual,
-  type PublicClient,
-  parseAbi,
-  parseTransaction,
-  toHex,
-} from 'viem';
+import { getAddress, type Hash, isAddressEqual, type PublicClient, parseAbi } from 'viem';
 import type { LandedPayment } from '../exact-scheme.ts';
 import { toChainError } from './evm-errors.ts';
 import { paidThroughWrapper } from './paid-through-wrapper.ts';
 import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from './permit2-addresses.ts';
 import { type SettledPermit, samePermit, settleCallsIn, settledPermitOf } from './permit2-settle-calldata.ts';
+import type { ContractCall } from './seller-paid-authorization.ts';
 
 const READS_ABI = parseAbi([
   'function nonceBitmap(address owner, uint256 wordPosition) view returns (uint256)',
@@ -44,11 +37,10 @@ const READS_ABI = parseAbi([
  */
 export async function findLandedPermit2(
   client: PublicClient,
-  built: Uint8Array,
+  call: ContractCall,
   fromBlock: () => Promise<bigint>,
 ): Promise<LandedPayment | 'never' | undefined> {
-  const tx = parseTransaction(toHex(built));
-  const permit = settledPermitOf(tx.to, tx.data);
+  const permit = settledPermitOf(call.to, call.data);
   if (permit === undefined) return 'never';
   try {
     const spent = async () => {

@@ -97,14 +97,7 @@ export class KyselyEventRepository implements EventRepository {
       .orderBy('seq', 'asc')
       .limit(limit)
       .execute();
-    return rows.map((row) => ({
-      seq: Number(row.seq),
-      id: row.id,
-      accountId: row.account_id,
-      type: row.type,
-      paymentId: row.payment_id,
-      createdAt: Number(row.created_at),
-    }));
+    return rows.map(toHeader);
   }
 
   async seqOf(accountId: string, id: string): Promise<number | undefined> {
@@ -151,16 +144,19 @@ export class KyselyEventRepository implements EventRepository {
   }
 }
 
-function toEvent(row: Selectable<EventsTable>): EventRecord {
+function toHeader(row: Omit<Selectable<EventsTable>, 'data'>): EventHeader {
   return {
     seq: Number(row.seq),
     id: row.id,
     accountId: row.account_id,
     type: row.type,
     paymentId: row.payment_id,
-    data: JSON.parse(row.data) as Record<string, unknown>,
     createdAt: Number(row.created_at),
   };
+}
+
+function toEvent(row: Selectable<EventsTable>): EventRecord {
+  return { ...toHeader(row), data: JSON.parse(row.data) as Record<string, unknown> };
 }
 
 function isPostgres(db: Kysely<Database>): boolean {

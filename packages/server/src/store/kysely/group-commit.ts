@@ -20,9 +20,9 @@ const MAX_BATCH = 64;
  * Each unit keeps its own all-or-nothing: a unit that throws is rolled back to its savepoint and its
  * caller gets the error, while the others commit. No caller hears of success before the COMMIT is on
  * disk (the transaction's promise waits for the flush), so "committed" still means durable. If the
- * COMMIT itself fails, every unit of the batch fails with it (none was announced). Units run one after another on the one connection, as they
- * would have anyway; a unit sees the writes of the units before it in its batch, which are committed
- * with it or not at all. A unit must wait on storage only (Store.transaction's rule): one that awaited
+ * COMMIT itself fails, every unit of the batch fails with it (none was announced). Units run one after
+ * another on the one connection, as they would have anyway; a unit sees the writes of the units before
+ * it in its batch, which are committed with it or not at all. A unit must wait on storage only (Store.transaction's rule): one that awaited
  * an RPC call would hold the batch, and SQLite's write lock, until the answer came.
  */
 export class GroupCommit {
