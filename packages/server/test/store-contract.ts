@@ -681,6 +681,86 @@ export function describePaymentStoreContract(
       assert.deepEqual([open?.claimedBy, open?.resource], [null, null]);
     });
 
+    it('keeps the account that asked for a settlement and the fee charged for it, and corrects the fee by compare-and-set', async () => {
+      const base = {
+        network: 'eip155:fees',
+        payer: 'BUYER',
+        payTo: 'SELLER',
+        asset: 'TOKEN',
+        amount: 1n,
+        signedTransaction: 'AQID',
+        lastValidBlockHeight: null,
+        status: 'claimed' as const,
+        error: null,
+        paymentId: null,
+        createdAt: 1,
+        updatedAt: 1,
+      };
+      // A wei fee beyond 2^64: amounts are never squeezed into a 64-bit column.
+      const reserved = { day: '2026-11-28', amount: 18_446_744_073_709_551_617n };
+      assert.equal(
+        await store.settlements.claim({
+          ...base,
+          key: 'fees:1',
+          transactionId: 'TX-F1',
+          accountId: 'acct_seller',
+          sponsoredFee: reserved,
+        }),
+        true,
+      );
+      assert.equal(await store.settlements.claim({ ...base, key: 'fees:2', transactionId: 'TX-F2' }), true);
+      const open = await store.settlements.get('fees:1');
+      assert.deepEqual([open?.accountId, open?.sponsoredFee], ['acct_seller', reserved]);
+      const legacy = await store.settlements.get('fees:2');
+      assert.deepEqual([legacy?.accountId, legacy?.sponsoredFee], [null, null]);
+      const settled = await store.settlements.transition(
+        'fees:1',
+        ['claimed', 'submitted'],
+        'settled',
+        { sponsoredFee: 76_000n },
+        2,
+      );
+      assert.deepEqual(settled?.sponsoredFee, { day: '2026-11-28', amount: 76_000n });
+      assert.equal(settled?.accountId, 'acct_seller');
+    });
+
+    it('reserves sponsored fees within a daily limit, atomically under a burst, and gives them back', async () => {
+      const day = '2026-11-28';
+      const account = `acct_fees_${Date.now()}`;
+      // 25 reservations of 10 at once against a limit of 95: exactly 9 fit, whatever the interleaving.
+      const results = await Promise.all(
+        Array.from({ length: 25 }, () =>
+          store.transaction((tx) => tx.sponsoredFees.reserve(account, 'solana:burst', day, 10n, 95n, 1)),
+        ),
+      );
+      const granted = results.filter((r) => r !== undefined);
+      assert.equal(granted.length, 9);
+      assert.deepEqual(
+        granted.map(Number).sort((a, b) => a - b),
+        [10, 20, 30, 40, 50, 60, 70, 80, 90],
+      );
+      assert.equal(await store.sponsoredFees.spent(account, 'solana:burst', day), 90n);
+      // Another network and another day have budgets of their own.
+      assert.equal(await store.sponsoredFees.spent(account, 'eip155:burst', day), 0n);
+      assert.equal(await store.sponsoredFees.reserve(account, 'solana:burst', '2026-11-29', 95n, 95n, 1), 95n);
+      // A reservation that would exceed the limit changes nothing; a correction gives back, never below 0.
+      assert.equal(await store.sponsoredFees.reserve(account, 'solana:burst', day, 6n, 95n, 2), undefined);
+      assert.equal(await store.sponsoredFees.spent(account, 'solana:burst', day), 90n);
+      await store.sponsoredFees.adjust(account, 'solana:burst', day, -35n, 3);
+      assert.equal(await store.sponsoredFees.spent(account, 'solana:burst', day), 55n);
+      await store.sponsoredFees.adjust(account, 'solana:burst', day, -100n, 4);
+      assert.equal(await store.sponsoredFees.spent(account, 'solana:burst', day), 0n);
+      // A rolled-back claim takes its reservation with it.
+      await assert.rejects(
+        store.transaction(async (tx) => {
+          await tx.sponsoredFees.reserve(account, 'solana:burst', day, 40n, 95n, 5);
+          throw new Error('claim lost');
+        }),
+        /claim lost/,
+      );
+      assert.equal(await store.sponsoredFees.spent(account, 'solana:burst', day), 0n);
+    });
+
     it('lists open settlements unchanged since a time, least recently changed first', async () => {
       const base = {
         network: 'solana:open',

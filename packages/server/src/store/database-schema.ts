@@ -18,6 +18,7 @@ export interface Database {
   facilitator_signers: FacilitatorSignersTable;
   x402_settlements: X402SettlementsTable;
   x402_receipts: X402ReceiptsTable;
+  x402_sponsored_fees: X402SponsoredFeesTable;
   dashboard_users: DashboardUsersTable;
   dashboard_sessions: DashboardSessionsTable;
 }
@@ -68,6 +69,18 @@ export interface X402SettlementsTable {
   claimed_by_account_id: string | null;
   claimed_by_idempotency_key: string | null;
   resource: string | null;
+  account_id: string | null;
+  sponsored_fee: string | null;
+  fee_day: string | null;
+}
+
+/** Network fees sponsored per account, network and UTC day (see SponsoredFeeRepository). */
+export interface X402SponsoredFeesTable {
+  account_id: string;
+  network: string;
+  day: string;
+  amount: string;
+  updated_at: number;
 }
 
 /** The next nonce of each EVM sender per network (see NonceRepository). */

@@ -55,6 +55,7 @@ export interface Repositories {
   readonly jobLeases: JobLeaseRepository;
   readonly facilitatorSigners: FacilitatorSignerRepository;
   readonly settlements: SettlementRepository;
+  readonly sponsoredFees: SponsoredFeeRepository;
   readonly x402Receipts: X402ReceiptRepository;
   readonly dashboardUsers: DashboardUserRepository;
   readonly dashboardSessions: DashboardSessionRepository;
@@ -583,6 +584,49 @@ export interface SettlementRecord {
   readonly claimedBy?: SettlementClaimant | null;
   /** What the payment was for (see X402Payment.resource), carried by the seller's payment. */
   readonly resource?: string | null;
+  /**
+   * The account whose API key asked to settle it, stored with the claim: its payment is recorded for
+   * this account, and for nobody else, whoever moves the row (a retry, the finisher after a crash).
+   * Null: claimed before accounts were kept (see FacilitatorService.recorderOf).
+   */
+  readonly accountId?: string | null;
+  /**
+   * The network fee charged to `accountId`'s daily budget for it (see SponsoredFeeRepository): the
+   * worst case while open, the fee actually paid once landed, 0 once it can never land. Null: none kept.
+   */
+  readonly sponsoredFee?: SponsoredFee | null;
+}
+
+/** A fee charged to an account's budget of one UTC day, in atomic units of the network's native currency. */
+export interface SponsoredFee {
+  /** `YYYY-MM-DD`, UTC: the day whose budget it was charged to (a correction goes to the same day). */
+  readonly day: string;
+  readonly amount: bigint;
+}
+
+/**
+ * Per account, network and UTC day: the network fees the facilitator's fee payer paid (or holds
+ * reserved) for that account's settlements. Amounts are atomic units of the native currency.
+ */
+export interface SponsoredFeeRepository {
+  /**
+   * Adds `amount` to the day's total if the total stays at most `limit`, atomically with respect to
+   * every other reservation (call it inside the transaction that claims the settlement, so a rolled-back
+   * claim takes its reservation with it). Returns the new total, or undefined when it would exceed
+   * `limit` (nothing changed).
+   */
+  reserve(
+    accountId: string,
+    network: string,
+    day: string,
+    amount: bigint,
+    limit: bigint,
+    at: number,
+  ): Promise<bigint | undefined>;
+  /** Adds `delta` (negative: gives back) to the day's total, never below 0. */
+  adjust(accountId: string, network: string, day: string, delta: bigint, at: number): Promise<void>;
+  /** The day's total; 0 when nothing was charged. */
+  spent(accountId: string, network: string, day: string): Promise<bigint>;
 }
 
 /** A request's account and its Idempotency-Key. */
@@ -610,6 +654,8 @@ export interface SettlementRepository {
       readonly paymentId?: string | null;
       /** The transaction that carried the payment, when another than its own did (EVM). */
       readonly transactionId?: string;
+      /** The fee now charged for it (same day as before); see SettlementRecord.sponsoredFee. */
+      readonly sponsoredFee?: bigint;
     },
     at: number,
   ): Promise<SettlementRecord | undefined>;

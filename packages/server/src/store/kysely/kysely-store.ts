@@ -14,6 +14,7 @@ import { KyselyNonceRepository } from './nonce-repository.ts';
 import { KyselyPaymentRepository } from './payment-repository.ts';
 import { KyselyProofRepository } from './proof-repository.ts';
 import { KyselySettlementRepository } from './settlement-repository.ts';
+import { KyselySponsoredFeeRepository } from './sponsored-fee-repository.ts';
 import { KyselyWalletRepository } from './wallet-repository.ts';
 import { KyselyWebhookDeliveryRepository } from './webhook-delivery-repository.ts';
 import { KyselyWebhookRepository } from './webhook-repository.ts';
@@ -35,6 +36,7 @@ export class KyselyStore implements Store {
   private readonly eventListeners = new Set<(events: readonly EventRecord[]) => void>();
   readonly facilitatorSigners;
   readonly settlements;
+  readonly sponsoredFees;
   readonly x402Receipts;
   readonly dashboardUsers;
   readonly dashboardSessions;
@@ -75,6 +77,7 @@ export class KyselyStore implements Store {
     this.jobLeases = repositories.jobLeases;
     this.facilitatorSigners = repositories.facilitatorSigners;
     this.settlements = repositories.settlements;
+    this.sponsoredFees = repositories.sponsoredFees;
     this.x402Receipts = repositories.x402Receipts;
     this.dashboardUsers = repositories.dashboardUsers;
     this.dashboardSessions = repositories.dashboardSessions;
@@ -130,6 +133,7 @@ function repositoriesOn(db: Kysely<Database>, eventAppended: (event: EventRecord
     jobLeases: new KyselyJobLeaseRepository(db),
     facilitatorSigners: new KyselyFacilitatorSignerRepository(db),
     settlements: new KyselySettlementRepository(db),
+    sponsoredFees: new KyselySponsoredFeeRepository(db),
     x402Receipts: new KyselyX402ReceiptRepository(db),
     dashboardUsers: new KyselyDashboardUserRepository(db),
     dashboardSessions: new KyselyDashboardSessionRepository(db),

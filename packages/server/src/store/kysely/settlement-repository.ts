@@ -27,6 +27,9 @@ export class KyselySettlementRepository implements SettlementRepository {
         claimed_by_account_id: s.claimedBy?.accountId ?? null,
         claimed_by_idempotency_key: s.claimedBy?.idempotencyKey ?? null,
         resource: s.resource ?? null,
+        account_id: s.accountId ?? null,
+        sponsored_fee: s.sponsoredFee == null ? null : s.sponsoredFee.amount.toString(),
+        fee_day: s.sponsoredFee == null ? null : s.sponsoredFee.day,
       })
       .onConflict((oc) => oc.column('settlement_key').doNothing())
       .executeTakeFirst();
@@ -62,6 +65,7 @@ export class KyselySettlementRepository implements SettlementRepository {
       readonly error?: string | null;
       readonly paymentId?: string | null;
       readonly transactionId?: string;
+      readonly sponsoredFee?: bigint;
     },
     at: number,
   ): Promise<SettlementRecord | undefined> {
@@ -73,6 +77,7 @@ export class KyselySettlementRepository implements SettlementRepository {
         ...(changes.error === undefined ? {} : { error: changes.error }),
         ...(changes.paymentId === undefined ? {} : { payment_id: changes.paymentId }),
         ...(changes.transactionId === undefined ? {} : { transaction_id: changes.transactionId }),
+        ...(changes.sponsoredFee === undefined ? {} : { sponsored_fee: changes.sponsoredFee.toString() }),
       })
       .where('settlement_key', '=', key)
       .where('status', 'in', [...from])
@@ -103,5 +108,10 @@ function toSettlement(row: Selectable<X402SettlementsTable>): SettlementRecord {
         ? null
         : { accountId: row.claimed_by_account_id, idempotencyKey: row.claimed_by_idempotency_key },
     resource: row.resource,
+    accountId: row.account_id,
+    sponsoredFee:
+      row.sponsored_fee === null || row.fee_day === null
+        ? null
+        : { day: row.fee_day, amount: BigInt(row.sponsored_fee) },
   };
 }
