@@ -16,9 +16,9 @@ COPY packages/localnet/package.json packages/localnet/
 COPY packages/client/package.json packages/client/
 COPY packages/dashboard/package.json packages/dashboard/
 # --ignore-scripts here: the dashboard's build needs its sources, so scripts run after the COPY below.
-RUN npm install --no-audit --no-fund --ignore-scripts
+RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY . .
-# What `npm install` runs after fetching: native builds (better-sqlite3, anvil) and the dashboard build.
+# What an install runs after fetching: native builds (better-sqlite3, anvil) and the dashboard build.
 RUN npm rebuild --no-audit --no-fund \
  && npm run build -w packages/dashboard \
  && npm prune --omit=dev --no-audit --no-fund

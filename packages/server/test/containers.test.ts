@@ -53,9 +53,9 @@ describe('Dockerfile', () => {
     assert.match(runtime.find((i) => i.name === 'HEALTHCHECK')?.args ?? '', /\/healthz/);
   });
 
-  it('installs with npm install from the lock and starts what npm start starts', () => {
+  it('installs with npm ci from the lock and starts what npm start starts', () => {
     const runs = all.filter((i) => i.name === 'RUN').map((i) => i.args);
-    assert.ok(runs.some((r) => /npm install\b/.test(r)));
+    assert.ok(runs.some((r) => /npm ci\b/.test(r)));
     const start = JSON.parse(readFileSync(new URL('package.json', root), 'utf8')).scripts.start as string;
     assert.equal(start, 'gate402 serve');
     const cmd = JSON.parse(runtime.find((i) => i.name === 'CMD')?.args ?? '[]') as string[];
