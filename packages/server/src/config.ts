@@ -2,6 +2,8 @@ import { resolve } from 'node:path';
 import { isNetworkId, type NetworkId } from './domain/network.ts';
 import { isPlan, PLANS } from './domain/plan.ts';
 import { DEFAULT_PLAN_ACCESS, type Feature, isFeature, type PlanAccess } from './domain/plan-access.ts';
+import { DEFAULT_FEE_BUDGET, DEFAULT_MIN_SETTLE_AMOUNT } from './domain/sponsored-fees.ts';
+import { STORAGE_LIMIT_DEFAULTS } from './store/storage-limits.ts';
 
 /**
  * The gateway's configuration: the only reader of process.env.
@@ -46,6 +48,27 @@ export const SETTINGS = {
     description: 'PostgreSQL connection URL. Unset: a SQLite file in DATA_DIR.',
     fallback: () => undefined,
     parse: urlWithProtocol(['postgres:', 'postgresql:']),
+  }),
+  databaseConnectTimeoutMs: setting({
+    env: 'DATABASE_CONNECT_TIMEOUT_MS',
+    description:
+      'PostgreSQL: time limit of opening a connection, and of waiting for a free one when the pool is busy; past it the request answers 503 SERVICE_UNAVAILABLE.',
+    fallback: () => STORAGE_LIMIT_DEFAULTS.connectTimeoutMs,
+    parse: integerIn(100, 120_000),
+  }),
+  databaseStatementTimeoutMs: setting({
+    env: 'DATABASE_STATEMENT_TIMEOUT_MS',
+    description:
+      'PostgreSQL: time limit of one statement (the server cancels it; a connection silent 1 s longer is replaced); the request answers 503 SERVICE_UNAVAILABLE. Migrations have none.',
+    fallback: () => STORAGE_LIMIT_DEFAULTS.statementTimeoutMs,
+    parse: integerIn(100, 600_000),
+  }),
+  sqliteBusyTimeoutMs: setting({
+    env: 'SQLITE_BUSY_TIMEOUT_MS',
+    description:
+      "SQLite: how long a write waits for another process's lock on the same file (an instance, the CLI) before the request answers 503 SERVICE_UNAVAILABLE.",
+    fallback: () => STORAGE_LIMIT_DEFAULTS.sqliteBusyTimeoutMs,
+    parse: integerIn(0, 600_000),
   }),
   redisUrl: setting<string | undefined>({
     env: 'REDIS_URL',
@@ -185,6 +208,31 @@ export const SETTINGS = {
     fallback: () => true,
     parse: boolean,
   }),
+  x402ExtraAssets: setting<readonly X402ExtraAsset[]>({
+    env: 'X402_EXTRA_ASSETS',
+    description:
+      'JSON object: CAIP-2 id → {symbol: mint or contract address}, tokens beyond the network\'s own known ones (its USDC) that the built-in x402 facilitator settles and sellers may name in `asset` (by symbol or address), e.g. {"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp":{"PYUSD":"2b1kV6DkPAnxd5ixfnxCpjxmKwqjjaYmCZfHsFu24GXo"}}. Listed by GET /networks with the decimals the chain states (a start fails on an address that is no token there). Its fee payer settles no other mint or contract. Unset: only the known tokens.',
+    fallback: () => [],
+    parse: parseExtraAssets,
+  }),
+  x402FeeBudget: setting<Readonly<Record<string, string>>>({
+    env: 'X402_FEE_BUDGET',
+    description:
+      'JSON object: network fees the built-in x402 facilitator pays per account and UTC day, in whole units of the native currency, by family (`solana`, `evm`) or CAIP-2 id (an id overrides its family), e.g. {"solana":"0.011","eip155:8453":"0.01"}. Families not named keep their default: solana 0.011 (1,000 stock @x402/svm settlements of 10,001 lamports, +10 %), evm 0.2 (1,000 settlements of ~100,000 gas at 2 gwei). "0" sponsors nothing there. Over it: 429 FEE_BUDGET_EXCEEDED.',
+    fallback: () => DEFAULT_FEE_BUDGET,
+    parse: (raw) => ({
+      ...DEFAULT_FEE_BUDGET,
+      ...parseDecimalTable(raw, 'family or CAIP-2 id', isFeeBudgetKey),
+    }),
+  }),
+  x402MinSettleAmount: setting<Readonly<Record<string, string>>>({
+    env: 'X402_MIN_SETTLE_AMOUNT',
+    description:
+      'JSON object: the smallest payment the built-in x402 facilitator settles (its fee payer paying the network fee), in whole units of the asset, by token symbol as GET /networks lists it or by mint / contract address, e.g. {"USDC":"0.001"}. Replaces the default {"USDC":"0.001"}; assets not named: at least 1 atomic unit. Below it: refused `amount_below_minimum` before anything is signed.',
+    fallback: () => DEFAULT_MIN_SETTLE_AMOUNT,
+    parse: (raw) =>
+      parseDecimalTable(raw, 'token symbol or address', (key) => key.length > 0 && key.length <= 100),
+  }),
   allowPrivateOutboundUrls: setting({
     env: 'ALLOW_PRIVATE_OUTBOUND_URLS',
     description:
@@ -270,6 +318,13 @@ export const SETTINGS = {
 } as const;
 
 export type Config = { -readonly [K in keyof typeof SETTINGS]: ReturnType<(typeof SETTINGS)[K]['parse']> };
+
+/** A token the operator lists for a network (X402_EXTRA_ASSETS); its decimals are read from the chain. */
+export interface X402ExtraAsset {
+  readonly network: NetworkId;
+  readonly symbol: string;
+  readonly address: string;
+}
 
 /** One configured EVM network: its CAIP-2 id and its JSON-RPC endpoints, in order of preference. */
 export interface EvmRpcUrl {
@@ -389,6 +444,36 @@ function checkedUrls(parts: readonly string[], protocols: readonly string[], own
   });
 }
 
+/** X402_EXTRA_ASSETS: {network: {symbol: address}}; the address must be of the network's family. */
+function parseExtraAssets(raw: string): X402ExtraAsset[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error('must be a JSON object such as {"solana:…":{"PYUSD":"<mint>"}}');
+  }
+  const isObject = (v: unknown): v is Record<string, unknown> =>
+    typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!isObject(parsed)) throw new Error('must be a JSON object of CAIP-2 id → {symbol: address}');
+  return Object.entries(parsed).flatMap(([network, tokens]) => {
+    if (!isNetworkId(network)) throw new Error(`"${network}" is not a CAIP-2 id such as eip155:8453`);
+    if (!isObject(tokens)) throw new Error(`the tokens of ${network} must be an object of symbol → address`);
+    return Object.entries(tokens).map(([symbol, address]) => {
+      if (!/^[A-Za-z0-9.$_-]{1,16}$/.test(symbol)) {
+        throw new Error(`"${symbol}" of ${network} is not a token symbol (1 to 16 letters, digits, . $ _ -)`);
+      }
+      const evm = network.startsWith('eip155:');
+      const shape = evm ? /^0x[0-9a-fA-F]{40}$/ : /^[1-9A-HJ-NP-Za-km-z]{32,44}$/;
+      if (typeof address !== 'string' || !shape.test(address)) {
+        throw new Error(
+          `${symbol} of ${network} must be ${evm ? 'a contract (0x…)' : 'a mint (base58)'} address`,
+        );
+      }
+      return { network, symbol, address };
+    });
+  });
+}
+
 /** Keeps the order written: the first network is the family's default. Never echoes a URL. */
 function parseEvmRpcUrls(raw: string): EvmRpcUrl[] {
   let parsed: unknown;
@@ -413,6 +498,37 @@ function parseEvmRpcUrls(raw: string): EvmRpcUrl[] {
     const parts = (list as string[]).flatMap((url) => url.split(','));
     return { id, rpcUrls: checkedUrls(parts, ['http:', 'https:'], ` of ${id}`) };
   });
+}
+
+function isFeeBudgetKey(key: string): boolean {
+  return key === 'solana' || key === 'evm' || isNetworkId(key);
+}
+
+/** A JSON object of key → non-negative decimal amount (text or number), e.g. {"solana":"0.011"}. */
+function parseDecimalTable(
+  raw: string,
+  keyName: string,
+  isKey: (key: string) => boolean,
+): Readonly<Record<string, string>> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error(`must be a JSON object of ${keyName} → amount, such as {"solana":"0.011"}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new Error(`must be a JSON object of ${keyName} → amount`);
+  }
+  const table: Record<string, string> = {};
+  for (const [key, value] of Object.entries(parsed)) {
+    if (!isKey(key)) throw new Error(`"${key}" is not a ${keyName}`);
+    const text = typeof value === 'number' && Number.isFinite(value) ? String(value) : value;
+    if (typeof text !== 'string' || !/^\d{1,30}(\.\d{1,18})?$/.test(text)) {
+      throw new Error(`the amount of "${key}" must be a non-negative decimal such as "0.011"`);
+    }
+    table[key] = text;
+  }
+  return table;
 }
 
 function parsePlanAccess(raw: string): PlanAccess {

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { type DestinationStream, type Logger, pino } from 'pino';
 import { buildApp } from './app.ts';
 import { connectEvm } from './chains/evm/connect-evm.ts';
+import { listedTokens } from './chains/extra-tokens.ts';
 import { NetworkRegistry } from './chains/network-registry.ts';
 import { connectSolana } from './chains/solana/connect-solana.ts';
 import type { Config } from './config.ts';
@@ -81,7 +82,10 @@ export async function startServer(
   // unreadable key stops the start before storage is migrated or any chain is started.
   const masterKey = loadMasterKey(config, (message) => logger.warn(message));
   const location = storageLocation(config);
-  const { store, migrated } = await openStore(location);
+  // Storage trouble the pool recovers from by itself (a connection terminated, replaced on next use).
+  const { store, migrated } = await openStore(location, {
+    onProblem: (message, error) => logger.warn({ err: error }, message),
+  });
   logger.info(
     { storage: location.kind === 'sqlite' ? location.file : 'postgresql', migrated },
     migrated.length > 0 ? 'storage migrated' : 'storage ready',
@@ -104,7 +108,8 @@ export async function startServer(
     if (evm.status === 'fulfilled') closers.unshift(() => evm.value.close());
     if (solana.status === 'rejected') throw solana.reason;
     if (evm.status === 'rejected') throw evm.reason;
-    const networks = new NetworkRegistry([solana.value.adapter, ...evm.value.adapters]);
+    const adapters = [solana.value.adapter, ...evm.value.adapters];
+    const networks = new NetworkRegistry(adapters, await listedTokens(config.x402ExtraAssets, adapters));
     for (const chain of networks.all()) readiness.push({ name: chain.info.id, check: () => chain.ping() });
 
     const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;

@@ -5,20 +5,31 @@ import type pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Database } from './database-schema.ts';
 import { DurableSqliteDialect } from './kysely/durable-sqlite-dialect.ts';
+import { guardedPool } from './kysely/guarded-pg-pool.ts';
 import { KyselyStore } from './kysely/kysely-store.ts';
 import { migrateToLatest } from './migrate.ts';
 import { withSqliteMigrationLock } from './sqlite-migration-lock.ts';
+import { STORAGE_LIMIT_DEFAULTS } from './storage-limits.ts';
 import { WalCheckpointer } from './wal-checkpointer.ts';
 import { type SyncFile, WalSync } from './wal-sync.ts';
 
 export type StorageLocation =
-  | { readonly kind: 'sqlite'; readonly file: string }
+  | {
+      readonly kind: 'sqlite';
+      readonly file: string;
+      /** Default STORAGE_LIMIT_DEFAULTS.sqliteBusyTimeoutMs. */
+      readonly busyTimeoutMs?: number;
+    }
   | {
       readonly kind: 'postgres';
       readonly url: string;
       /** A schema other than the connection's default; tests use one schema each. */
       readonly schema?: string;
       readonly poolSize?: number;
+      /** Opening a connection or waiting for a free one; default STORAGE_LIMIT_DEFAULTS. */
+      readonly connectTimeoutMs?: number;
+      /** One statement; 0: no limit (migrations). Default STORAGE_LIMIT_DEFAULTS. */
+      readonly statementTimeoutMs?: number;
     };
 
 export interface OpenedStore {
@@ -31,10 +42,27 @@ export interface OpenedStore {
 export const SQLITE_FILE_NAME = 'gate402.sqlite';
 
 /** Where storage lives: PostgreSQL when DATABASE_URL is set, else a SQLite file in DATA_DIR. */
-export function storageLocation(config: Pick<Config, 'databaseUrl' | 'dataDir'>): StorageLocation {
-  return config.databaseUrl === undefined
-    ? { kind: 'sqlite', file: join(config.dataDir, SQLITE_FILE_NAME) }
-    : { kind: 'postgres', url: config.databaseUrl };
+export function storageLocation(
+  config: Pick<Config, 'databaseUrl' | 'dataDir'> &
+    Partial<Pick<Config, 'databaseConnectTimeoutMs' | 'databaseStatementTimeoutMs' | 'sqliteBusyTimeoutMs'>>,
+): StorageLocation {
+  if (config.databaseUrl === undefined) {
+    return {
+      kind: 'sqlite',
+      file: join(config.dataDir, SQLITE_FILE_NAME),
+      ...(config.sqliteBusyTimeoutMs === undefined ? {} : { busyTimeoutMs: config.sqliteBusyTimeoutMs }),
+    };
+  }
+  return {
+    kind: 'postgres',
+    url: config.databaseUrl,
+    ...(config.databaseConnectTimeoutMs === undefined
+      ? {}
+      : { connectTimeoutMs: config.databaseConnectTimeoutMs }),
+    ...(config.databaseStatementTimeoutMs === undefined
+      ? {}
+      : { statementTimeoutMs: config.databaseStatementTimeoutMs }),
+  };
 }
 
 /** How a SQLite store opens; tests hold or count the log's flushes. */
@@ -45,14 +73,18 @@ export interface SqliteOptions {
   readonly walRestartPages?: number;
 }
 
+/** How an opened store reports storage trouble it recovers from by itself; default a process warning. */
+export type StorageProblem = (message: string, error: Error) => void;
+
 /** Opens storage and migrates it to the newest schema. */
 export async function openStore(
   location: StorageLocation,
-  options: SqliteOptions = {},
+  options: SqliteOptions & { readonly onProblem?: StorageProblem } = {},
 ): Promise<OpenedStore> {
+  const migrated = location.kind === 'postgres' ? await migratePostgres(location) : [];
   const { db, changeToken, durable } = await connect(location, options);
   try {
-    const migrated = await migrate(db, location);
+    if (location.kind === 'sqlite') migrated.push(...(await migrate(db, location)));
     return {
       store: new KyselyStore(db, { groupCommit: location.kind === 'sqlite', changeToken, durable }),
       migrated,
@@ -60,6 +92,19 @@ export async function openStore(
   } catch (error) {
     await db.destroy();
     throw error;
+  }
+}
+
+/**
+ * PostgreSQL migrates on a connection of its own without the statement limit: building an index on a
+ * large table, or waiting for another instance's migration lock, may take longer than any request should.
+ */
+async function migratePostgres(location: StorageLocation & { kind: 'postgres' }): Promise<string[]> {
+  const { db } = await connect({ ...location, poolSize: 1, statementTimeoutMs: 0 });
+  try {
+    return await migrate(db, location);
+  } finally {
+    await db.destroy();
   }
 }
 
@@ -96,7 +141,10 @@ interface Connection {
 }
 
 /** Each driver is loaded only when its database is used: a SQLite install never loads pg, and back. */
-async function connect(location: StorageLocation, options: SqliteOptions = {}): Promise<Connection> {
+async function connect(
+  location: StorageLocation,
+  options: SqliteOptions & { readonly onProblem?: StorageProblem } = {},
+): Promise<Connection> {
   if (location.kind === 'sqlite') {
     const { default: SqliteDatabase } = await import('better-sqlite3');
     if (location.file !== ':memory:') mkdirSync(join(location.file, '..'), { recursive: true });
@@ -112,8 +160,9 @@ async function connect(location: StorageLocation, options: SqliteOptions = {}): 
     // file once it passes 64 KiB — a receive's dozen-odd b-tree pages do. Kept in memory, a savepointed
     // receive costs a third of the database time (measured: ~110 µs → ~35 µs per unit).
     sqlite.pragma('temp_store = MEMORY');
-    // Other instances on the same file wait for the write lock instead of failing at once.
-    sqlite.pragma('busy_timeout = 5000');
+    // Other processes on the same file (an instance, the CLI) wait this long for the write lock instead
+    // of failing at once; past it the write fails as storage unavailable (503, retry).
+    sqlite.pragma(`busy_timeout = ${location.busyTimeoutMs ?? STORAGE_LIMIT_DEFAULTS.sqliteBusyTimeoutMs}`);
     const database = withStatementCache(sqlite);
     const wal = memory ? undefined : new WalSync(`${sqlite.name}-wal`, options.syncFile);
     const durable = wal === undefined ? () => Promise.resolve() : () => wal.durable();
@@ -144,13 +193,29 @@ async function connect(location: StorageLocation, options: SqliteOptions = {}): 
     return { db: new Kysely<Database>({ dialect }), changeToken: database.changeToken, durable };
   }
   const { default: pg } = await import('pg');
+  const statementTimeoutMs = location.statementTimeoutMs ?? STORAGE_LIMIT_DEFAULTS.statementTimeoutMs;
   const pool = new pg.Pool({
     connectionString: location.url,
     max: location.poolSize ?? 10,
+    // pg-pool applies it to both: opening a connection, and waiting for a free one when all are busy.
+    connectionTimeoutMillis: location.connectTimeoutMs ?? STORAGE_LIMIT_DEFAULTS.connectTimeoutMs,
+    // The server cancels a statement past the limit and the connection stays usable (0: none).
+    statement_timeout: statementTimeoutMs,
+    // Idle connections a firewall or NAT silently dropped are found by the kernel, not by a caller.
+    keepAlive: true,
+    // Named in pg_stat_activity unless DATABASE_URL names it (application_name=…).
+    fallback_application_name: 'gate402',
     ...(location.schema === undefined ? {} : { options: `-c search_path=${quoteIdent(location.schema)}` }),
     types: { getTypeParser: pgTypeParser(pg.types) },
   });
-  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }) };
+  const onProblem =
+    options.onProblem ??
+    ((message, error) => process.emitWarning(`${message}: ${error.message}`, 'Gate402StorageWarning'));
+  return {
+    db: new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: guardedPool(pool, { statementTimeoutMs }, onProblem) }),
+    }),
+  };
 }
 
 const STATEMENT_CACHE_SIZE = 256;

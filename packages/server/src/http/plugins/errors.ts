@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ChainError } from '../../chains/chain-error.ts';
 import { GatewayError, invalidParameters, toErrorBody } from '../../domain/gateway-error.ts';
+import { isStorageUnavailable, STORAGE_RETRY_AFTER_SECONDS } from '../../store/storage-unavailable.ts';
 import { validationDetails } from './validation.ts';
 
 /**
@@ -123,6 +124,15 @@ const PART_NAMES: Record<NonNullable<FastifyError['validationContext']>, string>
 };
 
 function toGatewayError(error: FastifyError | GatewayError | ChainError): GatewayError {
+  // Storage down, stalled or locked, wherever it surfaced — also as the cause of an internal error a
+  // service wrapped it in. Nothing was kept, so the caller may retry (a 503 leaves an Idempotency-Key free).
+  if (!(error instanceof GatewayError && error.code !== 'INTERNAL_ERROR') && isStorageUnavailable(error)) {
+    return new GatewayError('SERVICE_UNAVAILABLE', {
+      message: 'Storage is unavailable; retry shortly.',
+      retryAfter: STORAGE_RETRY_AFTER_SECONDS,
+      cause: error,
+    });
+  }
   if (error instanceof GatewayError) return error;
   if (error instanceof ChainError) return fromChainError(error);
   if (error.validation !== undefined) {
