@@ -47,6 +47,30 @@ describe('PeriodicWorker', () => {
     assert.equal((errors[0] as Error).message, 'first pass failed');
   });
 
+  it('backs off after failed passes, up to its ceiling, and returns to the interval after a success', async () => {
+    const waits: number[] = [];
+    const started: number[] = [];
+    let passes = 0;
+    const worker: PeriodicWorker = new PeriodicWorker(
+      async () => {
+        waits.push(worker.nextWaitMs);
+        started.push(performance.now());
+        passes += 1;
+        if (passes <= 3) throw new Error('storage unavailable');
+      },
+      { intervalMs: 10, maxBackoffMs: 40, onError: () => {} },
+    );
+    worker.start();
+    while (passes < 5) await sleep(2);
+    await worker.stop();
+    // The wait before each pass: 10, then 20, 40 and 40 (the ceiling) after one, two, three failures,
+    // then 10 again after the fourth pass succeeded.
+    assert.deepEqual(waits, [10, 20, 40, 40, 10]);
+    const first = started[0] ?? 0;
+    const fifth = started[4] ?? 0;
+    assert.ok(fifth - first >= 105, `passes 1 to 5 took ${fifth - first} ms, the waits add up to 110`);
+  });
+
   it('stop() waits for the pass under way, and no pass starts after it', async () => {
     let started = 0;
     let finished = 0;

@@ -7,6 +7,7 @@ import type { DeliveryAttempt, EventRecord, Store, WebhookDeliveryRecord } from 
 import { nextAttemptAt, retryAfterMs } from '../webhooks/retry-schedule.ts';
 import { ATTEMPT_TIMEOUT_MS, postWebhook } from '../webhooks/webhook-sender.ts';
 import { DISABLED_PENDING_ERROR, type WebhookService } from '../webhooks/webhook-service.ts';
+import { MAX_BACKOFF_MS } from './periodic-worker.ts';
 
 export interface WebhookWorkerOptions {
   readonly store: Store;
@@ -74,6 +75,8 @@ export class WebhookWorker {
   private runAgain = false;
   private stopped = true;
   private unsubscribe: (() => void) | undefined;
+  /** Rounds that failed in a row (storage down): the next waits longer, as PeriodicWorker's passes do. */
+  private failedRounds = 0;
 
   constructor(private readonly options: WebhookWorkerOptions) {}
 
@@ -131,7 +134,10 @@ export class WebhookWorker {
       while ((await this.deliverDue()) === LEASE_BATCH) {}
       const due = await this.options.store.webhookDeliveries.nextDueAt();
       if (due !== undefined) sleep = Math.max(5, Math.min(sleep, due - this.now()));
+      this.failedRounds = 0;
     } catch (error) {
+      this.failedRounds += 1;
+      sleep = Math.max(sleep, Math.min(MAX_BACKOFF_MS, sleep * 2 ** Math.min(this.failedRounds, 30)));
       this.options.log?.('webhook round failed', error);
     }
     if (!this.stopped) {
