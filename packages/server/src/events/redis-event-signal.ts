@@ -19,8 +19,17 @@ export class RedisEventSignal implements EventSignal {
     private readonly channel = 'gate402:events',
     onError: (error: Error) => void = () => {},
   ) {
-    this.publisher = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, commandTimeout: 1_000 });
-    this.subscriber = new Redis(url, { lazyConnect: true });
+    // Named in Redis's CLIENT LIST by process, so an operator can tell which instance holds them.
+    const name = `gate402:${process.pid}:events`;
+    this.publisher = new Redis(url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      commandTimeout: 1_000,
+      connectionName: `${name}-publish`,
+    });
+    // Reconnects and subscribes again by itself (autoResubscribe); while it is away, each instance's
+    // outbox poll (EVENTS_POLL_MS) brings other instances' events instead.
+    this.subscriber = new Redis(url, { lazyConnect: true, connectionName: `${name}-subscribe` });
     this.publisher.on('error', onError);
     this.subscriber.on('error', onError);
     this.subscriber.on('message', (channel: string, sender: string) => {
