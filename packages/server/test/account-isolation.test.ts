@@ -18,6 +18,7 @@ import {
 import { gate402Json } from './support/gate402-cli.ts';
 import { signAndBroadcast } from './support/local-signer.ts';
 import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from './support/payment-fixture.ts';
+import { watchAddress } from './support/proof-of-control.ts';
 import { openStream, type StreamClient } from './support/stream-client.ts';
 import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
 import { startTestChain, type TestChain } from './support/test-localnet.ts';
@@ -111,12 +112,9 @@ describe('account isolation on Solana: another account’s payments, wallets, ke
       receivers[who].secret = created.json().secret;
     }
     // Bob watches whatever of Alice's he can name: her local-mode payer's address becomes his
-    // watch-only wallet (nobody had registered it), and his stream follows her wallets.
-    const watched = await f.post(bob.key, '/wallets', {
-      chain: 'solana',
-      address: payer.address,
-      watchOnly: true,
-    });
+    // watch-only wallet (nobody had registered it; the worst case, where he can sign for it too), and
+    // his stream follows her wallets.
+    const watched = await watchAddress(f.gw, bob.key, payer);
     assert.equal(watched.statusCode, 200, watched.body);
     bobStream = await openStream(url, { headers: bearer(bob.key) });
     bobStream.send({ type: 'subscribe', wallets: [alice.wallet, payer.address, carol.wallet, bob.wallet] });
@@ -807,7 +805,7 @@ describe('account isolation on EVM: another spelling of an address is the same a
         assert.ok(expected !== undefined);
         assert.deepEqual(refusal(res, wallet), refusal(expected, nobody), `${wallet} probe ${i}`);
       });
-      const watch = await f.post(bob.key, '/wallets', { chain: 'evm', address: wallet, watchOnly: true });
+      const watch = await f.post(bob.key, '/wallets/challenge', { chain: 'evm', address: wallet });
       assert.equal(watch.statusCode, 409, `${wallet}: ${watch.body}`);
       assert.equal(watch.json().error.code, 'WALLET_ALREADY_REGISTERED');
     }

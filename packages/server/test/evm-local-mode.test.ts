@@ -16,6 +16,7 @@ import {
   startEvmPaymentFixture,
 } from './support/evm-payment-fixture.ts';
 import { lastCharacterChanged } from './support/last-character-changed.ts';
+import { watchAddress } from './support/proof-of-control.ts';
 
 const PAYMENT_ID = /^pay_[0-9A-HJKMNP-TV-Z]{26}$/;
 const NETWORK = 'eip155:31337';
@@ -387,10 +388,8 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
     before(async () => {
       shop = await f.gw.newCaller();
       shopWallet = newEvmLocalWallet();
-      const watched = await f.post(shop.key, '/wallets', {
-        chain: 'evm',
-        address: shopWallet.address.toLowerCase(),
-        watchOnly: true,
+      const watched = await watchAddress(f.gw, shop.key, shopWallet, {
+        spelling: shopWallet.address.toLowerCase(),
       });
       assert.equal(watched.statusCode, 200, watched.body);
       assert.equal(watched.json().address, shopWallet.address);
@@ -563,11 +562,7 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
       assert.deepEqual(tooMuch.json().error.details, { paymentProof: 'amount_too_low' });
 
       const otherWallet = newEvmLocalWallet();
-      assert.equal(
-        (await f.post(shop.key, '/wallets', { chain: 'evm', address: otherWallet.address, watchOnly: true }))
-          .statusCode,
-        200,
-      );
+      assert.equal((await watchAddress(f.gw, shop.key, otherWallet)).statusCode, 200);
       const elsewhere = await receiveLocally(paid.paymentProof, { walletAddress: otherWallet.address });
       assert.equal(elsewhere.statusCode, 422);
       assert.equal(elsewhere.json().error.code, 'INVALID_PAYMENT_PROOF');

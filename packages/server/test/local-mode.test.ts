@@ -7,6 +7,7 @@ import { SOLANA_RESERVED_ACCOUNTS } from '../src/services/payment-parties.ts';
 import { PaymentReconciler } from '../src/workers/payment-reconciler.ts';
 import { signAndBroadcast } from './support/local-signer.ts';
 import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from './support/payment-fixture.ts';
+import { watchAddress } from './support/proof-of-control.ts';
 
 const PAYMENT_ID = /^pay_[0-9A-HJKMNP-TV-Z]{26}$/;
 
@@ -401,11 +402,7 @@ describe('local transaction mode: /transaction/send, watching, local-mode proofs
     before(async () => {
       shop = await f.gw.newCaller();
       shopWallet = generateSolanaKeypair();
-      const watched = await f.post(shop.key, '/wallets', {
-        chain: 'solana',
-        address: shopWallet.address,
-        watchOnly: true,
-      });
+      const watched = await watchAddress(f.gw, shop.key, shopWallet);
       assert.equal(watched.statusCode, 200, watched.body);
       f.chain.localnet.airdrop(shopWallet.address, LAMPORTS);
       f.chain.localnet.advanceSlots(1);

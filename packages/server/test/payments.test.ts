@@ -336,10 +336,9 @@ describe('Lightning mode on Solana: send, receive, status, history', () => {
       expectedAmount: 0.001,
     });
     assert.equal(claim.statusCode, 403, 'cannot receive into another account’s wallet');
-    const watch = await f.post(other.key, '/wallets', {
+    const watch = await f.post(other.key, '/wallets/challenge', {
       chain: 'solana',
       address: seller.wallet,
-      watchOnly: true,
     });
     assert.equal(watch.statusCode, 409, 'cannot register another account’s wallet as watch-only');
     assert.equal(watch.json().error.code, 'WALLET_ALREADY_REGISTERED');

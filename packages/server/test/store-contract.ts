@@ -261,6 +261,42 @@ export function describePaymentStoreContract(
       assert.deepEqual(await store.wallets.listByAccount(account.id), [wallet]);
     });
 
+    it('keeps a wallet challenge until it expires, and lets it be used once, even by two writers at once', async () => {
+      const challenge = {
+        nonce: `n${Math.random().toString(16).slice(2)}`,
+        accountId: account.id,
+        family: 'evm' as const,
+        address: '0x52908400098527886E0F7030069857D2E4169EE7',
+        message: 'gate402: prove control of an address\n\nNonce: 1',
+        createdAt: 1_000,
+        expiresAt: 601_000,
+        usedAt: null,
+      };
+      await store.walletChallenges.insert(challenge);
+      assert.deepEqual(await store.walletChallenges.get(challenge.nonce), challenge);
+      assert.equal(await store.walletChallenges.get('unknown'), undefined);
+      const answers = await Promise.all([
+        store.transaction((tx) => tx.walletChallenges.markUsed(challenge.nonce, 2_000)),
+        store.walletChallenges.markUsed(challenge.nonce, 2_001),
+      ]);
+      assert.deepEqual(answers.sort(), [false, true], 'one writer uses it');
+      assert.ok([2_000, 2_001].includes((await store.walletChallenges.get(challenge.nonce))?.usedAt ?? 0));
+      // A transaction that fails after using a challenge leaves it unused.
+      const second = { ...challenge, nonce: `${challenge.nonce}b`, expiresAt: 700_000 };
+      await store.walletChallenges.insert(second);
+      await assert.rejects(
+        store.transaction(async (tx) => {
+          assert.equal(await tx.walletChallenges.markUsed(second.nonce, 3_000), true);
+          throw new Error('the wallet could not be registered');
+        }),
+        /could not be registered/,
+      );
+      assert.equal((await store.walletChallenges.get(second.nonce))?.usedAt, null);
+      assert.equal(await store.walletChallenges.deleteExpired(601_000), 1, 'expired at 601,000');
+      assert.equal(await store.walletChallenges.get(challenge.nonce), undefined);
+      assert.deepEqual(await store.walletChallenges.get(second.nonce), second);
+    });
+
     it("sums a wallet's unsettled spend: its custodial sends still pending or submitted on that network, amount and fee", async () => {
       const wallet = 'SPENDER';
       const of = (overrides: Partial<PaymentRecord>) =>
@@ -742,7 +778,10 @@ export function describePaymentStoreContract(
       assert.equal(await store.sponsoredFees.spent(account, 'solana:burst', day), 90n);
       // Another network and another day have budgets of their own.
       assert.equal(await store.sponsoredFees.spent(account, 'eip155:burst', day), 0n);
-      assert.equal(await store.sponsoredFees.reserve(account, 'solana:burst', '2026-11-29', 95n, 95n, 1), 95n);
+      assert.equal(
+        await store.sponsoredFees.reserve(account, 'solana:burst', '2026-11-29', 95n, 95n, 1),
+        95n,
+      );
       // A reservation that would exceed the limit changes nothing; a correction gives back, never below 0.
       assert.equal(await store.sponsoredFees.reserve(account, 'solana:burst', day, 6n, 95n, 2), undefined);
       assert.equal(await store.sponsoredFees.spent(account, 'solana:burst', day), 90n);

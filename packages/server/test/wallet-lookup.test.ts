@@ -2,15 +2,18 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
+import { generateSolanaKeypair } from '../src/chains/solana/solana-keypair.ts';
 import { GatewayError } from '../src/domain/gateway-error.ts';
 import { SecretBox } from '../src/services/custody/secret-box.ts';
 import { WalletService } from '../src/services/wallet-service.ts';
 import { openStore } from '../src/store/open-store.ts';
 import type { Store } from '../src/store/store.ts';
 import { type TempStorage, tempSqlite } from './support/databases.ts';
+import { signChallenge } from './support/proof-of-control.ts';
 import { aTestAccount } from './support/test-account.ts';
 
-const ADDRESS = 'So11111111111111111111111111111111111111112';
+const KEY = generateSolanaKeypair();
+const ADDRESS = KEY.address;
 
 const forbidden = (error: unknown) => error instanceof GatewayError && error.code === 'FORBIDDEN';
 
@@ -43,7 +46,9 @@ describe('Wallet lookups kept in memory', () => {
 
   it('finds a wallet another instance registered after this one was asked for it', async () => {
     await assert.rejects(onFirst.owned('acct_a', ADDRESS), forbidden, 'not registered yet');
-    await onSecond.watch('acct_a', { chain: 'solana', address: ADDRESS });
+    const { challenge } = await onSecond.challenge('acct_a', { chain: 'solana', address: ADDRESS });
+    const signature = await signChallenge(KEY, challenge);
+    await onSecond.watch('acct_a', { chain: 'solana', address: ADDRESS, challenge, signature });
     assert.equal((await onFirst.owned('acct_a', ADDRESS)).accountId, 'acct_a');
   });
 

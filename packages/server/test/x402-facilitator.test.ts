@@ -20,6 +20,7 @@ import { wrapFetchWithPayment as wrapV1FetchWithPayment } from 'x402-fetch';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { SOLANA_DEVNET_ID } from '../src/x402/network-names.ts';
 import { callAs, callerOf } from './support/api-caller.ts';
+import { custodialKeyOf, watchAddress } from './support/proof-of-control.ts';
 import { startTestEvm, type TestEvm } from './support/test-anvil.ts';
 import { startTestGateway, type TestGateway } from './support/test-gateway.ts';
 import { startTestChain, type TestChain } from './support/test-localnet.ts';
@@ -453,7 +454,12 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
         ...(payload === undefined ? {} : { payload }),
       });
     for (const wallet of wallets) {
-      const watched = await asOwner('POST', '/wallets', { ...wallet, watchOnly: true });
+      // The seller proves control with the key of its wallet on the first gateway.
+      const watched = await watchAddress(
+        gateway,
+        owner.key,
+        await custodialKeyOf(gw, seller.accountId, wallet.address),
+      );
       assert.equal(watched.statusCode, 200, watched.body);
     }
     const receive = (
@@ -783,12 +789,11 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     });
     try {
       const owner = await sellerGateway.newCaller('standard');
-      const watched = await sellerGateway.app.inject({
-        method: 'POST',
-        url: '/wallets',
-        headers: { authorization: `Bearer ${owner.key}` },
-        payload: { chain: 'solana', address: seller.solana, watchOnly: true },
-      });
+      const watched = await watchAddress(
+        sellerGateway,
+        owner.key,
+        await custodialKeyOf(gw, seller.accountId, seller.solana),
+      );
       assert.equal(watched.statusCode, 200, watched.body);
       const { buyer, header } = await svmPayment(seller.solana, await feePayerOf(seller.key));
       const receive = (facilitatorAuthorization: string) =>
@@ -980,11 +985,11 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       const external = await feePayerOf(seller.key);
       assert.notEqual(await feePayerOf(owner.key, sellerGateway), external);
       const asOwner = callerOf(sellerGateway);
-      const watched = await asOwner.post(owner.key, '/wallets', {
-        chain: 'solana',
-        address: seller.solana,
-        watchOnly: true,
-      });
+      const watched = await watchAddress(
+        sellerGateway,
+        owner.key,
+        await custodialKeyOf(gw, seller.accountId, seller.solana),
+      );
       assert.equal(watched.statusCode, 200, watched.body);
 
       const buyerKey = await newV1SvmBuyer(chain);

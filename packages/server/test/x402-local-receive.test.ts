@@ -17,6 +17,7 @@ import { type EvmLocalWallet, signAndBroadcastEvm } from './support/evm-local-si
 import { handReconciler, untilNotPending } from './support/hand-reconciler.ts';
 import { signAndBroadcast } from './support/local-signer.ts';
 import { oneReceiptPerPayload } from './support/one-receipt-per-payload.ts';
+import { watchAddress } from './support/proof-of-control.ts';
 import { startTestEvm, type TestEvm } from './support/test-anvil.ts';
 import { startTestGateway, type TestGateway } from './support/test-gateway.ts';
 import { startTestChain, type TestChain } from './support/test-localnet.ts';
@@ -83,12 +84,8 @@ describe('x402 payloads in POST /transaction/receive: the seller signs as fee pa
     const caller = await gw.newCaller('standard');
     const keys = generateSolanaKeypair();
     seller = { key: caller.key, wallet: keys.address, secretKey: keys.secretKey };
-    const watched = await api('POST', '/wallets', {
-      chain: 'solana',
-      address: keys.address,
-      watchOnly: true,
-    });
-    assert.equal(watched.status, 200, JSON.stringify(watched.body));
+    const watched = await watchAddress(gw, caller.key, keys);
+    assert.equal(watched.statusCode, 200, watched.body);
     chain.localnet.airdrop(seller.wallet, LAMPORTS);
     await api('POST', '/faucet', { address: seller.wallet, amount: 0.01, token: 'USDC' });
   });
@@ -307,7 +304,7 @@ describe('x402 payloads in POST /transaction/receive: the seller signs as fee pa
     assert.deepEqual([low.status, low.body.error.details.paymentProof], [422, 'amount_too_low']);
     // A wallet that cannot pay the fee it signs for: refused before the simulation blames the buyer.
     const poor = generateSolanaKeypair();
-    await api('POST', '/wallets', { chain: 'solana', address: poor.address, watchOnly: true });
+    assert.equal((await watchAddress(gw, seller.key, poor)).statusCode, 200);
     const unpaid = await v2Payment(poor.address, '10000', poor.address);
     const broke = await api('POST', '/transaction/receive', {
       walletAddress: poor.address,

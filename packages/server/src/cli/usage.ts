@@ -7,8 +7,13 @@ export const KEYS_USAGE = `gate402 keys create --account ACCOUNT_ID [--name NAME
 gate402 keys list --account ACCOUNT_ID [--json]
 gate402 keys revoke KEY_ID [--json]`;
 
-export const WALLETS_USAGE = `gate402 wallets create --account ACCOUNT_ID --chain solana [--json]
-gate402 wallets watch --account ACCOUNT_ID --chain solana --address ADDRESS [--json]`;
+export const WALLETS_USAGE = `gate402 wallets create --account ACCOUNT_ID --chain solana|evm [--json]
+gate402 wallets challenge --account ACCOUNT_ID --chain solana|evm --address ADDRESS [--json]
+    print a text for ADDRESS's key to sign (valid 10 minutes, once): proof of control for watch
+gate402 wallets watch --account ACCOUNT_ID --chain solana|evm --address ADDRESS
+    (--challenge TEXT | --challenge-file FILE) --signature SIGNATURE [--json]
+    register ADDRESS as watch-only; SIGNATURE: Solana ed25519 of the text (base58, base64 or hex),
+    EVM personal_sign (0x…)`;
 
 export const WEBHOOKS_USAGE = `gate402 webhooks create --account ACCOUNT_ID --url URL [--events payment.received,payment.confirmed] [--json]
 gate402 webhooks list --account ACCOUNT_ID [--json]

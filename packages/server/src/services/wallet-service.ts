@@ -7,6 +7,7 @@ import { newId } from '../domain/ids.ts';
 import { toWholeUnits } from '../domain/money.ts';
 import type { Store, WalletRecord } from '../store/store.ts';
 import type { SecretBox } from './custody/secret-box.ts';
+import { type IssuedChallenge, WalletChallenges } from './wallet-challenges.ts';
 
 export interface WalletView {
   readonly address: string;
@@ -41,7 +42,11 @@ export class WalletService {
     private readonly networks: NetworkRegistry,
     private readonly secrets: SecretBox,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.challenges = new WalletChallenges(store, now);
+  }
+
+  private readonly challenges: WalletChallenges;
 
   async create(
     accountId: string,
@@ -69,26 +74,62 @@ export class WalletService {
     return view(wallet);
   }
 
+  /**
+   * A challenge to sign with `address`'s key, for this account: the first step of registering a
+   * watch-only wallet. An address already registered (by this account or any other) is refused here,
+   * with the same answer whoever holds it.
+   */
+  async challenge(accountId: string, input: { chain: string; address: string }): Promise<IssuedChallenge> {
+    const { family, address } = watchable(input);
+    if ((await this.store.wallets.findByAddress(family, address)) !== undefined) throw unavailable();
+    return this.challenges.issue(accountId, family, address);
+  }
+
+  /**
+   * Registers an address the account controls elsewhere, as watch-only: it can receive, never send.
+   * Proof of control is required: `signature` by the address's key over `challenge`, a challenge issued
+   * to this account for this address (see WalletChallenges). The challenge is used up in the same
+   * transaction that inserts the wallet: both or neither.
+   */
   async watch(
     accountId: string,
-    input: { chain: string; address: string; network?: string | undefined },
+    input: {
+      chain: string;
+      address: string;
+      network?: string | undefined;
+      challenge: string;
+      signature: string;
+    },
   ): Promise<WalletView> {
-    const family = validFamily(input.chain);
-    if (addressFamily(input.address) !== family)
-      throw invalidParameters({ address: `must be a ${family} address` });
+    const { family, address } = watchable(input);
+    const network = this.networkFor(family, input.network);
+    const challenge = await this.challenges.check(
+      accountId,
+      family,
+      address,
+      input.challenge,
+      input.signature,
+    );
+    const now = this.now();
     const wallet: WalletRecord = {
       id: newId('wal'),
       accountId,
       family,
-      network: this.networkFor(family, input.network),
-      address: canonicalAddress(input.address),
+      network,
+      address,
       watchOnly: true,
       encryptedSecret: null,
-      createdAt: this.now(),
+      createdAt: now,
     };
-    if (!(await this.store.wallets.insert(wallet))) {
-      throw new GatewayError('WALLET_ALREADY_REGISTERED', { details: { address: 'is already registered' } });
-    }
+    await this.store.transaction(async (tx) => {
+      if (!(await tx.walletChallenges.markUsed(challenge.nonce, now))) {
+        throw new GatewayError('CHALLENGE_ALREADY_USED', {
+          details: { challenge: 'was already answered; ask for a new one' },
+        });
+      }
+      // Thrown inside the transaction, so the challenge stays unused when the address is taken.
+      if (!(await tx.wallets.insert(wallet))) throw unavailable();
+    });
     return view(wallet);
   }
 
@@ -183,6 +224,24 @@ function view(wallet: WalletRecord): WalletView {
     watchOnly: wallet.watchOnly,
     createdAt: wallet.createdAt,
   };
+}
+
+/** The family and canonical spelling of an address to watch, checked against the `chain` named. */
+function watchable(input: { chain: string; address: string }): { family: ChainFamily; address: string } {
+  const family = validFamily(input.chain);
+  if (addressFamily(input.address) !== family)
+    throw invalidParameters({ address: `must be a ${family} address` });
+  return { family, address: canonicalAddress(input.address) };
+}
+
+/**
+ * One answer for an address that cannot be registered, whoever holds it: it never tells which account
+ * has it, nor whether it is the caller's own.
+ */
+function unavailable(): GatewayError {
+  return new GatewayError('WALLET_ALREADY_REGISTERED', {
+    details: { address: 'is already registered and cannot be registered again' },
+  });
 }
 
 function validFamily(chain: string): ChainFamily {

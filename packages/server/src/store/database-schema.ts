@@ -5,6 +5,7 @@ export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   wallets: WalletsTable;
+  wallet_challenges: WalletChallengesTable;
   payments: PaymentsTable;
   consumed_proofs: ConsumedProofsTable;
   idempotency_keys: IdempotencyKeysTable;
@@ -128,6 +129,18 @@ export interface WalletsTable {
   watch_only: number;
   encrypted_secret: string | null;
   created_at: number;
+}
+
+/** Challenges that prove control of an address (see WalletChallengeRepository). */
+export interface WalletChallengesTable {
+  nonce: string;
+  account_id: string;
+  family: string;
+  address: string;
+  message: string;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
 }
 
 export interface PaymentsTable {

@@ -45,6 +45,7 @@ export interface Repositories {
   readonly accounts: AccountRepository;
   readonly apiKeys: ApiKeyRepository;
   readonly wallets: WalletRepository;
+  readonly walletChallenges: WalletChallengeRepository;
   readonly payments: PaymentRepository;
   readonly proofs: ProofRepository;
   readonly events: EventRepository;
@@ -137,6 +138,35 @@ export interface WalletRepository {
   listByAccount(accountId: string): Promise<WalletRecord[]>;
   /** The wallet with this address, whichever account has it. */
   findByAddress(family: ChainFamily, address: string): Promise<WalletRecord | undefined>;
+}
+
+/** A gateway-issued text that the key of `address` signs to prove control of it (see wallet-challenge.ts). */
+export interface WalletChallengeRecord {
+  /** Random, in the text: the text finds its challenge by it. */
+  readonly nonce: string;
+  /** The only account that may answer it. */
+  readonly accountId: string;
+  readonly family: ChainFamily;
+  /** Canonical spelling. */
+  readonly address: string;
+  /** The exact text to sign. */
+  readonly message: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  /** When it was answered (a wallet registered with it); a challenge is answered once. */
+  readonly usedAt: number | null;
+}
+
+export interface WalletChallengeRepository {
+  insert(challenge: WalletChallengeRecord): Promise<void>;
+  get(nonce: string): Promise<WalletChallengeRecord | undefined>;
+  /**
+   * Marks the challenge answered, only if it is not yet (compare-and-set): false when another request
+   * used it first. Called in the transaction that inserts the wallet, so both happen or neither does.
+   */
+  markUsed(nonce: string, at: number): Promise<boolean>;
+  /** Removes challenges that expired at or before `before`; how many. */
+  deleteExpired(before: number): Promise<number>;
 }
 
 export interface PaymentRecord {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { callAs } from './api-caller.ts';
 import { type EvmLocalWallet, newEvmLocalWallet } from './evm-local-signer.ts';
+import { watchAddress } from './proof-of-control.ts';
 import type { TestEvm } from './test-anvil.ts';
 import type { TestGateway } from './test-gateway.ts';
 
@@ -14,12 +14,8 @@ export async function newWatchedEvmWallet(
   callerKey: string,
 ): Promise<EvmLocalWallet> {
   const wallet = newEvmLocalWallet();
-  const watched = await callAs(gw, callerKey, 'POST', '/wallets', {
-    chain: 'evm',
-    address: wallet.address,
-    watchOnly: true,
-  });
-  assert.equal(watched.status, 200, JSON.stringify(watched.body));
+  const watched = await watchAddress(gw, callerKey, wallet);
+  assert.equal(watched.statusCode, 200, watched.body);
   await evm.adapter.faucet?.fundNative(wallet.address, 10n ** 18n);
   return wallet;
 }

@@ -28,6 +28,8 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
         operationId: 'createWallet',
         tags: ['wallets'],
         summary: 'Create a custodial wallet, or register a watch-only address you control elsewhere.',
+        description:
+          "Without `watchOnly`: a new custodial wallet; the gateway generates and keeps its key. With `watchOnly: true`: registers `address`, whose key you keep, as a receive-only wallet of your account, once you prove you control it: get a challenge from POST /wallets/challenge, sign it with the address's key and send both here within 10 minutes. A challenge answers once, for the account and address it was issued to. Refusals: `INVALID_CHALLENGE` (not a text this gateway issued, or edited), `CHALLENGE_ACCOUNT_MISMATCH` (403: issued to another account), `CHALLENGE_ADDRESS_MISMATCH` (issued for another address or chain), `CHALLENGE_ALREADY_USED`, `CHALLENGE_EXPIRED`, `INVALID_SIGNATURE`; an address already registered, by any account: 409 `WALLET_ALREADY_REGISTERED`, which never says by whom.",
         body: Type.Object(
           {
             chain: Type.Union([Type.Literal('solana'), Type.Literal('evm')]),
@@ -36,6 +38,22 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
               Type.String({ minLength: 1, maxLength: 100, description: 'With watchOnly only.' }),
             ),
             watchOnly: Type.Optional(Type.Boolean()),
+            challenge: Type.Optional(
+              Type.String({
+                minLength: 1,
+                maxLength: 2000,
+                description:
+                  'With watchOnly only: the text POST /wallets/challenge answered for this address, unchanged.',
+              }),
+            ),
+            signature: Type.Optional(
+              Type.String({
+                minLength: 1,
+                maxLength: 300,
+                description:
+                  "With watchOnly only: the address's signature of `challenge`. Solana: ed25519 over the text's UTF-8 bytes (wallet-standard signMessage), as base58, base64 or hex. EVM: EIP-191 personal_sign, 0x-prefixed hex (externally owned accounts; smart-contract wallets are not supported).",
+              }),
+            ),
           },
           { additionalProperties: false },
         ),
@@ -44,19 +62,70 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
     },
     async (request) => {
       const { account } = callerOf(request);
-      const { chain, network, address, watchOnly } = request.body;
+      const { chain, network, address, watchOnly, challenge, signature } = request.body;
       if (watchOnly === true) {
-        if (address === undefined)
-          throw invalidParameters({ address: 'is required for a watch-only wallet' });
-        return opts.wallets.watch(account.id, { chain, address, network });
+        const missing = {
+          ...(address === undefined ? { address: 'is required for a watch-only wallet' } : {}),
+          ...(challenge === undefined
+            ? { challenge: 'is required for a watch-only wallet: ask POST /wallets/challenge for one' }
+            : {}),
+          ...(signature === undefined
+            ? { signature: "is required for a watch-only wallet: the address's signature of the challenge" }
+            : {}),
+        };
+        if (address === undefined || challenge === undefined || signature === undefined)
+          throw invalidParameters(missing);
+        return opts.wallets.watch(account.id, { chain, address, network, challenge, signature });
       }
-      if (address !== undefined) {
-        throw invalidParameters({
-          address: 'is only accepted with watchOnly: true (keys are never imported)',
-        });
-      }
+      const onlyWatched = {
+        ...(address === undefined
+          ? {}
+          : { address: 'is only accepted with watchOnly: true (keys are never imported)' }),
+        ...(challenge === undefined ? {} : { challenge: 'is only accepted with watchOnly: true' }),
+        ...(signature === undefined ? {} : { signature: 'is only accepted with watchOnly: true' }),
+      };
+      if (Object.keys(onlyWatched).length > 0) throw invalidParameters(onlyWatched);
       return opts.wallets.create(account.id, { chain, network });
     },
+  );
+
+  r.post(
+    '/wallets/challenge',
+    {
+      config: { feature: 'wallets' },
+      schema: {
+        operationId: 'createWalletChallenge',
+        tags: ['wallets'],
+        summary: 'A challenge to sign, proving you control an address you want to watch.',
+        description:
+          "The first step of registering a watch-only wallet. The answer's `challenge` is a text naming gate402, your account, the address, a random nonce and the expiry; sign it with the address's key (Solana: wallet-standard signMessage, ed25519 over its UTF-8 bytes; EVM: personal_sign) and send it with the signature to POST /wallets within 10 minutes. It answers once, for your account and this address only. An address already registered, by any account: 409 `WALLET_ALREADY_REGISTERED`.",
+        body: Type.Object(
+          {
+            chain: Type.Union([Type.Literal('solana'), Type.Literal('evm')]),
+            address: Type.String({
+              minLength: 1,
+              maxLength: 100,
+              description: 'The address to prove control of (Solana base58, EVM 0x… in any case).',
+            }),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object(
+            {
+              challenge: Type.String({
+                description: 'The exact text to sign (UTF-8, lines separated by \\n).',
+              }),
+              chain: Type.Union([Type.Literal('solana'), Type.Literal('evm')]),
+              address: Type.String({ description: 'The address in its canonical spelling (EIP-55 on EVM).' }),
+              expiresAt: Type.Integer({ description: 'Unix ms; answer before then.' }),
+            },
+            { $id: 'WalletChallenge', title: 'WalletChallenge' },
+          ),
+        },
+      },
+    },
+    async (request) => opts.wallets.challenge(callerOf(request).account.id, request.body),
   );
 
   r.get(

@@ -15,6 +15,7 @@ import { KyselyPaymentRepository } from './payment-repository.ts';
 import { KyselyProofRepository } from './proof-repository.ts';
 import { KyselySettlementRepository } from './settlement-repository.ts';
 import { KyselySponsoredFeeRepository } from './sponsored-fee-repository.ts';
+import { KyselyWalletChallengeRepository } from './wallet-challenge-repository.ts';
 import { KyselyWalletRepository } from './wallet-repository.ts';
 import { KyselyWebhookDeliveryRepository } from './webhook-delivery-repository.ts';
 import { KyselyWebhookRepository } from './webhook-repository.ts';
@@ -25,6 +26,7 @@ export class KyselyStore implements Store {
   readonly accounts;
   readonly apiKeys;
   readonly wallets;
+  readonly walletChallenges;
   readonly payments;
   readonly proofs;
   readonly events;
@@ -67,6 +69,7 @@ export class KyselyStore implements Store {
     this.accounts = repositories.accounts;
     this.apiKeys = repositories.apiKeys;
     this.wallets = repositories.wallets;
+    this.walletChallenges = repositories.walletChallenges;
     this.payments = repositories.payments;
     this.proofs = repositories.proofs;
     this.events = repositories.events;
@@ -123,6 +126,7 @@ function repositoriesOn(db: Kysely<Database>, eventAppended: (event: EventRecord
     accounts: new KyselyAccountRepository(db),
     apiKeys: new KyselyApiKeyRepository(db),
     wallets: new KyselyWalletRepository(db),
+    walletChallenges: new KyselyWalletChallengeRepository(db),
     payments: new KyselyPaymentRepository(db),
     proofs: new KyselyProofRepository(db),
     events: new KyselyEventRepository(db, eventAppended),

@@ -15,6 +15,7 @@ import { webhookDisabled } from './0014-webhook-disabled.ts';
 import { leanerPaymentIndexes } from './0015-leaner-payment-indexes.ts';
 import { x402SettlementResource } from './0016-x402-settlement-resource.ts';
 import { unsettledPaymentsIndex } from './0017-unsettled-payments-index.ts';
+import { walletChallenges } from './0019-wallet-challenges.ts';
 import { x402SettlementAccountAndFees } from './0020-x402-settlement-account-and-fees.ts';
 
 /**
@@ -38,5 +39,6 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0015-leaner-payment-indexes': leanerPaymentIndexes,
   '0016-x402-settlement-resource': x402SettlementResource,
   '0017-unsettled-payments-index': unsettledPaymentsIndex,
+  '0019-wallet-challenges': walletChallenges,
   '0020-x402-settlement-account-and-fees': x402SettlementAccountAndFees,
 };
