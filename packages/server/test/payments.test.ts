@@ -93,6 +93,7 @@ describe('Lightning mode on Solana: send, receive, status, history', () => {
         confirmations: 0,
         timestamp: 0,
         metadata: { description: 'one report', referenceId: 'order-42' },
+        asset: { symbol: 'SOL', address: null, decimals: 9 },
       },
     );
     assert.ok(p.confirmations >= 1);

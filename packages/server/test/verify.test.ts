@@ -48,7 +48,12 @@ describe('POST /v1/payments/verify', () => {
     for (const amount of [100_000_000, 1]) {
       const res = await verify({ amount, metadata: { contentId: 'article-7' } });
       assert.equal(res.statusCode, 200, res.body);
-      assert.deepEqual(res.json(), { verified: true, transaction_id: paid.signature });
+      assert.deepEqual(res.json(), {
+        verified: true,
+        transaction_id: paid.signature,
+        network: f.chain.adapter.info.id,
+        asset: { symbol: 'SOL', address: null, decimals: 9 },
+      });
     }
     const redeemed = await f.post(seller.key, '/payment/receive', {
       walletAddress: seller.wallet,

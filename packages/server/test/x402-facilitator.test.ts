@@ -189,7 +189,11 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     const status = await api(seller.key, 'GET', `/payment/status/${entry.paymentId}`);
     assert.equal(status.body.signature, settled.transaction);
     assert.equal(status.body.status, 'confirmed');
-    assert.equal(status.body.asset, chain.localnet.usdcMint.address);
+    assert.deepEqual(status.body.asset, {
+      symbol: 'USDC',
+      address: chain.localnet.usdcMint.address,
+      decimals: 6,
+    });
     // The stock seller's 402 names the resource, the buyer's payload repeats it: the payment records it.
     const paidFor = decodePaymentSignatureHeader(sent[0] ?? '').resource?.url;
     assert.match(paidFor ?? '', /\/solana-report$/);
@@ -245,7 +249,11 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     const history = await api(seller.key, 'GET', `/payment/history/${seller.evm}`);
     assert.equal(history.body.payments[0].amount, 0.02);
     assert.equal(history.body.payments[0].sender, buyer.address);
-    assert.equal(history.body.payments[0].asset, evm.usdc.address);
+    assert.deepEqual(history.body.payments[0].asset, {
+      symbol: 'USDC',
+      address: evm.usdc.address,
+      decimals: 6,
+    });
 
     // The same authorization again: refused by its (signer, nonce), never submitted twice.
     const payload = decodePaymentSignatureHeader(sent[0] ?? '');
@@ -276,7 +284,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     };
     assert.equal(
       await verify({ asset: privateKeyToAccount(generatePrivateKey()).address }),
-      'invalid_payload',
+      'unsupported_asset',
     );
     assert.equal(await verify({ amount: '20001' }), 'invalid_exact_evm_payload_authorization_value_mismatch');
     assert.equal(
@@ -394,6 +402,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
         walletAddress: seller.evm,
         paymentProof: header,
         expectedAmount: 0.02,
+        asset: 'USDC',
       });
       assert.deepEqual(
         [received.status, received.body.error.code, received.body.error.details.paymentProof],
@@ -402,6 +411,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       const checked = await api(seller.key, 'POST', '/v1/payments/verify', {
         payment_proof: header,
         amount: 20000,
+        asset: 'USDC',
         recipient: seller.evm,
       });
       assert.deepEqual([checked.body.verified, checked.body.reason], [false, reason]);
@@ -464,7 +474,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     }
     const receive = (
       facilitatorUrl: string,
-      body: { walletAddress: string; paymentProof: string; expectedAmount: number },
+      body: { walletAddress: string; paymentProof: string; expectedAmount: number; asset: string },
       headers = {},
     ) =>
       asOwner(
@@ -590,6 +600,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
         walletAddress,
         paymentProof: encodePaymentSignatureHeader(payload),
         expectedAmount: 0.000001,
+        asset: 'USDC',
       });
       assert.equal(received.status, 422);
       assert.equal(received.body.error.details.paymentProof, 'amount_too_low');
@@ -601,6 +612,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     const check = await api(seller.key, 'POST', '/v1/payments/verify', {
       payment_proof: header,
       amount: 10000,
+      asset: 'USDC',
       recipient: seller.solana,
     });
     assert.equal(check.status, 200);
@@ -612,7 +624,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     });
     assert.deepEqual([tooMuch.body.verified, tooMuch.body.reason], [false, 'amount_too_low']);
 
-    const body = { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.01 };
+    const body = { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.01, asset: 'USDC' };
     const received = await api(seller.key, 'POST', '/payment/receive', body);
     assert.equal(received.status, 200, JSON.stringify(received.body));
     assert.equal(received.body.amountReceived, 0.01);
@@ -633,6 +645,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     const after = await api(seller.key, 'POST', '/v1/payments/verify', {
       payment_proof: header,
       amount: 10000,
+      asset: 'USDC',
       recipient: seller.solana,
     });
     assert.deepEqual([after.body.verified, after.body.reason], [false, 'duplicate_settlement']);
@@ -645,7 +658,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
    * payment that request recorded; the payload presented with another key, or none, is still refused.
    */
   const receiveRetriedAfterLostAnswer = async (
-    body: { walletAddress: string; paymentProof: string; expectedAmount: number },
+    body: { walletAddress: string; paymentProof: string; expectedAmount: number; asset: string },
     key: string,
     expected: { amountReceived: number; sender: string },
   ) => {
@@ -701,7 +714,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
   }, async () => {
     const { buyer, header } = await svmPayment(seller.solana, await feePayerOf(seller.key));
     await receiveRetriedAfterLostAnswer(
-      { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.01 },
+      { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.01, asset: 'USDC' },
       'x402-receipt-solana-1',
       { amountReceived: 0.01, sender: buyer },
     );
@@ -721,6 +734,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
         walletAddress: seller.evm,
         paymentProof: encodePaymentSignatureHeader(payload),
         expectedAmount: 0.02,
+        asset: 'USDC',
       },
       'x402-receipt-evm-1',
       { amountReceived: 0.02, sender: buyer.address },
@@ -734,6 +748,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       walletAddress: other.body.address,
       paymentProof: header,
       expectedAmount: 0.01,
+      asset: 'USDC',
     });
     assert.equal(wrong.status, 422);
     assert.deepEqual(
@@ -744,6 +759,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       walletAddress: seller.solana,
       paymentProof: header,
       expectedAmount: 0.02,
+      asset: 'USDC',
     });
     assert.equal(low.status, 422);
     assert.deepEqual(
@@ -755,7 +771,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
   it('POST /payment/receive refuses an x402 v2 payment made for another resource; one for the resource asked, or asked for none, is accepted', async () => {
     // The stock client copies the 402's resource.url into the payload: https://shop.example/report here.
     const { header } = await svmPayment(seller.solana, await feePayerOf(seller.key));
-    const body = { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.01 };
+    const body = { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.01, asset: 'USDC' };
     const other = await api(seller.key, 'POST', '/payment/receive', {
       ...body,
       resource: 'https://shop.example/premium',
@@ -805,6 +821,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
             walletAddress: seller.solana,
             paymentProof: header,
             expectedAmount: 0.01,
+            asset: 'USDC',
             facilitatorUrl: `${gatewayUrl}/facilitator`,
             facilitatorAuthorization,
             timeout: 20,
@@ -851,11 +868,18 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       const svm = await svmPayment(seller.solana, await feePayerOf(seller.key));
       const evmRequirements = evmExactRequirements(evm, { amount: '20000', payTo: seller.evm });
       const cases = [
-        { walletAddress: seller.solana, paymentProof: svm.header, expectedAmount: 0.01, buyer: svm.buyer },
+        {
+          walletAddress: seller.solana,
+          paymentProof: svm.header,
+          expectedAmount: 0.01,
+          asset: 'USDC',
+          buyer: svm.buyer,
+        },
         {
           walletAddress: seller.evm,
           paymentProof: encodePaymentSignatureHeader(await evmPayload(evmBuyer, evmRequirements)),
           expectedAmount: 0.02,
+          asset: 'USDC',
           buyer: evmBuyer.address,
         },
       ];
@@ -897,6 +921,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
         walletAddress: seller.solana,
         paymentProof: late.header,
         expectedAmount: 0.01,
+        asset: 'USDC',
       });
       assert.equal(recovered.statusCode, 200, recovered.body);
       assert.deepEqual(
@@ -923,7 +948,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       const once = () =>
         receive(
           facilitator.url,
-          { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.01 },
+          { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.01, asset: 'USDC' },
           { 'idempotency-key': 'facilitator-down-1' },
         );
       const first = await once();
@@ -964,6 +989,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
         walletAddress: seller.evm,
         paymentProof: encodePaymentSignatureHeader(payload),
         expectedAmount: 0.02,
+        asset: 'USDC',
       });
       assert.equal(res.statusCode, 422, res.body);
       assert.equal(res.json().error.code, 'PAYMENT_VERIFICATION_FAILED');
@@ -1005,6 +1031,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
         walletAddress: seller.solana,
         paymentProof: header,
         expectedAmount: 0.02,
+        asset: 'USDC',
         facilitatorUrl: `${gatewayUrl}/facilitator`,
         facilitatorAuthorization: `Bearer ${seller.key}`,
         timeout: 20,
@@ -1047,6 +1074,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
           walletAddress: wallet,
           paymentProof: encodePaymentSignatureHeader(payload),
           expectedAmount: 0.02,
+          asset: 'USDC',
           facilitatorUrl: `http://127.0.0.1:${(facilitator.address() as AddressInfo).port}`,
           timeout: 5,
         });
@@ -1094,6 +1122,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
         walletAddress: seller.solana,
         paymentProof: header,
         expectedAmount: 0.01,
+        asset: 'USDC',
         facilitatorUrl,
       });
       assert.equal(res.status, 400, facilitatorUrl);
@@ -1105,6 +1134,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       walletAddress: seller.solana,
       paymentProof: header,
       expectedAmount: 0.01,
+      asset: 'USDC',
     });
     assert.equal(ok.status, 200);
   });
@@ -1173,7 +1203,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       feePayer: await feePayerOf(seller.key),
       resource: 'https://shop.example/v1',
     });
-    const body = { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.03 };
+    const body = { walletAddress: seller.solana, paymentProof: header, expectedAmount: 0.03, asset: 'USDC' };
     const received = await api(seller.key, 'POST', '/payment/receive', body);
     assert.equal(received.status, 200, JSON.stringify(received.body));
     assert.deepEqual([received.body.amountReceived, received.body.sender], [0.03, buyerKey.address]);

@@ -131,11 +131,19 @@ describe('x402 EVM Permit2 payloads in POST /transaction/receive: the seller cal
 
   it('answers an unsigned settle from the seller; once the seller broadcasts it the payment is confirmed once', async () => {
     const { buyer, header, nonce, deadline } = await payment('20000');
-    const body = { walletAddress: seller.wallet.address, paymentProof: header, expectedAmount: 0.02 };
+    const body = {
+      walletAddress: seller.wallet.address,
+      paymentProof: header,
+      expectedAmount: 0.02,
+      asset: 'USDC',
+    };
     const built = await api('POST', '/transaction/receive', body);
     assert.equal(built.status, 200, JSON.stringify(built.body));
     const b = built.body;
-    assert.deepEqual([b.status, b.amountReceived, b.sender, b.asset], ['pending', 0.02, buyer, usdc]);
+    assert.deepEqual(
+      [b.status, b.amountReceived, b.sender, b.asset],
+      ['pending', 0.02, buyer, { symbol: 'USDC', address: usdc, decimals: 6 }],
+    );
     assert.ok(b.expiresAt <= Number(deadline + 1n) * 1000, 'expiresAt is no later than the permit allows');
 
     const tx = parseTransaction(bytesToHex(Buffer.from(b.transaction, 'base64')));
@@ -183,7 +191,12 @@ describe('x402 EVM Permit2 payloads in POST /transaction/receive: the seller cal
 
   it('the same permit again while its receipt is pending, even twice at the same instant, answers that one receipt', async () => {
     const { header } = await payment('15000');
-    const body = { walletAddress: seller.wallet.address, paymentProof: header, expectedAmount: 0.015 };
+    const body = {
+      walletAddress: seller.wallet.address,
+      paymentProof: header,
+      expectedAmount: 0.015,
+      asset: 'USDC',
+    };
     // Not counted here: that the permit is recorded once is checked on its transaction, after it lands.
     const { receipt: first } = await oneReceiptPerPayload({
       receive: () => api('POST', '/transaction/receive', body),
@@ -205,7 +218,12 @@ describe('x402 EVM Permit2 payloads in POST /transaction/receive: the seller cal
 
   it('a receipt whose permit the facilitator settled first fails; the payment is recorded once, by the facilitator', async () => {
     const { header } = await payment('10000');
-    const body = { walletAddress: seller.wallet.address, paymentProof: header, expectedAmount: 0.01 };
+    const body = {
+      walletAddress: seller.wallet.address,
+      paymentProof: header,
+      expectedAmount: 0.01,
+      asset: 'USDC',
+    };
     const built = await api('POST', '/transaction/receive', body);
     assert.equal(built.status, 200, JSON.stringify(built.body));
     const settled = await api('POST', '/payment/receive', body);
@@ -225,6 +243,7 @@ describe('x402 EVM Permit2 payloads in POST /transaction/receive: the seller cal
       walletAddress: seller.wallet.address,
       paymentProof: header,
       expectedAmount: 0.01,
+      asset: 'USDC',
     });
     assert.deepEqual(
       [refused.status, refused.body.error.code, refused.body.error.details.paymentProof],
@@ -239,6 +258,7 @@ describe('x402 EVM Permit2 payloads in POST /transaction/receive: the seller cal
       walletAddress: seller.wallet.address,
       paymentProof: header,
       expectedAmount: 0.01,
+      asset: 'USDC',
     });
     assert.equal(built.status, 200, JSON.stringify(built.body));
     assert.ok(built.body.expiresAt <= Date.now() + 31_000, 'expiresAt is no later than the deadline');
@@ -259,6 +279,7 @@ describe('x402 EVM Permit2 payloads in POST /transaction/receive: the seller cal
       walletAddress: seller.wallet.address,
       paymentProof: header,
       expectedAmount: 0.012,
+      asset: 'USDC',
     });
     assert.equal(built.status, 200, JSON.stringify(built.body));
     const [sellerHeld, buyerHeld] = [await balanceOf(seller.wallet.address), await balanceOf(buyer)];

@@ -261,6 +261,7 @@ describe('x402 exact on EVM with Permit2', () => {
       walletAddress: seller.evm,
       paymentProof: encodePaymentSignatureHeader(payload),
       expectedAmount: 0.02,
+      asset: 'USDC',
     };
     const received = await api(seller.key, 'POST', '/payment/receive', body);
     assert.equal(received.status, 200, JSON.stringify(received.body));
@@ -341,7 +342,7 @@ describe('x402 exact on EVM with Permit2', () => {
     // A token the facilitator does not know is refused before anything else: it would pay that contract's gas.
     assert.equal(
       await verify({ asset: privateKeyToAccount(generatePrivateKey()).address }),
-      'invalid_payload',
+      'unsupported_asset',
     );
     assert.equal(
       await verify({}, { ...payload.payload, permit2Authorization: { ...permit, nonce: '1' } }),

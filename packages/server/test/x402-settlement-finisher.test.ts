@@ -126,7 +126,13 @@ describe('x402 settlement finisher: a settlement left pending is finished in the
     const [entry] = history.payments;
     assert.deepEqual(
       [entry.type, entry.signature, entry.amount, entry.sender, entry.asset],
-      ['received', pending.transaction, 0.15, buyer.address, chain.localnet.usdcMint.address],
+      [
+        'received',
+        pending.transaction,
+        0.15,
+        buyer.address,
+        { symbol: 'USDC', address: chain.localnet.usdcMint.address, decimals: 6 },
+      ],
     );
     const status = await call(gw, 'GET', `/payment/status/${entry.paymentId}`);
     assert.ok(['confirmed', 'finalized'].includes(status.status), status.status);
@@ -199,6 +205,7 @@ describe('x402 settlement finisher: a settlement left pending is finished in the
       walletAddress: wallet,
       paymentProof: encodePaymentSignatureHeader(await svmPayload(chain, buyer, requirements)),
       expectedAmount: 0.12,
+      asset: 'USDC',
     };
     const receive = (on: TestGateway, key?: string) =>
       callerOf(on).post(
@@ -571,6 +578,7 @@ describe('x402 settlement finisher on EVM', () => {
       walletAddress: sellerWallet.address,
       paymentProof: encodePaymentSignatureHeader(paymentPayload),
       expectedAmount: 0.025,
+      asset: 'USDC',
     });
     assert.equal(receipt.status, 200, JSON.stringify(receipt.body));
     await settleThenDropItsTransaction(seller, body);

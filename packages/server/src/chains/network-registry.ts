@@ -1,6 +1,6 @@
 import { addressFamily, type ChainFamily } from '../domain/address.ts';
 import { GatewayError, invalidParameters } from '../domain/gateway-error.ts';
-import type { NetworkInfo } from '../domain/network.ts';
+import type { NetworkInfo, TokenInfo } from '../domain/network.ts';
 import type { ChainAdapter } from './chain-adapter.ts';
 
 /** What an address must look like, wherever one is refused for its shape. */
@@ -13,8 +13,17 @@ export const ADDRESS_RULE = 'must be a Solana (base58) or EVM (0x…) address';
 export class NetworkRegistry {
   private readonly byId = new Map<string, ChainAdapter>();
   private readonly defaults = new Map<ChainFamily, ChainAdapter>();
+  private readonly extraTokens: ReadonlyMap<string, readonly TokenInfo[]>;
 
-  constructor(adapters: readonly ChainAdapter[]) {
+  /**
+   * @param extraTokens tokens the operator lists beyond each network's own known ones (X402_EXTRA_ASSETS),
+   * by CAIP-2 id: listed by GET /networks, stated by sellers, settled by the built-in facilitator.
+   */
+  constructor(
+    adapters: readonly ChainAdapter[],
+    extraTokens: ReadonlyMap<string, readonly TokenInfo[]> = new Map(),
+  ) {
+    this.extraTokens = extraTokens;
     for (const adapter of adapters) {
       if (this.byId.has(adapter.info.id)) throw new Error(`network ${adapter.info.id} is configured twice`);
       this.byId.set(adapter.info.id, adapter);
@@ -22,13 +31,25 @@ export class NetworkRegistry {
         this.defaults.set(adapter.info.family, adapter);
       }
     }
+    for (const network of extraTokens.keys()) {
+      if (!this.byId.has(network))
+        throw new Error(`tokens are listed for ${network}, which is not configured`);
+    }
   }
 
   list(): NetworkInfo[] {
     return [...this.byId.values()].map((a) => ({
       ...a.info,
       isDefault: this.defaults.get(a.info.family) === a,
+      tokens: this.tokensOf(a.info.id),
     }));
+  }
+
+  /** The tokens a network is known to carry: its own (the network's USDC) and those the operator listed. */
+  tokensOf(networkId: string): readonly TokenInfo[] {
+    const own = this.byId.get(networkId)?.info.tokens ?? [];
+    const extra = this.extraTokens.get(networkId) ?? [];
+    return extra.length === 0 ? own : [...own, ...extra];
   }
 
   get(networkId: string): ChainAdapter | undefined {

@@ -101,7 +101,7 @@ export function createServices(parts: ServiceParts): GatewayServices {
     query: new PaymentQueryService(store, networks, wallets, now),
     localSend: new LocalSendService(common),
     localReceive: new LocalReceiveService({ ...common, verifier, x402: x402Receipts }),
-    verify: new VerifyPaymentService(verifier, x402),
+    verify: new VerifyPaymentService(verifier, x402, networks),
     tokens: new TokenInfoService(networks),
     portfolio: new PortfolioService(networks),
     facilitator,

@@ -1,4 +1,5 @@
 import { canonicalAddress } from '../chains/canonical-address.ts';
+import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
 import { newId } from '../domain/ids.ts';
 import { toWholeUnits } from '../domain/money.ts';
@@ -9,6 +10,7 @@ import type { X402LocalReceiveResult, X402LocalReceiveService } from './facilita
 import { freshReference, LOCAL_TRANSACTION_VALIDITY_MS } from './local-send.ts';
 import { receiptMemo } from './local-transfer.ts';
 import { newPayment } from './new-payment.ts';
+import { type PaymentAsset, statedTerms } from './payment-asset.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
 import type { ProofVerifier } from './proof-verifier.ts';
 import { type ReceiveInput, receiveTimeoutMs } from './receive-payment.ts';
@@ -36,9 +38,12 @@ export interface LocalReceiveResult {
   status: string;
   reference: string;
   network: string;
+  /** What `amountReceived` is in: the native currency (a gate402 proof pays nothing else). */
+  asset: PaymentAsset;
 }
 
 export interface LocalReceiveDeps {
+  readonly networks: NetworkRegistry;
   readonly wallets: WalletService;
   /** Standard x402 payloads, for which the seller's wallet is the fee payer. */
   readonly x402: X402LocalReceiveService;
@@ -73,14 +78,21 @@ export class LocalReceiveService {
   ): Promise<LocalReceiveResult | X402LocalReceiveResult> {
     // The wallet as stored (EVM: checksummed, as the chain reports the receipt's payer), whatever case was sent.
     const { address: walletAddress } = await this.deps.wallets.owned(accountId, input.walletAddress);
+    const { network, asset: stated } = await statedTerms(
+      this.deps.networks,
+      { address: walletAddress, network: input.network, asset: input.asset },
+      'walletAddress',
+    );
     const header = decodeX402Header(input.paymentProof);
     if (header !== undefined) {
-      return this.deps.x402.build(accountId, { ...input, walletAddress, header });
+      return this.deps.x402.build(accountId, { ...input, walletAddress, header, asset: stated, network });
     }
-    const { claims, chain, tx, signature, received } = await this.deps.verifier.verify({
+    const { claims, chain, tx, signature, received, asset } = await this.deps.verifier.verify({
       paymentProof: input.paymentProof,
       recipient: walletAddress,
       expected: { whole: input.expectedAmount, field: 'expectedAmount' },
+      asset: stated,
+      network,
       resource: input.resource,
       timeoutMs: receiveTimeoutMs(input.timeout),
     });
@@ -149,6 +161,7 @@ export class LocalReceiveService {
       status: payment.status,
       reference,
       network: payment.network,
+      asset: { ...asset },
     };
   }
 }

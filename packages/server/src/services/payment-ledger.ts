@@ -2,6 +2,7 @@ import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { newId } from '../domain/ids.ts';
 import { type EventType, type PaymentStatus, statusesBefore } from '../domain/payment-status.ts';
 import type { PaymentChanges, PaymentLease, PaymentRecord, Repositories, Store } from '../store/store.ts';
+import { assetOfPayment } from './payment-asset.ts';
 import { paymentView } from './payment-view.ts';
 
 /**
@@ -81,8 +82,7 @@ export class PaymentLedger {
   }
 
   private event(payment: PaymentRecord, type: EventType) {
-    const decimals = this.networks.get(payment.network)?.info.nativeCurrency.decimals ?? 9;
-    const data = paymentView(payment, decimals);
+    const data = paymentView(payment, assetOfPayment(this.networks, payment));
     return {
       id: newId('evt'),
       accountId: payment.accountId,

@@ -4,7 +4,8 @@ import { addressFamily } from '../domain/address.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
 import { toWholeUnits } from '../domain/money.ts';
 import type { PaymentDirection, PaymentStatus } from '../domain/payment-status.ts';
-import type { PaymentRecord, PaymentSummary, Store } from '../store/store.ts';
+import type { PaymentSummary, Store } from '../store/store.ts';
+import { assetOfPayment, type PaymentAsset } from './payment-asset.ts';
 import { PaymentStatusCache } from './payment-status-cache.ts';
 import { type PaymentView, paymentView } from './payment-view.ts';
 import type { WalletService } from './wallet-service.ts';
@@ -24,8 +25,8 @@ export interface HistoryEntry {
   timestamp: number;
   signature: string | null;
   network: string;
-  /** Token payments (x402 `exact`): the mint or contract. */
-  asset?: string;
+  /** What `amount` is in: the native currency (`address: null`) or a token (x402 `exact`). */
+  asset: PaymentAsset;
 }
 
 /** Status and history, always scoped to the caller's account. */
@@ -49,7 +50,11 @@ export class PaymentQueryService {
     if (payment === undefined || payment.accountId !== accountId) {
       throw new GatewayError('PAYMENT_NOT_FOUND', { message: `No payment ${paymentId}.` });
     }
-    return paymentView(payment, this.decimalsOf(payment), await this.currentHeight(payment.network));
+    return paymentView(
+      payment,
+      assetOfPayment(this.networks, payment),
+      await this.currentHeight(payment.network),
+    );
   }
 
   async history(
@@ -115,24 +120,21 @@ export class PaymentQueryService {
   }
 
   private entry(payment: PaymentSummary): HistoryEntry {
+    const asset = assetOfPayment(this.networks, payment);
     const entry: HistoryEntry = {
       paymentId: payment.id,
       type: payment.direction,
-      amount: toWholeUnits(payment.amount, payment.asset?.decimals ?? this.decimalsOf(payment)),
+      amount: toWholeUnits(payment.amount, asset.decimals),
       status: payment.status,
       timestamp: payment.createdAt,
       signature: payment.signature,
       network: payment.network,
+      asset,
     };
     if (payment.direction === 'sent') entry.recipient = payment.recipient;
     else entry.sender = payment.sender;
     if (payment.resource !== null) entry.resource = payment.resource;
-    if (payment.asset !== undefined) entry.asset = payment.asset.address;
     return entry;
-  }
-
-  private decimalsOf(payment: Pick<PaymentRecord, 'network'>): number {
-    return this.networks.get(payment.network)?.info.nativeCurrency.decimals ?? 9;
   }
 
   /** The chain's height, shared by concurrent requests for a moment; undefined when unreachable. */

@@ -1,7 +1,8 @@
 import { toWholeUnits } from '../domain/money.ts';
 import type { PaymentRecord } from '../store/store.ts';
+import type { PaymentAsset } from './payment-asset.ts';
 
-/** A payment as the API shows it (spec §2.1): amounts in whole native units, times in Unix ms. */
+/** A payment as the API shows it (spec §2.1): amounts in whole units of its asset, times in Unix ms. */
 export interface PaymentView {
   paymentId: string;
   type: 'sent' | 'received';
@@ -16,16 +17,17 @@ export interface PaymentView {
   confirmations: number;
   timestamp: number;
   metadata?: Record<string, unknown>;
-  /** A token payment (x402 `exact`): the mint or contract; `amount` is then in that token's whole units. */
-  asset?: string;
+  /** What `amount` is in: the native currency (`address: null`) or a token (x402 `exact`). */
+  asset: PaymentAsset;
 }
 
 /**
+ * @param asset the payment's (assetOfPayment).
  * @param currentBlockHeight the chain's height now; confirmations count the payment's own block as 1.
  */
 export function paymentView(
   payment: PaymentRecord,
-  decimals: number,
+  asset: PaymentAsset,
   currentBlockHeight?: bigint,
 ): PaymentView {
   const view: PaymentView = {
@@ -34,16 +36,16 @@ export function paymentView(
     network: payment.network,
     signature: payment.signature,
     status: payment.status,
-    amount: toWholeUnits(payment.amount, payment.asset?.decimals ?? decimals),
+    amount: toWholeUnits(payment.amount, asset.decimals),
     sender: payment.sender,
     recipient: payment.recipient,
     blockHeight: payment.blockHeight === null ? null : Number(payment.blockHeight),
     confirmations: confirmations(payment.blockHeight, currentBlockHeight),
     timestamp: payment.createdAt,
+    asset: { ...asset },
   };
   if (payment.resource !== null) view.resource = payment.resource;
   if (payment.metadata !== null) view.metadata = { ...payment.metadata };
-  if (payment.asset !== undefined) view.asset = payment.asset.address;
   return view;
 }
 

@@ -6,6 +6,7 @@ import { atomicToDecimalText } from '../domain/money.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
 import { atomicFromField } from './amounts.ts';
 import { findBuiltTransfer } from './local-transfer.ts';
+import { assetMismatch, nativeAssetOf, type PaymentAsset } from './payment-asset.ts';
 import type { PaymentProofs, ProofClaims } from './payment-proof.ts';
 
 export interface ProofToVerify {
@@ -14,6 +15,12 @@ export interface ProofToVerify {
   readonly recipient: string;
   /** The least that must have been paid: whole units of the proof's network, or atomic units. */
   readonly expected: { readonly whole: number; readonly field: string } | { readonly atomic: bigint };
+  /**
+   * What it must be paid in; undefined: the native currency of the proof's network. A gate402 proof
+   * attests a native transfer (that is all its claims and the chain check cover), so a token asked for
+   * refuses it.
+   */
+  readonly asset?: PaymentAsset | undefined;
   readonly resource?: string | undefined;
   /** The network (CAIP-2 id) the payment must be on; undefined accepts any this gateway serves. */
   readonly network?: string | undefined;
@@ -40,6 +47,8 @@ export interface VerifiedProof {
   readonly signature: string;
   /** Atomic units paid by the payer to the recipient. */
   readonly received: bigint;
+  /** What `received` is in: the network's native currency. */
+  readonly asset: PaymentAsset;
   /** What consumes the proof: the transaction itself, whichever kind of proof names it. */
   readonly proofKey: string;
 }
@@ -80,6 +89,8 @@ export class ProofVerifier {
     if (input.network !== undefined && chain.info.id !== input.network) {
       throw invalidProof(`the proof is for network ${claims.net}, not ${input.network}`, 'network_mismatch');
     }
+    const asset = input.asset ?? nativeAssetOf(chain);
+    if (asset.address !== null) throw assetMismatch(asset, chain.info.nativeCurrency.symbol, chain);
     const { decimals, symbol } = chain.info.nativeCurrency;
     const expected =
       'atomic' in input.expected
@@ -113,7 +124,7 @@ export class ProofVerifier {
     ) {
       throw invalidProof('this payment proof was already used', 'already_used');
     }
-    return { claims, chain, tx, signature: tx.signature, received, proofKey };
+    return { claims, chain, tx, signature: tx.signature, received, proofKey, asset };
   }
 
   private async claimsOf(input: ProofToVerify): Promise<ProofClaims> {

@@ -5,6 +5,7 @@ import type { PaymentRecord, Store } from '../store/store.ts';
 import { decodeX402Header } from '../x402/payment-header.ts';
 import type { X402ReceiveService } from './facilitator/x402-receive.ts';
 import { newPayment } from './new-payment.ts';
+import { type PaymentAsset, statedTerms } from './payment-asset.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
 import { invalidProof, type ProofVerifier } from './proof-verifier.ts';
 import type { WalletService } from './wallet-service.ts';
@@ -12,7 +13,14 @@ import type { WalletService } from './wallet-service.ts';
 export interface ReceiveInput {
   readonly walletAddress: string;
   readonly paymentProof: string;
+  /** In whole units of `asset`. */
   readonly expectedAmount: number;
+  /**
+   * What the payment must be paid in: a symbol GET /networks lists (SOL, ETH, USDC) or a mint /
+   * contract address; absent, the native currency. A payment in another is refused (asset_mismatch)
+   * before anything is consumed or settled.
+   */
+  readonly asset?: string | undefined;
   readonly resource?: string | undefined;
   /** The network the payment must be on; a proof for another is refused before anything is consumed. */
   readonly network?: string | undefined;
@@ -37,6 +45,8 @@ export interface ReceiveResult {
   timestamp: number;
   verificationTime: string;
   network: string;
+  /** What `amountReceived` is in. */
+  asset: PaymentAsset;
 }
 
 export interface ReceivePaymentDeps {
@@ -76,15 +86,11 @@ export class ReceivePaymentService {
   async receive(accountId: string, input: ReceiveInput, idempotencyKey?: string): Promise<ReceiveResult> {
     const started = performance.now();
     await this.deps.wallets.owned(accountId, input.walletAddress);
-    // Resolved first, so a network that is not configured, or not the wallet's family, is a 400.
-    const network =
-      input.network === undefined
-        ? undefined
-        : this.deps.networks.resolve({
-            address: input.walletAddress,
-            network: input.network,
-            field: 'walletAddress',
-          }).info.id;
+    const { network, asset } = await statedTerms(
+      this.deps.networks,
+      { address: input.walletAddress, network: input.network, asset: input.asset },
+      'walletAddress',
+    );
     const x402 = decodeX402Header(input.paymentProof);
     if (x402 !== undefined) {
       return this.deps.x402.receive(
@@ -93,6 +99,7 @@ export class ReceivePaymentService {
           walletAddress: input.walletAddress,
           header: x402,
           expected: { whole: input.expectedAmount, field: 'expectedAmount' },
+          asset,
           resource: input.resource,
           network,
           facilitatorUrl: input.facilitatorUrl,
@@ -110,17 +117,18 @@ export class ReceivePaymentService {
         : await this.deps.store.payments.findByIdempotencyKey(accountId, idempotencyKey);
     const earlier =
       found?.direction === 'received' && found.walletAddress === input.walletAddress ? found : undefined;
-    const { claims, chain, tx, signature, received, proofKey } = await this.deps.verifier.verify({
+    const verified = await this.deps.verifier.verify({
       paymentProof: input.paymentProof,
       recipient: input.walletAddress,
       expected: { whole: input.expectedAmount, field: 'expectedAmount' },
+      asset,
       resource: input.resource,
       network,
       timeoutMs: receiveTimeoutMs(input.timeout),
       usedByRetriedRequest: earlier?.signature ?? undefined,
       consumedByCaller: true,
     });
-    const { decimals } = chain.info.nativeCurrency;
+    const { claims, chain, tx, signature, received, proofKey } = verified;
 
     const blockHeight = await chain.blockHeightOf(tx.slot).catch(() => null);
     const at = this.now();
@@ -155,26 +163,30 @@ export class ReceivePaymentService {
       if (earlier === undefined || earlier.signature !== signature) {
         throw invalidProof('this payment proof was already used', 'already_used');
       }
-      return receiveResult(earlier, decimals, started);
+      return receiveResult(earlier, verified.asset, started);
     }
-    return receiveResult(payment, decimals, started);
+    return receiveResult(payment, verified.asset, started);
   }
 }
 
-/** The answer to a receive (spec §2.3) that recorded `payment`; `started` is when verification began. */
-export function receiveResult(payment: PaymentRecord, decimals: number, started: number): ReceiveResult {
+/**
+ * The answer to a receive (spec §2.3) that recorded `payment`, paid in `asset` (the one the request
+ * stated, which the payment was checked to be in); `started` is when verification began.
+ */
+export function receiveResult(payment: PaymentRecord, asset: PaymentAsset, started: number): ReceiveResult {
   return {
     success: true,
     verified: true,
     paymentId: payment.id,
     signature: payment.signature ?? '',
-    amountReceived: toWholeUnits(payment.amount, decimals),
+    amountReceived: toWholeUnits(payment.amount, asset.decimals),
     sender: payment.sender,
     status: payment.status,
     blockHeight: payment.blockHeight === null ? null : Number(payment.blockHeight),
     timestamp: payment.createdAt,
     verificationTime: `${Math.round(performance.now() - started)}ms`,
     network: payment.network,
+    asset: { ...asset },
   };
 }
 

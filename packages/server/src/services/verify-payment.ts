@@ -1,6 +1,8 @@
+import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
 import { decodeX402Header } from '../x402/payment-header.ts';
 import type { X402ReceiveService } from './facilitator/x402-receive.ts';
+import { type PaymentAsset, statedTerms } from './payment-asset.ts';
 import type { ProofVerifier } from './proof-verifier.ts';
 
 /** How long an x402 verification may take (it simulates on chain, and asks a facilitator). */
@@ -9,13 +11,17 @@ const X402_VERIFY_TIMEOUT_MS = 30_000;
 export interface VerifyInput {
   /** Base64 of the proof's text (a gate402 proof, `0x…`). */
   readonly paymentProof: string;
-  /** Atomic units. */
+  /** Atomic units of `asset`. */
   readonly amount: bigint;
   readonly recipient: string;
+  /** A symbol GET /networks lists or a mint / contract address; absent: the native currency. */
+  readonly asset?: string | undefined;
+  /** The network (CAIP-2) the payment must be on; absent: any of the recipient's family. */
+  readonly network?: string | undefined;
 }
 
 export type VerifyResult =
-  | { verified: true; transaction_id: string }
+  | { verified: true; transaction_id: string; network: string; asset: PaymentAsset }
   | { verified: false; reason: string; message: string };
 
 /**
@@ -27,9 +33,16 @@ export class VerifyPaymentService {
   constructor(
     private readonly verifier: ProofVerifier,
     private readonly x402: X402ReceiveService,
+    private readonly networks: NetworkRegistry,
   ) {}
 
   async verify(input: VerifyInput): Promise<VerifyResult> {
+    // An asset or network that is not configured is the caller's mistake (400), not a refused proof.
+    const { network, asset } = await statedTerms(
+      this.networks,
+      { address: input.recipient, network: input.network, asset: input.asset },
+      'recipient',
+    );
     // An x402 payment header value is itself base64 JSON: it is given as it came.
     const header = decodeX402Header(input.paymentProof);
     if (header !== undefined) {
@@ -37,6 +50,8 @@ export class VerifyPaymentService {
         walletAddress: input.recipient,
         header,
         expected: { atomic: input.amount },
+        asset,
+        network,
         timeoutMs: X402_VERIFY_TIMEOUT_MS,
       });
     }
@@ -46,9 +61,16 @@ export class VerifyPaymentService {
         paymentProof: proof,
         recipient: input.recipient,
         expected: { atomic: input.amount },
+        asset,
+        network,
         timeoutMs: 0,
       });
-      return { verified: true, transaction_id: verified.signature };
+      return {
+        verified: true,
+        transaction_id: verified.signature,
+        network: verified.chain.info.id,
+        asset: { ...verified.asset },
+      };
     } catch (error) {
       if (
         error instanceof GatewayError &&

@@ -120,8 +120,8 @@ export class ExactEvmScheme implements ExactScheme {
     private readonly feePayer: EvmFeePayer,
     private readonly network: string,
     /**
-     * The tokens it settles (the network's known tokens): the fee payer pays the gas of whatever
-     * contract `asset` names, so only contracts known to behave are accepted.
+     * The tokens it settles (the network's known tokens and the operator's X402_EXTRA_ASSETS): the fee
+     * payer pays the gas of whatever contract `asset` names, so only contracts known to behave are accepted.
      */
     private readonly assets: readonly string[],
     private readonly clock: () => number = Date.now,
@@ -332,8 +332,8 @@ export class ExactEvmScheme implements ExactScheme {
       !this.assets.some((a) => isAddress(a) && getAddress(a) === getAddress(req.asset))
     ) {
       return refuse(
-        'invalid_payload',
-        `asset ${req.asset} is not a token this facilitator settles; see GET /networks`,
+        'unsupported_asset',
+        `asset ${req.asset} is not a token this facilitator settles (the network's known tokens and X402_EXTRA_ASSETS); see GET /networks`,
         payer,
       );
     }

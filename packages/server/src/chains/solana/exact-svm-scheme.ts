@@ -91,14 +91,23 @@ export class ExactSvmScheme implements ExactScheme {
   private readonly tokenAccounts = new Map<string, Promise<string>>();
   private readonly simulations = new InFlightReads();
 
-  /** @param endpoints the network adapter's own list: the same failover, time limit and down marks. */
+  private readonly assets: ReadonlySet<string>;
+
+  /**
+   * @param endpoints the network adapter's own list: the same failover, time limit and down marks.
+   * @param assets the mints it settles (the network's known tokens and the operator's X402_EXTRA_ASSETS):
+   * a payment in a mint anyone can create costs its fee payer the same as one in USDC, and a seller
+   * whose price names no asset would otherwise be told "paid" in whatever the buyer minted.
+   */
   constructor(
     endpoints: RpcEndpoints,
     feePayers: readonly SvmFeePayer[],
     private readonly network: string,
+    assets: readonly string[],
   ) {
     this.rpc = createSolanaRpcFromTransport(failoverTransport(endpoints));
     this.feePayers = new Map(feePayers.map((f) => [f.address, f]));
+    this.assets = new Set(assets);
   }
 
   signers(): string[] {
@@ -275,6 +284,13 @@ export class ExactSvmScheme implements ExactScheme {
     const [source, mint, destination, authority] = (transfer.accountIndices ?? []).map((i) => accounts[i]);
     if (source === undefined || mint === undefined || destination === undefined || authority === undefined) {
       return refuse('invalid_exact_svm_payload_no_transfer_instruction', 'transferChecked lacks accounts');
+    }
+    if (!this.assets.has(req.asset)) {
+      return refuse(
+        'unsupported_asset',
+        `asset ${req.asset} is not a mint this facilitator settles (the network's known tokens and X402_EXTRA_ASSETS); see GET /networks`,
+        authority,
+      );
     }
     if (mint !== req.asset) {
       return refuse(

@@ -32,6 +32,20 @@ export function asyncApiDocument(version: string) {
       confirmations: { type: 'integer' },
       timestamp: { type: 'integer' },
       metadata: { type: 'object' },
+      asset: {
+        type: 'object',
+        description:
+          'What `amount` is in: the native currency (`address` null) or a token (x402 `exact`). On every event written since assets were shown (events older than that have none).',
+        required: ['symbol', 'address', 'decimals'],
+        properties: {
+          symbol: { type: ['string', 'null'], description: 'SOL, ETH, USDC, …; null for an unlisted token.' },
+          address: {
+            type: ['string', 'null'],
+            description: 'Mint or contract; null for the native currency.',
+          },
+          decimals: { type: 'integer' },
+        },
+      },
     },
   };
   return {

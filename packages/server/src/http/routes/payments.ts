@@ -8,6 +8,7 @@ import type { PaymentQueryService } from '../../services/payment-query.ts';
 import { MAX_RECEIVE_TIMEOUT_SECONDS, type ReceivePaymentService } from '../../services/receive-payment.ts';
 import type { SendPaymentService } from '../../services/send-payment.ts';
 import { MAX_X402_HEADER_LENGTH } from '../../x402/payment-header.ts';
+import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
 import { callerOf } from '../plugins/authentication.ts';
 
 export const MAX_METADATA_BYTES = 4096;
@@ -28,7 +29,9 @@ export function checkMetadataSize(metadata: object | undefined): void {
     throw invalidParameters({ metadata: `must be at most ${MAX_METADATA_BYTES} bytes as JSON` });
 }
 
-export const Address = (description: string) => Type.String({ minLength: 1, maxLength: 100, description });
+/** An address field: EVM addresses reach the handler EIP-55 checksummed, whatever case was sent. */
+export const Address = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 100, description, ...ADDRESS_OPTIONS });
 export const Resource = Type.String({
   format: 'uri',
   maxLength: 2048,
@@ -100,13 +103,33 @@ export const PaymentProofField = Type.String({
   minLength: 1,
   maxLength: Math.max(MAX_PROOF_HEX_LENGTH, MAX_X402_HEADER_LENGTH),
   description:
-    'From the payment header: a gate402 proof (`0x…`), or a standard x402 payload as sent in `X-PAYMENT` (v1) or `PAYMENT-SIGNATURE` (v2), verified and settled through the built-in facilitator or `facilitatorUrl`; `expectedAmount` is then in whole units of its token (USDC 0.01).',
+    'From the payment header: a gate402 proof (`0x…`, a native-currency payment), or a standard x402 payload as sent in `X-PAYMENT` (v1) or `PAYMENT-SIGNATURE` (v2), verified and settled through the built-in facilitator or `facilitatorUrl`. x402 `exact` pays in tokens only: state the token in `asset` (e.g. `USDC`), or the payload is refused `asset_mismatch`.',
 });
 export const ExpectedAmountField = Type.Number({
   exclusiveMinimum: 0,
   maximum: 1_000_000_000,
-  description: 'Native currency.',
+  description: 'In whole units of `asset` (default: the native currency, SOL or ETH).',
 });
+/** What a seller asks to be paid in, on the routes that check a payment (receive, verify). */
+export const AssetField = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  description:
+    "What the payment must be paid in: a symbol GET /networks lists for the network (`SOL`, `ETH`, `USDC`; any case) or a token's mint (Solana) / contract (EVM) address. Default: the network's native currency. Naming an asset pins the network (`network`, else the default network of the wallet's family). An asset the network does not have is 400 INVALID_PARAMETERS naming `asset`; a payment in another asset than this one is refused with INVALID_PAYMENT_PROOF `asset_mismatch` before anything is consumed or settled (a gate402 proof is always native; an x402 `exact` payload always a token). The amount is read in this asset's decimals.",
+});
+/** What a payment is paid in, in every answer that reports one. */
+export const AssetSchema = Type.Object(
+  {
+    symbol: Type.Union([Type.String(), Type.Null()], {
+      description: 'SOL, ETH, USDC, …; null for a token neither the network nor the operator lists.',
+    }),
+    address: Type.Union([Type.String(), Type.Null()], {
+      description: "The token's mint (Solana) or contract (EVM); null for the network's native currency.",
+    }),
+    decimals: Type.Integer({ description: 'Of the amount: 9 for SOL, 18 for ETH, 6 for USDC.' }),
+  },
+  { $id: 'Asset', title: 'Asset' },
+);
 export const FacilitatorUrlField = Type.String({
   format: 'uri',
   maxLength: 2048,
@@ -125,6 +148,7 @@ const ReceiveBody = Type.Object(
     walletAddress: Address('Receiving wallet: one of your wallets (custodial or watch-only).'),
     paymentProof: PaymentProofField,
     expectedAmount: ExpectedAmountField,
+    asset: Type.Optional(AssetField),
     resource: Type.Optional(ReceiveResource),
     network: Type.Optional(
       Type.String({
@@ -156,6 +180,7 @@ const ReceiveResult = Type.Object(
     timestamp: Type.Integer(),
     verificationTime: Type.String({ examples: ['42ms'] }),
     network: Type.String(),
+    asset: AssetSchema,
   },
   { $id: 'ReceiveResult', title: 'ReceiveResult' },
 );
@@ -175,12 +200,7 @@ const PaymentSchema = Type.Object(
     confirmations: Type.Integer({ description: 'Blocks since (and including) the one holding the payment.' }),
     timestamp: Type.Integer(),
     metadata: Type.Optional(Type.Object({}, { additionalProperties: true })),
-    asset: Type.Optional(
-      Type.String({
-        description:
-          'Token payments (x402 `exact`): the mint or ERC-20 contract; `amount` is in its whole units. Absent: native currency.',
-      }),
-    ),
+    asset: AssetSchema,
   },
   { $id: 'Payment', title: 'Payment' },
 );
@@ -196,12 +216,7 @@ const HistoryEntry = Type.Object({
   timestamp: Type.Integer(),
   signature: Type.Union([Type.String(), Type.Null()]),
   network: Type.String(),
-  asset: Type.Optional(
-    Type.String({
-      description:
-        'Token payments (x402 `exact`): the mint or ERC-20 contract; `amount` is in its whole units. Absent: native currency.',
-    }),
-  ),
+  asset: AssetSchema,
 });
 
 export interface PaymentRouteDeps {

@@ -7,6 +7,8 @@ import { MAX_RECEIVE_TIMEOUT_SECONDS } from '../../services/receive-payment.ts';
 import { callerOf } from '../plugins/authentication.ts';
 import {
   Address,
+  AssetField,
+  AssetSchema,
   checkMetadataSize,
   ExpectedAmountField,
   FacilitatorUrlField,
@@ -67,6 +69,7 @@ const TransactionReceiveBody = Type.Object(
     walletAddress: Address('Receiving wallet: one of your wallets; it pays the receipt fee and signs it.'),
     paymentProof: PaymentProofField,
     expectedAmount: ExpectedAmountField,
+    asset: Type.Optional(AssetField),
     resource: Type.Optional(ReceiveResource),
     facilitatorUrl: Type.Optional(FacilitatorUrlField),
     priorityFee: Type.Optional(
@@ -102,9 +105,7 @@ const TransactionReceiveResult = Type.Object(
           "gate402 proofs: the buyer's transaction. Absent for x402 payloads: `transaction` is the buyer's transaction, and its id is the signature your wallet adds.",
       }),
     ),
-    amountReceived: Type.Number({
-      description: 'In the native currency; for x402 payloads in the whole units of `asset`.',
-    }),
+    amountReceived: Type.Number({ description: 'In whole units of `asset`.' }),
     sender: Type.String(),
     status: Type.String({
       description: '`pending` until the receipt (x402: the payment itself) lands; then `confirmed`.',
@@ -113,9 +114,7 @@ const TransactionReceiveResult = Type.Object(
       Type.String({ description: 'gate402 proofs: finds the receipt on chain. Absent for x402 payloads.' }),
     ),
     network: Type.String(),
-    asset: Type.Optional(
-      Type.String({ description: 'x402 payloads: the token paid (SPL mint), as in status and history.' }),
-    ),
+    asset: AssetSchema,
   },
   { $id: 'TransactionReceiveResult', title: 'TransactionReceiveResult' },
 );
@@ -160,7 +159,7 @@ export async function transactionRoutes(app: FastifyInstance, deps: TransactionR
         summary: 'Verify a payment proof and build an unsigned receipt for your wallet to sign.',
         description:
           "Verifies the proof exactly like /payment/receive (waiting up to `timeout` for the buyer's transaction to land). The answer is a receipt transaction, fee payer = `walletAddress`: a memo naming this receipt's paymentId and the buyer's paymentId it accepts, and a zero-value transfer to itself that carries a fresh reference (on EVM both in the calldata of one 0 ETH transfer to itself). **The proof is consumed when the receipt lands on chain, not before**: until then the received payment is `pending`; once the gateway sees the receipt it becomes `confirmed` and the proof can never be redeemed again (by either endpoint). If the receipt is not sent before `expiresAt`, the payment becomes `expired` and the proof stays redeemable. If the proof was redeemed elsewhere before the receipt landed, the payment becomes `failed`.\n\n" +
-          "**x402 payloads** (`exact`; a v1 `X-PAYMENT` or v2 `PAYMENT-SIGNATURE` value as `paymentProof`): your wallet (`walletAddress`, also the `payTo`) submits the payment itself and pays its fee; no facilitator is involved. Solana: the buyer builds its transaction with `extra.feePayer` = `walletAddress`; the gateway verifies it like its facilitator does (instruction layout, exact amount to your token account, the buyer's signature, a simulation), except that the fee payer must be your wallet, and answers that very transaction in `transaction`, the buyer's signature in place and your fee-payer slot empty: sign it and broadcast it; its id is your signature. EVM (EIP-3009): the gateway verifies the authorization (simulated as your wallet submitting it) and answers an unsigned EIP-1559 transaction from your wallet to the token calling `transferWithAuthorization` with your next nonce; sign it and broadcast it. EVM Permit2 (`extra.assetTransferMethod: \"permit2\"`; the buyer approved Permit2 for the token): the same checks as the facilitator's (simulated as your wallet), and an unsigned EIP-1559 transaction from your wallet calling `settle` on x402's exact Permit2 proxy (0x402085c248EeA27D92E8b30b2C58ed07f9E20001) with the buyer's permit; any caller may settle, and the permit fixes recipient and amount. `expectedAmount` is in the token's whole units (`asset`). The payment is `pending` until the gateway sees it on chain (Solana: the transaction by its message; EVM: the authorization's AuthorizationUsed event in a transaction that moved its value to you — a nonce spent by another authorization of the buyer's makes the receipt `expired` — or a settle of the permit spending its Permit2 nonce, whoever submitted it), then `confirmed`, and the payload is consumed then, once: building it again answers `INVALID_PAYMENT_PROOF` (`already_used`). What the payload pays (token, recipient, amount) is checked first: one that does not pay `walletAddress` is refused for that (`PAYMENT_VERIFICATION_FAILED`, e.g. `invalid_exact_svm_payload_recipient_mismatch`) whether or not it was used or has a pending receipt, so nobody it does not pay learns either. One payload has one receipt at a time: while it is `pending`, the same payload again (even two calls at the same instant) answers that same receipt, with the same `paymentId`, `transaction` and `expiresAt`, and records nothing new (asked for another `resource` than the receipt's: `INVALID_PAYMENT_PROOF`, `resource_mismatch`); once it is `failed` or `expired`, a new receipt is built only if the payload still verifies (can still land). If gate402's facilitator settled the same EVM authorization or permit, it records the payment and the receipt fails. It becomes `expired` only when it can never land: Solana past `lastValidBlockHeight` (an upper bound of the buyer's blockhash), EVM once a block passes the authorization's validBefore or the permit's deadline unused (`expiresAt` is no later); a late broadcast before then still pays you. `facilitatorUrl` and `priorityFee` do not apply (400); a wallet that cannot pay the network fee is 422 `INSUFFICIENT_BALANCE`.",
+          "**x402 payloads** (`exact`; a v1 `X-PAYMENT` or v2 `PAYMENT-SIGNATURE` value as `paymentProof`): your wallet (`walletAddress`, also the `payTo`) submits the payment itself and pays its fee; no facilitator is involved. Solana: the buyer builds its transaction with `extra.feePayer` = `walletAddress`; the gateway verifies it like its facilitator does (instruction layout, exact amount to your token account, the buyer's signature, a simulation), except that the fee payer must be your wallet, and answers that very transaction in `transaction`, the buyer's signature in place and your fee-payer slot empty: sign it and broadcast it; its id is your signature. EVM (EIP-3009): the gateway verifies the authorization (simulated as your wallet submitting it) and answers an unsigned EIP-1559 transaction from your wallet to the token calling `transferWithAuthorization` with your next nonce; sign it and broadcast it. EVM Permit2 (`extra.assetTransferMethod: \"permit2\"`; the buyer approved Permit2 for the token): the same checks as the facilitator's (simulated as your wallet), and an unsigned EIP-1559 transaction from your wallet calling `settle` on x402's exact Permit2 proxy (0x402085c248EeA27D92E8b30b2C58ed07f9E20001) with the buyer's permit; any caller may settle, and the permit fixes recipient and amount. State the token in `asset` (e.g. `USDC`; without it the price is native and the payload is refused `asset_mismatch`); `expectedAmount` is in its whole units. The payment is `pending` until the gateway sees it on chain (Solana: the transaction by its message; EVM: the authorization's AuthorizationUsed event in a transaction that moved its value to you — a nonce spent by another authorization of the buyer's makes the receipt `expired` — or a settle of the permit spending its Permit2 nonce, whoever submitted it), then `confirmed`, and the payload is consumed then, once: building it again answers `INVALID_PAYMENT_PROOF` (`already_used`). What the payload pays (token, recipient, amount) is checked first: one that does not pay `walletAddress` is refused for that (`PAYMENT_VERIFICATION_FAILED`, e.g. `invalid_exact_svm_payload_recipient_mismatch`) whether or not it was used or has a pending receipt, so nobody it does not pay learns either. One payload has one receipt at a time: while it is `pending`, the same payload again (even two calls at the same instant) answers that same receipt, with the same `paymentId`, `transaction` and `expiresAt`, and records nothing new (asked for another `resource` than the receipt's: `INVALID_PAYMENT_PROOF`, `resource_mismatch`); once it is `failed` or `expired`, a new receipt is built only if the payload still verifies (can still land). If gate402's facilitator settled the same EVM authorization or permit, it records the payment and the receipt fails. It becomes `expired` only when it can never land: Solana past `lastValidBlockHeight` (an upper bound of the buyer's blockhash), EVM once a block passes the authorization's validBefore or the permit's deadline unused (`expiresAt` is no later); a late broadcast before then still pays you. `facilitatorUrl` and `priorityFee` do not apply (400); a wallet that cannot pay the network fee is 422 `INSUFFICIENT_BALANCE`.",
         body: TransactionReceiveBody,
         response: { 200: TransactionReceiveResult },
       },

@@ -6,7 +6,7 @@ import { invalidParameters } from '../../domain/gateway-error.ts';
 import { MAX_PROOF_HEX_LENGTH } from '../../services/payment-proof.ts';
 import type { VerifyPaymentService } from '../../services/verify-payment.ts';
 import { MAX_X402_HEADER_LENGTH } from '../../x402/payment-header.ts';
-import { Address } from './payments.ts';
+import { Address, AssetField, AssetSchema, Network } from './payments.ts';
 
 /** 10^30 atomic units: a trillion whole units of an 18-decimal currency, beyond any payment. */
 const MAX_ATOMIC_AMOUNT = 1e30;
@@ -27,9 +27,11 @@ const VerifyBody = Type.Object(
       minimum: 1,
       maximum: MAX_ATOMIC_AMOUNT,
       description:
-        'The least that must have been paid, in atomic units (lamports, wei), as x402 does. Any integer a JSON number holds exactly (e.g. 100000000000000000 wei = 0.1 ETH); one with more than 15 significant digits that a double would round is refused with 400 — round it down to one that holds.',
+        'The least that must have been paid, in atomic units of `asset` (lamports, wei, USDC micro-units), as x402 does. Any integer a JSON number holds exactly (e.g. 100000000000000000 wei = 0.1 ETH); one with more than 15 significant digits that a double would round is refused with 400 — round it down to one that holds.',
     }),
     recipient: Address('The wallet that must have been paid.'),
+    asset: Type.Optional(AssetField),
+    network: Type.Optional(Network),
     metadata: Type.Optional(
       Type.Object(
         {},
@@ -42,12 +44,17 @@ const VerifyBody = Type.Object(
 
 const VerifyResult = Type.Union(
   [
-    Type.Object({ verified: Type.Literal(true), transaction_id: Type.String() }),
+    Type.Object({
+      verified: Type.Literal(true),
+      transaction_id: Type.String(),
+      network: Type.String({ description: 'The network the payment is on (CAIP-2).' }),
+      asset: AssetSchema,
+    }),
     Type.Object({
       verified: Type.Literal(false),
       reason: Type.String({
         description:
-          'malformed, unknown_issuer, bad_signature, expired, recipient_mismatch, not_found, failed_on_chain, amount_too_low, payment_id_mismatch or already_used.',
+          "malformed, unknown_issuer, bad_signature, expired, recipient_mismatch, network_mismatch, asset_mismatch (paid in another asset than `asset`), not_found, failed_on_chain, amount_too_low, payment_id_mismatch or already_used; for x402 payloads the facilitator's reason.",
       }),
       message: Type.String(),
     }),
@@ -78,6 +85,8 @@ export async function verifyRoutes(app: FastifyInstance, deps: { verify: VerifyP
         paymentProof: request.body.payment_proof,
         amount: BigInt(request.body.amount),
         recipient: request.body.recipient,
+        asset: request.body.asset,
+        network: request.body.network,
       });
     },
   );

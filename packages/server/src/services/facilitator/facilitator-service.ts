@@ -89,16 +89,12 @@ export class FacilitatorService {
     for (const chain of this.deps.networks.all()) {
       const family = chain.info.family;
       const key = await keys.ensure(family, () => chain.generateKeypair());
+      // Only the tokens the configuration lists are settled, on either family (see the schemes).
+      const assets = this.deps.networks.tokensOf(chain.info.id).map((t) => t.address);
       const scheme =
         family === 'solana'
-          ? new ExactSvmScheme(chain.endpoints, [key], chain.info.id)
-          : new ExactEvmScheme(
-              chain.endpoints,
-              key,
-              chain.info.id,
-              chain.info.tokens.map((t) => t.address),
-              this.now,
-            );
+          ? new ExactSvmScheme(chain.endpoints, [key], chain.info.id, assets)
+          : new ExactEvmScheme(chain.endpoints, key, chain.info.id, assets, this.now);
       this.routes.set(chain.info.id, { chain, scheme });
       if (scheme instanceof ExactEvmScheme) await this.detectPermit2(scheme, chain);
       if (chain.info.isLocal && chain.faucet !== undefined) await this.fund(chain, key.address);

@@ -7,6 +7,7 @@ import type { PaymentRecord, Store } from '../../store/store.ts';
 import type { X402Header } from '../../x402/payment-header.ts';
 import { LOCAL_TRANSACTION_VALIDITY_MS } from '../local-send.ts';
 import { newPayment } from '../new-payment.ts';
+import type { PaymentAsset } from '../payment-asset.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
 import { invalidProof } from '../proof-verifier.ts';
 import type { FacilitatorService } from './facilitator-service.ts';
@@ -18,6 +19,10 @@ export interface X402LocalReceiveInput {
   readonly walletAddress: string;
   readonly header: X402Header;
   readonly expectedAmount: number;
+  /** The seller's stated asset (see X402ReceiveInput.asset); undefined: native, which `exact` never pays. */
+  readonly asset: PaymentAsset | undefined;
+  /** The network (CAIP-2) the payment must be on; undefined: any of the wallet's family. */
+  readonly network: string | undefined;
   readonly resource?: string | undefined;
   readonly facilitatorUrl?: string | undefined;
   readonly priorityFee?: number | undefined;
@@ -37,7 +42,7 @@ export interface X402LocalReceiveResult {
   status: string;
   network: string;
   /** The token paid (x402 `exact` moves tokens); `amountReceived` is in its whole units. */
-  asset: string;
+  asset: PaymentAsset;
 }
 
 export interface X402LocalReceiveDeps {
@@ -108,11 +113,13 @@ export class X402LocalReceiveService {
         priorityFee: "an x402 payload's fees were set by the buyer who signed it; omit priorityFee",
       });
     }
-    const { payment, chain, decimals } = await this.deps.x402.paymentOf(
+    const { payment, chain, asset } = await this.deps.x402.paymentOf(
       {
         walletAddress: input.walletAddress,
         header: input.header,
         expected: { whole: input.expectedAmount, field: 'expectedAmount' },
+        asset: input.asset,
+        network: input.network,
         resource: input.resource,
         timeoutMs: 0,
       },
@@ -147,7 +154,7 @@ export class X402LocalReceiveService {
     // The payload's receipt, while it is pending, answers for it: asking again builds nothing new.
     const previous = identity === undefined ? undefined : await this.receiptOf(source);
     if (previous?.payment?.status === 'pending')
-      return this.answer(accountId, input, previous.payment, decimals);
+      return this.answer(accountId, input, previous.payment, asset);
     // A new receipt only for a payload that can still land: verified again against the chain now.
     const verdict = await scheme.verify(payment.payload, resolved.requirements, { sellerPays: true });
     if (!verdict.valid) {
@@ -192,7 +199,7 @@ export class X402LocalReceiveService {
       sender: verdict.payer,
       recipient: input.walletAddress,
       amount: resolved.requirements.amount,
-      asset: { address: resolved.requirements.asset, decimals },
+      asset: { address: resolved.requirements.asset, decimals: asset.decimals },
       resource: payment.resource ?? null,
       // What the reconciler looks for on chain: the transaction exactly as built.
       signedTransaction: transaction,
@@ -209,13 +216,12 @@ export class X402LocalReceiveService {
     });
     if (!claimed) {
       const winner = await this.receiptOf(source);
-      if (winner?.payment?.status === 'pending')
-        return this.answer(accountId, input, winner.payment, decimals);
+      if (winner?.payment?.status === 'pending') return this.answer(accountId, input, winner.payment, asset);
       // The winner left pending at once (landed, or failed): looked at afresh, once.
       if (mayRetry) return this.buildOnce(accountId, input, false);
       throw invalidProof('this payment proof was already used', 'already_used');
     }
-    return this.answer(accountId, input, record, decimals);
+    return this.answer(accountId, input, record, asset);
   }
 
   /**
@@ -238,7 +244,7 @@ export class X402LocalReceiveService {
     accountId: string,
     input: X402LocalReceiveInput,
     record: PaymentRecord,
-    decimals: number,
+    asset: PaymentAsset,
   ): X402LocalReceiveResult {
     if (
       record.accountId !== accountId ||
@@ -260,11 +266,11 @@ export class X402LocalReceiveService {
       transaction: record.signedTransaction,
       lastValidBlockHeight: Number(record.lastValidBlockHeight),
       expiresAt: record.expiresAt ?? record.createdAt,
-      amountReceived: toWholeUnits(record.amount, record.asset?.decimals ?? decimals),
+      amountReceived: toWholeUnits(record.amount, record.asset?.decimals ?? asset.decimals),
       sender: record.sender,
       status: record.status,
       network: record.network,
-      asset: record.asset?.address ?? '',
+      asset: { ...asset },
     };
   }
 

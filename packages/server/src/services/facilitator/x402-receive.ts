@@ -12,6 +12,7 @@ import { resourceUrl, type X402Payment } from '../../x402/payment-request.ts';
 import { RemoteFacilitator, RemoteFacilitatorError } from '../../x402/remote-facilitator.ts';
 import { atomicFromField } from '../amounts.ts';
 import { newPayment } from '../new-payment.ts';
+import { assetMismatch, isSameAsset, nativeAssetOf, type PaymentAsset } from '../payment-asset.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
 import { invalidProof, verificationFailed } from '../proof-verifier.ts';
 import { type ReceiveResult, receiveResult } from '../receive-payment.ts';
@@ -21,8 +22,13 @@ import type { FacilitatorService } from './facilitator-service.ts';
 export interface X402ReceiveInput {
   readonly walletAddress: string;
   readonly header: X402Header;
-  /** The least that must be paid: whole units of the payment's asset (USDC: 0.01), or atomic units. */
+  /** The least that must be paid: whole units of `asset` (USDC: 0.01), or atomic units. */
   readonly expected: { readonly whole: number; readonly field: string } | { readonly atomic: bigint };
+  /**
+   * What the seller asked to be paid in; undefined: the native currency of the payment's network, which
+   * x402 `exact` never pays (it moves tokens), so such a payload is refused `asset_mismatch`.
+   */
+  readonly asset?: PaymentAsset | undefined;
   readonly resource?: string | undefined;
   /** The network (CAIP-2 id) the payment must be on; undefined accepts any this gateway serves. */
   readonly network?: string | undefined;
@@ -44,8 +50,10 @@ export interface X402ReceiveDeps {
 /**
  * Standard x402 payloads (v1 `X-PAYMENT`, v2 `PAYMENT-SIGNATURE`) given to the gateway's own endpoints
  * as `paymentProof`: verified and settled by the built-in facilitator, or by the facilitator at
- * `facilitatorUrl`. The seller's wallet is the payTo and `expectedAmount` is in the asset's whole units
- * (the token x402 `exact` moves: USDC 0.01 is 10,000 atomic units). A refusal is
+ * `facilitatorUrl`. The seller's wallet is the payTo, and the seller's stated asset (not the payload's) is
+ * the asset: a payload naming another is refused `asset_mismatch` before anything is settled, and the
+ * requirements the facilitator checks the transfer against name the stated one. `expectedAmount` is in
+ * its whole units (USDC 0.01 is 10,000 atomic units). A refusal is
  * PAYMENT_VERIFICATION_FAILED with the facilitator's reason; a payment settled before is
  * INVALID_PAYMENT_PROOF `already_used`.
  */
@@ -66,27 +74,36 @@ export class X402ReceiveService {
     // One deadline for the whole exchange with a remote facilitator: `timeout` bounds its GET
     // /supported (v1 Solana), verification and settlement together.
     const deadline = this.now() + input.timeoutMs;
-    const { payment, chain, decimals } = await this.paymentOf({
+    const { payment, chain, asset } = await this.paymentOf({
       ...input,
       timeoutMs: Math.max(1, deadline - this.now()),
     });
     const record =
       input.facilitatorUrl === undefined
         ? await this.settleHere(payment, accountId, idempotencyKey)
-        : await this.settleRemotely(accountId, input, payment, chain, decimals, deadline);
-    return receiveResult(record, decimals, started);
+        : await this.settleRemotely(accountId, input, payment, chain, asset.decimals, deadline);
+    return receiveResult(record, asset, started);
   }
 
   /** Verifies only (spec §4.5): nothing is settled or consumed. */
   async verify(input: X402ReceiveInput): Promise<VerifyResult> {
     try {
-      const { payment } = await this.paymentOf(input);
+      const { payment, chain, asset } = await this.paymentOf(input);
       const answer =
         input.facilitatorUrl === undefined
           ? await this.deps.facilitator.verifyPayment(payment)
           : await this.remote(input).call('verify', requestBody(payment, input), input.timeoutMs);
       if (answer.isValid === true) {
-        return { verified: true, transaction_id: this.deps.facilitator.identityOf(payment) ?? '' };
+        return {
+          verified: true,
+          transaction_id: this.deps.facilitator.identityOf(payment) ?? '',
+          network: chain.info.id,
+          asset: { ...asset },
+        };
+      }
+      if (answer.invalidReason === MINT_MISMATCH) {
+        const error = assetMismatch(asset, 'another token', chain);
+        return { verified: false, reason: 'asset_mismatch', message: error.message };
       }
       return {
         verified: false,
@@ -122,10 +139,8 @@ export class X402ReceiveService {
     accountId: string,
     idempotencyKey: string | undefined,
   ): Promise<PaymentRecord> {
-    const answer = await this.deps.facilitator.settlePayment(
-      payment,
-      idempotencyKey === undefined ? undefined : { accountId, idempotencyKey },
-    );
+    // Settled for this account: the payment is recorded for it (and its fee charged to it), whoever else holds payTo.
+    const answer = await this.deps.facilitator.settlePayment(payment, { accountId, idempotencyKey });
     if (!answer.success && answer.errorReason === 'duplicate_settlement' && idempotencyKey !== undefined) {
       const earlier = await this.deps.store.payments.findByIdempotencyKey(accountId, idempotencyKey);
       if (
@@ -306,7 +321,7 @@ export class X402ReceiveService {
   async paymentOf(
     input: X402ReceiveInput,
     options: { readonly sellerPays?: boolean } = {},
-  ): Promise<{ payment: X402Payment; chain: ChainAdapter; decimals: number }> {
+  ): Promise<{ payment: X402Payment; chain: ChainAdapter; asset: PaymentAsset }> {
     const { header } = input;
     const accepted = header.x402Version === 2 ? header.value.accepted : undefined;
     const networkAsSent = header.x402Version === 2 ? header.value.accepted.network : header.value.network;
@@ -339,22 +354,23 @@ export class X402ReceiveService {
     if (input.resource !== undefined && paidFor !== undefined && paidFor !== input.resource) {
       throw invalidProof('the payment pays for another resource', 'resource_mismatch');
     }
-    // v1 payloads do not repeat the requirements: the network's USDC is what v1 `exact` pays in.
-    const asset = accepted?.asset ?? chain.info.tokens[0]?.address;
-    if (asset === undefined)
-      throw invalidProof('the payment names no asset this network knows', 'unknown_asset');
-    // Checked before the chain is asked about it: an adapter refuses a malformed address by throwing.
-    if (addressFamily(asset) !== chain.info.family)
-      throw invalidProof(`the payment's asset is not a ${chain.info.name} token address`, 'unknown_asset');
-    const decimals =
-      chain.info.tokens.find((t) => t.address === asset)?.decimals ??
-      (await chain.getTokenInfo(asset))?.decimals;
-    if (decimals === undefined)
-      throw invalidProof(`${asset} is not a token on ${chain.info.name}`, 'unknown_asset');
+    // The asset is the seller's, never the buyer's: what the payload names is only compared with it. A v1
+    // payload does not name one (it does not repeat the requirements): the facilitator checks its
+    // transfer against the stated asset, which the requirements name. x402 `exact` moves tokens only,
+    // so a price in the native currency refuses every payload.
+    const stated = input.asset ?? nativeAssetOf(chain);
+    if (stated.address === null) {
+      throw assetMismatch(stated, accepted === undefined ? 'a token (x402 exact)' : accepted.asset, chain);
+    }
+    if (accepted !== undefined && !isSameAsset(stated, accepted.asset)) {
+      throw assetMismatch(stated, accepted.asset, chain);
+    }
+    const asset = stated.address;
+    const decimals = stated.decimals;
     const expected =
       'atomic' in input.expected
         ? input.expected.atomic
-        : atomicFromField(input.expected.field, input.expected.whole, decimals, 'token units');
+        : atomicFromField(input.expected.field, input.expected.whole, decimals, stated.symbol ?? asset);
     const offered =
       accepted === undefined ? expected : BigInt(/^\d{1,78}$/.test(accepted.amount) ? accepted.amount : '0');
     if (offered < expected) {
@@ -380,7 +396,7 @@ export class X402ReceiveService {
     const resource = input.resource ?? paidFor;
     return {
       chain,
-      decimals,
+      asset: stated,
       payment: {
         x402Version: header.x402Version,
         scheme,
@@ -434,6 +450,9 @@ function requestBody(payment: X402Payment, input: X402ReceiveInput): Record<stri
   };
 }
 
+/** The facilitator's refusal of a Solana transfer of another mint than the requirements'. */
+const MINT_MISMATCH = 'invalid_exact_svm_payload_mint_mismatch';
+
 /**
  * How far back the chain is searched for a payload a remote facilitator settled without its answer
  * arriving: an hour covers a seller's retries; an x402 payload lives for seconds to minutes (a Solana
@@ -461,6 +480,10 @@ export function refusal(reason: unknown, message: unknown, transaction?: string)
       : `the facilitator refused the payment (${code})`;
   if (code === 'duplicate_settlement')
     return invalidProof('this payment was already settled', 'already_used');
+  // The transfer moves another mint than the requirements' (the seller's stated asset): caught here for
+  // payloads that do not name their asset (v1), where only the facilitator can read the transfer.
+  if (code === MINT_MISMATCH)
+    return invalidProof(`the payment is in another asset than asked (${text})`, 'asset_mismatch');
   const error = verificationFailed(text, code);
   if (code === 'settlement_pending' && transaction !== undefined && transaction !== '') {
     return new GatewayError('PAYMENT_VERIFICATION_FAILED', {
