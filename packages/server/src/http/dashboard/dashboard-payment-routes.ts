@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import { explorerTransactionUrl } from '../../domain/explorer-link.ts';
 import { PAYMENT_STATUSES } from '../../domain/payment-status.ts';
 import type { PaymentQueryService } from '../../services/payment-query.ts';
+import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
 import { dashboardUserOf } from './dashboard-session.ts';
 
 /** Payment history across the account's wallets, with filters and pages, and one payment in full. */
@@ -17,7 +18,7 @@ export async function dashboardPaymentRoutes(app: FastifyInstance, opts: { query
         hide: true,
         querystring: Type.Object(
           {
-            wallet: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+            wallet: Type.Optional(Type.String({ minLength: 1, maxLength: 100, ...ADDRESS_OPTIONS })),
             type: Type.Optional(Type.Union([Type.Literal('sent'), Type.Literal('received')])),
             status: Type.Optional(Type.Union(PAYMENT_STATUSES.map((s) => Type.Literal(s)))),
             limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),

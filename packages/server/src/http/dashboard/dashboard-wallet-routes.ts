@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import type { FaucetService } from '../../services/faucet-service.ts';
 import type { WalletService } from '../../services/wallet-service.ts';
+import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
 import { dashboardUserOf } from './dashboard-session.ts';
 
 /** What one "fund from faucet" press gives: enough for many test payments, in the native currency. */
@@ -55,7 +56,7 @@ export async function dashboardWalletRoutes(
     {
       schema: {
         hide: true,
-        params: Type.Object({ address: Type.String({ minLength: 1, maxLength: 100 }) }),
+        params: Type.Object({ address: Type.String({ minLength: 1, maxLength: 100, ...ADDRESS_OPTIONS }) }),
       },
     },
     async (request) => {

@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance, FastifySchemaValidationError } from 'fastify';
 import type { ErrorDetails } from '../../domain/gateway-error.ts';
+import { addressKeyword } from './address-keyword.ts';
 
 /**
  * Schema validation for every route. Bodies are validated strictly: JSON types are not coerced (an
@@ -27,6 +28,7 @@ export function installValidation(app: FastifyInstance): void {
 function withFormats(ajv: Ajv): Ajv {
   (addFormats as unknown as (a: Ajv) => Ajv)(ajv);
   ajv.addKeyword({ keyword: 'x-error', schemaType: 'string' });
+  ajv.addKeyword(addressKeyword);
   return ajv;
 }
 

@@ -3,10 +3,16 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { FaucetService } from '../../services/faucet-service.ts';
 import { FAUCET_MAX_NATIVE, FAUCET_MAX_TOKEN } from '../../services/faucet-service.ts';
+import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
 
 const FaucetBody = Type.Object(
   {
-    address: Type.String({ minLength: 1, maxLength: 100, description: 'Solana or EVM address to fund.' }),
+    address: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: 'Solana or EVM address to fund.',
+      ...ADDRESS_OPTIONS,
+    }),
     amount: Type.Number({
       exclusiveMinimum: 0,
       maximum: FAUCET_MAX_TOKEN,

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { invalidParameters } from '../../domain/gateway-error.ts';
 import type { WalletService } from '../../services/wallet-service.ts';
+import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
 import { callerOf } from '../plugins/authentication.ts';
 
 const WalletSchema = Type.Object(
@@ -35,7 +36,12 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
             chain: Type.Union([Type.Literal('solana'), Type.Literal('evm')]),
             network: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
             address: Type.Optional(
-              Type.String({ minLength: 1, maxLength: 100, description: 'With watchOnly only.' }),
+              Type.String({
+                minLength: 1,
+                maxLength: 100,
+                description: 'With watchOnly only.',
+                ...ADDRESS_OPTIONS,
+              }),
             ),
             watchOnly: Type.Optional(Type.Boolean()),
             challenge: Type.Optional(
@@ -106,6 +112,7 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
               minLength: 1,
               maxLength: 100,
               description: 'The address to prove control of (Solana base58, EVM 0x… in any case).',
+              ...ADDRESS_OPTIONS,
             }),
           },
           { additionalProperties: false },
