@@ -123,7 +123,8 @@ export async function startServer(
       authCacheMs: config.authCacheMs,
       x402LocalnetAsDevnet: config.x402LocalnetAsDevnet,
       outbound: { allowPrivate: config.allowPrivateOutboundUrls },
-      ...(metrics === undefined ? {} : { confirmations: metrics }),
+      feeBudget: { budgets: config.x402FeeBudget, minimums: config.x402MinSettleAmount },
+      ...(metrics === undefined ? {} : { confirmations: metrics, sponsoredFees: metrics }),
     });
     await services.facilitator.start();
     const demo = config.demoAccount ? await ensureDemoAccount(store, services.accounts) : undefined;

@@ -578,6 +578,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
           description: '',
           mimeType: '',
         },
+        seller.accountId,
       );
       assert.equal(v1.errorReason, refusal.reason);
       assert.match(v1.errorMessage ?? '', /maxAmountRequired must be at least 1/);

@@ -289,8 +289,9 @@ describe('x402 exact on EVM with Permit2', () => {
       const requirements = requirementsFor();
       const payload = await evmPayload(buyer, requirements);
       const buyerBefore = await balanceOf(buyer.address);
+      const { accountId } = await patient.newCaller('premium');
       const settle = async () => {
-        const res = await patient.services.facilitator.settle(payload, requirements);
+        const res = await patient.services.facilitator.settle(payload, requirements, accountId);
         return [res.success, res.errorReason, res.transaction] as const;
       };
       // Nothing is mined until the test says so.

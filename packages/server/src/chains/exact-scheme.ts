@@ -149,6 +149,13 @@ export type ExactVerdict =
  * waits on storage only and never holds the database on the chain.
  */
 export interface SettlementDraft {
+  /**
+   * The most the facilitator's fee payer can pay the network for this transaction, atomic units of the
+   * native currency, as the transaction sets it (Solana: signatures × 5,000 lamports + compute-unit
+   * price × limit; EVM: gas limit × max fee per gas). Reserved against the asking account's daily fee
+   * budget before anything is signed or broadcast.
+   */
+  readonly maxFee: bigint;
   /** EVM: the facilitator's address and the chain's pending transaction count, the nonce's floor. */
   readonly nonceFloor?: { readonly address: string; readonly pending: bigint };
   /** `nonce`: allocated from `nonceFloor` (EVM); undefined where the chain has no nonces (Solana). */

@@ -37,6 +37,15 @@ export const ERROR_CATALOGUE = {
    * this code is kept so clients matching on either keep working, and is never emitted.
    */
   RATE_LIMIT: { status: 429, message: 'Too many requests.' },
+  /**
+   * The account's daily budget of network fees the built-in x402 facilitator pays (X402_FEE_BUDGET) has
+   * no room for a settlement's worst-case fee: nothing was claimed or broadcast. 429, not 403: it is a
+   * quota of the day, lifted at 00:00 UTC, which `retryAfter` counts down to.
+   */
+  FEE_BUDGET_EXCEEDED: {
+    status: 429,
+    message: "The account's daily budget of sponsored network fees is spent; retry after 00:00 UTC.",
+  },
   INSUFFICIENT_BALANCE: { status: 422, message: 'Not enough funds for the payment plus fees.' },
   INVALID_PAYMENT_PROOF: { status: 422, message: 'The payment proof is invalid or expired.' },
   PAYMENT_VERIFICATION_FAILED: { status: 422, message: 'The facilitator could not verify the payment.' },

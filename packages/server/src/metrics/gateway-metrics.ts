@@ -1,5 +1,8 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type LabelValues, Registry } from 'prom-client';
 import type { RpcObserver, RpcOutcome } from '../chains/rpc-endpoints.ts';
+import { toWholeUnits } from '../domain/money.ts';
+import type { NetworkInfo } from '../domain/network.ts';
+import type { SponsoredFeeObserver } from '../services/facilitator/facilitator-service.ts';
 import type { Store } from '../store/store.ts';
 
 /** Latency buckets in seconds: HTTP answers and RPC calls, from sub-millisecond reads to timeouts. */
@@ -19,7 +22,7 @@ type HttpLabels = 'method' | 'route' | 'status';
  * process, as in tests, never share counts). The per-request cost is one map lookup and one
  * histogram observation; gauges that need storage are read only when /metrics is scraped.
  */
-export class GatewayMetrics implements RpcObserver {
+export class GatewayMetrics implements RpcObserver, SponsoredFeeObserver {
   readonly registry = new Registry();
   private readonly httpDuration: Histogram<HttpLabels>;
   /** Histogram children by "method route status", so a request never builds a label object. */
@@ -29,6 +32,8 @@ export class GatewayMetrics implements RpcObserver {
   private readonly confirmation: Histogram<'network'>;
   private readonly webhookDeliveries: Counter<'result'>;
   private readonly rateLimited: Counter<'plan'>;
+  private readonly sponsoredFees: Counter<'account' | 'network'>;
+  private readonly sponsoredSettlements: Counter<'account' | 'network'>;
   private store: MetricsSources['store'];
 
   constructor(sources: MetricsSources = {}) {
@@ -71,6 +76,18 @@ export class GatewayMetrics implements RpcObserver {
       name: 'gate402_rate_limit_rejections_total',
       help: 'Requests refused with 429 RATE_LIMIT_EXCEEDED, per plan.',
       labelNames: ['plan'],
+      registers,
+    });
+    this.sponsoredFees = new Counter({
+      name: 'gate402_x402_sponsored_fees_total',
+      help: "Network fees the built-in x402 facilitator's fee payer paid for an account's settlements, in whole units of the network's native currency (SOL, ETH), per account and network; the worst case where the fee paid is unknown.",
+      labelNames: ['account', 'network'],
+      registers,
+    });
+    this.sponsoredSettlements = new Counter({
+      name: 'gate402_x402_sponsored_settlements_total',
+      help: 'Settlements whose network fee the built-in x402 facilitator paid (settled or failed), per account and network.',
+      labelNames: ['account', 'network'],
       registers,
     });
     if (sources.store !== undefined) this.watchStorage(sources.store);
@@ -137,6 +154,12 @@ export class GatewayMetrics implements RpcObserver {
 
   rateLimitRejected(plan: string): void {
     this.rateLimited.inc({ plan });
+  }
+
+  feeSponsored(accountId: string, network: NetworkInfo, fee: bigint): void {
+    const labels = { account: accountId, network: network.id };
+    this.sponsoredFees.inc(labels, toWholeUnits(fee, network.nativeCurrency.decimals));
+    this.sponsoredSettlements.inc(labels);
   }
 
   /** The text exposition format Prometheus scrapes. */

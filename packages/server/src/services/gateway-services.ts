@@ -3,7 +3,8 @@ import type { OutboundPolicy } from '../outbound/ssrf-guard.ts';
 import type { Store } from '../store/store.ts';
 import { AccountService } from './account-service.ts';
 import { SecretBox } from './custody/secret-box.ts';
-import { FacilitatorService } from './facilitator/facilitator-service.ts';
+import { FacilitatorService, type SponsoredFeeObserver } from './facilitator/facilitator-service.ts';
+import { FeeBudget, type FeeBudgetSettings } from './facilitator/fee-budget.ts';
 import { X402LocalReceiveService } from './facilitator/x402-local-receive.ts';
 import { X402ReceiveService } from './facilitator/x402-receive.ts';
 import { FaucetService } from './faucet-service.ts';
@@ -59,6 +60,10 @@ export interface ServiceParts {
   readonly now?: () => number;
   /** Told when payments confirm (the /metrics confirmation latency). */
   readonly confirmations?: ConfirmationObserver;
+  /** The x402 facilitator's fee budget per account and its minimum settle amounts; defaults if absent. */
+  readonly feeBudget?: FeeBudgetSettings;
+  /** Told what each settlement's network fee cost its account (the /metrics sponsored fees). */
+  readonly sponsoredFees?: SponsoredFeeObserver;
 }
 
 export function createServices(parts: ServiceParts): GatewayServices {
@@ -76,6 +81,8 @@ export function createServices(parts: ServiceParts): GatewayServices {
     secrets: new SecretBox(parts.masterKey),
     settleWaitMs: parts.confirmTimeoutMs,
     localnetAsDevnet: parts.x402LocalnetAsDevnet ?? true,
+    feeBudget: new FeeBudget(parts.feeBudget),
+    ...(parts.sponsoredFees === undefined ? {} : { sponsoredFees: parts.sponsoredFees }),
     now,
   });
   const x402 = new X402ReceiveService({

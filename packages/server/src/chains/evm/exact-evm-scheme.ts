@@ -283,7 +283,11 @@ export class ExactEvmScheme implements ExactScheme {
         this.client.getTransactionCount({ address: account.address, blockTag: 'pending' }),
       ]),
     );
+    // A margin over the estimate: the transfer's storage writes cost the same on every call.
+    const gasLimit = (gas * 12n) / 10n;
     return {
+      // What the fee payer pays at most: every unit of gas it allows, at the most it bids per unit.
+      maxFee: gasLimit * fees.maxFeePerGas,
       nonceFloor: { address: account.address, pending: BigInt(pending) },
       sign: async (nonce) => {
         if (nonce === undefined) throw new Error('an EVM settlement is signed with an allocated nonce');
@@ -292,8 +296,7 @@ export class ExactEvmScheme implements ExactScheme {
           type: 'eip1559',
           to,
           data,
-          // A margin over the estimate: the transfer's storage writes cost the same on every call.
-          gas: (gas * 12n) / 10n,
+          gas: gasLimit,
           maxFeePerGas: fees.maxFeePerGas,
           maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
           nonce: Number(nonce),

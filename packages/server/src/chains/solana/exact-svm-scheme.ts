@@ -173,7 +173,7 @@ export class ExactSvmScheme implements ExactScheme {
       wire: new Uint8Array(getTransactionEncoder().encode(signed)),
       lastValidBlockHeight: height + BLOCKHASH_VALIDITY_BLOCKS,
     };
-    return { sign: async () => prepared };
+    return { maxFee: worstCaseFee(decoded.message), sign: async () => prepared };
   }
 
   async forSeller(payload: Readonly<Record<string, unknown>>): Promise<SellerTransaction> {
@@ -488,6 +488,20 @@ function computeBudgetOf(
     if (d[0] === SET_COMPUTE_UNIT_PRICE && d.length === 9) price = view.getBigUint64(1, true);
   }
   return { ...(limit === undefined ? {} : { limit }), ...(price === undefined ? {} : { price }) };
+}
+
+/** Lamports the network charges per signature (Solana's base fee). */
+const LAMPORTS_PER_SIGNATURE = 5_000n;
+
+/**
+ * The most the fee payer pays for the transaction as the payload sets it: the base fee of each of its
+ * signatures plus the priority fee, compute-unit price (micro-lamports) × limit, rounded up as the
+ * runtime rounds it. Bounded by the caps the layout check holds (SVM_MAX_*) for a verified payload.
+ */
+function worstCaseFee(message: PaymentMessage): bigint {
+  const { limit = 0, price = 0n } = computeBudgetOf(message, message.staticAccounts.map(String));
+  const priority = (price * BigInt(limit) + 999_999n) / 1_000_000n;
+  return BigInt(message.header.numSignerAccounts) * LAMPORTS_PER_SIGNATURE + priority;
 }
 
 function undecodable(): ExactRefusal {

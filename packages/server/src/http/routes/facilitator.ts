@@ -1,7 +1,9 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { GatewayError, toErrorBody } from '../../domain/gateway-error.ts';
 import type { FacilitatorService } from '../../services/facilitator/facilitator-service.ts';
+import { callerOf } from '../plugins/authentication.ts';
 
 /** x402's facilitator request; the payload and requirements are read by version (v1 or v2) in the service. */
 const FacilitatorRequest = Type.Object(
@@ -53,6 +55,35 @@ const SettleResponse = Type.Object(
     network: Type.String({ description: 'As the request named it (v1 name or CAIP-2 id).' }),
   },
   { $id: 'X402SettleResponse', title: 'X402SettleResponse' },
+);
+
+/**
+ * Over the account's fee budget: the gateway's error body and, in the same object, an x402
+ * SettleResponse (`success` is false in both), so a stock `HTTPFacilitatorClient` reads the refusal's
+ * reason as it reads any settle failure it is answered with a non-200 status.
+ */
+const FeeBudgetExceededResponse = Type.Object(
+  {
+    success: Type.Literal(false),
+    error: Type.Object({
+      code: Type.String({
+        description: '`FEE_BUDGET_EXCEEDED` (or `RATE_LIMIT_EXCEEDED` for the request rate).',
+      }),
+      message: Type.String(),
+      retryAfter: Type.Optional(
+        Type.Integer({ description: 'Seconds until the budget renews (00:00 UTC).' }),
+      ),
+      requestId: Type.Optional(Type.String()),
+    }),
+    errorReason: Type.Optional(Type.String({ description: 'x402 reason: `fee_budget_exceeded`.' })),
+    errorMessage: Type.Optional(Type.String()),
+    transaction: Type.Optional(Type.String({ description: 'Empty: nothing was sent.' })),
+    network: Type.Optional(Type.String({ description: 'As the request named it.' })),
+  },
+  {
+    description:
+      "FEE_BUDGET_EXCEEDED: your account's daily budget of network fees the facilitator pays on this network (X402_FEE_BUDGET) has no room for this settlement's worst-case fee; nothing was claimed or broadcast. Also a valid x402 SettleResponse. RATE_LIMIT_EXCEEDED: the request rate, as on every route.",
+  },
 );
 
 const SupportedResponse = Type.Object(
@@ -122,11 +153,32 @@ export async function facilitatorRoutes(app: FastifyInstance, deps: { facilitato
         tags: ['facilitator'],
         summary: 'x402: settle a payment payload on chain, exactly once.',
         description:
-          "Verifies, signs (Solana: as fee payer; EVM: transferWithAuthorization) and stores the transaction before broadcasting it, then waits for `confirmed`. What the payload pays (token, recipient, amount) is checked first: a payload that does not pay the requirements is refused for that (`…_recipient_mismatch`, …) whether or not it was settled, never answered with a settlement. The same payload again, for the same payTo, asset and amount: `duplicate_settlement`. Not confirmed within PAYMENT_CONFIRM_TIMEOUT_MS: `settlement_pending` with the transaction; settling again looks at that transaction and never sends another. Nobody has to: a background worker finishes every settlement left pending the same way, recording the seller's payment (status, history, stream, webhooks) once it confirms. On EVM, if another transaction used the authorization or permit first, the payment happened: the settlement is settled on that transaction (its hash is the answer's `transaction`); once a block at the authorization's validBefore (past the permit's deadline) exists with it unused, the settlement fails.",
+          "Verifies, signs (Solana: as fee payer; EVM: transferWithAuthorization) and stores the transaction before broadcasting it, then waits for `confirmed`. What the payload pays (token, recipient, amount) is checked first: a payload that does not pay the requirements is refused for that (`…_recipient_mismatch`, …) whether or not it was settled, never answered with a settlement. The same payload again, for the same payTo, asset and amount: `duplicate_settlement` (also to another account: a settlement is its first asker's). The payment is recorded for your account — the one whose key calls settle — and for no other account, whoever holds payTo. A payment below X402_MIN_SETTLE_AMOUNT for its asset: `amount_below_minimum`, before anything is signed. The network fee the facilitator pays is charged to your account's daily budget for the network (X402_FEE_BUDGET), worst case first, corrected to the fee paid once the transaction lands: over it, 429 FEE_BUDGET_EXCEEDED and nothing is sent. Not confirmed within PAYMENT_CONFIRM_TIMEOUT_MS: `settlement_pending` with the transaction; settling again looks at that transaction and never sends another. Nobody has to: a background worker finishes every settlement left pending the same way, recording the seller's payment (status, history, stream, webhooks) once it confirms. On EVM, if another transaction used the authorization or permit first, the payment happened: the settlement is settled on that transaction (its hash is the answer's `transaction`); once a block at the authorization's validBefore (past the permit's deadline) exists with it unused, the settlement fails.",
         body: FacilitatorRequest,
-        response: { 200: SettleResponse },
+        response: { 200: SettleResponse, 429: FeeBudgetExceededResponse },
       },
     },
-    async (request) => deps.facilitator.settle(request.body.paymentPayload, request.body.paymentRequirements),
+    async (request, reply) => {
+      const { paymentPayload, paymentRequirements } = request.body;
+      try {
+        // Settled for the caller's account: its payment, its fee budget (see FacilitatorService).
+        return await deps.facilitator.settle(
+          paymentPayload,
+          paymentRequirements,
+          callerOf(request).account.id,
+        );
+      } catch (error) {
+        if (!(error instanceof GatewayError) || error.code !== 'FEE_BUDGET_EXCEEDED') throw error;
+        if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter));
+        const { network } = paymentRequirements as { network?: unknown };
+        return reply.code(429).send({
+          ...toErrorBody(error, request.id),
+          errorReason: 'fee_budget_exceeded',
+          errorMessage: error.message,
+          transaction: '',
+          network: typeof network === 'string' ? network : '',
+        });
+      }
+    },
   );
 }

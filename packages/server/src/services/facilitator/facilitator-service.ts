@@ -11,13 +11,24 @@ import type {
 } from '../../chains/exact-scheme.ts';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import { ExactSvmScheme } from '../../chains/solana/exact-svm-scheme.ts';
+import { GatewayError } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
-import type { SettlementClaimant, SettlementRecord, SettlementStatus, Store } from '../../store/store.ts';
+import { atomicToDecimalText } from '../../domain/money.ts';
+import type { NetworkInfo } from '../../domain/network.ts';
+import { feeDayOf, secondsUntilNextFeeDay } from '../../domain/sponsored-fees.ts';
+import type {
+  Repositories,
+  SettlementClaimant,
+  SettlementRecord,
+  SettlementStatus,
+  Store,
+} from '../../store/store.ts';
 import { SOLANA_DEVNET_ID, v1NameOf } from '../../x402/network-names.ts';
 import { parsePaymentRequest, type X402Payment } from '../../x402/payment-request.ts';
 import type { SecretBox } from '../custody/secret-box.ts';
 import { newPayment } from '../new-payment.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
+import { FeeBudget } from './fee-budget.ts';
 import { FeePayerKeys } from './fee-payer-keys.ts';
 import { x402ReceiptProofKey } from './x402-receipt-proof.ts';
 
@@ -51,8 +62,28 @@ export interface FacilitatorDeps {
   readonly settleWaitMs: number;
   /** Serve the embedded Solana localnet under devnet's CAIP-2 id too (stock @x402/svm clients know no other). */
   readonly localnetAsDevnet: boolean;
+  /** The fee payer's daily budget per account and network, and the smallest payment settled; defaults if absent. */
+  readonly feeBudget?: FeeBudget;
+  /** Told the network fee each settlement finally cost its account (the /metrics sponsored fees). */
+  readonly sponsoredFees?: SponsoredFeeObserver;
   readonly now?: () => number;
   readonly log?: (message: string) => void;
+}
+
+/** Counts what the fee payer spends for whom (GatewayMetrics). */
+export interface SponsoredFeeObserver {
+  /** `fee`: atomic units of `network`'s native currency, charged to `accountId` for one settlement. */
+  feeSponsored(accountId: string, network: NetworkInfo, fee: bigint): void;
+}
+
+/**
+ * Who asks to settle: the account whose API key called POST /facilitator/settle or POST
+ * /payment/receive, and for the latter its Idempotency-Key. The settlement's payment is recorded for
+ * this account and nobody else; its network fee is charged to this account's budget.
+ */
+export interface SettleAsker {
+  readonly accountId: string;
+  readonly idempotencyKey?: string | undefined;
 }
 
 interface Route {
@@ -72,15 +103,28 @@ const LOCAL_FEE_PAYER_FUNDING = 10n;
  * restarts and instances: a settlement row keyed by the payload's identity is claimed, with the signed
  * transaction in it, before the first broadcast. A second settle of a settled payload is
  * `duplicate_settlement`; a settle that outlives its wait is `settlement_pending` with the transaction,
- * and a retry looks at (and resends) that same transaction instead of making another. A settled payment
- * is recorded, with its outbox event, for the account whose wallet is the payTo.
+ * and a retry looks at (and resends) that same transaction instead of making another.
+ *
+ * A settled payment is recorded, with its outbox event, for the account that asked to settle it — the
+ * seller whose key called settle — and for no other: not for whoever holds the payTo address as a
+ * wallet (anyone could register a seller's external address and would see its payments), and not for a
+ * second account settling the same payload (it is answered `duplicate_settlement`). Whoever asks sees
+ * only what it presented: the payload and its requirements.
+ *
+ * The fee payer pays every settlement's network fee, so each account has a daily budget per network:
+ * the transaction's worst-case fee is reserved in the database transaction that claims it (nothing is
+ * signed or broadcast past the budget: FEE_BUDGET_EXCEEDED), and corrected to the fee actually paid
+ * once it lands, or given back when it can never land. Payments below a configured minimum per asset
+ * are refused before anything is signed (`amount_below_minimum`).
  */
 export class FacilitatorService {
   private readonly routes = new Map<string, Route>();
   private readonly now: () => number;
+  private readonly budget: FeeBudget;
 
   constructor(private readonly deps: FacilitatorDeps) {
     this.now = deps.now ?? Date.now;
+    this.budget = deps.feeBudget ?? new FeeBudget();
   }
 
   /** Loads (or creates) the fee-payer keys and sets up a scheme per network; funds them on local chains. */
@@ -158,32 +202,67 @@ export class FacilitatorService {
         payer: settled.payer,
       };
     }
+    const small = await this.belowMinimum(route, requirements);
+    if (small !== undefined) return invalid(small);
     const verdict = await route.scheme.verify(payment.payload, requirements);
     return verdict.valid ? { isValid: true, payer: verdict.payer } : invalid(verdict);
   }
 
-  async settle(paymentPayload: unknown, paymentRequirements: unknown): Promise<SettleAnswer> {
+  /**
+   * A payment smaller than the configured minimum for its asset: the fee payer would pay more for the
+   * network fee than moves. Refused before anything is signed.
+   */
+  private async belowMinimum(
+    route: Route,
+    requirements: ExactRequirements,
+  ): Promise<ExactRefusal | undefined> {
+    const info = route.chain.info;
+    const minimum = await this.budget.minimum(info, requirements.asset, () =>
+      this.decimalsOf(route, requirements.asset),
+    );
+    if (minimum === undefined || requirements.amount >= minimum.atomic) return undefined;
+    return {
+      valid: false,
+      reason: 'amount_below_minimum',
+      message: `this facilitator settles at least ${minimum.text} ${minimum.name} (${minimum.atomic} atomic units) on ${info.name}: its fee payer pays the network fee, which a smaller payment does not cover; the requirements ask for ${requirements.amount}`,
+    };
+  }
+
+  /**
+   * Settles for `accountId`, the account whose key asked (POST /facilitator/settle): the payment is
+   * recorded for it alone, and the fee is charged to its budget. Throws FEE_BUDGET_EXCEEDED when the
+   * budget has no room: nothing was claimed or broadcast.
+   */
+  async settle(
+    paymentPayload: unknown,
+    paymentRequirements: unknown,
+    accountId: string,
+  ): Promise<SettleAnswer> {
     const resolved = this.resolve(paymentPayload, paymentRequirements);
     const networkAsSent = resolved.ok
       ? resolved.payment.networkAsSent
       : stringField(paymentRequirements, 'network');
-    return this.settleResolved(resolved, networkAsSent);
+    return this.settleResolved(resolved, networkAsSent, { accountId });
   }
 
   /**
    * As `settle`, for a payment already read; a success or a `duplicate_settlement` names the settlement's
-   * recorded payment. `asker`: the POST /payment/receive asking, with its Idempotency-Key — the payment
-   * this settle records carries the key (see markSettled), so that request retried finds it.
+   * recorded payment when it is the asking account's. `asker`: the POST /payment/receive asking, with
+   * its Idempotency-Key — the payment this settle records carries the key (see markSettled), so that
+   * request retried finds it.
    */
   async settlePayment(
     payment: X402Payment,
-    asker?: SettlementClaimant,
+    asker: SettleAsker,
   ): Promise<SettleAnswer & { paymentId?: string }> {
     const answer = await this.settleResolved(this.route(payment), payment.networkAsSent, asker);
     if (!answer.success && answer.errorReason !== 'duplicate_settlement') return answer;
     const key = this.keyOf(payment);
     const settlement = key === undefined ? undefined : await this.deps.store.settlements.get(key);
-    return settlement?.paymentId == null ? answer : { ...answer, paymentId: settlement.paymentId };
+    if (settlement?.paymentId == null) return answer;
+    // Another account's payment (it settled the payload, or its local receipt recorded it) is not named.
+    const recorded = await this.deps.store.payments.get(settlement.paymentId);
+    return recorded?.accountId === asker.accountId ? { ...answer, paymentId: recorded.id } : answer;
   }
 
   /** The configured network (the devnet alias resolved) a payment is for; undefined when not served here. */
@@ -228,11 +307,14 @@ export class FacilitatorService {
   private async settleResolved(
     resolved: Resolved,
     networkAsSent: string,
-    asker?: SettlementClaimant,
+    asker: SettleAsker,
   ): Promise<SettleAnswer> {
     // A payment this settle records is this request's answer: it carries this request's key (if any),
     // not that of the request that claimed the settlement.
-    const holder = asker ?? null;
+    const holder: SettlementClaimant | null =
+      asker.idempotencyKey === undefined
+        ? null
+        : { accountId: asker.accountId, idempotencyKey: asker.idempotencyKey };
     const fail = (reason: string, message: string, extra: { payer?: string; transaction?: string } = {}) => ({
       success: false,
       errorReason: reason,
@@ -264,8 +346,10 @@ export class FacilitatorService {
     // settlement never answers success, or its seller's payment, to another.
     const existing = await this.deps.store.settlements.get(key);
     if (existing !== undefined && settles(existing, requirements))
-      return this.answer(await this.resume(route, existing, false, holder), networkAsSent);
+      return this.answer(await this.resume(route, existing, false, holder), networkAsSent, asker);
 
+    const small = await this.belowMinimum(route, requirements);
+    if (small !== undefined) return fail(small.reason, small.message);
     const verdict = await route.scheme.verify(payment.payload, requirements);
     if (!verdict.valid)
       return fail(
@@ -276,8 +360,10 @@ export class FacilitatorService {
     const decimals = verdict.decimals;
     let claimed: { record: SettlementRecord; nonce: PreparedSettlementTx['nonce'] } | undefined;
     try {
-      claimed = await this.claim(route, key, payment, requirements, asker);
+      claimed = await this.claim(route, key, payment, requirements, asker, holder);
     } catch (error) {
+      // Over the fee budget: nothing claimed, nothing broadcast (the route answers it; see overBudget).
+      if (error instanceof GatewayError && error.code === 'FEE_BUDGET_EXCEEDED') throw error;
       // Claiming asks the chain again (EVM: the transfer's gas estimate), after verification: a settle of
       // this payload that landed meanwhile (here or on another instance) makes it revert, as does anyone
       // else's use of the authorization. The first makes this one the duplicate; the second, a refusal.
@@ -292,7 +378,7 @@ export class FacilitatorService {
       // Another request (here or on another instance) claimed it first: this one is the duplicate.
       const winner = await this.deps.store.settlements.get(key);
       if (winner === undefined) throw new Error(`settlement ${key} neither claimed nor found`);
-      return this.answer(await this.resume(route, winner, false, holder), networkAsSent);
+      return this.answer(await this.resume(route, winner, false, holder), networkAsSent, asker);
     }
     const outcome = await this.broadcastAndWait(route, claimed.record, decimals, true, holder);
     if (outcome.kind === 'failed' && outcome.neverSent && claimed.nonce !== undefined) {
@@ -300,7 +386,7 @@ export class FacilitatorService {
       // fee payer's sequence keeps no gap that would hold every later settlement.
       await this.deps.store.nonces.release(route.chain.info.id, claimed.nonce.address, claimed.nonce.value);
     }
-    return this.answer(outcome, networkAsSent);
+    return this.answer(outcome, networkAsSent, asker);
   }
 
   /** The route and requirements of a request, or why it cannot be served. */
@@ -357,13 +443,28 @@ export class FacilitatorService {
     key: string,
     payment: X402Payment,
     requirements: ExactRequirements,
-    claimedBy: SettlementClaimant | undefined,
+    asker: SettleAsker,
+    claimedBy: SettlementClaimant | null,
   ): Promise<{ record: SettlementRecord; nonce: PreparedSettlementTx['nonce'] } | undefined> {
     const draft = await route.scheme.prepare(payment.payload, requirements);
     const network = route.chain.info.id;
     const lost = Symbol('lost');
+    const startedAt = this.now();
+    const day = feeDayOf(startedAt);
+    const limit = this.budget.dailyLimit(route.chain.info);
     try {
       return await this.deps.store.transaction(async (repos) => {
+        // The worst-case fee first, in the claim's own transaction: concurrent settles of one account
+        // each see the others' reservations, and a lost claim takes its reservation back with it.
+        const reserved = await repos.sponsoredFees.reserve(
+          asker.accountId,
+          network,
+          day,
+          draft.maxFee,
+          limit,
+          startedAt,
+        );
+        if (reserved === undefined) throw this.overBudget(route.chain.info, draft.maxFee, limit, startedAt);
         const { nonceFloor } = draft;
         const nonce =
           nonceFloor === undefined
@@ -387,9 +488,11 @@ export class FacilitatorService {
           createdAt: at,
           updatedAt: at,
           // In the claim, before any broadcast: a crash after it leaves the finisher what it needs to
-          // give the payment the claiming request's key.
-          claimedBy: claimedBy ?? null,
+          // record the payment for the asking account, with the claiming request's key.
+          claimedBy,
           resource: payment.resource ?? null,
+          accountId: asker.accountId,
+          sponsoredFee: { day, amount: draft.maxFee },
         };
         // Rolled back when lost, so an EVM nonce allocated for it is given back.
         if (!(await repos.settlements.claim(record))) throw lost;
@@ -399,6 +502,15 @@ export class FacilitatorService {
       if (error === lost) return undefined;
       throw error;
     }
+  }
+
+  /** FEE_BUDGET_EXCEEDED: the day's budget has no room for this settlement's worst-case fee. */
+  private overBudget(network: NetworkInfo, fee: bigint, limit: bigint, at: number): GatewayError {
+    const { symbol, decimals } = network.nativeCurrency;
+    return new GatewayError('FEE_BUDGET_EXCEEDED', {
+      message: `Your account's budget of network fees the facilitator pays on ${network.name} (${atomicToDecimalText(limit, decimals)} ${symbol} a day, UTC) has no room for this settlement's fee of up to ${atomicToDecimalText(fee, decimals)} ${symbol}; nothing was sent. It renews at 00:00 UTC.`,
+      retryAfter: secondsUntilNextFeeDay(at),
+    });
   }
 
   /**
@@ -482,10 +594,14 @@ export class FacilitatorService {
         // because the transaction is already known or landed (or its nonce taken), which the wait
         // below tells apart.
         if (first && error instanceof ChainError && error.kind === 'rejected') {
-          return this.markFailed(settlement, `the network refused the transaction: ${error.message}`, true);
+          return this.markFailed(route, settlement, `the network refused the transaction: ${error.message}`, {
+            neverSent: true,
+            fee: 0n,
+          });
         }
       }
-      if (fate === 'never') return this.markFailed(settlement, NEVER_CARRIED);
+      // The resent bytes may still be mined (and revert): the fee stays reserved.
+      if (fate === 'never') return this.markFailed(route, settlement, NEVER_CARRIED);
       if (fate !== undefined) return this.markCarried(route, settlement, decimals, fate, holder);
       await this.deps.store.settlements.transition(settlement.key, ['claimed'], 'submitted', {}, this.now());
       outcome = await chain.waitForConfirmation(
@@ -505,10 +621,15 @@ export class FacilitatorService {
         if (fate === 'unknown') return { kind: 'pending', settlement };
         if (fate !== undefined && fate !== 'never')
           return this.markCarried(route, settlement, decimals, fate, holder);
-        return this.markFailed(settlement, `the transaction failed on chain: ${outcome.error}`);
+        // Landed with an error: the fee payer paid its fee all the same.
+        const landed = await chain.getTransaction(settlement.transactionId).catch(() => undefined);
+        return this.markFailed(route, settlement, `the transaction failed on chain: ${outcome.error}`, {
+          ...(landed?.fee === undefined ? {} : { fee: landed.fee }),
+        });
       }
       case 'expired':
-        return this.markFailed(settlement, 'the transaction expired before it landed');
+        // Never landed, and never can: the fee payer paid nothing.
+        return this.markFailed(route, settlement, 'the transaction expired before it landed', { fee: 0n });
       case 'pending':
         return { kind: 'pending', settlement };
     }
@@ -551,6 +672,11 @@ export class FacilitatorService {
    * account only, and only a key no payment carries yet), so that request, retried with the key after
    * its answer was lost or was `settlement_pending`, is answered this payment (X402ReceiveService), and
    * any other request presenting the payload is refused it as a duplicate: one answer per payment.
+   *
+   * The payment is recorded for the account that asked to settle (recorderOf), never for whoever else
+   * holds the payTo address; its fee, charged to that account's budget, becomes what its own
+   * transaction paid (another transaction carrying the payment leaves the worst case charged: its own
+   * resent bytes may still be mined and revert).
    */
   private async markSettled(
     route: Route,
@@ -562,19 +688,20 @@ export class FacilitatorService {
   ): Promise<Outcome> {
     const { chain } = route;
     const signature = carrier ?? settlement.transactionId;
-    const wallet = await this.deps.store.wallets.findByAddress(chain.info.family, settlement.payTo);
+    const recorder = recorderOf(settlement);
     const [blockHeight, tx] = await Promise.all([
       chain.blockHeightOf(slot).catch(() => null),
       chain.getTransaction(signature).catch(() => undefined),
     ]);
     const at = this.now();
-    const key = holder !== null && wallet?.accountId === holder.accountId ? holder.idempotencyKey : null;
+    const key = holder !== null && recorder === holder.accountId ? holder.idempotencyKey : null;
+    const fee = carrier === undefined ? tx?.fee : undefined;
     const payment =
-      wallet === undefined
+      recorder === null
         ? undefined
         : newPayment(at, {
             id: newId('pay'),
-            accountId: wallet.accountId,
+            accountId: recorder,
             direction: 'received',
             mode: 'facilitator',
             status: 'confirmed',
@@ -621,33 +748,76 @@ export class FacilitatorService {
           {
             paymentId,
             ...(carrier === undefined ? {} : { transactionId: carrier }),
+            ...charged(settlement, fee),
           },
           at,
         );
         // Another writer settled it first: the proof consumed above is given back with the rollback.
         if (row === undefined) throw lost;
+        await this.chargeIn(repos, settlement, fee, at);
         if (record && keyed !== undefined) await this.deps.ledger.recordIn(repos, keyed, 'payment.received');
         return row;
       });
     } catch (error) {
       if (error !== lost) throw error;
     }
-    return moved === undefined ? { kind: 'duplicate', settlement } : { kind: 'settled', settlement: moved };
+    if (moved === undefined) return { kind: 'duplicate', settlement };
+    this.reportFee(route, moved);
+    return { kind: 'settled', settlement: moved };
   }
 
+  /**
+   * Failed: landed with an error, or can never land. `fee`: what the fee payer finally paid for it
+   * (0 when it never reached the chain); absent, the reserved worst case stays charged.
+   */
   private async markFailed(
+    route: Route,
     settlement: SettlementRecord,
     message: string,
-    neverSent = false,
+    options: { readonly neverSent?: boolean; readonly fee?: bigint } = {},
   ): Promise<Outcome> {
-    await this.deps.store.settlements.transition(
-      settlement.key,
-      ['claimed', 'submitted'],
-      'failed',
-      { error: message },
-      this.now(),
+    const at = this.now();
+    const moved = await this.deps.store.transaction(async (repos) => {
+      const row = await repos.settlements.transition(
+        settlement.key,
+        ['claimed', 'submitted'],
+        'failed',
+        { error: message, ...charged(settlement, options.fee) },
+        at,
+      );
+      if (row !== undefined) await this.chargeIn(repos, settlement, options.fee, at);
+      return row;
+    });
+    if (moved !== undefined) this.reportFee(route, moved);
+    return { kind: 'failed', settlement, message, neverSent: options.neverSent === true };
+  }
+
+  /**
+   * Corrects the account's budget from the reserved worst case to `fee`, in the transaction that moves
+   * the settlement (only its one mover gets here), on the day the reservation was charged to.
+   */
+  private async chargeIn(
+    repos: Repositories,
+    settlement: SettlementRecord,
+    fee: bigint | undefined,
+    at: number,
+  ): Promise<void> {
+    const { accountId, sponsoredFee } = settlement;
+    if (fee === undefined || accountId == null || sponsoredFee == null) return;
+    await repos.sponsoredFees.adjust(
+      accountId,
+      settlement.network,
+      sponsoredFee.day,
+      fee - sponsoredFee.amount,
+      at,
     );
-    return { kind: 'failed', settlement, message, neverSent };
+  }
+
+  /** The fee a settlement finally cost its account, once it is settled or failed. */
+  private reportFee(route: Route, settlement: SettlementRecord): void {
+    const { accountId, sponsoredFee } = settlement;
+    if (accountId == null || sponsoredFee == null) return;
+    this.deps.sponsoredFees?.feeSponsored(accountId, route.chain.info, sponsoredFee.amount);
   }
 
   private async decimalsOf(route: Route, asset: string): Promise<number> {
@@ -656,10 +826,17 @@ export class FacilitatorService {
     return (await route.chain.getTokenInfo(asset))?.decimals ?? 0;
   }
 
-  private answer(outcome: Outcome, network: string): SettleAnswer {
+  /**
+   * The x402 answer to `asker`. A settlement another account asked for (claimed first) is never this
+   * one's success, even when this request is the one that saw it confirm: it is that account's
+   * payment, and this one is answered `duplicate_settlement`.
+   */
+  private answer(outcome: Outcome, network: string, asker: SettleAsker): SettleAnswer {
     const { settlement } = outcome;
     const common = { payer: settlement.payer, transaction: settlement.transactionId, network };
-    switch (outcome.kind) {
+    const kind =
+      outcome.kind === 'settled' && recorderOf(settlement) !== asker.accountId ? 'duplicate' : outcome.kind;
+    switch (kind) {
       case 'settled':
         return { success: true, ...common };
       case 'duplicate':
@@ -680,7 +857,7 @@ export class FacilitatorService {
         return {
           success: false,
           errorReason: 'transaction_failed',
-          errorMessage: outcome.message,
+          errorMessage: outcome.kind === 'failed' ? outcome.message : 'failed',
           ...common,
         };
     }
@@ -732,6 +909,20 @@ function invalid(refusal: ExactRefusal): VerifyAnswer {
     invalidMessage: refusal.message,
     ...(refusal.payer === undefined ? {} : { payer: refusal.payer }),
   };
+}
+
+/**
+ * The account a settlement's payment is recorded for: the one that asked to settle it. Settlements
+ * claimed before the asking account was kept (migration 0020) fall back to a claiming POST
+ * /payment/receive's account, and otherwise are recorded for nobody — never for whoever holds payTo.
+ */
+function recorderOf(settlement: SettlementRecord): string | null {
+  return settlement.accountId ?? settlement.claimedBy?.accountId ?? null;
+}
+
+/** The settlement row's fee change for a final `fee`, when one was reserved. */
+function charged(settlement: SettlementRecord, fee: bigint | undefined): { sponsoredFee?: bigint } {
+  return fee === undefined || settlement.sponsoredFee == null ? {} : { sponsoredFee: fee };
 }
 
 /** Whether a settlement carries the payment these requirements ask for. */
