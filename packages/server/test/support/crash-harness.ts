@@ -42,6 +42,16 @@ export class CrashableGateway {
     return this.child !== undefined;
   }
 
+  /** Started and not exited since (a running() gateway whose process died on its own is not alive). */
+  get alive(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** The process id of the running gateway. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   /** Runs a `gate402 … --json` command on the same storage and returns its JSON answer. */
   cli<T>(args: string[]): T {
     const run = spawnSync(process.execPath, [BIN, ...args, '--json'], { env: this.env, encoding: 'utf8' });

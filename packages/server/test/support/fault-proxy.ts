@@ -12,6 +12,8 @@ import { type AddressInfo, connect, createServer, type Server, type Socket } fro
  * - flap: alternate between pass and drop every `periodMs`.
  * - silent: connections stay open and requests still reach the target, but nothing it sends comes back
  *   (a PubSub endpoint that stops publishing while its socket stays up); open connections fall silent too.
+ * - blackhole: nothing passes either way, on open connections and new ones, and nothing is closed (a
+ *   host or network that went silent; a database behind a dead firewall).
  * `match`, when given, limits the fault to requests whose bytes contain it (e.g. one JSON-RPC
  * method); other requests pass.
  */
@@ -22,7 +24,8 @@ export type FaultMode =
   | { readonly kind: 'delay'; readonly ms: number; readonly match?: string }
   | { readonly kind: 'http-error'; readonly status: number; readonly match?: string }
   | { readonly kind: 'flap'; readonly periodMs: number }
-  | { readonly kind: 'silent' };
+  | { readonly kind: 'silent' }
+  | { readonly kind: 'blackhole' };
 
 export interface FaultProxy {
   /** `http://127.0.0.1:<port>`; swap the scheme for WebSocket traffic. */
@@ -54,6 +57,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     if (
       mode.kind !== 'pass' &&
       mode.kind !== 'silent' &&
+      mode.kind !== 'blackhole' &&
       mode.match !== undefined &&
       !chunk.includes(mode.match)
     ) {
@@ -77,7 +81,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     client.on('error', closeBoth).on('close', closeBoth);
     upstream.on('error', closeBoth).on('close', closeBoth);
     upstream.on('data', (chunk: Buffer) => {
-      if (client.destroyed || mode.kind === 'silent') return;
+      if (client.destroyed || mode.kind === 'silent' || mode.kind === 'blackhole') return;
       deliveredBytes += chunk.length;
       client.write(chunk);
     });
@@ -95,6 +99,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
           upstream.destroy();
           return;
         case 'hang':
+        case 'blackhole':
           return;
         case 'delay':
           setTimeout(() => {
