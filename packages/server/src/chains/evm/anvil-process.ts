@@ -74,6 +74,9 @@ export async function startAnvil(options: AnvilOptions): Promise<AnvilProcess> {
     throw error;
   }
   const pid = anvil.pid as number;
+  // The start's 'error' listener was a once: a later 'error' (a signal that cannot be delivered) must
+  // not end the gateway, which Node does on an 'error' nobody listens to. Its end shows as 'exit'.
+  anvil.on('error', () => {});
   const watchdog = startWatchdog(pid);
   const killOnExit = () => anvil.kill('SIGTERM');
   process.once('exit', killOnExit);

@@ -50,6 +50,9 @@ export async function startLocalnetProcess(
   child.on('message', (message: LocalnetChildMessage) => {
     if (message.type === 'log') log(message.level, message.message);
   });
+  // A child process emits 'error' when it cannot be started, signalled or messaged; with no listener
+  // Node would end the gateway with it. Its end is reported by 'exit' below.
+  child.on('error', (error) => log('error', `the embedded Solana localnet process: ${error.message}`));
   const ready = await new Promise<Extract<LocalnetChildMessage, { type: 'ready' }>>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
