@@ -3,8 +3,12 @@ import { api, type Wallet } from '../api.ts';
 import { CopyButton } from '../components/copy-button.tsx';
 import { ErrorMessage } from '../components/error-message.tsx';
 import { QrCode } from '../components/qr-code.tsx';
+import { WatchAddressForm } from '../components/watch-address-form.tsx';
 
-/** Custodial wallets: create, see balances and addresses (copy, QR), fund from the faucet locally. */
+/**
+ * Custodial wallets (create, see balances and addresses, copy, QR, fund from the faucet locally) and
+ * watch-only addresses, registered on proof of control.
+ */
 export function WalletsPage() {
   const [wallets, setWallets] = useState<Wallet[]>();
   const [error, setError] = useState<unknown>();
@@ -58,6 +62,7 @@ export function WalletsPage() {
           Create EVM wallet
         </button>
       </div>
+      <WatchAddressForm onRegistered={load} />
       <ErrorMessage error={error} />
       <p className="status" aria-live="polite">
         {busy?.startsWith('fund-') ? 'Funding…' : busy?.startsWith('create-') ? 'Creating…' : (funded ?? '')}

@@ -5,12 +5,13 @@ import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import type { FaucetService } from '../../services/faucet-service.ts';
 import type { WalletService } from '../../services/wallet-service.ts';
 import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
+import { createOrWatch } from '../routes/wallets.ts';
 import { dashboardUserOf } from './dashboard-session.ts';
 
 /** What one "fund from faucet" press gives: enough for many test payments, in the native currency. */
 export const DASHBOARD_FAUCET_AMOUNT = 1;
 
-/** Custodial wallets with balances, and the faucet for the ones on local networks. */
+/** Wallets with balances (custodial, or watch-only after proof of control), and the faucet for local ones. */
 export async function dashboardWalletRoutes(
   app: FastifyInstance,
   opts: { wallets: WalletService; faucet: FaucetService; networks: NetworkRegistry },
@@ -37,18 +38,43 @@ export async function dashboardWalletRoutes(
     };
   });
 
+  // Watch-only addresses take the same proof of control as POST /wallets of the API: the page shows the
+  // challenge, the person signs it in their wallet and pastes the signature.
+  r.post(
+    '/wallets/challenge',
+    {
+      schema: {
+        hide: true,
+        body: Type.Object(
+          {
+            chain: Type.Union([Type.Literal('solana'), Type.Literal('evm')]),
+            address: Type.String({ minLength: 1, maxLength: 100, ...ADDRESS_OPTIONS }),
+          },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (request) => opts.wallets.challenge(dashboardUserOf(request).accountId, request.body),
+  );
+
   r.post(
     '/wallets',
     {
       schema: {
         hide: true,
         body: Type.Object(
-          { chain: Type.Union([Type.Literal('solana'), Type.Literal('evm')]) },
+          {
+            chain: Type.Union([Type.Literal('solana'), Type.Literal('evm')]),
+            watchOnly: Type.Optional(Type.Boolean()),
+            address: Type.Optional(Type.String({ minLength: 1, maxLength: 100, ...ADDRESS_OPTIONS })),
+            challenge: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
+            signature: Type.Optional(Type.String({ minLength: 1, maxLength: 300 })),
+          },
           { additionalProperties: false },
         ),
       },
     },
-    async (request) => opts.wallets.create(dashboardUserOf(request).accountId, { chain: request.body.chain }),
+    async (request) => createOrWatch(opts.wallets, dashboardUserOf(request).accountId, request.body),
   );
 
   r.post(

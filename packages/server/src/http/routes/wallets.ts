@@ -66,33 +66,7 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
         response: { 200: WalletSchema },
       },
     },
-    async (request) => {
-      const { account } = callerOf(request);
-      const { chain, network, address, watchOnly, challenge, signature } = request.body;
-      if (watchOnly === true) {
-        const missing = {
-          ...(address === undefined ? { address: 'is required for a watch-only wallet' } : {}),
-          ...(challenge === undefined
-            ? { challenge: 'is required for a watch-only wallet: ask POST /wallets/challenge for one' }
-            : {}),
-          ...(signature === undefined
-            ? { signature: "is required for a watch-only wallet: the address's signature of the challenge" }
-            : {}),
-        };
-        if (address === undefined || challenge === undefined || signature === undefined)
-          throw invalidParameters(missing);
-        return opts.wallets.watch(account.id, { chain, address, network, challenge, signature });
-      }
-      const onlyWatched = {
-        ...(address === undefined
-          ? {}
-          : { address: 'is only accepted with watchOnly: true (keys are never imported)' }),
-        ...(challenge === undefined ? {} : { challenge: 'is only accepted with watchOnly: true' }),
-        ...(signature === undefined ? {} : { signature: 'is only accepted with watchOnly: true' }),
-      };
-      if (Object.keys(onlyWatched).length > 0) throw invalidParameters(onlyWatched);
-      return opts.wallets.create(account.id, { chain, network });
-    },
+    async (request) => createOrWatch(opts.wallets, callerOf(request).account.id, request.body),
   );
 
   r.post(
@@ -162,4 +136,45 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
     },
     async (request) => ({ wallets: await opts.wallets.list(callerOf(request).account.id) }),
   );
+}
+
+/** What POST /wallets takes, on the API and in the dashboard. */
+export interface WalletRequest {
+  readonly chain: 'solana' | 'evm';
+  readonly network?: string | undefined;
+  readonly address?: string | undefined;
+  readonly watchOnly?: boolean | undefined;
+  readonly challenge?: string | undefined;
+  readonly signature?: string | undefined;
+}
+
+/**
+ * A custodial wallet, or with `watchOnly` an address registered on proof of control: the one decision
+ * behind every door that creates wallets, so none registers an address without a signed challenge.
+ */
+export function createOrWatch(wallets: WalletService, accountId: string, body: WalletRequest) {
+  const { chain, network, address, watchOnly, challenge, signature } = body;
+  if (watchOnly === true) {
+    if (address === undefined || challenge === undefined || signature === undefined) {
+      throw invalidParameters({
+        ...(address === undefined ? { address: 'is required for a watch-only wallet' } : {}),
+        ...(challenge === undefined
+          ? { challenge: 'is required for a watch-only wallet: ask POST /wallets/challenge for one' }
+          : {}),
+        ...(signature === undefined
+          ? { signature: "is required for a watch-only wallet: the address's signature of the challenge" }
+          : {}),
+      });
+    }
+    return wallets.watch(accountId, { chain, address, network, challenge, signature });
+  }
+  const onlyWatched = {
+    ...(address === undefined
+      ? {}
+      : { address: 'is only accepted with watchOnly: true (keys are never imported)' }),
+    ...(challenge === undefined ? {} : { challenge: 'is only accepted with watchOnly: true' }),
+    ...(signature === undefined ? {} : { signature: 'is only accepted with watchOnly: true' }),
+  };
+  if (Object.keys(onlyWatched).length > 0) throw invalidParameters(onlyWatched);
+  return wallets.create(accountId, { chain, network });
 }
