@@ -5,6 +5,8 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { ChainError } from '../src/chains/chain-error.ts';
 import { ERROR_CATALOGUE } from '../src/domain/error-catalogue.ts';
+import { GatewayError } from '../src/domain/gateway-error.ts';
+import { StorageUnavailableError } from '../src/store/storage-unavailable.ts';
 import { bearer, startTestGateway, type TestGateway } from './support/test-gateway.ts';
 
 /** A route with the shape of spec §4.1's body, standing in for the payment routes of later issues. */
@@ -30,6 +32,15 @@ function testRoutes(app: FastifyInstance) {
   );
   app.get('/test/chain-down', { config: { feature: 'payments' } }, async () => {
     throw new ChainError('unavailable', 'connect ECONNREFUSED 10.1.2.3:8899');
+  });
+  app.get('/test/storage-down', { config: { feature: 'payments' } }, async () => {
+    throw new StorageUnavailableError('the PostgreSQL connection failed', {
+      cause: new Error('connect ECONNREFUSED postgres://admin:hunter2@db'),
+    });
+  });
+  app.get('/test/storage-down-wrapped', { config: { feature: 'payments' } }, async () => {
+    // A service that wrapped it: still an outage, not a fault of ours.
+    throw new GatewayError('INTERNAL_ERROR', { cause: new Error('lookup failed', { cause: busy() }) });
   });
   app.get('/test/boom', { config: { feature: 'payments' } }, async () => {
     throw new Error('connection to postgres://admin:hunter2@db failed at pool.ts:42');
@@ -218,6 +229,18 @@ describe('errors (spec §7)', () => {
     assert.ok(!res.body.includes('10.1.2.3'));
   });
 
+  it('answers storage down, stalled or locked 503 SERVICE_UNAVAILABLE with retryAfter, without internals', async () => {
+    for (const url of ['/test/storage-down', '/test/storage-down-wrapped']) {
+      const res = await gw.app.inject({ method: 'GET', url, headers: bearer(key) });
+      assert.equal(res.statusCode, 503, url);
+      assert.equal(res.headers['retry-after'], '1', url);
+      assert.equal(res.json().error.code, 'SERVICE_UNAVAILABLE', url);
+      assert.equal(res.json().error.message, 'Storage is unavailable; retry shortly.', url);
+      assert.equal(res.json().error.retryAfter, 1, url);
+      assert.ok(!res.body.includes('hunter2') && !res.body.includes('SQLITE'), url);
+    }
+  });
+
   it('replaces an unsafe X-Request-Id instead of echoing it', async () => {
     const res = await gw.app.inject({
       method: 'GET',
@@ -243,3 +266,8 @@ describe('errors (spec §7)', () => {
     }
   });
 });
+
+/** better-sqlite3's error when another process held the lock past busy_timeout. */
+function busy(): Error {
+  return Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+}
