@@ -114,6 +114,26 @@ describe('EVM addresses are stored in one spelling, whatever case they were sent
     assert.equal(settled.json().success, true, settled.body);
   });
 
+  it('refuses a mixed-case address whose checksum is wrong (a typo) instead of reading it as some address', async () => {
+    const typo = `${sellerKey.address.slice(0, -1)}${flipCase(sellerKey.address.at(-1) ?? '')}`;
+    assert.ok(/[a-fA-F]$/.test(sellerKey.address), 'the last character is a letter');
+    for (const res of [
+      await f.get(seller.key, `/payment/history/${typo}`),
+      await f.post(seller.key, '/payment/receive', {
+        walletAddress: typo,
+        paymentProof: '0x00',
+        expectedAmount: 0.01,
+      }),
+    ]) {
+      assert.equal(res.statusCode, 400, res.body);
+      assert.equal(res.json().error.code, 'INVALID_PARAMETERS');
+      assert.equal(
+        res.json().error.details.walletAddress,
+        'mixes upper and lower case, but not as its EIP-55 checksum does (a typo?)',
+      );
+    }
+  });
+
   it('holds every EVM address in every column of every table checksummed (EIP-55)', async () => {
     const db = new Database(storage.location.kind === 'sqlite' ? storage.location.file : '', {
       readonly: true,
@@ -139,7 +159,7 @@ describe('EVM addresses are stored in one spelling, whatever case they were sent
       }
       // The outbox carries addresses inside its JSON: what the stream and webhooks send.
       const walk = (path: string, value: unknown): void => {
-        if (Array.isArray(value)) value.forEach((item) => walk(path, item));
+        if (Array.isArray(value)) for (const item of value) walk(path, item);
         else if (value !== null && typeof value === 'object')
           for (const [key, inner] of Object.entries(value)) walk(`${path}.${key}`, inner);
         else check(path, value);
@@ -166,3 +186,7 @@ describe('EVM addresses are stored in one spelling, whatever case they were sent
     }
   });
 });
+
+function flipCase(char: string): string {
+  return char === char.toUpperCase() ? char.toLowerCase() : char.toUpperCase();
+}
