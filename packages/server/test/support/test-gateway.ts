@@ -14,6 +14,7 @@ import type { GatewayMetrics } from '../../src/metrics/gateway-metrics.ts';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.ts';
 import type { RateLimiter } from '../../src/ratelimit/rate-limiter.ts';
 import type { AccountService } from '../../src/services/account-service.ts';
+import type { FeeBudgetSettings } from '../../src/services/facilitator/fee-budget.ts';
 import { createServices, type GatewayServices } from '../../src/services/gateway-services.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -65,6 +66,8 @@ export interface TestGatewayOptions {
   readonly metrics?: { readonly registry: GatewayMetrics; readonly token: string };
   /** Asked by /readyz after storage, e.g. each chain's ping. */
   readonly readiness?: readonly ReadinessCheck[];
+  /** The x402 facilitator's fee budgets and minimum settle amounts (X402_FEE_BUDGET, X402_MIN_SETTLE_AMOUNT). */
+  readonly feeBudget?: FeeBudgetSettings;
   /** Routes a test adds before the app is sealed, e.g. one that throws. */
   readonly extraRoutes?: (app: FastifyInstance) => void;
 }
@@ -85,7 +88,10 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...(options.authCacheMs === undefined ? {} : { authCacheMs: options.authCacheMs }),
     ...(options.now === undefined ? {} : { now: options.now }),
     outbound: { allowPrivate: options.allowPrivateOutboundUrls ?? false },
-    ...(options.metrics === undefined ? {} : { confirmations: options.metrics.registry }),
+    ...(options.metrics === undefined
+      ? {}
+      : { confirmations: options.metrics.registry, sponsoredFees: options.metrics.registry }),
+    ...(options.feeBudget === undefined ? {} : { feeBudget: options.feeBudget }),
   });
   const rateLimiter = options.rateLimiter ?? new MemoryRateLimiter();
   const defaults = loadConfig({});

@@ -380,7 +380,12 @@ export class FacilitatorService {
       if (winner === undefined) throw new Error(`settlement ${key} neither claimed nor found`);
       return this.answer(await this.resume(route, winner, false, holder), networkAsSent, asker);
     }
-    const outcome = await this.broadcastAndWait(route, claimed.record, decimals, true, holder);
+    const waited = await this.broadcastAndWait(route, claimed.record, decimals, true, holder);
+    // This request claimed it, so it is this asker's: if another request (a second account presenting
+    // the payload, which waits on the same transaction) happened to move the row to settled first, the
+    // settlement is still this one's success, recorded for this account.
+    const outcome =
+      waited.kind === 'duplicate' ? await this.settledSince(claimed.record.key, waited) : waited;
     if (outcome.kind === 'failed' && outcome.neverSent && claimed.nonce !== undefined) {
       // Refused before it reached the pool: its nonce is given back if no later one was taken, so the
       // fee payer's sequence keeps no gap that would hold every later settlement.
@@ -502,6 +507,12 @@ export class FacilitatorService {
       if (error === lost) return undefined;
       throw error;
     }
+  }
+
+  /** The claimed settlement as it is now, when another writer settled it; else the outcome as it was. */
+  private async settledSince(key: string, outcome: Outcome): Promise<Outcome> {
+    const now = await this.deps.store.settlements.get(key);
+    return now?.status === 'settled' ? { kind: 'settled', settlement: now } : outcome;
   }
 
   /** FEE_BUDGET_EXCEEDED: the day's budget has no room for this settlement's worst-case fee. */
