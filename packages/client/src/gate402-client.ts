@@ -105,9 +105,29 @@ export class Gate402Client {
     return this.#call('faucet', { body, options });
   }
 
-  /** POST /wallets: a custodial wallet, or a watch-only address. */
+  /**
+   * POST /wallets: a custodial wallet, or a watch-only address on proof of control (`watchOnly`,
+   * `challenge` from {@link walletChallenge} and the address's `signature` of it).
+   *
+   * @example
+   * const { challenge } = await gate402.walletChallenge({ chain: 'evm', address: account.address });
+   * const signature = await account.signMessage({ message: challenge }); // viem: EIP-191 personal_sign
+   * await gate402.createWallet({ chain: 'evm', address: account.address, watchOnly: true, challenge, signature });
+   */
   createWallet(body: BodyOf<'createWallet'>, options?: RequestOptions): Promise<ResponseOf<'createWallet'>> {
     return this.#call('createWallet', { body, options });
+  }
+
+  /**
+   * POST /wallets/challenge: the text an address's key signs to register it as watch-only (valid 10
+   * minutes, once, for this account). Solana: sign its UTF-8 bytes (wallet-standard signMessage) and
+   * send the signature base58; EVM: personal_sign.
+   */
+  walletChallenge(
+    body: BodyOf<'walletChallenge'>,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'walletChallenge'>> {
+    return this.#call('walletChallenge', { body, options });
   }
 
   /** GET /wallets: the caller's wallets with their balances. */

@@ -29,6 +29,7 @@ export const OPERATIONS = {
   networks: { operationId: 'listNetworks', method: 'get', path: '/networks' },
   faucet: { operationId: 'fundFromFaucet', method: 'post', path: '/faucet' },
   createWallet: { operationId: 'createWallet', method: 'post', path: '/wallets' },
+  walletChallenge: { operationId: 'createWalletChallenge', method: 'post', path: '/wallets/challenge' },
   wallets: { operationId: 'listWallets', method: 'get', path: '/wallets' },
   sendPayment: { operationId: 'sendPayment', method: 'post', path: '/payment/send' },
   receivePayment: { operationId: 'receivePayment', method: 'post', path: '/payment/receive' },

@@ -46,6 +46,7 @@ describe('OpenAPI and docs', () => {
       'GET /networks': 'listNetworks',
       'POST /faucet': 'fundFromFaucet',
       'POST /wallets': 'createWallet',
+      'POST /wallets/challenge': 'createWalletChallenge',
       'GET /wallets': 'listWallets',
       'POST /payment/send': 'sendPayment',
       'POST /payment/receive': 'receivePayment',

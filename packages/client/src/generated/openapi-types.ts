@@ -305,6 +305,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/wallets/challenge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["createWalletChallenge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks": {
         parameters: {
             query?: never;
@@ -373,10 +389,15 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        Asset: {
+            address: string | null;
+            decimals: number;
+            symbol: string | null;
+        };
         ErrorBody: {
             error: {
                 /** @enum {string} */
-                code: "INVALID_PARAMETERS" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "PAYMENT_NOT_FOUND" | "TOKEN_NOT_FOUND" | "WALLET_ALREADY_REGISTERED" | "EMAIL_ALREADY_REGISTERED" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "PAYMENT_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "RATE_LIMIT" | "INSUFFICIENT_BALANCE" | "INVALID_PAYMENT_PROOF" | "PAYMENT_VERIFICATION_FAILED" | "INVALID_RECIPIENT" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "CHAIN_UNAVAILABLE";
+                code: "INVALID_PARAMETERS" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "PAYMENT_NOT_FOUND" | "TOKEN_NOT_FOUND" | "WALLET_ALREADY_REGISTERED" | "INVALID_CHALLENGE" | "CHALLENGE_ACCOUNT_MISMATCH" | "CHALLENGE_ADDRESS_MISMATCH" | "CHALLENGE_ALREADY_USED" | "CHALLENGE_EXPIRED" | "INVALID_SIGNATURE" | "EMAIL_ALREADY_REGISTERED" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "PAYMENT_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "RATE_LIMIT" | "FEE_BUDGET_EXCEEDED" | "INSUFFICIENT_BALANCE" | "INVALID_PAYMENT_PROOF" | "PAYMENT_VERIFICATION_FAILED" | "INVALID_RECIPIENT" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "CHAIN_UNAVAILABLE";
                 details?: {
                     [key: string]: string;
                 };
@@ -640,7 +661,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            requestId?: string;
+                            retryAfter?: number;
+                        };
+                        errorMessage?: string;
+                        errorReason?: string;
+                        network?: string;
+                        /** @enum {boolean} */
+                        success: false;
+                        transaction?: string;
+                    };
                 };
             };
             500: {
@@ -1051,7 +1085,7 @@ export interface operations {
                         offset: number;
                         payments: {
                             amount: number;
-                            asset?: string;
+                            asset: components["schemas"]["Asset"];
                             network: string;
                             paymentId: string;
                             recipient?: string;
@@ -1135,6 +1169,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    asset?: string;
                     expectedAmount: number;
                     facilitatorAuthorization?: string;
                     /** Format: uri */
@@ -1156,6 +1191,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         amountReceived: number;
+                        asset: components["schemas"]["Asset"];
                         blockHeight: number | null;
                         network: string;
                         paymentId: string;
@@ -1350,7 +1386,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         amount: number;
-                        asset?: string;
+                        asset: components["schemas"]["Asset"];
                         blockHeight: number | null;
                         confirmations: number;
                         metadata?: {
@@ -1672,6 +1708,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    asset?: string;
                     expectedAmount: number;
                     /** Format: uri */
                     facilitatorUrl?: string;
@@ -1693,7 +1730,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         amountReceived: number;
-                        asset?: string;
+                        asset: components["schemas"]["Asset"];
                         expiresAt: number;
                         lastValidBlockHeight: number;
                         network: string;
@@ -1883,9 +1920,11 @@ export interface operations {
             content: {
                 "application/json": {
                     amount: number;
+                    asset?: string;
                     metadata?: {
                         [key: string]: unknown;
                     };
+                    network?: string;
                     payment_proof: string;
                     recipient: string;
                 };
@@ -1898,6 +1937,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        asset: components["schemas"]["Asset"];
+                        network: string;
                         transaction_id: string;
                         /** @enum {boolean} */
                         verified: true;
@@ -2059,7 +2100,9 @@ export interface operations {
                 "application/json": {
                     address?: string;
                     chain: "solana" | "evm";
+                    challenge?: string;
                     network?: string;
+                    signature?: string;
                     watchOnly?: boolean;
                 };
             };
@@ -2076,6 +2119,93 @@ export interface operations {
                         createdAt: number;
                         network: string | null;
                         watchOnly: boolean;
+                    };
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createWalletChallenge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    address: string;
+                    chain: "solana" | "evm";
+                };
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        address: string;
+                        chain: "solana" | "evm";
+                        challenge: string;
+                        expiresAt: number;
                     };
                 };
             };
