@@ -105,7 +105,13 @@ export class WalletChallenges {
         },
       });
     }
-    if (!(await MESSAGE_SIGNATURE_VERIFIERS[family](address, challenge.message, signature))) {
+    // The text as issued, or as a file holds it (`gate402 wallets challenge > file` ends it with a
+    // newline, and a signing tool signs the file's bytes): the same words either way.
+    const verify = MESSAGE_SIGNATURE_VERIFIERS[family];
+    const signed =
+      (await verify(address, challenge.message, signature)) ||
+      (await verify(address, `${challenge.message}\n`, signature));
+    if (!signed) {
       throw new GatewayError('INVALID_SIGNATURE', {
         details: { signature: `is not ${SIGNATURE_FORM[family]}` },
       });
