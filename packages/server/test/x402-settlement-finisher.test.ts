@@ -188,6 +188,58 @@ describe('x402 settlement finisher: a settlement left pending is finished in the
     assert.equal(row?.paymentId, null);
   });
 
+  it('records the payment it finishes for the account that asked to settle, not for the account holding payTo, and keeps the fee charged to the asker', async () => {
+    const seller = await gw.newCaller('premium');
+    const holder = await gw.newCaller('premium');
+    const as = async (who: { key: string }, method: 'GET' | 'POST', url: string, payload?: object) =>
+      callAs(gw, who.key, method, url, payload);
+    // payTo is a wallet of another account than the seller's who settles.
+    const payTo = (await as(holder, 'POST', '/wallets', { chain: 'solana' })).body.address as string;
+    const buyer = await generateKeyPairSigner();
+    await as(holder, 'POST', '/faucet', { address: payTo, amount: 0.01, token: 'USDC' });
+    await as(holder, 'POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const feePayer = gw.services.facilitator.feePayerOf(SOLANA_DEVNET_ID) ?? '';
+    const requirements = svmExactRequirements(chain, { amount: '20000', payTo, feePayer });
+    const paymentPayload = await svmPayload(chain, buyer, requirements);
+    pump(false);
+    const pending = await as(seller, 'POST', '/facilitator/settle', {
+      x402Version: 2,
+      paymentPayload,
+      paymentRequirements: requirements,
+    });
+    assert.deepEqual([pending.body.success, pending.body.errorReason], [false, 'settlement_pending']);
+    const open = (await gw.store.settlements.listOpen(Date.now(), 50)).find(
+      (s) => s.transactionId === pending.body.transaction,
+    );
+    // Stored with the claim: who asked, and the worst case reserved (2 signatures + 20,000 CU at 1 µlamport).
+    assert.equal(open?.accountId, seller.accountId);
+    assert.equal(open?.sponsoredFee?.amount, 10_001n);
+    const day = open?.sponsoredFee?.day ?? '';
+    assert.equal(await gw.store.sponsoredFees.spent(seller.accountId, chain.adapter.info.id, day), 10_001n);
+
+    pump(true);
+    const worker = finisher('finisher-asker');
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_WAIT_MS));
+    let row = await gw.store.settlements.get(open?.key ?? '');
+    for (let i = 0; i < 80 && row?.status !== 'settled'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      await worker.runOnce();
+      row = await gw.store.settlements.get(open?.key ?? '');
+    }
+    assert.equal(row?.status, 'settled');
+    const seen = await as(seller, 'GET', `/payment/history/${payTo}`);
+    assert.equal(seen.body.total, 1);
+    assert.equal(seen.body.payments[0].paymentId, row?.paymentId);
+    assert.equal((await as(holder, 'GET', `/payment/history/${payTo}`)).body.total, 0);
+    assert.equal((await as(holder, 'GET', `/payment/status/${row?.paymentId}`)).status, 404);
+    assert.deepEqual(await gw.store.events.listAfter(holder.accountId, 0, 100), []);
+    // The fee the fee payer paid, as the chain reports it, is what the seller's budget holds.
+    const paid = (await chain.adapter.getTransaction(pending.body.transaction))?.fee;
+    assert.equal(row?.sponsoredFee?.amount, paid);
+    assert.equal(await gw.store.sponsoredFees.spent(seller.accountId, chain.adapter.info.id, day), paid);
+    assert.equal(await gw.store.sponsoredFees.spent(holder.accountId, chain.adapter.info.id, day), 0n);
+  });
+
   it('a POST /payment/receive answered settlement_pending, its instance then stopped, is answered the payment the finisher settled when retried with its Idempotency-Key; another key or none is refused', async () => {
     // The instance that stays up (the one the tests above left, or a new one when this test runs alone).
     gw ??= await start(true);

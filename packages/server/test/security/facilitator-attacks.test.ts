@@ -175,9 +175,15 @@ const ATTACKS: readonly Attack[] = [
       const winners = answers.flatMap((a, i) => (a.body.success === true ? [i] : []));
       assert.equal(winners.length, 1, JSON.stringify(answers.map((a) => a.body)));
       const loser = answers[1 - (winners[0] ?? 0)];
-      assert.equal(loser?.body.errorReason, 'duplicate_settlement', JSON.stringify(loser?.body));
+      // The other learns where the winner's settlement stands — under way, or done — and its transaction.
+      assert.ok(
+        ['duplicate_settlement', 'settlement_pending'].includes(loser?.body.errorReason),
+        JSON.stringify(loser?.body),
+      );
       assert.equal(loser?.body.transaction, answers[winners[0] ?? 0]?.body.transaction);
       const [winner, other] = winners[0] === 0 ? [first, second] : [second, first];
+      const again = await settle(w.gw, other, request);
+      assert.deepEqual([again.body.success, again.body.errorReason], [false, 'duplicate_settlement']);
       assert.equal(await paymentsSeen(w.gw, winner, payTo.address), 1);
       assert.equal(await paymentsSeen(w.gw, other, payTo.address), 0);
       assert.deepEqual(await w.gw.store.events.listAfter(other.accountId, 0, 100), []);

@@ -346,7 +346,7 @@ export class FacilitatorService {
     // settlement never answers success, or its seller's payment, to another.
     const existing = await this.deps.store.settlements.get(key);
     if (existing !== undefined && settles(existing, requirements))
-      return this.answer(await this.resume(route, existing, false, holder), networkAsSent, asker);
+      return this.answer(await this.resume(route, existing, holder, asker), networkAsSent, asker);
 
     const small = await this.belowMinimum(route, requirements);
     if (small !== undefined) return fail(small.reason, small.message);
@@ -378,14 +378,9 @@ export class FacilitatorService {
       // Another request (here or on another instance) claimed it first: this one is the duplicate.
       const winner = await this.deps.store.settlements.get(key);
       if (winner === undefined) throw new Error(`settlement ${key} neither claimed nor found`);
-      return this.answer(await this.resume(route, winner, false, holder), networkAsSent, asker);
+      return this.answer(await this.resume(route, winner, holder, asker), networkAsSent, asker);
     }
-    const waited = await this.broadcastAndWait(route, claimed.record, decimals, true, holder);
-    // This request claimed it, so it is this asker's: if another request (a second account presenting
-    // the payload, which waits on the same transaction) happened to move the row to settled first, the
-    // settlement is still this one's success, recorded for this account.
-    const outcome =
-      waited.kind === 'duplicate' ? await this.settledSince(claimed.record.key, waited) : waited;
+    const outcome = await this.broadcastAndWait(route, claimed.record, decimals, true, holder);
     if (outcome.kind === 'failed' && outcome.neverSent && claimed.nonce !== undefined) {
       // Refused before it reached the pool: its nonce is given back if no later one was taken, so the
       // fee payer's sequence keeps no gap that would hold every later settlement.
@@ -509,12 +504,6 @@ export class FacilitatorService {
     }
   }
 
-  /** The claimed settlement as it is now, when another writer settled it; else the outcome as it was. */
-  private async settledSince(key: string, outcome: Outcome): Promise<Outcome> {
-    const now = await this.deps.store.settlements.get(key);
-    return now?.status === 'settled' ? { kind: 'settled', settlement: now } : outcome;
-  }
-
   /** FEE_BUDGET_EXCEEDED: the day's budget has no room for this settlement's worst-case fee. */
   private overBudget(network: NetworkInfo, fee: bigint, limit: bigint, at: number): GatewayError {
     const { symbol, decimals } = network.nativeCurrency;
@@ -559,18 +548,26 @@ export class FacilitatorService {
     }
   }
 
-  /** A settlement found already claimed: settled is a duplicate; open ones are looked at, never re-signed. */
+  /**
+   * A settlement found already claimed: settled is a duplicate; open ones are looked at, never re-signed
+   * — by the account that asked for it (a retry after `settlement_pending`, here or on another instance).
+   * Another account presenting the same payload only learns where it stands (`settlement_pending` while
+   * open): it never moves the row, so the success of a settlement is always one of its own account's
+   * requests, as it would be without it, and the finisher ends it if nobody of that account asks again.
+   */
   private async resume(
     route: Route,
     settlement: SettlementRecord,
-    first: boolean,
     holder: SettlementClaimant | null,
+    asker: SettleAsker,
   ): Promise<Outcome> {
     if (settlement.status === 'settled') return { kind: 'duplicate', settlement };
     if (settlement.status === 'failed')
       return { kind: 'failed', settlement, message: settlement.error ?? 'failed' };
+    const recorder = recorderOf(settlement);
+    if (recorder !== null && recorder !== asker.accountId) return { kind: 'pending', settlement };
     const decimals = await this.decimalsOf(route, settlement.asset);
-    return this.broadcastAndWait(route, settlement, decimals, first, holder);
+    return this.broadcastAndWait(route, settlement, decimals, false, holder);
   }
 
   /**
