@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { generateKeyPairSigner, type KeyPairSigner } from '@solana/kit';
+import { encodePaymentSignatureHeader } from '@x402/core/http';
 import { type PaymentPayload, type PaymentRequirements, SettleError } from '@x402/core/types';
 import { createPublicClient, http } from 'viem';
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
@@ -289,6 +290,48 @@ const ATTACKS: readonly Attack[] = [
           ...(await w.pay(payTo.address, '1', drained.gw)),
         });
         assert.equal(fine.body.success, true, JSON.stringify(fine.body));
+      } finally {
+        await drained.close();
+      }
+    },
+  },
+  {
+    name: 'fee drain through POST /payment/receive: over the budget it is 429 FEE_BUDGET_EXCEEDED in the error body, nothing settled, and the Idempotency-Key stays free',
+    run: async (w) => {
+      // "0": this gateway sponsors no fees at all on the family.
+      const drained = await startDrainGateway(w, { budgets: { [w.family]: '0' }, minimums: {} });
+      try {
+        const seller = await w.account(drained.gw);
+        const wallet = await callAs(drained.gw, seller.key, 'POST', '/wallets', { chain: w.family });
+        const payTo = wallet.body.address as string;
+        if (w.family === 'solana')
+          await callAs(drained.gw, seller.key, 'POST', '/faucet', {
+            address: payTo,
+            amount: 0.01,
+            token: 'USDC',
+          });
+        const { paymentPayload } = await w.pay(payTo, '10000', drained.gw);
+        const body = {
+          walletAddress: payTo,
+          paymentProof: encodePaymentSignatureHeader(paymentPayload),
+          expectedAmount: 0.01,
+          asset: 'USDC',
+        };
+        const before = await w.feePayer(drained.gw);
+        for (const attempt of [1, 2]) {
+          const res = await drained.gw.app.inject({
+            method: 'POST',
+            url: '/payment/receive',
+            headers: { ...bearer(seller.key), 'idempotency-key': 'receive-over-budget' },
+            payload: body,
+          });
+          assert.equal(res.statusCode, 429, res.body);
+          assert.equal(res.json().error.code, 'FEE_BUDGET_EXCEEDED');
+          assert.ok(res.json().error.retryAfter >= 1);
+          assert.equal(res.headers['idempotent-replayed'], undefined, `attempt ${attempt} asked again`);
+        }
+        assert.deepEqual(await w.feePayer(drained.gw), before);
+        assert.equal(await paymentsSeen(drained.gw, seller, payTo), 0);
       } finally {
         await drained.close();
       }

@@ -36,7 +36,8 @@ declare module 'fastify' {
  * IDEMPOTENCY_KEY_REUSED; while the first is still running, 409 IDEMPOTENCY_KEY_IN_USE. Keys are
  * scoped to the account. Answers are stored whatever they were, errors included, so a retry never
  * does twice what the first attempt did; only a refusal before the handler ran (auth, rate limit,
- * validation), a 503 (a dependency down, nothing done) or an answer its handler marks unfinished
+ * validation), a 503 (a dependency down, nothing done), a 429 (a quota such as the x402 fee budget,
+ * nothing done) or an answer its handler marks unfinished
  * (`idempotencyUnfinished`: asked again, it repeats nothing) leaves the key free.
  */
 export function installIdempotency(app: FastifyInstance, store: Store, now: () => number = Date.now): void {
@@ -80,7 +81,8 @@ export function installIdempotency(app: FastifyInstance, store: Store, now: () =
       // Once: this hook runs again for the error answer should it throw.
       request.idempotencyKey = undefined;
       try {
-        if (reply.statusCode === 503 || request.idempotencyUnfinished === true) {
+        // A 429 a handler answers (FEE_BUDGET_EXCEEDED) is a quota of the moment too: nothing was done.
+        if (reply.statusCode === 503 || reply.statusCode === 429 || request.idempotencyUnfinished === true) {
           // A dependency (the chain, Redis) was down: nothing a retry could repeat was done — a send
           // that stored its payment answers it as pending instead — so the key stays free for the retry
           // the 503 asks for, rather than replaying the outage for 24 hours. Likewise an unfinished
