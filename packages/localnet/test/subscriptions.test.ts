@@ -39,7 +39,12 @@ async function socket(url: string) {
     ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
     return next((f) => f.id === id);
   };
-  return { ws, next, request };
+  /** Whether a frame matching `predicate` arrives within `ms`, without taking it. */
+  const arrives = async (predicate: (frame: Record<string, unknown>) => boolean, ms: number) => {
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    return frames.some(predicate);
+  };
+  return { ws, next, request, arrives };
 }
 
 test('signatureSubscribe (kit) notifies at confirmed, one slot after processed', async () => {
@@ -67,12 +72,15 @@ test('a signature subscribed after it already landed is notified at once', async
   const recipient = await generateKeyPairSigner();
   const tx = await signedTransfer(h, payer, recipient.address, LAMPORTS_PER_SOL / 2n);
   const signature = await h.rpc.sendTransaction(wireBase64(tx), { encoding: 'base64' }).send();
+  const landedSlot = Number(await h.rpc.getSlot({ commitment: 'processed' }).send());
+  // Reported only once its slot is committed (at the slot's end).
+  h.localnet.advanceSlots(1);
   const s = await socket(h.localnet.wsUrl);
   const ack = await s.request(1, 'signatureSubscribe', [signature, { commitment: 'processed' }]);
   assert.equal(typeof ack.result, 'number');
   const note = await s.next((f) => f.method === 'signatureNotification');
   assert.deepEqual((note.params as { result: unknown }).result, {
-    context: { slot: Number(await h.rpc.getSlot({ commitment: 'processed' }).send()) },
+    context: { slot: landedSlot },
     value: { err: null },
   });
   s.ws.close();
@@ -114,6 +122,9 @@ test('accountSubscribe, slotSubscribe, rootSubscribe and logsSubscribe fire; uns
     },
     subscription: account.result,
   });
+  // Logs say a transaction landed: they wait for the slot's commit, even at processed.
+  assert.equal(await s.arrives((f) => f.method === 'logsNotification', 100), false);
+  h.localnet.advanceSlots(1);
   const logsNote = await s.next(
     (f) =>
       f.method === 'logsNotification' && (f.params as { subscription: unknown }).subscription === logs.result,
@@ -130,7 +141,6 @@ test('accountSubscribe, slotSubscribe, rootSubscribe and logsSubscribe fire; uns
     },
   });
 
-  h.localnet.advanceSlots(1);
   const slotNote = await s.next((f) => f.method === 'slotNotification');
   assert.deepEqual(slotNote.params, {
     result: { parent: processedSlot, root: processedSlot + 1 - 2, slot: processedSlot + 1 },

@@ -5,10 +5,14 @@
 // Invariants:
 // - A signature is executed at most once: every landed transaction (success or failure) is in
 //   the ledger before `sendTransaction` returns, and every send checks the ledger first.
-// - The ledger is committed before an account snapshot is written (see LedgerStore).
+// - Crash consistency: transactions land in the open (working) slot; when it ends, its block, its
+//   transactions and every account they changed are committed in one durable SQLite transaction
+//   (LedgerStore.commit) before anything reports the slot. Nothing of the open slot is reported as
+//   landed (statuses, getTransaction, history, signature and logs notifications): a crash loses
+//   the open slot whole — as a skipped slot on a cluster — and never one half of it.
 // - Nothing reaches LiteSVM that `decodeWireTransaction` did not accept.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   Account,
@@ -23,7 +27,7 @@ import { rawKey, rawKeyOf } from '../wire/raw-key.ts';
 import { isStaticWritable, type WireTransaction } from '../wire/wire-transaction.ts';
 import { BlockhashWindow, MAX_PROCESSING_AGE } from './blockhash-window.ts';
 import { transactionFee } from './fee.ts';
-import { LedgerStore } from './ledger-store.ts';
+import { LedgerStore, SCHEMA_VERSION_WITH_SNAPSHOT } from './ledger-store.ts';
 import { MEMO_PROGRAMS, serveNewMemoProgram } from './memo-programs.ts';
 import { RecentSignatures } from './recent-signatures.ts';
 import {
@@ -101,7 +105,6 @@ export interface SignatureStatus {
 /** How far back getSignatureStatuses looks without searchTransactionHistory (Agave's status cache). */
 const STATUS_CACHE_SLOTS = 300;
 const SLOTS_PER_EPOCH = 432_000;
-const SNAPSHOT_INTERVAL_MS = 1000;
 const TOKEN_ACCOUNT_CACHE_LIMIT = 100_000;
 const MEMO_PROGRAM_KEYS = new Set(MEMO_PROGRAMS.map(rawKeyOf));
 const TOKEN_PROGRAMS = new Set([TOKEN_PROGRAM, TOKEN_2022_PROGRAM].map(rawKeyOf));
@@ -147,7 +150,12 @@ export class Chain {
   private recentBlocks: BlockRecord[] = [];
   private seq: number;
   private timer: NodeJS.Timeout | undefined;
-  private lastSnapshotAt = Date.now();
+  /**
+   * Accounts changed in the open slot, by base58 address, with their raw key: the writable keys of
+   * its landed transactions and the operator's `setAccount`s. Their state is read when the slot
+   * is committed. (The runtime never changes an account a message does not mark writable.)
+   */
+  private changedAccounts = new Map<string, Uint8Array>();
   private closed = false;
 
   private constructor(
@@ -184,12 +192,29 @@ export class Chain {
   static open(options: ChainOptions, genesis: (chain: Chain) => void): Chain {
     const dir = options.ledgerDir;
     if (dir !== undefined) mkdirSync(dir, { recursive: true });
-    const snapshotPath = dir === undefined ? undefined : join(dir, 'accounts.bin');
     const ledger = new LedgerStore(dir === undefined ? ':memory:' : join(dir, 'ledger.sqlite'));
+    // genesis_hash is committed together with the genesis accounts: present, the state is whole.
     const existingGenesis = ledger.getMeta('genesis_hash');
-    if (existingGenesis !== undefined && snapshotPath !== undefined && existsSync(snapshotPath)) {
-      const chain = new Chain(options, LiteSvm.loadFromFile(snapshotPath), ledger, existingGenesis);
-      chain.startSlot(chain.slot + 1);
+    if (existingGenesis !== undefined) {
+      const svm = new LiteSvm();
+      if (ledger.storedVersion === SCHEMA_VERSION_WITH_SNAPSHOT)
+        importSnapshot(ledger, join(dir as string, 'accounts.bin'));
+      for (const { address, account } of ledger.accounts()) {
+        svm.setAccount(
+          decodeBase58(address) as Uint8Array,
+          new Account(
+            account.lamports,
+            account.data,
+            decodeBase58(account.owner) as Uint8Array,
+            account.executable,
+            account.rentEpoch,
+          ),
+        );
+      }
+      const chain = new Chain(options, svm, ledger, existingGenesis);
+      // The slot after the last committed one: the open slot a crash lost gets the same number and
+      // blockhash again (both derive from the parent), so blockhashes handed out stay valid.
+      chain.startSlot(chain.recentBlocks.length > 0 ? chain.slot + 1 : 0);
       return chain;
     }
     // A new chain: a random genesis hash keeps it distinct from every other cluster.
@@ -202,7 +227,7 @@ export class Chain {
     const chain = new Chain(options, new LiteSvm(), ledger, genesisHash);
     chain.startSlot(0);
     genesis(chain);
-    chain.flushAndSnapshot();
+    chain.commit();
     return chain;
   }
 
@@ -276,23 +301,13 @@ export class Chain {
   }
 
   getAccount(address: Uint8Array): AccountSnapshot | null {
-    const account = this.svm.getAccount(address);
-    if (account === null) return null;
-    const lamports = account.lamports();
-    // Agave treats a zero-lamport account as absent.
-    if (lamports === 0n) return null;
-    return {
-      lamports,
-      data: account.data(),
-      owner: encodeBase58(account.owner()),
-      executable: account.executable(),
-      rentEpoch: account.rentEpoch(),
-    };
+    return snapshotOf(this.svm.getAccount(address));
   }
 
   setAccount(address: Uint8Array, account: AccountSnapshot): void {
     this.tokenAccountCache.delete(rawKey(address));
     this.decimalsOfMint.delete(encodeBase58(address));
+    this.changedAccounts.set(encodeBase58(address), address.slice());
     this.svm.setAccount(
       address,
       new Account(
@@ -405,6 +420,9 @@ export class Chain {
     this.recentSignatures.add(signatureBytes, record.slot);
     this.notePriorityFee(block.slot, fee.computeUnitPrice);
     const writable = keys.all.filter((_, i) => keys.writable[i]);
+    for (let i = 0; i < keys.all.length; i++) {
+      if (keys.writable[i]) this.changedAccounts.set(keys.all[i] as string, keys.bytes[i] as Uint8Array);
+    }
     for (const listener of this.listeners) listener.onTransaction(record, writable);
     return record;
   }
@@ -479,7 +497,8 @@ export class Chain {
   /** Status of a landed transaction; without `searchHistory` only the last STATUS_CACHE_SLOTS slots. */
   signatureStatus(signature: string, searchHistory: boolean): SignatureStatus | null {
     const status = this.ledger.status(signature);
-    if (!status) return null;
+    // The open slot is not committed yet: nothing in it is reported (see the invariants above).
+    if (!status || status.slot >= this.slot) return null;
     if (!searchHistory && status.slot < this.slot - STATUS_CACHE_SLOTS) return null;
     return { slot: status.slot, err: status.err, ...this.commitmentOf(status.slot) };
   }
@@ -520,33 +539,42 @@ export class Chain {
     before: string | undefined,
     until: string | undefined,
     limit: number,
+    commitment: Commitment,
   ) {
     // An unknown `before` has nothing older than it that we could name: answer nothing (as Agave).
     const beforeSeq = before === undefined ? Number.MAX_SAFE_INTEGER : this.transaction(before)?.seq;
     if (beforeSeq === undefined) return [];
     const untilSeq = until === undefined ? 0 : (this.transaction(until)?.seq ?? 0);
-    return this.ledger.signaturesForAddress(encodeBase58(address), beforeSeq, untilSeq, limit);
+    // Bounded by the commitment's slot inside the query, so `limit` counts only what is answered.
+    const maxSlot = Math.min(this.slotAt(commitment), this.slot - 1);
+    return this.ledger.signaturesForAddress(encodeBase58(address), beforeSeq, untilSeq, maxSlot, limit);
   }
 
-  /** Ends the current slot and starts `count` new ones (the slot clock calls this with 1). */
+  /**
+   * Ends the open slot and `count - 1` empty ones, commits them durably with every account they
+   * changed, then opens the next slot and reports the new ones (the slot clock calls this with 1).
+   * A failed commit throws before anything is reported: the caller must stop (the slot clock's
+   * throw ends the process), as no later slot may be reported over a lost one.
+   */
   advanceSlots(count: number): void {
     this.assertOpen();
-    for (let i = 0; i < count; i++) this.startSlot(this.slot + 1);
-    this.ledger.flush();
-    if (this.options.ledgerDir !== undefined && Date.now() - this.lastSnapshotAt >= SNAPSHOT_INTERVAL_MS) {
-      this.snapshot();
+    for (let i = 0; i < count; i++) {
+      this.ledger.addBlock(this.latestBlock());
+      this.startSlot(this.slot + 1);
     }
+    this.commit();
     for (let slot = this.slot - count + 1; slot <= this.slot; slot++) {
       for (const listener of this.listeners) listener.onSlot(slot);
     }
   }
 
-  /** Stops the clock and writes everything to disk. Idempotent. */
+  /** Stops the clock and commits the open slot, so a restart continues after it. Idempotent. */
   close(): void {
     if (this.closed) return;
     clearInterval(this.timer);
     this.timer = undefined;
-    this.flushAndSnapshot();
+    this.ledger.addBlock(this.latestBlock());
+    this.commit();
     this.ledger.close();
     this.closed = true;
   }
@@ -555,19 +583,12 @@ export class Chain {
     if (this.closed) throw new Error('the localnet chain is closed');
   }
 
-  private flushAndSnapshot(): void {
-    this.ledger.flush();
-    if (this.options.ledgerDir !== undefined) this.snapshot();
-  }
-
-  /** Writes the accounts atomically (temp file, then rename); only after the ledger is flushed. */
-  private snapshot(): void {
-    const dir = this.options.ledgerDir as string;
-    const target = join(dir, 'accounts.bin');
-    const temp = `${target}.tmp`;
-    this.svm.saveToFile(temp);
-    renameSync(temp, target);
-    this.lastSnapshotAt = Date.now();
+  /** Commits the buffered blocks and transactions with the current state of every changed account. */
+  private commit(): void {
+    const accounts = new Map<string, AccountSnapshot | null>();
+    for (const [address, key] of this.changedAccounts) accounts.set(address, this.getAccount(key));
+    this.ledger.commit(accounts);
+    this.changedAccounts = new Map();
   }
 
   private startSlot(slot: number): void {
@@ -590,7 +611,6 @@ export class Chain {
     this.recentBlocks.push(block);
     if (this.recentBlocks.length > this.options.finalizedDepth + 2) this.recentBlocks.shift();
     this.window.push(hash, block.blockHeight);
-    this.ledger.addBlock(block);
     this.recentSignatures.forgetBefore(slot - MAX_PROCESSING_AGE - 1);
     this.svm.setClock(
       new Clock(
@@ -787,4 +807,53 @@ function extractMemo(tx: WireTransaction): string | null {
     }
   }
   return memos.length > 0 ? memos.join('; ') : null;
+}
+
+function snapshotOf(account: Account | null): AccountSnapshot | null {
+  if (account === null) return null;
+  const lamports = account.lamports();
+  // Agave treats a zero-lamport account as absent.
+  if (lamports === 0n) return null;
+  return {
+    lamports,
+    data: account.data(),
+    owner: encodeBase58(account.owner()),
+    executable: account.executable(),
+    rentEpoch: account.rentEpoch(),
+  };
+}
+
+/** Programs that own the accounts users create (for the import of a version-1 snapshot). */
+const USER_ACCOUNT_OWNERS = [
+  '11111111111111111111111111111111',
+  TOKEN_PROGRAM,
+  TOKEN_2022_PROGRAM,
+  'AddressLookupTab1e1111111111111111111111111',
+  'BPFLoaderUpgradeab1e11111111111111111111111',
+];
+
+/**
+ * Version 1 kept the accounts in a LiteSVM snapshot file; version 2 keeps them in the ledger. The
+ * import stores every account the snapshot holds that a fresh LiteSVM does not create itself: those
+ * owned by the programs users create accounts with, and every address a transaction named.
+ */
+function importSnapshot(ledger: LedgerStore, path: string): void {
+  if (!existsSync(path)) throw new Error(`${path}: a version-1 ledger without its account snapshot`);
+  const old = LiteSvm.loadFromFile(path);
+  const fresh = new LiteSvm();
+  const addresses = ledger.addressesInTransactions();
+  for (const owner of USER_ACCOUNT_OWNERS) {
+    for (const entry of old.getProgramAccounts(decodeBase58(owner) as Uint8Array))
+      addresses.add(encodeBase58(entry.address));
+  }
+  const accounts = new Map<string, AccountSnapshot | null>();
+  for (const address of addresses) {
+    const key = decodeBase58(address) as Uint8Array;
+    if (fresh.getAccount(key) !== null) continue;
+    const account = snapshotOf(old.getAccount(key));
+    if (account) accounts.set(address, account);
+  }
+  ledger.setMeta('schema_version', '2');
+  ledger.commit(accounts);
+  unlinkSync(path);
 }

@@ -1,11 +1,13 @@
-// The durable ledger: blocks, transactions and the signatures-by-address index, in SQLite
-// (a file in the ledger directory, or in memory when there is none).
+// The durable chain: blocks, transactions, the signatures-by-address index and the account state,
+// in SQLite (a file in the ledger directory, or in memory when there is none).
 //
-// Writes are buffered and committed once per slot in one SQLite transaction; reads consult the
-// buffer first, so a caller never sees the difference. Invariant kept by `Chain`: the buffer is
-// committed before every account snapshot, so a snapshot never holds effects of a transaction
-// the ledger does not know — after a crash a replay is still refused.
+// Writes are buffered and committed once per slot in one SQLite transaction that holds the slot's
+// block, its transactions and every account they changed (`commit`), fsynced before it returns:
+// after a crash at any moment the file holds whole slots — each transaction it knows with its
+// effects on accounts, and no effect of a transaction it does not know. Reads consult the buffer
+// first; `Chain` decides what of the open slot it reports.
 import Database from 'better-sqlite3';
+import type { AccountSnapshot } from './chain.ts';
 import type { TransactionErrorJson } from './transaction-error.ts';
 import type { BlockRecord, TokenBalance, TransactionMeta, TransactionRecord } from './transaction-record.ts';
 
@@ -23,9 +25,18 @@ CREATE INDEX IF NOT EXISTS transactions_by_slot ON transactions (slot, seq);
 -- hence INSERT OR IGNORE into this table.
 CREATE TABLE IF NOT EXISTS address_signatures (
   address_key INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (address_key, seq)) WITHOUT ROWID;
+-- The account state as of the last committed slot: every account a transaction or the operator
+-- changed (the programs and sysvars LiteSVM creates itself are not stored). u64 values as text.
+CREATE TABLE IF NOT EXISTS accounts (
+  address TEXT PRIMARY KEY, lamports TEXT NOT NULL, data BLOB NOT NULL, owner TEXT NOT NULL,
+  executable INTEGER NOT NULL, rent_epoch TEXT NOT NULL);
 `;
-/** Bumped whenever SCHEMA changes incompatibly; a ledger of another version is refused, not misread. */
-const SCHEMA_VERSION = '1';
+/**
+ * Bumped whenever SCHEMA changes incompatibly; a ledger of another version is refused, not misread.
+ * Version 1 kept accounts in a separate snapshot file (`accounts.bin`); `Chain.open` imports it once.
+ */
+const SCHEMA_VERSION = '2';
+export const SCHEMA_VERSION_WITH_SNAPSHOT = '1';
 
 /**
  * A 53-bit hash of a base58 key, the indexed column for signatures and addresses: integer index
@@ -75,10 +86,22 @@ export interface SignatureInfo {
   readonly memo: string | null;
 }
 
+interface AccountRow {
+  address: string;
+  lamports: string;
+  data: Buffer;
+  owner: string;
+  executable: number;
+  rent_epoch: string;
+}
+
 export class LedgerStore {
   private readonly db: Database.Database;
   private pendingTransactions = new Map<string, TransactionRecord>();
   private pendingBlocks: BlockRecord[] = [];
+  private pendingMeta = new Map<string, string>();
+  /** Schema version found in an existing file (undefined for a new one). */
+  readonly storedVersion: string | undefined;
   private readonly statements;
   /** Address index inserts by number of rows (a transaction has at most 256 account keys). */
   private readonly insertAddressRows = new Map<number, Database.Statement<[number[]]>>();
@@ -87,15 +110,17 @@ export class LedgerStore {
   constructor(path: string) {
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
-    // NORMAL in WAL mode: a power cut may lose the last commits but never corrupts the file.
-    this.db.pragma('synchronous = NORMAL');
+    // FULL: every slot's commit is fsynced before the slot is reported, so not even a power cut
+    // loses a slot a client was told about. One fsync per slot (400 ms), not per transaction.
+    this.db.pragma('synchronous = FULL');
     this.db.exec(SCHEMA);
     const version = this.db
       .prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'schema_version'")
       .get();
+    this.storedVersion = version?.value;
     if (version === undefined) {
       this.db.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', ?)").run(SCHEMA_VERSION);
-    } else if (version.value !== SCHEMA_VERSION) {
+    } else if (version.value !== SCHEMA_VERSION && version.value !== SCHEMA_VERSION_WITH_SNAPSHOT) {
       throw new Error(`${path}: ledger schema ${version.value} is not the supported ${SCHEMA_VERSION}`);
     }
     this.statements = {
@@ -131,19 +156,53 @@ export class LedgerStore {
       blocksInRange: this.db.prepare<[number, number], BlockRow>(
         'SELECT * FROM blocks WHERE slot >= ? AND slot <= ? ORDER BY slot',
       ),
-      signaturesForAddress: this.db.prepare<[number, number, number, number], TransactionRow>(
+      signaturesForAddress: this.db.prepare<[number, number, number, number, number], TransactionRow>(
         `SELECT t.* FROM address_signatures a JOIN transactions t ON t.seq = a.seq
-         WHERE a.address_key = ? AND a.seq < ? AND a.seq > ? ORDER BY a.seq DESC LIMIT ?`,
+         WHERE a.address_key = ? AND a.seq < ? AND a.seq > ? AND t.slot <= ? ORDER BY a.seq DESC LIMIT ?`,
       ),
+      upsertAccount: this.db.prepare(
+        `INSERT INTO accounts VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(address) DO UPDATE SET
+         lamports = excluded.lamports, data = excluded.data, owner = excluded.owner,
+         executable = excluded.executable, rent_epoch = excluded.rent_epoch`,
+      ),
+      deleteAccount: this.db.prepare('DELETE FROM accounts WHERE address = ?'),
+      // Programs last: an upgradeable program is loaded from its program-data account.
+      accounts: this.db.prepare<[], AccountRow>('SELECT * FROM accounts ORDER BY executable'),
+      accountKeys: this.db.prepare<[], { account_keys: string }>('SELECT account_keys FROM transactions'),
     };
   }
 
   getMeta(key: string): string | undefined {
-    return this.statements.getMeta.get(key)?.value;
+    return this.pendingMeta.get(key) ?? this.statements.getMeta.get(key)?.value;
   }
 
+  /** Buffered like the rest: written by the next `commit`. */
   setMeta(key: string, value: string): void {
-    this.statements.setMeta.run(key, value);
+    this.pendingMeta.set(key, value);
+  }
+
+  /** The committed account state (programs last), to rebuild LiteSVM at start. */
+  *accounts(): Generator<{ address: string; account: AccountSnapshot }> {
+    for (const row of this.statements.accounts.iterate()) {
+      yield {
+        address: row.address,
+        account: {
+          lamports: BigInt(row.lamports),
+          data: new Uint8Array(row.data),
+          owner: row.owner,
+          executable: row.executable === 1,
+          rentEpoch: BigInt(row.rent_epoch),
+        },
+      };
+    }
+  }
+
+  /** Every address a stored transaction named (for the one-time import of a version-1 snapshot). */
+  addressesInTransactions(): Set<string> {
+    const out = new Set<string>();
+    for (const row of this.statements.accountKeys.iterate())
+      for (const key of row.account_keys.split(',')) out.add(key);
+    return out;
   }
 
   lastSeq(): number {
@@ -160,13 +219,37 @@ export class LedgerStore {
     this.pendingTransactions.set(record.signature, record);
   }
 
-  /** Commits everything buffered in one SQLite transaction. */
-  flush(): void {
-    if (this.pendingTransactions.size === 0 && this.pendingBlocks.length === 0) return;
+  /**
+   * Commits everything buffered, with `accounts` (each changed account's state now; null: it no
+   * longer exists), in one SQLite transaction, durable when this returns. If it throws nothing of
+   * it was written, and the buffer is kept.
+   */
+  commit(accounts: ReadonlyMap<string, AccountSnapshot | null> = new Map()): void {
+    if (
+      this.pendingTransactions.size === 0 &&
+      this.pendingBlocks.length === 0 &&
+      this.pendingMeta.size === 0 &&
+      accounts.size === 0
+    )
+      return;
     const blocks = this.pendingBlocks;
     const transactions = this.pendingTransactions;
-    const { insertBlock, insertTransaction } = this.statements;
+    const meta = this.pendingMeta;
+    const { insertBlock, insertTransaction, setMeta, upsertAccount, deleteAccount } = this.statements;
     this.db.transaction(() => {
+      for (const [key, value] of meta) setMeta.run(key, value);
+      for (const [address, account] of accounts) {
+        if (account === null || account.lamports === 0n) deleteAccount.run(address);
+        else
+          upsertAccount.run(
+            address,
+            account.lamports.toString(),
+            account.data,
+            account.owner,
+            account.executable ? 1 : 0,
+            account.rentEpoch.toString(),
+          );
+      }
       for (const block of blocks) insertBlock.run(block);
       for (const record of transactions.values()) {
         insertTransaction.run(
@@ -186,6 +269,7 @@ export class LedgerStore {
     })();
     this.pendingBlocks = [];
     this.pendingTransactions = new Map();
+    this.pendingMeta = new Map();
   }
 
   /**
@@ -234,9 +318,8 @@ export class LedgerStore {
     return stored;
   }
 
-  /** Signatures landed at or after `slot` (the ledger is flushed at every slot, so none are pending here). */
+  /** Committed signatures landed at or after `slot`. */
   signaturesSince(slot: number): { signature: string; slot: number }[] {
-    this.flush();
     return this.statements.signaturesSince.all(slot);
   }
 
@@ -253,17 +336,28 @@ export class LedgerStore {
     return row && decodeBlock(row);
   }
 
-  /** The newest `count` blocks, newest first. */
+  /** The newest `count` committed blocks, newest first. */
   recentBlocks(count: number): BlockRecord[] {
-    this.flush();
     return this.statements.recentBlocks.all(count).map(decodeBlock);
   }
 
-  /** Transactions mentioning `address`, newest first, strictly between the `until` and `before` positions. */
-  signaturesForAddress(key: string, beforeSeq: number, untilSeq: number, limit: number): SignatureInfo[] {
+  /**
+   * Transactions mentioning `address` in slots up to `maxSlot`, newest first, strictly between the
+   * `until` and `before` positions. The slot bound is applied before `limit`: filtering after it
+   * answered fewer than `limit` signatures while older ones existed.
+   */
+  signaturesForAddress(
+    key: string,
+    beforeSeq: number,
+    untilSeq: number,
+    maxSlot: number,
+    limit: number,
+  ): SignatureInfo[] {
     const out: SignatureInfo[] = [];
     const pending = [...this.pendingTransactions.values()]
-      .filter((r) => r.seq < beforeSeq && r.seq > untilSeq && r.accountKeys.includes(key))
+      .filter(
+        (r) => r.seq < beforeSeq && r.seq > untilSeq && r.slot <= maxSlot && r.accountKeys.includes(key),
+      )
       .sort((a, b) => b.seq - a.seq);
     for (const record of pending.slice(0, limit)) out.push(record);
     // Page through the index: rows of another address with the same hash are skipped.
@@ -271,7 +365,7 @@ export class LedgerStore {
     const hash = keyHash(key);
     while (out.length < limit) {
       const want = limit - out.length;
-      const rows = this.statements.signaturesForAddress.all(hash, before, untilSeq, want);
+      const rows = this.statements.signaturesForAddress.all(hash, before, untilSeq, maxSlot, want);
       for (const row of rows) {
         before = row.seq;
         if (row.account_keys.split(',').includes(key)) out.push(decodeRow(row));
@@ -281,8 +375,8 @@ export class LedgerStore {
     return out;
   }
 
+  /** Closes the file; the caller commits first (whatever is still buffered is dropped). */
   close(): void {
-    this.flush();
     this.db.close();
   }
 }

@@ -241,8 +241,18 @@ export class PubSubServer implements ChainListener {
 
   // ChainListener
 
-  onTransaction(record: TransactionRecord, writable: readonly string[]): void {
-    this.deliver(record, writable, 'processed');
+  /**
+   * Only account notifications go out when a transaction lands: they carry the processed state,
+   * which a crash may roll back as a skipped slot would. Signature and logs notifications say a
+   * transaction landed, so they wait for its slot's durable commit (onSlot).
+   */
+  onTransaction(_record: TransactionRecord, writable: readonly string[]): void {
+    if (this.byAccount.size === 0) return;
+    for (const address of writable) {
+      const subs = this.byAccount.get(address);
+      if (!subs) continue;
+      for (const sub of subs) if (sub.commitment === 'processed') this.notifyAccount(sub, address);
+    }
   }
 
   onSlot(slot: number): void {
@@ -251,6 +261,8 @@ export class PubSubServer implements ChainListener {
       this.notify(sub, 'slotNotification', { parent: Math.max(0, slot - 1), root: Math.max(0, root), slot });
     }
     if (root >= 0) for (const sub of this.rootSubscriptions) this.notify(sub, 'rootNotification', root);
+    // Slot `slot - 1` was just committed: it is processed and confirmed at once.
+    this.deliverSlot(slot - 1, 'processed');
     this.deliverSlot(slot - 1, 'confirmed');
     if (root >= 0) this.deliverSlot(root, 'finalized');
   }
@@ -268,25 +280,16 @@ export class PubSubServer implements ChainListener {
         for (const sub of [...subs]) if (sub.commitment === level) this.notifySignature(sub, slot, err);
       }
     }
-    if (this.byAccount.size === 0 && this.logsSubscriptions.size === 0) return;
-    for (const record of this.chain.transactionsInSlot(slot)) this.deliver(record, undefined, level);
+    // Processed account notifications went out when each transaction landed.
+    const accounts = level !== 'processed' && this.byAccount.size > 0;
+    if (!accounts && this.logsSubscriptions.size === 0) return;
+    for (const record of this.chain.transactionsInSlot(slot)) this.deliver(record, level, accounts);
   }
 
-  /** Notifies the subscriptions at `level` about a record that just reached it. */
-  private deliver(
-    record: TransactionRecord,
-    writable: readonly string[] | undefined,
-    level: Commitment,
-  ): void {
-    // Signatures at later levels are handled by deliverSlot without loading records.
-    const signatureSubs = level === 'processed' ? this.bySignature.get(record.signature) : undefined;
-    if (signatureSubs) {
-      for (const sub of [...signatureSubs]) {
-        if (sub.commitment === level) this.notifySignature(sub, record.slot, record.err);
-      }
-    }
-    if (this.byAccount.size > 0) {
-      for (const address of writable ?? this.writableKeys(record)) {
+  /** Notifies the account (if `accounts`) and logs subscriptions at `level` about a record that reached it. */
+  private deliver(record: TransactionRecord, level: Commitment, accounts: boolean): void {
+    if (accounts) {
+      for (const address of this.writableKeys(record)) {
         const subs = this.byAccount.get(address);
         if (!subs) continue;
         for (const sub of subs) {

@@ -177,7 +177,7 @@ function getSignaturesForAddress(params: Params, { chain }: RpcContext) {
   const before = cfg.before === undefined || cfg.before === null ? undefined : signature(cfg.before);
   const until = cfg.until === undefined || cfg.until === null ? undefined : signature(cfg.until);
   return chain
-    .signaturesForAddress(address, before, until, limit)
+    .signaturesForAddress(address, before, until, limit, commitment)
     .filter((info) => chain.reachedCommitment(info.slot, commitment))
     .map((info) => ({
       blockTime: info.blockTime,
