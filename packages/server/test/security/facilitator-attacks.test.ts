@@ -11,6 +11,7 @@ import { generateSolanaKeypair } from '../../src/chains/solana/solana-keypair.ts
 import type { FeeBudgetSettings } from '../../src/services/facilitator/fee-budget.ts';
 import { SOLANA_DEVNET_ID } from '../../src/x402/network-names.ts';
 import { callAs } from '../support/api-caller.ts';
+import { DATABASE_URL, type TempStorage, tempPostgres, tempSqlite } from '../support/databases.ts';
 import { type AddressKey, watchAddress } from '../support/proof-of-control.ts';
 import { openStream, type StreamClient } from '../support/stream-client.ts';
 import { startTestEvm, type TestEvm } from '../support/test-anvil.ts';
@@ -368,10 +369,22 @@ const ATTACKS: readonly Attack[] = [
   },
 ];
 
+/**
+ * SQLite, or PostgreSQL when DATABASE_URL is set: the budget's reservations under a burst are the
+ * database's to keep, on either.
+ */
+function storageForRun(): Promise<TempStorage> | TempStorage {
+  return DATABASE_URL === undefined ? tempSqlite() : tempPostgres();
+}
+
 /** A second gateway on the same chains with its own budgets (its own storage and fee payers). */
 async function startDrainGateway(w: World, feeBudget: FeeBudgetSettings) {
   const worldOf = w as World & { networks: NetworkRegistry };
-  const gw = await startTestGateway({ networks: worldOf.networks, feeBudget });
+  const gw = await startTestGateway({
+    networks: worldOf.networks,
+    feeBudget,
+    storage: await storageForRun(),
+  });
   await gw.services.facilitator.start();
   await gw.app.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(gw.app.server.address() as AddressInfo).port}`;
@@ -400,6 +413,7 @@ describe('security: attacks on the facilitator (payee squatting, fee drain, one 
     [chain, evm] = await Promise.all([startTestChain(), startTestEvm()]);
     networks = new NetworkRegistry([chain.adapter, evm.adapter]);
     gw = await startTestGateway({
+      storage: await storageForRun(),
       networks,
       events: { config: { allowPrivateOutboundUrls: true, webhookRetryBaseMs: 50 } },
     });
