@@ -209,6 +209,10 @@ export class ProtectedResource {
           walletAddress: this.options.payTo,
           paymentProof: presented.payload.paymentProof,
           expectedAmount: toJsonNumber(this.#price),
+          // The price is in the native currency: the gateway refuses a payment in anything else (an x402
+          // token payload, a token the buyer minted) before it takes the proof, and reads the amount in
+          // the native currency's decimals. A token is paid only through the `exact` option.
+          asset: network.nativeCurrency.symbol,
           resource: offer.resource.url,
           // A payment on another network of the family is refused before the gateway takes the proof.
           network: network.id,
@@ -224,6 +228,12 @@ export class ProtectedResource {
     }
     if (receipt.network !== network.id) {
       return challenge(offer, `the payment was made on ${receipt.network}, not ${network.id}`);
+    }
+    if (receipt.asset.address !== null) {
+      return challenge(
+        offer,
+        `the payment was made in ${receipt.asset.symbol ?? receipt.asset.address}, not ${network.nativeCurrency.symbol}`,
+      );
     }
     const payment: NativePayment = {
       scheme: GATE402_NATIVE_SCHEME,
