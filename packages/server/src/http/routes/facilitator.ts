@@ -136,7 +136,7 @@ export async function facilitatorRoutes(app: FastifyInstance, deps: { facilitato
         tags: ['facilitator'],
         summary: 'x402: verify a payment payload against requirements, without settling it.',
         description:
-          'What the payload pays (token, recipient, amount) is checked against the requirements first: a payload that does not pay them is refused for that (`…_recipient_mismatch`, `…_amount_mismatch`, …) whether or not it was settled. One settled for them is `duplicate_settlement` (`settlement_pending` while its settlement is under way); the rest of the checks follow.',
+          'What the payload pays (token, recipient, amount) is checked against the requirements first: a payload that does not pay them is refused for that (`…_recipient_mismatch`, `…_amount_mismatch`, …) whether or not it was settled. One settled for them is `duplicate_settlement` (`settlement_pending` while its settlement is under way); a payment below X402_MIN_SETTLE_AMOUNT for its asset is `amount_below_minimum`; the rest of the checks follow. The fee budget is not looked at here: a settle over it answers 429 FEE_BUDGET_EXCEEDED.',
         body: FacilitatorRequest,
         response: { 200: VerifyResponse },
       },

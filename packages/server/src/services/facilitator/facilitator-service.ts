@@ -842,8 +842,12 @@ export class FacilitatorService {
   private answer(outcome: Outcome, network: string, asker: SettleAsker): SettleAnswer {
     const { settlement } = outcome;
     const common = { payer: settlement.payer, transaction: settlement.transactionId, network };
+    // Settlements claimed before the asking account was kept (recorder null) answer their mover, as then.
+    const recorder = recorderOf(settlement);
     const kind =
-      outcome.kind === 'settled' && recorderOf(settlement) !== asker.accountId ? 'duplicate' : outcome.kind;
+      outcome.kind === 'settled' && recorder !== null && recorder !== asker.accountId
+        ? 'duplicate'
+        : outcome.kind;
     switch (kind) {
       case 'settled':
         return { success: true, ...common };
