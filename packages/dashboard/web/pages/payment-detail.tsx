@@ -43,8 +43,8 @@ export function PaymentDetailView({ paymentId }: { paymentId: string }) {
             </dd>
             <dt>Amount</dt>
             <dd>
-              {payment.amount}
-              {payment.asset ? ` (token ${payment.asset})` : ''}
+              {payment.amount} {payment.asset.symbol ?? 'token'}
+              {payment.asset.address === null ? '' : ` (${payment.asset.address})`}
             </dd>
             <dt>Sender</dt>
             <dd>
