@@ -548,6 +548,7 @@ describe('account isolation in x402 settlement: a payload settling for another a
         walletAddress: bobWallet,
         paymentProof: Buffer.from(JSON.stringify(asBobs(p))).toString('base64'),
         expectedAmount: Number(p.requirements.amount) / 1e6,
+        asset: 'USDC',
       });
     const [theirs, nobodys] = [await receive(forReceive), await receive(unsettled)];
     assert.equal(nobodys.statusCode, 422, nobodys.body);

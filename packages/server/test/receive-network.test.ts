@@ -108,9 +108,11 @@ describe('POST /payment/receive with network: a payment on another network is re
     assert.equal(elsewhere.status, 422, JSON.stringify(elsewhere.body));
     assert.equal(elsewhere.body.error.details.paymentProof, 'network_mismatch');
 
+    // The price is in USDC (x402 exact pays tokens); the refusal above came first, whatever the asset.
     const received = await api(seller.key, 'POST', '/payment/receive', {
       ...body,
       network: first.adapter.info.id,
+      asset: 'USDC',
     });
     assert.equal(received.status, 200, JSON.stringify(received.body));
     assert.equal(received.body.network, first.adapter.info.id);
