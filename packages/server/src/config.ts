@@ -126,8 +126,8 @@ export const SETTINGS = {
   anvilBlockTime: setting({
     env: 'ANVIL_BLOCK_TIME',
     description:
-      'Seconds between empty blocks on the embedded anvil, so block heights advance on a quiet chain; 0: a block per transaction only.',
-    fallback: () => 0,
+      'Seconds between empty blocks on the embedded anvil, so block heights advance and payments reach finalized (two blocks later) on a quiet chain; 0: a block per transaction only, and nothing finalizes on a quiet chain.',
+    fallback: () => 1,
     parse: integerIn(0, 3_600),
   }),
   authCacheMs: setting({

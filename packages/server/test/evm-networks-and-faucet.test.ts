@@ -140,7 +140,7 @@ describe('EVM networks from EVM_RPC_URLS', () => {
     ]);
     assert.deepEqual(loadConfig({}).evmRpcUrls, []);
     assert.equal(loadConfig({}).anvilPort, 8545);
-    assert.equal(loadConfig({}).anvilBlockTime, 0);
+    assert.equal(loadConfig({}).anvilBlockTime, 1);
     for (const [raw, problem] of [
       ['[1]', 'EVM_RPC_URLS: must be a JSON object of CAIP-2 id → RPC URL'],
       ['{}', 'EVM_RPC_URLS: must name at least one network'],

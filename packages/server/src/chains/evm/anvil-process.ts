@@ -28,6 +28,11 @@ export interface AnvilOptions {
    * seconds, so block heights (and gate402's block-based expiry) advance on a quiet chain.
    */
   readonly blockTimeSeconds?: number | undefined;
+  /**
+   * Anvil's `--slots-in-an-epoch`: its `finalized` block is the latest minus twice this (default 32,
+   * so 64 blocks). Only read with a block time, which is what moves a quiet chain to finality.
+   */
+  readonly slotsInAnEpoch?: number | undefined;
 }
 
 export interface AnvilProcess {
@@ -37,6 +42,8 @@ export interface AnvilProcess {
   readonly pid: number;
   /** SIGTERM (anvil writes its state file), then waits for the exit. Safe to call twice. */
   stop(): Promise<void>;
+  /** After `stop`: whether anvil ended on its SIGTERM (its state written), not killed or crashed. */
+  exitedCleanly(): boolean;
 }
 
 /**
@@ -60,6 +67,8 @@ export async function startAnvil(options: AnvilOptions): Promise<AnvilProcess> {
   }
   if (options.blockTimeSeconds !== undefined && options.blockTimeSeconds > 0) {
     args.push('--block-time', String(options.blockTimeSeconds), '--mixed-mining');
+    if (options.slotsInAnEpoch !== undefined)
+      args.push('--slots-in-an-epoch', String(options.slotsInAnEpoch));
   }
 
   const anvil = spawn(anvilBinaryPath(), args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -90,6 +99,7 @@ export async function startAnvil(options: AnvilOptions): Promise<AnvilProcess> {
     wsUrl: `ws://127.0.0.1:${port}`,
     port,
     pid,
+    exitedCleanly: () => anvil.exitCode === 0,
     stop: () => {
       stopping ??= (async () => {
         process.off('exit', killOnExit);

@@ -10,6 +10,7 @@ import {
 } from '../rpc-endpoints.ts';
 import { type AnvilClient, createAnvilClient } from './anvil-client.ts';
 import { AnvilFaucet } from './anvil-faucet.ts';
+import { AnvilJournal, readJournal, replayJournal } from './anvil-journal.ts';
 import { ANVIL_CHAIN_ID, type AnvilProcess, startAnvil } from './anvil-process.ts';
 import { EvmAdapter } from './evm-adapter.ts';
 import { evmNetworkId, WEI_DECIMALS } from './evm-networks.ts';
@@ -18,6 +19,12 @@ import { ensureUsdcLike } from './usdc-like-deployment.ts';
 
 /** Seconds between anvil's state dumps: the most a hard kill of anvil itself can lose. */
 const STATE_INTERVAL_SECONDS = 5;
+/**
+ * With a block time, anvil's `finalized` block trails the latest by 2 (twice this): a payment on a
+ * quiet embedded chain is finalized (and `payment.finalized` fires) about two block times after it
+ * is mined, instead of 64 blocks later. A local chain has no reorgs, so the depth is only a delay.
+ */
+const SLOTS_IN_AN_EPOCH = 1;
 
 export interface EmbeddedEvmOptions {
   /** 0: any free port. */
@@ -29,6 +36,8 @@ export interface EmbeddedEvmOptions {
   readonly pollIntervalMs?: number;
   /** Time limits and metrics of the adapter's RPC calls; absent: the defaults, unwatched. */
   readonly rpcLimits?: RpcLimits | undefined;
+  /** Where the journal's replay and follower report; absent: stderr. */
+  readonly log?: ((message: string) => void) | undefined;
 }
 
 export interface EmbeddedEvm {
@@ -46,17 +55,43 @@ export interface EmbeddedEvm {
  */
 export async function startEmbeddedEvm(options: EmbeddedEvmOptions): Promise<EmbeddedEvm> {
   const files = anvilFiles(options.dataDir);
+  const log = options.log ?? ((message: string) => console.error(message));
   await mkdir(files.dir, { recursive: true });
+  // Blocks a hard kill of anvil lost (mined after its last state write) are mined again first, by an
+  // anvil without interval mining, which writes its state when stopped (see anvil-journal.ts).
+  const journaled = readJournal(files.journalFile);
+  if (journaled.length > 0) {
+    const replayer = await startAnvil({ port: 0, stateFile: files.stateFile });
+    try {
+      const replay = await replayJournal(replayer.rpcUrl, journaled, log);
+      if (replay.blocks > 0)
+        log(
+          `embedded EVM chain: ${replay.blocks} blocks lost by a crash mined again from the journal ` +
+            `(${replay.replayed} transactions${replay.skipped > 0 ? `, ${replay.skipped} not replayable` : ''})`,
+        );
+    } finally {
+      await replayer.stop();
+    }
+  }
+  // Blocks this anvil mines have timestamps from now on; the loaded ones are older (or, after a
+  // restart within the same second, journaled once more, which a replay skips).
+  const startedAt = BigInt(Math.floor(Date.now() / 1000));
+  let journal: AnvilJournal | undefined;
   const anvil = await startAnvil({
     port: options.port,
     stateFile: files.stateFile,
     stateIntervalSeconds: STATE_INTERVAL_SECONDS,
     blockTimeSeconds: options.blockTimeSeconds,
+    slotsInAnEpoch: SLOTS_IN_AN_EPOCH,
   });
   try {
     const id = evmNetworkId(ANVIL_CHAIN_ID);
     const endpoints = anvilEndpoints(anvil.rpcUrl, options.rpcLimits);
     const client = createAnvilClient(endpoints);
+    let loaded = await client.getBlockNumber();
+    while (loaded > 0n && (await client.getBlock({ blockNumber: loaded })).timestamp >= startedAt) loaded--;
+    journal = new AnvilJournal(files.journalFile, anvil.rpcUrl, loaded, log);
+    const durable = journal;
     const [operator] = await client.getAddresses();
     if (operator === undefined) throw new Error('anvil has no dev account');
     const usdc = await ensureUsdcLike(client, {
@@ -74,6 +109,7 @@ export async function startEmbeddedEvm(options: EmbeddedEvmOptions): Promise<Emb
       usdc: usdc.address,
       pollIntervalMs: options.pollIntervalMs ?? 100,
       endpoints,
+      awaitDurable: (block) => durable.syncThrough(block),
     });
     return {
       anvil,
@@ -82,19 +118,34 @@ export async function startEmbeddedEvm(options: EmbeddedEvmOptions): Promise<Emb
       operator,
       close: async () => {
         await adapter.close();
+        durable.close();
         await anvil.stop();
+        // anvil wrote its whole state on SIGTERM: nothing is left to replay (if it was killed
+        // instead, its exit came without a write, and the journal stays).
+        if (anvil.exitedCleanly()) durable.truncate();
       },
     };
   } catch (error) {
     await anvil.stop();
+    journal?.close();
     throw error;
   }
 }
 
 /** Where the embedded chain keeps its files: anvil's state, and the token record other tools read. */
-export function anvilFiles(dataDir: string): { dir: string; stateFile: string; deploymentsFile: string } {
+export function anvilFiles(dataDir: string): {
+  dir: string;
+  stateFile: string;
+  deploymentsFile: string;
+  journalFile: string;
+} {
   const dir = join(dataDir, 'anvil');
-  return { dir, stateFile: join(dir, 'state.json'), deploymentsFile: join(dir, 'deployments.json') };
+  return {
+    dir,
+    stateFile: join(dir, 'state.json'),
+    deploymentsFile: join(dir, 'deployments.json'),
+    journalFile: join(dir, 'journal.ndjson'),
+  };
 }
 
 /**
@@ -124,6 +175,7 @@ export function anvilAdapter(options: {
   operator: Address;
   usdc: Address | undefined;
   pollIntervalMs?: number;
+  awaitDurable?: (block: bigint) => Promise<void>;
 }): EvmAdapter {
   const info: NetworkInfo = {
     id: evmNetworkId(ANVIL_CHAIN_ID),
@@ -148,5 +200,6 @@ export function anvilAdapter(options: {
       options.usdc === undefined ? {} : { USDC: options.usdc },
     ),
     ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
+    ...(options.awaitDurable === undefined ? {} : { awaitDurable: options.awaitDurable }),
   });
 }
