@@ -12,6 +12,11 @@ const BIN = fileURLToPath(new URL('../../bin/gate402.js', import.meta.url));
  */
 export class CrashableGateway {
   private child: ChildProcess | undefined;
+  /**
+   * Set: `kill` also SIGKILLs the gateway's own child processes (its embedded localnet, anvil and
+   * anvil's watchdog) at the same moment — a crash of the whole machine as far as the chains know.
+   */
+  killsChains = false;
 
   private constructor(
     readonly url: string,
@@ -87,10 +92,17 @@ export class CrashableGateway {
     const child = this.child;
     this.child = undefined;
     if (child === undefined || child.exitCode !== null) return Promise.resolve();
-    return new Promise((resolve) => {
-      child.once('exit', () => resolve());
-      child.kill('SIGKILL');
-    });
+    const children = this.killsChains ? childPids(child.pid as number) : [];
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    for (const pid of children) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    child.kill('SIGKILL');
+    return exited.then(() => waitFor(async () => children.every((pid) => !isAlive(pid)), 10_000, 20));
   }
 
   /** GET with the key; the parsed body. */
@@ -267,6 +279,24 @@ export async function waitFor(
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await sleep(intervalMs);
+  }
+}
+
+/** The direct children of a process, from /proc (Linux). */
+function childPids(parent: number): number[] {
+  const run = spawnSync('ps', ['-o', 'pid=', '--ppid', String(parent)], { encoding: 'utf8' });
+  return run.stdout
+    .split('\n')
+    .map((line) => Number(line.trim()))
+    .filter((pid) => Number.isInteger(pid) && pid > 0);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -103,6 +103,11 @@ export interface EvmAdapterOptions {
   readonly scanBlocks?: number;
   /** Blocks unmined before a custodial transfer is replaced with higher fees. */
   readonly replaceAfterBlocks?: bigint;
+  /**
+   * Resolves once a block is durable (the embedded anvil's journal): a transaction is reported mined
+   * only then, so nothing reported confirmed can be lost by a crash of the chain.
+   */
+  readonly awaitDurable?: ((block: bigint) => Promise<void>) | undefined;
 }
 
 /**
@@ -129,6 +134,7 @@ export class EvmAdapter implements ChainAdapter {
   private readonly pollIntervalMs: number;
   private readonly expiryBlocks: bigint;
   private readonly scanBlocks: number;
+  private readonly awaitDurable: ((block: bigint) => Promise<void>) | undefined;
   /** Aborted on close, so no wait outlives the adapter. */
   private readonly lifetime = new AbortController();
 
@@ -139,6 +145,7 @@ export class EvmAdapter implements ChainAdapter {
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
     this.expiryBlocks = options.expiryBlocks ?? DEFAULT_EXPIRY_BLOCKS;
     this.scanBlocks = options.scanBlocks ?? DEFAULT_SCAN_BLOCKS;
+    this.awaitDurable = options.awaitDurable;
     this.nonces = this.nonceOperations(options.replaceAfterBlocks ?? DEFAULT_REPLACE_AFTER_BLOCKS);
     // cacheTime 0: viem would otherwise serve the block number from a 4 s cache.
     const timeoutMs = options.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS;
@@ -572,6 +579,7 @@ export class EvmAdapter implements ChainAdapter {
   private async statusOf(hash: Hex): Promise<ConfirmationOutcome | undefined> {
     const receipt = await this.client.getTransactionReceipt({ hash }).catch(notFound);
     if (receipt === undefined) return undefined;
+    await this.awaitDurable?.(receipt.blockNumber);
     if (receipt.status !== 'success')
       return { status: 'failed', slot: receipt.blockNumber, error: 'reverted' };
     const finalized = await this.client
