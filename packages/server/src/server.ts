@@ -173,6 +173,7 @@ export async function startServer(
       instanceId,
       intervalMs: config.reconcileIntervalMs,
       log: (message, error) => logger.warn({ err: error }, message),
+      finality: metrics,
     });
     reconciler.start();
     closers.unshift(() => reconciler.stop());

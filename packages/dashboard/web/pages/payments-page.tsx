@@ -8,7 +8,7 @@ import { PaymentDetailView } from './payment-detail.tsx';
 
 const PAGE_SIZE = 20;
 const LIVE_MAX = 50;
-const STATUSES = ['pending', 'submitted', 'confirmed', 'finalized', 'failed', 'expired'] as const;
+const STATUSES = ['pending', 'submitted', 'confirmed', 'finalized', 'failed', 'expired', 'reverted'] as const;
 
 interface Filters {
   wallet: string;
@@ -101,7 +101,9 @@ function PaymentList() {
               >
                 {String(event.data.paymentId ?? '')}
               </a>{' '}
-              <span className="status-badge">{String(event.data.status ?? '')}</span>{' '}
+              <span className="status-badge" data-status={String(event.data.status ?? '')}>
+                {String(event.data.status ?? '')}
+              </span>{' '}
               <time>{new Date(event.createdAt).toLocaleTimeString()}</time>
             </li>
           ))}
@@ -175,7 +177,9 @@ function PaymentList() {
                   <code>{shorten(p.recipient ?? p.sender ?? '')}</code>
                 </td>
                 <td>
-                  <span className="status-badge">{p.status}</span>
+                  <span className="status-badge" data-status={p.status}>
+                    {p.status}
+                  </span>
                 </td>
                 <td>
                   <a

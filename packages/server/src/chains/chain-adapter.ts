@@ -51,6 +51,14 @@ export interface ChainAdapter {
    * it (not landed yet, or never will), else confirmed / finalized / failed.
    */
   getSignatureStatus(signature: string): Promise<ConfirmationOutcome | undefined>;
+  /**
+   * The newest slot (EVM: block number) the answering node holds final: Solana's `finalized`
+   * commitment; EVM the `finalized` block tag, or the latest block less the network's finality
+   * confirmations where the node has no such tag. A transaction not found while this is at or past the
+   * slot it was seen in is not in the canonical chain; one not found while this is behind that slot
+   * proves nothing (the node may lag). Never goes back on a healthy node.
+   */
+  finalizedSlot(): Promise<bigint>;
   /** The block height of the block at `slot` (Solana; on EVM, slot and block number are the same). */
   blockHeightOf(slot: bigint): Promise<bigint>;
 

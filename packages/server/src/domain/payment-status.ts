@@ -8,6 +8,11 @@
  * local-mode EVM transaction the caller signed stays valid until its nonce is used, so it can still be
  * mined after gate402 gave up on it (broadcast late, or held by a node that did not show it waiting).
  * When the chain shows it landed, the payment says so (PaymentReconciler's late-landing watch).
+ *
+ * confirmed → reverted: the transaction left the chain (a reorganisation, a skipped Solana block, a
+ * rollback) and can no longer land — the chain finalized past where it was without it, and gate402
+ * holds no signed bytes of it that are still valid to broadcast again (see finality-watch.ts).
+ * `reverted` is final: the payment paid nothing, and the proof it backed is refused from then on.
  */
 export const PAYMENT_STATUSES = [
   'pending',
@@ -16,23 +21,25 @@ export const PAYMENT_STATUSES = [
   'finalized',
   'failed',
   'expired',
+  'reverted',
 ] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 
 const NEXT: Readonly<Record<PaymentStatus, readonly PaymentStatus[]>> = {
   pending: ['submitted', 'confirmed', 'finalized', 'failed', 'expired'],
   submitted: ['confirmed', 'finalized', 'failed', 'expired'],
-  confirmed: ['finalized'],
+  confirmed: ['finalized', 'reverted'],
   finalized: [],
   failed: [],
   expired: ['confirmed', 'finalized'],
+  reverted: [],
 };
 
 export function canMove(from: PaymentStatus, to: PaymentStatus): boolean {
   return NEXT[from].includes(to);
 }
 
-/** A state no payment ever leaves (finalized, failed): its record is what it will always be. */
+/** A state no payment ever leaves (finalized, failed, reverted): its record is what it will always be. */
 export function isFinal(status: PaymentStatus): boolean {
   return NEXT[status].length === 0;
 }
@@ -60,5 +67,6 @@ export const EVENT_TYPES = [
   'payment.finalized',
   'payment.failed',
   'payment.expired',
+  'payment.reverted',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

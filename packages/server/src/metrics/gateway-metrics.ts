@@ -4,6 +4,7 @@ import { toWholeUnits } from '../domain/money.ts';
 import type { NetworkInfo } from '../domain/network.ts';
 import type { SponsoredFeeObserver } from '../services/facilitator/facilitator-service.ts';
 import type { Store } from '../store/store.ts';
+import type { FinalityObserver } from '../workers/finality-watch.ts';
 
 /** Latency buckets in seconds: HTTP answers and RPC calls, from sub-millisecond reads to timeouts. */
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -22,7 +23,7 @@ type HttpLabels = 'method' | 'route' | 'status';
  * process, as in tests, never share counts). The per-request cost is one map lookup and one
  * histogram observation; gauges that need storage are read only when /metrics is scraped.
  */
-export class GatewayMetrics implements RpcObserver, SponsoredFeeObserver {
+export class GatewayMetrics implements RpcObserver, SponsoredFeeObserver, FinalityObserver {
   readonly registry = new Registry();
   private readonly httpDuration: Histogram<HttpLabels>;
   /** Histogram children by "method route status", so a request never builds a label object. */
@@ -34,6 +35,7 @@ export class GatewayMetrics implements RpcObserver, SponsoredFeeObserver {
   private readonly rateLimited: Counter<'plan'>;
   private readonly sponsoredFees: Counter<'account' | 'network'>;
   private readonly sponsoredSettlements: Counter<'account' | 'network'>;
+  private readonly reorgs: Counter<'network' | 'outcome'>;
   private store: MetricsSources['store'];
 
   constructor(sources: MetricsSources = {}) {
@@ -88,6 +90,12 @@ export class GatewayMetrics implements RpcObserver, SponsoredFeeObserver {
       name: 'gate402_x402_sponsored_settlements_total',
       help: 'Settlements whose network fee the built-in x402 facilitator paid (settled or failed), per account and network.',
       labelNames: ['account', 'network'],
+      registers,
+    });
+    this.reorgs = new Counter({
+      name: 'gate402_payment_reorgs_total',
+      help: "Confirmed payments whose transaction left the chain, per network and outcome: reorged (proven gone at the chain's finalized slot), resent (its stored signed bytes broadcast again), reverted (moved to reverted). Each payment is counted once per outcome and instance.",
+      labelNames: ['network', 'outcome'],
       registers,
     });
     if (sources.store !== undefined) this.watchStorage(sources.store);
@@ -146,6 +154,18 @@ export class GatewayMetrics implements RpcObserver, SponsoredFeeObserver {
 
   paymentConfirmed(network: string, seconds: number): void {
     this.confirmation.observe({ network }, Math.max(0, seconds));
+  }
+
+  paymentReorged(network: string): void {
+    this.reorgs.inc({ network, outcome: 'reorged' });
+  }
+
+  paymentResent(network: string): void {
+    this.reorgs.inc({ network, outcome: 'resent' });
+  }
+
+  paymentReverted(network: string): void {
+    this.reorgs.inc({ network, outcome: 'reverted' });
   }
 
   webhookAttempted(result: 'succeeded' | 'retrying' | 'failed'): void {

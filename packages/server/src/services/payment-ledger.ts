@@ -106,6 +106,8 @@ function eventFor(payment: PaymentRecord, status: PaymentStatus): EventType | un
       return 'payment.failed';
     case 'expired':
       return 'payment.expired';
+    case 'reverted':
+      return 'payment.reverted';
     case 'pending':
       return undefined;
   }

@@ -182,6 +182,13 @@ export class ProofVerifier {
    */
   private async lookUp(chain: ChainAdapter, claims: ProofClaims): Promise<ChainTransaction | undefined> {
     const record = await this.deps.store.payments.get(claims.pid);
+    // Its transaction left the chain and cannot land again (FinalityWatch): whatever a node lagging
+    // behind the reorganisation still shows, the proof backs nothing.
+    if (record?.status === 'reverted' && record.network === claims.net)
+      throw verificationFailed(
+        'the payment this proof names was reverted by a chain reorganisation',
+        'reverted',
+      );
     if (claims.sig !== undefined) {
       const recorded = record === undefined ? undefined : confirmedByThisGateway(record, claims);
       if (recorded !== undefined) return recorded;

@@ -305,6 +305,12 @@ export interface PaymentRepository {
     at: number,
   ): Promise<PaymentRecord | undefined>;
   /**
+   * Rewrites where a `confirmed` payment stands on chain without changing its state (its transaction
+   * left its block in a reorganisation, or landed again in another); undefined when it is no longer
+   * confirmed. No event: the payment's next state change carries the new block.
+   */
+  relocate(id: string, changes: PaymentChanges, at: number): Promise<PaymentRecord | undefined>;
+  /**
    * What custodial sends from `walletAddress` on `network` that are not settled yet (pending,
    * submitted) can still take from it: amounts plus their most fees, atomic units.
    */

@@ -7,6 +7,7 @@ import { findBuiltReceipt, findBuiltTransfer, receiptMemo } from '../services/lo
 import type { PaymentLedger } from '../services/payment-ledger.ts';
 import type { WalletService } from '../services/wallet-service.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
+import { type FinalityObserver, FinalityWatch } from './finality-watch.ts';
 import { PeriodicWorker } from './periodic-worker.ts';
 import { SequencedSendReconciler } from './sequenced-send-reconciler.ts';
 
@@ -35,6 +36,8 @@ export interface ReconcilerDeps {
   readonly lateLandingRecheckMs?: number;
   readonly log?: (message: string, error?: unknown) => void;
   readonly now?: () => number;
+  /** Counts reorged, resent and reverted payments (metrics). */
+  readonly finality?: FinalityObserver | undefined;
 }
 
 /**
@@ -51,7 +54,8 @@ const LATE_LANDING_RECHECK_MS = 15_000;
  *   know it and its blockhash is still valid, resends the same bytes — it never signs anything, so a
  *   payment can land only once — and once the chain's height passes lastValidBlockHeight without it,
  *   marks it expired;
- * - confirmed: marks it finalized when the chain finalizes it;
+ * - confirmed: marks it finalized when the chain finalizes it, and watches it until then: a
+ *   transaction that left the chain is resent (same bytes) or the payment reverted (FinalityWatch);
  * - local mode, pending (the caller signs and broadcasts; the gateway never does): finds the transaction
  *   by its reference and checks it is the one built (a tampered copy never counts); once it can no
  *   longer land (see mayStillLand), marks it expired. A seller's pending receipt confirms when the
@@ -68,6 +72,7 @@ const LATE_LANDING_RECHECK_MS = 15_000;
 export class PaymentReconciler {
   private readonly now: () => number;
   private readonly sequenced: SequencedSendReconciler;
+  private readonly finality: FinalityWatch;
   private readonly worker: PeriodicWorker;
 
   constructor(private readonly deps: ReconcilerDeps) {
@@ -76,6 +81,12 @@ export class PaymentReconciler {
       store: deps.store,
       ledger: deps.ledger,
       wallets: deps.wallets,
+      now: this.now,
+    });
+    this.finality = new FinalityWatch({
+      payments: deps.store.payments,
+      ledger: deps.ledger,
+      observer: deps.finality,
       now: this.now,
     });
     this.worker = new PeriodicWorker(() => this.runOnce(), {
@@ -117,7 +128,9 @@ export class PaymentReconciler {
     try {
       const chain = this.deps.networks.get(payment.network);
       if (chain === undefined) return;
-      if (isX402Receipt(payment) && payment.status !== 'confirmed') {
+      if (payment.status === 'confirmed') {
+        await this.finality.check(payment, chain);
+      } else if (isX402Receipt(payment)) {
         // No reference to find it by, and expired only once it can never land: nothing late to watch.
         if (payment.status === 'pending') await this.deps.x402Receipts?.watch(payment, chain);
       } else if (payment.status === 'expired') {

@@ -40,6 +40,7 @@ import { ChainError } from '../chain-error.ts';
 import { DEFAULT_RPC_DOWN_MS, DEFAULT_RPC_TIMEOUT_MS, RpcEndpoints } from '../rpc-endpoints.ts';
 import { toChainError } from './evm-errors.ts';
 import { generateEvmKeypair } from './evm-keypair.ts';
+import { finalityConfirmationsOf } from './evm-networks.ts';
 import { failoverTransport } from './failover-transport.ts';
 import { decodeTransferNote, encodeTransferNote } from './transfer-calldata.ts';
 
@@ -104,6 +105,11 @@ export interface EvmAdapterOptions {
   /** Blocks unmined before a custodial transfer is replaced with higher fees. */
   readonly replaceAfterBlocks?: bigint;
   /**
+   * Confirmations after which a block counts as final on a node without the `finalized` block tag;
+   * absent: the network's default (evm-networks.ts, finalityConfirmationsOf).
+   */
+  readonly finalityConfirmations?: bigint;
+  /**
    * Resolves once a block is durable (the embedded anvil's journal): a transaction is reported mined
    * only then, so nothing reported confirmed can be lost by a crash of the chain.
    */
@@ -135,6 +141,7 @@ export class EvmAdapter implements ChainAdapter {
   private readonly expiryBlocks: bigint;
   private readonly scanBlocks: number;
   private readonly awaitDurable: ((block: bigint) => Promise<void>) | undefined;
+  private readonly finalityConfirmations: bigint;
   /** Aborted on close, so no wait outlives the adapter. */
   private readonly lifetime = new AbortController();
 
@@ -146,6 +153,7 @@ export class EvmAdapter implements ChainAdapter {
     this.expiryBlocks = options.expiryBlocks ?? DEFAULT_EXPIRY_BLOCKS;
     this.scanBlocks = options.scanBlocks ?? DEFAULT_SCAN_BLOCKS;
     this.awaitDurable = options.awaitDurable;
+    this.finalityConfirmations = options.finalityConfirmations ?? finalityConfirmationsOf(options.chainId);
     this.nonces = this.nonceOperations(options.replaceAfterBlocks ?? DEFAULT_REPLACE_AFTER_BLOCKS);
     // cacheTime 0: viem would otherwise serve the block number from a 4 s cache.
     const timeoutMs = options.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS;
@@ -178,6 +186,20 @@ export class EvmAdapter implements ChainAdapter {
 
   async getBlockHeight(): Promise<bigint> {
     return this.call(() => this.client.getBlockNumber());
+  }
+
+  /**
+   * The `finalized` block tag; a node that does not know it (an RPC error for the tag alone) is
+   * answered from the latest block less `finalityConfirmations`.
+   */
+  async finalizedSlot(): Promise<bigint> {
+    const tagged = await this.client
+      .getBlock({ blockTag: 'finalized' })
+      .then((b) => b.number)
+      .catch(() => null);
+    if (tagged !== null) return tagged;
+    const latest = await this.getBlockHeight();
+    return latest > this.finalityConfirmations ? latest - this.finalityConfirmations : 0n;
   }
 
   /** The secret is the 32-byte secp256k1 private key; the address is derived from it. */
@@ -582,12 +604,15 @@ export class EvmAdapter implements ChainAdapter {
     await this.awaitDurable?.(receipt.blockNumber);
     if (receipt.status !== 'success')
       return { status: 'failed', slot: receipt.blockNumber, error: 'reverted' };
-    const finalized = await this.client
-      .getBlock({ blockTag: 'finalized' })
-      .then((b) => b.number)
+    const finalized = await this.finalizedSlot().catch(() => null);
+    if (finalized === null || finalized < receipt.blockNumber)
+      return { status: 'confirmed', slot: receipt.blockNumber };
+    // Finalized only if the receipt's block is the canonical one at its height: with several endpoints
+    // the receipt and the finalized tag may come from different nodes, one of them on a dropped fork.
+    const canonical = await this.call(() => this.client.getBlock({ blockNumber: receipt.blockNumber }))
+      .then((b) => b.hash)
       .catch(() => null);
-    const status = finalized !== null && finalized >= receipt.blockNumber ? 'finalized' : 'confirmed';
-    return { status, slot: receipt.blockNumber };
+    return { status: canonical === receipt.blockHash ? 'finalized' : 'confirmed', slot: receipt.blockNumber };
   }
 
   /** Whether the node has the transaction at all (mined or waiting in its pool). */

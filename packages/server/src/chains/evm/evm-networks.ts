@@ -19,6 +19,31 @@ export const KNOWN_EVM_CHAINS: Readonly<
   137: { name: 'Polygon PoS', nativeSymbol: 'POL', usdc: '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359' },
 };
 
+/**
+ * Blocks on top of a transaction's block after which gate402 calls it final on a node that has no
+ * `finalized` block tag (every client of the networks below has one; this is the fallback). Chosen to
+ * be at least the network's own finality: Ethereum and Sepolia finalize after two epochs (64 blocks);
+ * OP-stack chains (Base, OP) once their batch is in a finalized L1 block, about 15-20 min (900 blocks
+ * of 2 s = 30 min); Arbitrum One the same through its L1 batch (4,800 blocks of 0.25 s = 20 min); Polygon PoS by its
+ * checkpointed milestones (256 blocks, the depth its own guidance used before milestones). Other
+ * chains: 64. An embedded anvil answers the tag itself (latest less 2 × --slots-in-an-epoch).
+ */
+const FINALITY_CONFIRMATIONS: Readonly<Record<number, number>> = {
+  1: 64,
+  11155111: 64,
+  8453: 900,
+  84532: 900,
+  10: 900,
+  42161: 4_800,
+  137: 256,
+};
+export const DEFAULT_FINALITY_CONFIRMATIONS = 64;
+
+/** See FINALITY_CONFIRMATIONS. */
+export function finalityConfirmationsOf(chainId: number): bigint {
+  return BigInt(FINALITY_CONFIRMATIONS[chainId] ?? DEFAULT_FINALITY_CONFIRMATIONS);
+}
+
 /** The known USDC of a chain as a network token, or none. */
 export function knownTokens(chainId: number): TokenInfo[] {
   const usdc = KNOWN_EVM_CHAINS[chainId]?.usdc;

@@ -182,6 +182,10 @@ export class SolanaAdapter implements ChainAdapter {
     return this.call(() => this.rpc.getBlockHeight({ commitment: 'confirmed' }).send());
   }
 
+  async finalizedSlot(): Promise<bigint> {
+    return this.call(() => this.rpc.getSlot({ commitment: 'finalized' }).send());
+  }
+
   async generateKeypair(): Promise<{ address: string; secretKey: Uint8Array }> {
     return generateSolanaKeypair();
   }

@@ -255,6 +255,17 @@ export class KyselyPaymentRepository implements PaymentRepository {
     return row && toPayment(row);
   }
 
+  async relocate(id: string, changes: PaymentChanges, at: number): Promise<PaymentRecord | undefined> {
+    const row = await this.db
+      .updateTable('payments')
+      .set({ ...columns(changes), updated_at: at })
+      .where('id', '=', id)
+      .where('status', '=', 'confirmed')
+      .returningAll()
+      .executeTakeFirst();
+    return row && toPayment(row);
+  }
+
   async unsettledSpend(network: string, walletAddress: string): Promise<bigint> {
     const rows = await this.db
       .selectFrom('payments')

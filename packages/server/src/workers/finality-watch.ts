@@ -1,0 +1,179 @@
+import type { ChainAdapter, ConfirmationOutcome } from '../chains/chain-adapter.ts';
+import { ChainError } from '../chains/chain-error.ts';
+import type { PaymentLedger } from '../services/payment-ledger.ts';
+import type { PaymentRecord, PaymentRepository } from '../store/store.ts';
+
+/** Told what the watch saw, per network (metrics). Cheap, never throws. */
+export interface FinalityObserver {
+  /** A confirmed payment's transaction was proven gone from the chain (counted once per payment). */
+  paymentReorged(network: string): void;
+  /** Its stored signed bytes were broadcast again (counted once per payment). */
+  paymentResent(network: string): void;
+  /** It moved to `reverted`. */
+  paymentReverted(network: string): void;
+}
+
+export interface FinalityWatchDeps {
+  readonly payments: Pick<PaymentRepository, 'get' | 'relocate'>;
+  readonly ledger: Pick<PaymentLedger, 'move'>;
+  readonly observer?: FinalityObserver | undefined;
+  readonly now: () => number;
+}
+
+/** What a confirmed payment's record says while its transaction is out of the chain and being resent. */
+export const RESENDING_NOTE =
+  'its block left the chain; the same signed transaction is being broadcast again';
+
+/**
+ * A `confirmed` payment is made `finalized` only when the chain says its transaction is final, and is
+ * watched until then: `confirmed` promises a transaction in a block, not one that stays there.
+ *
+ * The rule against lagging or forked RPC nodes (README "Finality and reorgs"):
+ * - only `confirmed` payments are looked at; `finalized` is never re-checked, so no answer of any node
+ *   can take a finalized payment back;
+ * - `finalized` comes from the chain's own finality (Solana `finalized` commitment; EVM the `finalized`
+ *   block tag with the receipt's block the canonical one at its height, else N confirmations);
+ * - "not found" proves the transaction gone only when the same pass saw the node's finalized slot at or
+ *   past the slot the payment was confirmed in (read before the status, so a node that lags is behind
+ *   that slot and proves nothing), and a second look still finds nothing.
+ *
+ * A transaction gone from the chain:
+ * - a custodial send gate402 signed: its stored signed bytes are broadcast again as they are — never
+ *   re-signed — while they can still land (Solana: the height is within its blockhash's
+ *   lastValidBlockHeight; EVM: its nonce is unused, and since gate402 allocates the wallet's nonces
+ *   nothing else of that wallet can use it). Landing again, the payment keeps its id, its state and
+ *   its event history, and gets the new slot/block;
+ * - a receipt of a payment this gateway sent (sourcePaymentId) follows that payment: it waits while the
+ *   send is still confirmed (being resent) and reverts when it has;
+ * - anything else once the chain is proven past it: `reverted` (payment.reverted in the same database
+ *   transaction), final. A proof naming a reverted payment is refused from then on (ProofVerifier).
+ * - landed again but failed (e.g. the funds it spent left with the fork): `reverted`, it paid nothing.
+ */
+export class FinalityWatch {
+  /** Payments already counted as reorged / resent by this process: each is counted once. */
+  private readonly reorged = new Set<string>();
+  private readonly resent = new Set<string>();
+
+  constructor(private readonly deps: FinalityWatchDeps) {}
+
+  async check(payment: PaymentRecord, chain: ChainAdapter): Promise<void> {
+    if (payment.status !== 'confirmed' || payment.signature === null) return;
+    // Read before any status: a node whose finalized slot is past the payment's has seen that block.
+    const finalizedSlot = await chain.finalizedSlot();
+    const landed = await this.find(payment, chain);
+    if (landed !== undefined) return this.landed(payment, chain, landed.signature, landed.outcome);
+
+    const proven = payment.slot !== null && finalizedSlot >= payment.slot;
+    if (proven) this.count(this.reorged, payment, (o) => o.paymentReorged(payment.network));
+    if (await this.resend(payment, chain)) return;
+    if (!proven) return;
+    if (payment.sourcePaymentId !== null && payment.direction === 'received') {
+      const source = await this.deps.payments.get(payment.sourcePaymentId);
+      // The sender's gateway (this one) is still resending it: the receipt waits for the outcome.
+      if (source?.status === 'confirmed' && source.network === payment.network) return;
+    }
+    // It may have landed since the first look.
+    const again = await this.find(payment, chain);
+    if (again !== undefined) return this.landed(payment, chain, again.signature, again.outcome);
+    const moved = await this.deps.ledger.move(payment, 'reverted', {
+      error: `its transaction left the chain (the block at slot ${payment.slot} is not in the finalized chain) and can no longer land; nothing was paid`,
+    });
+    if (moved !== undefined) this.deps.observer?.paymentReverted(payment.network);
+    this.forget(payment);
+  }
+
+  private async find(
+    payment: PaymentRecord,
+    chain: ChainAdapter,
+  ): Promise<{ signature: string; outcome: ConfirmationOutcome } | undefined> {
+    for (const signature of [payment.signature ?? '', ...(payment.replacedSignatures ?? [])]) {
+      const outcome = await chain.getSignatureStatus(signature);
+      if (outcome !== undefined) return { signature, outcome };
+    }
+    return undefined;
+  }
+
+  private async landed(
+    payment: PaymentRecord,
+    chain: ChainAdapter,
+    signature: string,
+    outcome: ConfirmationOutcome,
+  ): Promise<void> {
+    const { ledger, payments } = this.deps;
+    if (outcome.status !== 'confirmed' && outcome.status !== 'finalized' && outcome.status !== 'failed')
+      return;
+    const renamed = signature === payment.signature ? {} : { signature };
+    if (outcome.status === 'failed') {
+      // Landed again after its block was dropped, but failed this time: it paid nothing.
+      const moved = await ledger.move(payment, 'reverted', {
+        ...renamed,
+        slot: outcome.slot,
+        error: `its block left the chain and the transaction landed again, failed: ${outcome.error}`,
+      });
+      if (moved !== undefined) this.deps.observer?.paymentReverted(payment.network);
+      this.forget(payment);
+      return;
+    }
+    const moved = outcome.slot !== payment.slot || signature !== payment.signature;
+    const blockHeight = moved
+      ? await chain.blockHeightOf(outcome.slot).catch(() => null)
+      : (payment.blockHeight ?? (await chain.blockHeightOf(outcome.slot).catch(() => null)));
+    const where = { ...renamed, slot: outcome.slot, blockHeight };
+    if (outcome.status === 'finalized') {
+      await ledger.move(payment, 'finalized', {
+        ...where,
+        ...(payment.error === RESENDING_NOTE ? { error: null } : {}),
+      });
+      this.forget(payment);
+    } else if (moved || payment.error === RESENDING_NOTE) {
+      await payments.relocate(payment.id, { ...where, error: null }, this.deps.now());
+    }
+  }
+
+  /**
+   * Broadcasts the stored signed bytes of a custodial send again while they can still land; true when
+   * it did (the payment stays confirmed, noted as being resent, until it lands or can no longer).
+   */
+  private async resend(payment: PaymentRecord, chain: ChainAdapter): Promise<boolean> {
+    if (payment.direction !== 'sent' || payment.mode !== 'custodial' || payment.signedTransaction === null)
+      return false;
+    if (!(await stillValid(payment, chain))) return false;
+    try {
+      await chain.broadcast(Buffer.from(payment.signedTransaction, 'base64'));
+    } catch (error) {
+      // Refused now is not refused for good (the node may not have the funds the fork took yet);
+      // only the bytes' validity running out ends the resending.
+      if (!(error instanceof ChainError)) throw error;
+    }
+    this.count(this.resent, payment, (o) => o.paymentResent(payment.network));
+    if (payment.error !== RESENDING_NOTE)
+      await this.deps.payments.relocate(payment.id, { error: RESENDING_NOTE }, this.deps.now());
+    return true;
+  }
+
+  private count(seen: Set<string>, payment: PaymentRecord, tell: (o: FinalityObserver) => void): void {
+    if (seen.has(payment.id)) return;
+    seen.add(payment.id);
+    if (this.deps.observer !== undefined) tell(this.deps.observer);
+  }
+
+  private forget(payment: PaymentRecord): void {
+    this.reorged.delete(payment.id);
+    this.resent.delete(payment.id);
+  }
+}
+
+/**
+ * Whether a send's stored signed bytes can still land. Solana: until the height passes the blockhash's
+ * lastValidBlockHeight. EVM: while its nonce is unused (gate402 allocates the wallet's nonces, so only
+ * this payment's transactions carry it).
+ */
+async function stillValid(payment: PaymentRecord, chain: ChainAdapter): Promise<boolean> {
+  if (chain.nonces !== undefined) {
+    if (payment.nonce === undefined || payment.nonce === null) return false;
+    return (await chain.nonces.minedCount(payment.sender)) <= payment.nonce;
+  }
+  return (
+    payment.lastValidBlockHeight !== null && (await chain.getBlockHeight()) <= payment.lastValidBlockHeight
+  );
+}
