@@ -20,6 +20,12 @@ export interface FinalityWatchDeps {
   readonly now: () => number;
 }
 
+/** What the watch asks of a chain (a test fake needs only these). */
+export type FinalityChain = Pick<
+  ChainAdapter,
+  'finalizedSlot' | 'getSignatureStatus' | 'getBlockHeight' | 'broadcast' | 'blockHeightOf' | 'nonces'
+>;
+
 /** What a confirmed payment's record says while its transaction is out of the chain and being resent. */
 export const RESENDING_NOTE =
   'its block left the chain; the same signed transaction is being broadcast again';
@@ -56,24 +62,35 @@ export class FinalityWatch {
 
   constructor(private readonly deps: FinalityWatchDeps) {}
 
-  async check(payment: PaymentRecord, chain: ChainAdapter): Promise<void> {
+  async check(payment: PaymentRecord, chain: FinalityChain): Promise<void> {
     if (payment.status !== 'confirmed' || payment.signature === null) return;
+    // A receipt of a send this gateway made follows the send: any of the send's transactions is its own.
+    const source =
+      payment.direction === 'received' && payment.sourcePaymentId !== null
+        ? await this.deps.payments.get(payment.sourcePaymentId)
+        : undefined;
+    const sent = source?.network === payment.network ? source : undefined;
+    const signatures = [
+      payment.signature,
+      ...(payment.replacedSignatures ?? []),
+      ...(sent?.signature === null || sent?.signature === undefined ? [] : [sent.signature]),
+      ...(sent?.replacedSignatures ?? []),
+    ].filter((signature, i, all) => all.indexOf(signature) === i);
     // Read before any status: a node whose finalized slot is past the payment's has seen that block.
     const finalizedSlot = await chain.finalizedSlot();
-    const landed = await this.find(payment, chain);
+    const landed = await find(signatures, chain);
     if (landed !== undefined) return this.landed(payment, chain, landed.signature, landed.outcome);
 
     const proven = payment.slot !== null && finalizedSlot >= payment.slot;
-    if (proven) this.count(this.reorged, payment, (o) => o.paymentReorged(payment.network));
-    if (await this.resend(payment, chain)) return;
+    const bytes = await resendable(payment, chain);
+    if (proven || bytes !== undefined)
+      this.count(this.reorged, payment, (o) => o.paymentReorged(payment.network));
+    if (bytes !== undefined) return this.resend(payment, chain, bytes);
     if (!proven) return;
-    if (payment.sourcePaymentId !== null && payment.direction === 'received') {
-      const source = await this.deps.payments.get(payment.sourcePaymentId);
-      // The sender's gateway (this one) is still resending it: the receipt waits for the outcome.
-      if (source?.status === 'confirmed' && source.network === payment.network) return;
-    }
+    // The send is still being resent by this gateway: the receipt waits for its outcome.
+    if (sent?.status === 'confirmed') return;
     // It may have landed since the first look.
-    const again = await this.find(payment, chain);
+    const again = await find(signatures, chain);
     if (again !== undefined) return this.landed(payment, chain, again.signature, again.outcome);
     const moved = await this.deps.ledger.move(payment, 'reverted', {
       error: `its transaction left the chain (the block at slot ${payment.slot} is not in the finalized chain) and can no longer land; nothing was paid`,
@@ -82,20 +99,9 @@ export class FinalityWatch {
     this.forget(payment);
   }
 
-  private async find(
-    payment: PaymentRecord,
-    chain: ChainAdapter,
-  ): Promise<{ signature: string; outcome: ConfirmationOutcome } | undefined> {
-    for (const signature of [payment.signature ?? '', ...(payment.replacedSignatures ?? [])]) {
-      const outcome = await chain.getSignatureStatus(signature);
-      if (outcome !== undefined) return { signature, outcome };
-    }
-    return undefined;
-  }
-
   private async landed(
     payment: PaymentRecord,
-    chain: ChainAdapter,
+    chain: FinalityChain,
     signature: string,
     outcome: ConfirmationOutcome,
   ): Promise<void> {
@@ -131,15 +137,12 @@ export class FinalityWatch {
   }
 
   /**
-   * Broadcasts the stored signed bytes of a custodial send again while they can still land; true when
-   * it did (the payment stays confirmed, noted as being resent, until it lands or can no longer).
+   * Broadcasts the stored signed bytes of a custodial send again, as they are; the payment stays
+   * confirmed, noted as being resent, until they land or can no longer.
    */
-  private async resend(payment: PaymentRecord, chain: ChainAdapter): Promise<boolean> {
-    if (payment.direction !== 'sent' || payment.mode !== 'custodial' || payment.signedTransaction === null)
-      return false;
-    if (!(await stillValid(payment, chain))) return false;
+  private async resend(payment: PaymentRecord, chain: FinalityChain, bytes: Uint8Array): Promise<void> {
     try {
-      await chain.broadcast(Buffer.from(payment.signedTransaction, 'base64'));
+      await chain.broadcast(bytes);
     } catch (error) {
       // Refused now is not refused for good (the node may not have the funds the fork took yet);
       // only the bytes' validity running out ends the resending.
@@ -148,7 +151,6 @@ export class FinalityWatch {
     this.count(this.resent, payment, (o) => o.paymentResent(payment.network));
     if (payment.error !== RESENDING_NOTE)
       await this.deps.payments.relocate(payment.id, { error: RESENDING_NOTE }, this.deps.now());
-    return true;
   }
 
   private count(seen: Set<string>, payment: PaymentRecord, tell: (o: FinalityObserver) => void): void {
@@ -164,16 +166,35 @@ export class FinalityWatch {
 }
 
 /**
- * Whether a send's stored signed bytes can still land. Solana: until the height passes the blockhash's
- * lastValidBlockHeight. EVM: while its nonce is unused (gate402 allocates the wallet's nonces, so only
- * this payment's transactions carry it).
+ * The stored signed bytes of a custodial send gate402 signed, while they can still land; else
+ * undefined (local mode stores the unsigned build, never broadcast by the gateway). Solana: until the
+ * height passes the blockhash's lastValidBlockHeight. EVM: while its nonce is unused (gate402 allocates
+ * the wallet's nonces, so only this payment's transactions carry it).
  */
-async function stillValid(payment: PaymentRecord, chain: ChainAdapter): Promise<boolean> {
+async function resendable(payment: PaymentRecord, chain: FinalityChain): Promise<Uint8Array | undefined> {
+  if (payment.direction !== 'sent' || payment.mode !== 'custodial' || payment.signedTransaction === null)
+    return undefined;
+  let valid: boolean;
   if (chain.nonces !== undefined) {
-    if (payment.nonce === undefined || payment.nonce === null) return false;
-    return (await chain.nonces.minedCount(payment.sender)) <= payment.nonce;
+    valid =
+      payment.nonce !== undefined &&
+      payment.nonce !== null &&
+      (await chain.nonces.minedCount(payment.sender)) <= payment.nonce;
+  } else {
+    valid =
+      payment.lastValidBlockHeight !== null && (await chain.getBlockHeight()) <= payment.lastValidBlockHeight;
   }
-  return (
-    payment.lastValidBlockHeight !== null && (await chain.getBlockHeight()) <= payment.lastValidBlockHeight
-  );
+  return valid ? Buffer.from(payment.signedTransaction, 'base64') : undefined;
+}
+
+/** The first of `signatures` the chain knows, with where it stands. */
+async function find(
+  signatures: readonly string[],
+  chain: FinalityChain,
+): Promise<{ signature: string; outcome: ConfirmationOutcome } | undefined> {
+  for (const signature of signatures) {
+    const outcome = await chain.getSignatureStatus(signature);
+    if (outcome !== undefined) return { signature, outcome };
+  }
+  return undefined;
 }
