@@ -95,6 +95,14 @@ export interface SimulationResult {
   readonly postBalances: readonly bigint[];
 }
 
+export interface PerformanceSample {
+  readonly slot: number;
+  readonly numTransactions: number;
+  readonly numSlots: number;
+  readonly samplePeriodSecs: number;
+  readonly numNonVoteTransactions: number;
+}
+
 export interface SignatureStatus {
   readonly slot: number;
   readonly err: TransactionErrorJson | null;
@@ -105,6 +113,11 @@ export interface SignatureStatus {
 /** How far back getSignatureStatuses looks without searchTransactionHistory (Agave's status cache). */
 const STATUS_CACHE_SLOTS = 300;
 const SLOTS_PER_EPOCH = 432_000;
+/** Agave samples performance every 60 s and keeps 720 samples (12 hours). */
+const PERFORMANCE_SAMPLE_SECONDS = 60;
+const PERFORMANCE_SAMPLES_KEPT = 720;
+/** Agave's SlotHashes sysvar holds the last 512 slots (solana_slot_hashes::MAX_ENTRIES). */
+const SLOT_HASHES_MAX_ENTRIES = 512;
 const TOKEN_ACCOUNT_CACHE_LIMIT = 100_000;
 const MEMO_PROGRAM_KEYS = new Set(MEMO_PROGRAMS.map(rawKeyOf));
 const TOKEN_PROGRAMS = new Set([TOKEN_PROGRAM, TOKEN_2022_PROGRAM].map(rawKeyOf));
@@ -148,6 +161,12 @@ export class Chain {
   private readonly addressNames = new AddressNames(ADDRESS_NAMES_LIMIT);
   /** Blocks of the last slots, newest last, enough for every commitment level. */
   private recentBlocks: BlockRecord[] = [];
+  /**
+   * The SlotHashes sysvar's entries, newest first: each ended slot with its hash (here its blockhash),
+   * added when the next slot starts, as a bank adds its parent's — so a slot from getSlot at
+   * `confirmed` or `finalized` is a recent slot (AddressLookupTable's createLookupTable needs one).
+   */
+  private slotHashes: { slot: bigint; hash: string }[] = [];
   private seq: number;
   private timer: NodeJS.Timeout | undefined;
   /**
@@ -156,6 +175,8 @@ export class Chain {
    * is committed. (The runtime never changes an account a message does not mark writable.)
    */
   private changedAccounts = new Map<string, Uint8Array>();
+  private samples: PerformanceSample[] = [];
+  private lastSample: { at: number; slot: number; seq: number } | undefined;
   private closed = false;
 
   private constructor(
@@ -173,11 +194,17 @@ export class Chain {
     svm.setTransactionHistory(0n);
     svm.setSigverify(true);
     serveNewMemoProgram(svm);
-    const blocks = ledger.recentBlocks(MAX_PROCESSING_AGE + 1).reverse();
-    for (const block of blocks)
+    const blocks = ledger.recentBlocks(SLOT_HASHES_MAX_ENTRIES).reverse();
+    // All but the newest: the next startSlot adds it, as the new slot's parent.
+    this.slotHashes = blocks
+      .slice(0, -1)
+      .map((b) => ({ slot: BigInt(b.slot), hash: b.blockhash }))
+      .reverse();
+    const window = blocks.slice(-(MAX_PROCESSING_AGE + 1));
+    for (const block of window)
       this.window.push(decodeBase58(block.blockhash) as Uint8Array, block.blockHeight);
     this.recentBlocks = blocks.slice(-(options.finalizedDepth + 2));
-    const oldest = blocks[0];
+    const oldest = window[0];
     if (oldest) {
       for (const { signature, slot } of ledger.signaturesSince(oldest.slot)) {
         this.recentSignatures.add(decodeBase58(signature) as Uint8Array, slot);
@@ -278,6 +305,23 @@ export class Chain {
 
   transactionCount(): number {
     return this.seq;
+  }
+
+  /**
+   * Lamports of every account a transaction or the operator ever changed, as of the last committed
+   * slot (the programs and sysvars LiteSVM creates itself are not counted).
+   */
+  totalSupply(): bigint {
+    return this.ledger.totalLamports();
+  }
+
+  largestAccounts(limit: number): { address: string; lamports: bigint }[] {
+    return this.ledger.largestAccounts(limit);
+  }
+
+  /** getRecentPerformanceSamples: one sample per PERFORMANCE_SAMPLE_SECONDS, newest first. */
+  performanceSamples(limit: number): readonly PerformanceSample[] {
+    return this.samples.slice(0, limit);
   }
 
   epochInfo(commitment: Commitment) {
@@ -418,8 +462,8 @@ export class Chain {
     };
     this.ledger.addTransaction(record);
     this.recentSignatures.add(signatureBytes, record.slot);
-    this.notePriorityFee(block.slot, fee.computeUnitPrice);
     const writable = keys.all.filter((_, i) => keys.writable[i]);
+    this.notePriorityFee(block.slot, fee.computeUnitPrice, writable);
     for (let i = 0; i < keys.all.length; i++) {
       if (keys.writable[i]) this.changedAccounts.set(keys.all[i] as string, keys.bytes[i] as Uint8Array);
     }
@@ -563,6 +607,7 @@ export class Chain {
       this.startSlot(this.slot + 1);
     }
     this.commit();
+    this.samplePerformance();
     for (let slot = this.slot - count + 1; slot <= this.slot; slot++) {
       for (const listener of this.listeners) listener.onSlot(slot);
     }
@@ -577,6 +622,27 @@ export class Chain {
     this.commit();
     this.ledger.close();
     this.closed = true;
+  }
+
+  private samplePerformance(): void {
+    const now = Date.now();
+    const last = this.lastSample;
+    if (last === undefined) {
+      this.lastSample = { at: now, slot: this.slot, seq: this.seq };
+      return;
+    }
+    if (now - last.at < PERFORMANCE_SAMPLE_SECONDS * 1000) return;
+    const transactions = this.seq - last.seq;
+    this.samples.unshift({
+      slot: this.slot,
+      numTransactions: transactions,
+      numSlots: this.slot - last.slot,
+      samplePeriodSecs: PERFORMANCE_SAMPLE_SECONDS,
+      // No vote transactions here.
+      numNonVoteTransactions: transactions,
+    });
+    if (this.samples.length > PERFORMANCE_SAMPLES_KEPT) this.samples.pop();
+    this.lastSample = { at: now, slot: this.slot, seq: this.seq };
   }
 
   private assertOpen(): void {
@@ -608,6 +674,11 @@ export class Chain {
       blockHeight: parent ? parent.blockHeight + 1 : 0,
       blockTime,
     };
+    if (parent) {
+      this.slotHashes.unshift({ slot: BigInt(parent.slot), hash: parent.blockhash });
+      if (this.slotHashes.length > SLOT_HASHES_MAX_ENTRIES) this.slotHashes.pop();
+    }
+    this.svm.setSlotHashes(this.slotHashes);
     this.recentBlocks.push(block);
     if (this.recentBlocks.length > this.options.finalizedDepth + 2) this.recentBlocks.shift();
     this.window.push(hash, block.blockHeight);
@@ -623,25 +694,41 @@ export class Chain {
     );
   }
 
-  // Lowest compute-unit price paid in each of the last MAX_PROCESSING_AGE slots.
-  private readonly minPriorityFeeBySlot = new Map<number, bigint>();
+  // Lowest compute-unit price paid in each of the last MAX_PROCESSING_AGE slots, in the whole slot and
+  // by each account written (Agave's prioritization fee cache).
+  private readonly minPriorityFeeBySlot = new Map<number, { min: bigint; byAccount: Map<string, bigint> }>();
 
-  private notePriorityFee(slot: number, price: bigint): void {
-    const current = this.minPriorityFeeBySlot.get(slot);
-    if (current !== undefined && current <= price) return;
-    this.minPriorityFeeBySlot.set(slot, price);
-    if (current !== undefined) return;
-    // First transaction of a slot: drop slots that left the window.
-    for (const old of this.minPriorityFeeBySlot.keys()) {
-      if (old <= slot - MAX_PROCESSING_AGE) this.minPriorityFeeBySlot.delete(old);
+  private notePriorityFee(slot: number, price: bigint, writable: readonly string[]): void {
+    let fees = this.minPriorityFeeBySlot.get(slot);
+    if (fees === undefined) {
+      fees = { min: price, byAccount: new Map() };
+      this.minPriorityFeeBySlot.set(slot, fees);
+      // First transaction of a slot: drop slots that left the window.
+      for (const old of this.minPriorityFeeBySlot.keys()) {
+        if (old <= slot - MAX_PROCESSING_AGE) this.minPriorityFeeBySlot.delete(old);
+      }
+    } else if (price < fees.min) fees.min = price;
+    for (const account of writable) {
+      const current = fees.byAccount.get(account);
+      if (current === undefined || price < current) fees.byAccount.set(account, price);
     }
   }
 
-  /** getRecentPrioritizationFees: one entry per recent slot, 0 where nothing paid a priority fee. */
-  recentPrioritizationFees(): { slot: number; prioritizationFee: bigint }[] {
+  /**
+   * getRecentPrioritizationFees: one entry per recent slot, 0 where nothing paid a priority fee. With
+   * `accounts`, as Agave: the larger of the slot's lowest fee and the lowest fee paid by a transaction
+   * writing each of them.
+   */
+  recentPrioritizationFees(accounts: readonly string[] = []): { slot: number; prioritizationFee: bigint }[] {
     const out: { slot: number; prioritizationFee: bigint }[] = [];
     for (let slot = Math.max(0, this.slot - MAX_PROCESSING_AGE + 1); slot <= this.slot; slot++) {
-      out.push({ slot, prioritizationFee: this.minPriorityFeeBySlot.get(slot) ?? 0n });
+      const fees = this.minPriorityFeeBySlot.get(slot);
+      let fee = fees?.min ?? 0n;
+      for (const account of accounts) {
+        const byAccount = fees?.byAccount.get(account);
+        if (byAccount !== undefined && byAccount > fee) fee = byAccount;
+      }
+      out.push({ slot, prioritizationFee: fee });
     }
     return out;
   }

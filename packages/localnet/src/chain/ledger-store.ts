@@ -169,6 +169,10 @@ export class LedgerStore {
       // Programs last: an upgradeable program is loaded from its program-data account.
       accounts: this.db.prepare<[], AccountRow>('SELECT * FROM accounts ORDER BY executable'),
       accountKeys: this.db.prepare<[], { account_keys: string }>('SELECT account_keys FROM transactions'),
+      lamports: this.db.prepare<[], { lamports: string }>('SELECT lamports FROM accounts'),
+      largestAccounts: this.db.prepare<[number], { address: string; lamports: string }>(
+        'SELECT address, lamports FROM accounts ORDER BY CAST(lamports AS INTEGER) DESC, address LIMIT ?',
+      ),
     };
   }
 
@@ -195,6 +199,20 @@ export class LedgerStore {
         },
       };
     }
+  }
+
+  /** Sum of the lamports of every committed account. */
+  totalLamports(): bigint {
+    let total = 0n;
+    for (const row of this.statements.lamports.iterate()) total += BigInt(row.lamports);
+    return total;
+  }
+
+  /** The committed accounts holding the most lamports, most first. */
+  largestAccounts(limit: number): { address: string; lamports: bigint }[] {
+    return this.statements.largestAccounts
+      .all(limit)
+      .map((row) => ({ address: row.address, lamports: BigInt(row.lamports) }));
   }
 
   /** Every address a stored transaction named (for the one-time import of a version-1 snapshot). */

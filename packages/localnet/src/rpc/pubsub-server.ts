@@ -38,6 +38,8 @@ interface Subscription {
   readonly view?: AccountView;
   /** logs: undefined = all, else the one mentioned address */
   readonly mentions?: string;
+  /** signature: `enableReceivedNotification`, a "receivedSignature" notification first. */
+  readonly received?: boolean;
 }
 
 interface Connection {
@@ -157,13 +159,17 @@ export class PubSubServer implements ChainListener {
   private readonly subscribeMethods: Readonly<
     Record<string, (ws: WebSocket, params: Params) => Subscription>
   > = {
-    signatureSubscribe: (socket, params) => ({
-      id: ++this.nextId,
-      kind: 'signature',
-      socket,
-      key: signature(params[0]),
-      commitment: readCommitment(config(params, 1)),
-    }),
+    signatureSubscribe: (socket, params) => {
+      const cfg = config(params, 1);
+      return {
+        id: ++this.nextId,
+        kind: 'signature',
+        socket,
+        key: signature(params[0]),
+        commitment: readCommitment(cfg),
+        received: cfg.enableReceivedNotification === true,
+      };
+    },
     accountSubscribe: (socket, params) => {
       const key = encodeBase58(pubkeyParam(params, 0));
       const cfg = config(params, 1);
@@ -246,7 +252,18 @@ export class PubSubServer implements ChainListener {
    * which a crash may roll back as a skipped slot would. Signature and logs notifications say a
    * transaction landed, so they wait for its slot's durable commit (onSlot).
    */
-  onTransaction(_record: TransactionRecord, writable: readonly string[]): void {
+  onTransaction(record: TransactionRecord, writable: readonly string[]): void {
+    // Received is not landed: Agave sends it when the transaction reaches the validator.
+    const signatureSubs = this.bySignature.get(record.signature);
+    if (signatureSubs) {
+      for (const sub of signatureSubs) {
+        if (sub.received)
+          this.notify(sub, 'signatureNotification', {
+            context: { slot: record.slot },
+            value: 'receivedSignature',
+          });
+      }
+    }
     if (this.byAccount.size === 0) return;
     for (const address of writable) {
       const subs = this.byAccount.get(address);

@@ -2,7 +2,9 @@
 import { accountMethods } from './methods/account-methods.ts';
 import { blockMethods } from './methods/block-methods.ts';
 import { clusterMethods } from './methods/cluster-methods.ts';
+import { economicsMethods } from './methods/economics-methods.ts';
 import { transactionMethods } from './methods/transaction-methods.ts';
+import { validatorMethods } from './methods/validator-methods.ts';
 import type { RpcMethod } from './rpc-method.ts';
 
 export const rpcMethods: Readonly<Record<string, RpcMethod>> = {
@@ -10,4 +12,6 @@ export const rpcMethods: Readonly<Record<string, RpcMethod>> = {
   ...accountMethods,
   ...transactionMethods,
   ...blockMethods,
+  ...validatorMethods,
+  ...economicsMethods,
 };

@@ -2,16 +2,17 @@
 
 import { MAX_PROCESSING_AGE } from '../../chain/blockhash-window.ts';
 import { decodeBase58Key } from '../../wire/base58.ts';
-import { config, integer, type Params, stringParam } from '../params.ts';
+import { config, integer, type Params, pubkeyParam, stringParam } from '../params.ts';
 import { invalidParamValue, invalidRequest } from '../rpc-error.ts';
 import { API_VERSION, contextSlot, type RpcContext, type RpcMethod, withContext } from '../rpc-method.ts';
+import { FEATURE_SET } from './validator-methods.ts';
 
 /** Agave's MAX_PERMITTED_DATA_LENGTH (10 MiB). */
 const MAX_ACCOUNT_DATA_LENGTH = 10 * 1024 * 1024;
 
 export const clusterMethods: Record<string, RpcMethod> = {
   getHealth: () => 'ok',
-  getVersion: () => ({ 'feature-set': 0, 'solana-core': API_VERSION }),
+  getVersion: () => ({ 'feature-set': FEATURE_SET, 'solana-core': API_VERSION }),
   getGenesisHash: (_p, { chain }) => chain.genesisHash,
   getIdentity: (_p, { identity }) => ({ identity }),
   getSlotLeader: (_p, { identity }) => identity,
@@ -68,6 +69,10 @@ export const clusterMethods: Record<string, RpcMethod> = {
     if (addresses !== undefined && (!Array.isArray(addresses) || addresses.length > 128)) {
       throw invalidRequest('Too many inputs provided; max 128');
     }
-    return chain.recentPrioritizationFees();
+    const accounts = ((addresses ?? []) as unknown[]).map((address, i) => {
+      pubkeyParam(addresses as unknown[], i, 'address');
+      return address as string;
+    });
+    return chain.recentPrioritizationFees(accounts);
   },
 };

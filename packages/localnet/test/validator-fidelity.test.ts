@@ -1,0 +1,200 @@
+// What wallets, explorers and the `solana` CLI ask a validator beyond payments, answered with
+// Agave's shapes: SlotHashes (address lookup tables), cluster, leader and supply queries, the
+// prioritization-fee account filter and signatureSubscribe's received notification.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { generateKeyPairSigner } from '@solana/kit';
+import {
+  AddressLookupTableProgram,
+  Connection,
+  Keypair,
+  PublicKey,
+  SYSVAR_SLOT_HASHES_PUBKEY,
+  Transaction,
+} from '@solana/web3.js';
+import { getSetComputeUnitPriceInstruction } from '@solana-program/compute-budget';
+import WebSocket from 'ws';
+import {
+  fundedSigner,
+  type Harness,
+  LAMPORTS_PER_SOL,
+  rawCall,
+  signedTransfer,
+  startHarness,
+  wireBase64,
+} from './support/fixture.ts';
+
+let h: Harness;
+before(async () => {
+  h = await startHarness({ finalizedDepth: 2 });
+  h.localnet.advanceSlots(5);
+});
+after(() => h.close());
+
+test('createLookupTable with a slot from getSlot (confirmed or finalized) lands: SlotHashes follows the slots', async () => {
+  const connection = new Connection(h.localnet.rpcUrl, 'confirmed');
+  const payer = Keypair.generate();
+  h.localnet.airdrop(payer.publicKey.toBase58(), 2n * LAMPORTS_PER_SOL);
+  h.localnet.advanceSlots(1);
+  for (const commitment of ['confirmed', 'finalized'] as const) {
+    const recentSlot = await connection.getSlot(commitment);
+    const [create, table] = AddressLookupTableProgram.createLookupTable({
+      authority: payer.publicKey,
+      payer: payer.publicKey,
+      recentSlot,
+    });
+    const tx = new Transaction().add(create);
+    tx.recentBlockhash = (await connection.getLatestBlockhash()).blockhash;
+    tx.feePayer = payer.publicKey;
+    tx.sign(payer);
+    await connection.sendRawTransaction(tx.serialize());
+    h.localnet.advanceSlots(1);
+    const account = await connection.getAccountInfo(table);
+    assert.ok(account, `the table made with the ${commitment} slot ${recentSlot} exists`);
+    assert.ok(account.owner.equals(AddressLookupTableProgram.programId));
+  }
+  // The sysvar itself: a u64 count, then (slot, hash) pairs, newest first.
+  const sysvar = await connection.getAccountInfo(SYSVAR_SLOT_HASHES_PUBKEY);
+  assert.ok(sysvar);
+  const count = Number(sysvar.data.readBigUInt64LE(0));
+  const newest = Number(sysvar.data.readBigUInt64LE(8));
+  const current = await connection.getSlot('processed');
+  assert.equal(newest, current - 1, 'the newest entry is the last ended slot');
+  assert.equal(count, current, 'one entry per ended slot (fewer than 512 so far)');
+  const newestHash = new PublicKey(sysvar.data.subarray(16, 48)).toBase58();
+  const block = await rawCall(h.localnet.rpcUrl, 'getBlock', [
+    newest,
+    { commitment: 'confirmed', transactionDetails: 'none' },
+  ]);
+  assert.equal(newestHash, (block.result as { blockhash: string }).blockhash);
+});
+
+test('cluster, leader, supply and inflation queries answer with Agave shapes', async () => {
+  const identity = (await h.rpc.getIdentity().send()).identity;
+  const slot = Number(await h.rpc.getSlot({ commitment: 'confirmed' }).send());
+  const version = await h.rpc.getVersion().send();
+  assert.notEqual(version['feature-set'], 0);
+  const nodes = await h.rpc.getClusterNodes().send();
+  assert.equal(nodes.length, 1);
+  assert.equal(nodes[0]?.pubkey, identity);
+  assert.equal(nodes[0]?.featureSet, version['feature-set']);
+  assert.deepEqual(await h.rpc.getVoteAccounts().send(), { current: [], delinquent: [] });
+  assert.equal(await h.rpc.minimumLedgerSlot().send(), 0n);
+  assert.deepEqual(await h.rpc.getSlotLeaders(BigInt(slot) as never, 3).send(), [
+    identity,
+    identity,
+    identity,
+  ]);
+  assert.deepEqual((await rawCall(h.localnet.rpcUrl, 'getSlotLeaders', [0, 5001])).error, {
+    code: -32602,
+    message: 'Invalid limit; max 5000',
+  });
+  const schedule = await h.rpc.getLeaderSchedule(null, { identity }).send();
+  assert.equal(schedule?.[identity]?.length, 432_000);
+  const other = (await generateKeyPairSigner()).address;
+  assert.deepEqual(await h.rpc.getLeaderSchedule(null, { identity: other }).send(), {});
+  const production = await h.rpc.getBlockProduction({ commitment: 'confirmed' }).send();
+  assert.deepEqual(production.value.range, { firstSlot: 0n, lastSlot: BigInt(slot) });
+  assert.deepEqual(production.value.byIdentity[identity], [BigInt(slot + 1), BigInt(slot + 1)]);
+  assert.deepEqual(
+    (await rawCall(h.localnet.rpcUrl, 'getBlockProduction', [{ range: { firstSlot: 3, lastSlot: 2 } }]))
+      .error,
+    { code: -32602, message: 'lastSlot, 2, cannot be less than firstSlot, 3' },
+  );
+  assert.deepEqual(await h.rpc.getRecentPerformanceSamples(5).send(), []);
+  assert.deepEqual(await h.rpc.getInflationGovernor().send(), {
+    foundation: 0,
+    foundationTerm: 0,
+    initial: 0,
+    taper: 0,
+    terminal: 0,
+  });
+  assert.equal((await h.rpc.getInflationRate().send()).total, 0);
+  assert.equal((await h.rpc.getStakeMinimumDelegation().send()).value, 1_000_000_000n);
+
+  // Supply: the sum of every account's lamports; the faucet is the largest holder.
+  const supply = (await h.rpc.getSupply({ commitment: 'confirmed' }).send()).value;
+  assert.equal(supply.circulating, supply.total);
+  assert.equal(supply.nonCirculating, 0n);
+  const largest = (await h.rpc.getLargestAccounts({ commitment: 'confirmed' }).send()).value;
+  assert.ok(largest.length > 0 && largest.length <= 20);
+  assert.ok(
+    largest.every((a, i) => i === 0 || (largest[i - 1] as { lamports: bigint }).lamports >= a.lamports),
+  );
+  const faucetBalance = (
+    await h.rpc.getBalance(largest[0]?.address as never, { commitment: 'confirmed' }).send()
+  ).value;
+  assert.equal(largest[0]?.lamports, faucetBalance);
+  // A transfer burns its fee: the supply drops by exactly 5000 lamports.
+  const payer = await fundedSigner(h.localnet, 1n);
+  h.localnet.advanceSlots(1);
+  const before = (await h.rpc.getSupply({ commitment: 'confirmed' }).send()).value.total;
+  const tx = await signedTransfer(h, payer, (await generateKeyPairSigner()).address, LAMPORTS_PER_SOL / 10n);
+  await h.rpc.sendTransaction(wireBase64(tx), { encoding: 'base64' }).send();
+  h.localnet.advanceSlots(1);
+  assert.equal((await h.rpc.getSupply({ commitment: 'confirmed' }).send()).value.total, before - 5000n);
+});
+
+test('getRecentPrioritizationFees with accounts: the larger of the slot minimum and what writers of them paid', async () => {
+  const cheap = await fundedSigner(h.localnet, 1n);
+  const dear = await fundedSigner(h.localnet, 1n);
+  h.localnet.advanceSlots(1);
+  const cheapTo = (await generateKeyPairSigner()).address;
+  const dearTo = (await generateKeyPairSigner()).address;
+  const slot = Number(await h.rpc.getSlot({ commitment: 'processed' }).send());
+  const plain = await signedTransfer(h, cheap, cheapTo, LAMPORTS_PER_SOL / 10n);
+  const priced = await signedTransfer(h, dear, dearTo, LAMPORTS_PER_SOL / 10n, {
+    extra: [getSetComputeUnitPriceInstruction({ microLamports: 7_000n })],
+  });
+  for (const tx of [plain, priced])
+    await h.rpc.sendTransaction(wireBase64(tx), { encoding: 'base64' }).send();
+  h.localnet.advanceSlots(1);
+  const feeAt = async (accounts: string[]) =>
+    (await h.rpc.getRecentPrioritizationFees(accounts as never).send()).find((f) => Number(f.slot) === slot)
+      ?.prioritizationFee;
+  assert.equal(await feeAt([]), 0n, 'the slot minimum');
+  assert.equal(await feeAt([dearTo]), 7_000n);
+  assert.equal(await feeAt([cheapTo]), 0n);
+  assert.equal(await feeAt([cheapTo, dear.address]), 7_000n);
+  assert.deepEqual((await rawCall(h.localnet.rpcUrl, 'getRecentPrioritizationFees', [['nope']])).error, {
+    code: -32602,
+    message: 'Invalid param: Invalid',
+  });
+});
+
+test('signatureSubscribe with enableReceivedNotification: receivedSignature, then the commitment', async () => {
+  const payer = await fundedSigner(h.localnet, 1n);
+  h.localnet.advanceSlots(1);
+  const tx = await signedTransfer(h, payer, (await generateKeyPairSigner()).address, LAMPORTS_PER_SOL / 10n);
+  const { getSignatureFromTransaction } = await import('@solana/kit');
+  const signature = getSignatureFromTransaction(tx);
+  const ws = new WebSocket(h.localnet.wsUrl);
+  const frames: Record<string, unknown>[] = [];
+  ws.on('message', (data) => frames.push(JSON.parse(data.toString()) as Record<string, unknown>));
+  await new Promise((resolve) => ws.once('open', resolve));
+  ws.send(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'signatureSubscribe',
+      params: [signature, { commitment: 'confirmed', enableReceivedNotification: true }],
+    }),
+  );
+  const until = async (n: number) => {
+    for (let i = 0; i < 100 && frames.length < n; i++) await new Promise((r) => setTimeout(r, 10));
+  };
+  await until(1);
+  const landedSlot = Number(await h.rpc.getSlot({ commitment: 'processed' }).send());
+  await h.rpc.sendTransaction(wireBase64(tx), { encoding: 'base64' }).send();
+  await until(2);
+  h.localnet.advanceSlots(1);
+  await until(3);
+  ws.close();
+  const notes = frames
+    .filter((f) => f.method === 'signatureNotification')
+    .map((f) => (f.params as { result: unknown }).result);
+  assert.deepEqual(notes, [
+    { context: { slot: landedSlot }, value: 'receivedSignature' },
+    { context: { slot: landedSlot }, value: { err: null } },
+  ]);
+});
