@@ -1399,7 +1399,7 @@ export interface operations {
                         sender: string;
                         signature: string | null;
                         /** @enum {string} */
-                        status: "pending" | "submitted" | "confirmed" | "finalized" | "failed" | "expired";
+                        status: "pending" | "submitted" | "confirmed" | "finalized" | "failed" | "expired" | "reverted";
                         timestamp: number;
                         type: "sent" | "received";
                     };
@@ -2354,7 +2354,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    eventTypes?: ("payment.sent" | "payment.received" | "payment.confirmed" | "payment.finalized" | "payment.failed" | "payment.expired")[];
+                    eventTypes?: ("payment.sent" | "payment.received" | "payment.confirmed" | "payment.finalized" | "payment.failed" | "payment.expired" | "payment.reverted")[];
                     url: string;
                 };
             };
