@@ -370,13 +370,36 @@ export function describePaymentStoreContract(
     });
 
     it('never writes a payment in a final state again, whatever states a transition names', async () => {
-      for (const status of ['finalized', 'failed'] as const) {
+      for (const status of ['finalized', 'failed', 'reverted'] as const) {
         const payment = aPayment(account.id, { status });
         await store.payments.insert(payment);
-        for (const to of ['finalized', 'failed', 'confirmed'] as const) {
+        for (const to of ['finalized', 'failed', 'confirmed', 'reverted'] as const) {
           const moved = await store.payments.transition(payment.id, [status], to, { error: 'late' }, 100);
           assert.equal(moved, undefined, `${status} → ${to}`);
         }
+        assert.deepEqual(await store.payments.get(payment.id), payment);
+      }
+    });
+
+    it('moves a confirmed payment to another block without changing its state, and nothing else (relocate)', async () => {
+      const confirmed = aPayment(account.id, {
+        status: 'confirmed',
+        signature: 'SIG-R',
+        slot: 10n,
+        blockHeight: 9n,
+      });
+      await store.payments.insert(confirmed);
+      const moved = await store.payments.relocate(
+        confirmed.id,
+        { slot: 14n, blockHeight: 12n, error: null },
+        200,
+      );
+      assert.deepEqual(moved, { ...confirmed, slot: 14n, blockHeight: 12n, error: null, updatedAt: 200 });
+      assert.deepEqual(await store.payments.get(confirmed.id), moved);
+      for (const status of ['submitted', 'finalized', 'reverted'] as const) {
+        const payment = aPayment(account.id, { status, slot: 10n });
+        await store.payments.insert(payment);
+        assert.equal(await store.payments.relocate(payment.id, { slot: 14n }, 200), undefined, status);
         assert.deepEqual(await store.payments.get(payment.id), payment);
       }
     });

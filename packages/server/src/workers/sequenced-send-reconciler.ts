@@ -51,7 +51,7 @@ export class SequencedSendReconciler {
       const outcome = await chain.getSignatureStatus(hash);
       if (outcome !== undefined) return this.settle(payment, chain, hash, outcome);
     }
-    // Confirmed but no longer found: a reorganisation took its block; wait for it to be mined again.
+    // Confirmed payments are FinalityWatch's (resent or reverted there); never expired from here.
     if (payment.status === 'confirmed') return;
     if (mined > nonce) {
       await this.deps.ledger.move(payment, 'expired', {
