@@ -91,7 +91,11 @@ test('a mint closed and opened again at its address with other decimals is read 
     }),
   ]);
   const balance = async () => {
-    const { result, error } = await rawCall(h.localnet.rpcUrl, 'getTokenAccountBalance', [account]);
+    // processed: reads at the default commitment (finalized) lag the open slot.
+    const { result, error } = await rawCall(h.localnet.rpcUrl, 'getTokenAccountBalance', [
+      account,
+      { commitment: 'processed' },
+    ]);
     return { value: (result as { value?: Record<string, unknown> } | undefined)?.value, error };
   };
   assert.equal((await balance()).value?.decimals, 3);

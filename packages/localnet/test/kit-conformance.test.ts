@@ -378,7 +378,7 @@ describe('in manual slot mode', () => {
       return true;
     });
     assert.equal(
-      (await rpc.getBalance(payer.address).send()).value,
+      (await rpc.getBalance(payer.address, { commitment: 'processed' }).send()).value,
       LAMPORTS_PER_SOL,
       'preflight charges nothing',
     );
@@ -388,7 +388,10 @@ describe('in manual slot mode', () => {
     localnet.advanceSlots(1);
     const status = (await rpc.getSignatureStatuses([signature]).send()).value[0];
     assert.deepEqual(status?.err, { InstructionError: [0n, { Custom: 1n }] });
-    assert.equal((await rpc.getBalance(payer.address).send()).value, LAMPORTS_PER_SOL - 5000n);
+    assert.equal(
+      (await rpc.getBalance(payer.address, { commitment: 'confirmed' }).send()).value,
+      LAMPORTS_PER_SOL - 5000n,
+    );
   });
 
   test('getSignaturesForAddress finds a transfer by its read-only reference account; before/until/limit page', async () => {

@@ -76,8 +76,13 @@ test('restart keeps genesis, balances, token balances, history, and still refuse
       assert.equal((await second.rpc.getBalance(recipient.address).send()).value, LAMPORTS_PER_SOL);
       // The operator can still mint after the restart.
       await second.localnet.mintUsdc(recipient.address, 500_000n);
+      // Read at processed: the default, finalized, is two slots behind the mint.
       assert.equal(
-        (await second.rpc.getTokenAccountBalance(minted.tokenAccount as never).send()).value.amount,
+        (
+          await second.rpc
+            .getTokenAccountBalance(minted.tokenAccount as never, { commitment: 'processed' })
+            .send()
+        ).value.amount,
         '3000000',
       );
     } finally {

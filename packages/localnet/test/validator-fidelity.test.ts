@@ -198,3 +198,56 @@ test('signatureSubscribe with enableReceivedNotification: receivedSignature, the
     { context: { slot: landedSlot }, value: { err: null } },
   ]);
 });
+
+test('account reads honour commitment: processed sees the open slot, confirmed the last ended one, finalized finalizedDepth back', async () => {
+  const payer = await fundedSigner(h.localnet, 3n);
+  const recipient = await generateKeyPairSigner();
+  h.localnet.advanceSlots(3); // the airdrop is finalized now
+  const balances = async () =>
+    Promise.all(
+      (['processed', 'confirmed', 'finalized'] as const).map(
+        async (commitment) => (await h.rpc.getBalance(payer.address, { commitment }).send()).value,
+      ),
+    );
+  const start = 3n * LAMPORTS_PER_SOL;
+  const after = start - LAMPORTS_PER_SOL - 5000n;
+  const tx = await signedTransfer(h, payer, recipient.address, LAMPORTS_PER_SOL);
+  await h.rpc.sendTransaction(wireBase64(tx), { encoding: 'base64' }).send();
+  assert.deepEqual(await balances(), [after, start, start]);
+  h.localnet.advanceSlots(1);
+  assert.deepEqual(await balances(), [after, after, start]);
+  // finalized is finalizedDepth (2) slots behind the open one: the landing slot's, two slots on.
+  h.localnet.advanceSlots(1);
+  assert.deepEqual(await balances(), [after, after, after]);
+
+  // A new account does not exist yet at a commitment that precedes it, in every read.
+  const fresh = await generateKeyPairSigner();
+  const create = await signedTransfer(h, payer, fresh.address, LAMPORTS_PER_SOL / 2n);
+  await h.rpc.sendTransaction(wireBase64(create), { encoding: 'base64' }).send();
+  const info = async (commitment: 'processed' | 'confirmed') =>
+    (await h.rpc.getAccountInfo(fresh.address, { commitment, encoding: 'base64' }).send()).value?.lamports;
+  assert.equal(await info('processed'), LAMPORTS_PER_SOL / 2n);
+  assert.equal(await info('confirmed'), undefined);
+  const multiple = await h.rpc
+    .getMultipleAccounts([fresh.address, payer.address], { commitment: 'confirmed', encoding: 'base64' })
+    .send();
+  assert.deepEqual(
+    multiple.value.map((a) => a?.lamports ?? null),
+    [null, after],
+  );
+  const systemAccounts = async (commitment: 'processed' | 'confirmed') =>
+    (
+      await h.rpc
+        .getProgramAccounts('11111111111111111111111111111111' as never, {
+          commitment,
+          encoding: 'base64',
+          filters: [{ dataSize: 0n }],
+        })
+        .send()
+    ).some((entry) => entry.pubkey === fresh.address);
+  assert.equal(await systemAccounts('processed'), true);
+  assert.equal(await systemAccounts('confirmed'), false);
+  h.localnet.advanceSlots(1);
+  assert.equal(await info('confirmed'), LAMPORTS_PER_SOL / 2n);
+  assert.equal(await systemAccounts('confirmed'), true);
+});

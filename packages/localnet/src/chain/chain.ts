@@ -176,6 +176,13 @@ export class Chain {
    */
   private changedAccounts = new Map<string, Uint8Array>();
   private samples: PerformanceSample[] = [];
+  /**
+   * For reads at `confirmed` and `finalized`: each account's state before the first change in a
+   * slot, by slot (the open one and the last `finalizedDepth` ended ones), by base58 address. An
+   * account's state at the end of slot X is its pre-image in the first later slot that changed it,
+   * else its current state.
+   */
+  private readonly preImages = new Map<number, Map<string, AccountSnapshot | null>>();
   private lastSample: { at: number; slot: number; seq: number } | undefined;
   private closed = false;
 
@@ -348,7 +355,49 @@ export class Chain {
     return snapshotOf(this.svm.getAccount(address));
   }
 
+  /** The account as of the slot of `commitment` (processed: the open slot, as it is now). */
+  accountAt(address: Uint8Array, commitment: Commitment): AccountSnapshot | null {
+    if (commitment === 'processed' || this.preImages.size === 0) return this.getAccount(address);
+    const name = encodeBase58(address);
+    for (let slot = this.slotAt(commitment) + 1; slot <= this.slot; slot++) {
+      const images = this.preImages.get(slot);
+      if (images?.has(name)) return images.get(name) as AccountSnapshot | null;
+    }
+    return this.getAccount(address);
+  }
+
+  /** programAccounts as of the slot of `commitment`. */
+  programAccountsAt(
+    program: Uint8Array,
+    commitment: Commitment,
+  ): { address: string; account: AccountSnapshot }[] {
+    const live = this.programAccounts(program);
+    if (commitment === 'processed' || this.preImages.size === 0) return live;
+    const owner = encodeBase58(program);
+    const names = new Set(live.map((entry) => entry.address));
+    // Accounts changed since may have been owned by the program then (closed or reassigned since).
+    for (let slot = this.slotAt(commitment) + 1; slot <= this.slot; slot++)
+      for (const name of this.preImages.get(slot)?.keys() ?? []) names.add(name);
+    const out: { address: string; account: AccountSnapshot }[] = [];
+    for (const address of names) {
+      const account = this.accountAt(decodeBase58(address) as Uint8Array, commitment);
+      if (account && account.owner === owner) out.push({ address, account });
+    }
+    return out;
+  }
+
+  /** Keeps an account's state from before its first change in the open slot (see preImages). */
+  private notePreImage(address: string, key: Uint8Array): void {
+    let images = this.preImages.get(this.slot);
+    if (images === undefined) {
+      images = new Map();
+      this.preImages.set(this.slot, images);
+    }
+    if (!images.has(address)) images.set(address, this.getAccount(key));
+  }
+
   setAccount(address: Uint8Array, account: AccountSnapshot): void {
+    this.notePreImage(encodeBase58(address), address);
     this.tokenAccountCache.delete(rawKey(address));
     this.decimalsOfMint.delete(encodeBase58(address));
     this.changedAccounts.set(encodeBase58(address), address.slice());
@@ -407,6 +456,8 @@ export class Chain {
     const payerBytes = tx.staticKeys[0] as Uint8Array;
     const payerBefore = pre.lamports[0] as bigint;
 
+    for (let i = 0; i < keys.all.length; i++)
+      if (keys.writable[i]) this.notePreImage(keys.all[i] as string, keys.bytes[i] as Uint8Array);
     const result = this.svm.sendVersionedTransaction(tx.bytes);
     const failed = result instanceof FailedTransactionMetadata;
     const meta: TransactionMetadata = failed ? result.meta() : result;
@@ -681,6 +732,9 @@ export class Chain {
     this.svm.setSlotHashes(this.slotHashes);
     this.recentBlocks.push(block);
     if (this.recentBlocks.length > this.options.finalizedDepth + 2) this.recentBlocks.shift();
+    // Reads at finalized (slot - finalizedDepth) need the pre-images of the slots after it.
+    for (const old of this.preImages.keys())
+      if (old <= slot - this.options.finalizedDepth) this.preImages.delete(old);
     this.window.push(hash, block.blockHeight);
     this.recentSignatures.forgetBefore(slot - MAX_PROCESSING_AGE - 1);
     this.svm.setClock(

@@ -335,7 +335,7 @@ export class PubSubServer implements ChainListener {
   }
 
   private notifyAccount(sub: Subscription, address: string): void {
-    const account = this.chain.getAccount(pubkey(address));
+    const account = this.chain.accountAt(pubkey(address), sub.commitment);
     const value = account
       ? encodeAccount(account, sub.view ?? accountView({}), this.chain)
       : {

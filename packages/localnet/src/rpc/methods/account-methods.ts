@@ -65,11 +65,13 @@ function tokenAccountsBy(params: Params, ctx: RpcContext, field: 'owner' | 'dele
     throw invalidParams('Invalid params: missing field `mint` or `programId`.');
   }
   const { mint, programId } = selector as Record<string, unknown>;
+  const cfg = config(params, 2);
+  const { slot, commitment } = contextSlot(ctx.chain, cfg);
   let programs: string[];
   let mintFilter: string | undefined;
   if (typeof mint === 'string') {
     mintFilter = encodeBase58(pubkey(mint));
-    const mintAccount = ctx.chain.getAccount(pubkey(mint));
+    const mintAccount = ctx.chain.accountAt(pubkey(mint), commitment);
     if (!mintAccount || !decodeMint(mintAccount.data))
       throw invalidParams('Invalid param: could not find mint');
     programs = [mintAccount.owner];
@@ -80,12 +82,10 @@ function tokenAccountsBy(params: Params, ctx: RpcContext, field: 'owner' | 'dele
     }
     programs = [program];
   } else throw invalidParams('Invalid params: missing field `mint` or `programId`.');
-  const cfg = config(params, 2);
-  const { slot } = contextSlot(ctx.chain, cfg);
   const view = accountView(cfg);
   const value = programs.flatMap((program) =>
     ctx.chain
-      .programAccounts(decodeBase58(program) as Uint8Array)
+      .programAccountsAt(decodeBase58(program) as Uint8Array, commitment)
       .filter(({ account }) => {
         const state = decodeTokenAccount(account.data);
         const holder = field === 'owner' ? state?.owner : state?.delegate;
@@ -101,15 +101,15 @@ function tokenAccountsBy(params: Params, ctx: RpcContext, field: 'owner' | 'dele
 export const accountMethods: Record<string, RpcMethod> = {
   getBalance: (params, { chain }) => {
     const address = pubkeyParam(params, 0);
-    const { slot } = contextSlot(chain, config(params, 1));
-    return withContext(slot, chain.getAccount(address)?.lamports ?? 0n);
+    const { slot, commitment } = contextSlot(chain, config(params, 1));
+    return withContext(slot, chain.accountAt(address, commitment)?.lamports ?? 0n);
   },
 
   getAccountInfo: (params, { chain }) => {
     const address = pubkeyParam(params, 0);
     const cfg = config(params, 1);
-    const { slot } = contextSlot(chain, cfg);
-    const account = chain.getAccount(address);
+    const { slot, commitment } = contextSlot(chain, cfg);
+    const account = chain.accountAt(address, commitment);
     return withContext(slot, account && encodeAccount(account, accountView(cfg), chain));
   },
 
@@ -125,12 +125,12 @@ export const accountMethods: Record<string, RpcMethod> = {
       return pubkey(item);
     });
     const cfg = config(params, 1);
-    const { slot } = contextSlot(chain, cfg);
+    const { slot, commitment } = contextSlot(chain, cfg);
     const view = accountView(cfg);
     return withContext(
       slot,
       addresses.map((address) => {
-        const account = chain.getAccount(address);
+        const account = chain.accountAt(address, commitment);
         return account && encodeAccount(account, view, chain);
       }),
     );
@@ -139,11 +139,11 @@ export const accountMethods: Record<string, RpcMethod> = {
   getProgramAccounts: (params, { chain }) => {
     const program = pubkeyParam(params, 0, 'program_id');
     const cfg = config(params, 1);
-    const { slot } = contextSlot(chain, cfg);
+    const { slot, commitment } = contextSlot(chain, cfg);
     const filters = readFilters(cfg.filters);
     const view = accountView(cfg);
     const value = chain
-      .programAccounts(program)
+      .programAccountsAt(program, commitment)
       .filter(({ account }) => account.lamports > 0n && filters.every((f) => f(account)))
       .map(({ address, account }) => ({ account: encodeAccount(account, view, chain), pubkey: address }));
     return cfg.withContext === true ? withContext(slot, value) : value;
@@ -154,8 +154,8 @@ export const accountMethods: Record<string, RpcMethod> = {
 
   getTokenAccountBalance: (params, { chain }) => {
     const address = pubkeyParam(params, 0);
-    const { slot } = contextSlot(chain, config(params, 1));
-    const account = chain.getAccount(address);
+    const { slot, commitment } = contextSlot(chain, config(params, 1));
+    const account = chain.accountAt(address, commitment);
     const state =
       account && (account.owner === TOKEN_PROGRAM || account.owner === TOKEN_2022_PROGRAM)
         ? decodeTokenAccount(account.data)
@@ -176,8 +176,8 @@ export const accountMethods: Record<string, RpcMethod> = {
 
   getTokenSupply: (params, { chain }) => {
     const address = pubkeyParam(params, 0);
-    const { slot } = contextSlot(chain, config(params, 1));
-    const account = chain.getAccount(address);
+    const { slot, commitment } = contextSlot(chain, config(params, 1));
+    const account = chain.accountAt(address, commitment);
     const mint =
       account && (account.owner === TOKEN_PROGRAM || account.owner === TOKEN_2022_PROGRAM)
         ? decodeMint(account.data)
