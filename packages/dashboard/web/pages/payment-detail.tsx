@@ -39,7 +39,15 @@ export function PaymentDetailView({ paymentId }: { paymentId: string }) {
             <dd>{payment.type}</dd>
             <dt>Status</dt>
             <dd>
-              <span className="status-badge">{payment.status}</span>
+              <span className="status-badge" data-status={payment.status}>
+                {payment.status}
+              </span>
+              {payment.status === 'reverted' ? (
+                <p className="hint">
+                  Its transaction left the chain after it was confirmed (a reorganisation) and can no longer
+                  land: nothing was paid. Revoke whatever this payment granted.
+                </p>
+              ) : null}
             </dd>
             <dt>Amount</dt>
             <dd>
