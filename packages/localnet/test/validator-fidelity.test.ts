@@ -251,3 +251,108 @@ test('account reads honour commitment: processed sees the open slot, confirmed t
   assert.equal(await info('confirmed'), LAMPORTS_PER_SOL / 2n);
   assert.equal(await systemAccounts('confirmed'), true);
 });
+
+/** A raw PubSub connection collecting frames. */
+async function pubsub(url: string) {
+  const ws = new WebSocket(url);
+  const frames: Record<string, unknown>[] = [];
+  ws.on('message', (data) => frames.push(JSON.parse(data.toString()) as Record<string, unknown>));
+  await new Promise((resolve) => ws.once('open', resolve));
+  const wait = async (predicate: (f: Record<string, unknown>) => boolean) => {
+    for (let i = 0; i < 200; i++) {
+      const found = frames.find(predicate);
+      if (found) return found;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    throw new Error('no such frame');
+  };
+  const subscribe = async (id: number, method: string, params: unknown[]) => {
+    ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+    return (await wait((f) => f.id === id)).result as number;
+  };
+  return { ws, frames, wait, subscribe };
+}
+
+test('getTokenLargestAccounts and programSubscribe (with a memcmp filter, at confirmed)', async () => {
+  const usdc = h.localnet.usdcMint.address;
+  const small = (await generateKeyPairSigner()).address;
+  const large = (await generateKeyPairSigner()).address;
+  const s = await pubsub(h.localnet.wsUrl);
+  const token = (await h.rpc.getAccountInfo(usdc as never, { encoding: 'base64' }).send()).value
+    ?.owner as string;
+  const sub = await s.subscribe(1, 'programSubscribe', [
+    token,
+    {
+      commitment: 'confirmed',
+      encoding: 'base64',
+      filters: [{ dataSize: 165 }, { memcmp: { offset: 32, bytes: large } }],
+    },
+  ]);
+  await h.localnet.mintUsdc(small, 500_000n);
+  const minted = await h.localnet.mintUsdc(large, 2_000_000n);
+  const landed = Number(await h.rpc.getSlot({ commitment: 'processed' }).send());
+  assert.equal(
+    s.frames.some((f) => f.method === 'programNotification'),
+    false,
+    'nothing before confirmed',
+  );
+  h.localnet.advanceSlots(1);
+  const note = (await s.wait((f) => f.method === 'programNotification')).params as {
+    subscription: number;
+    result: { context: { slot: number }; value: { pubkey: string; account: { owner: string } } };
+  };
+  assert.equal(note.subscription, sub);
+  assert.equal(note.result.context.slot, landed);
+  assert.equal(note.result.value.pubkey, minted.tokenAccount);
+  assert.equal(note.result.value.account.owner, token);
+  assert.equal(
+    s.frames.filter((f) => f.method === 'programNotification').length,
+    1,
+    'the filter (owner = large) leaves out the small holder',
+  );
+  s.ws.close();
+
+  const largest = (await h.rpc.getTokenLargestAccounts(usdc as never, { commitment: 'confirmed' }).send())
+    .value;
+  const amounts = largest.map((a) => BigInt(a.amount));
+  assert.deepEqual(
+    amounts,
+    [...amounts].sort((a, b) => (a > b ? -1 : a < b ? 1 : 0)),
+    'most first',
+  );
+  const ours = largest.filter((a) => a.address === minted.tokenAccount);
+  assert.deepEqual(ours, [
+    { address: minted.tokenAccount, amount: '2000000', decimals: 6, uiAmount: 2, uiAmountString: '2' },
+  ]);
+  assert.deepEqual((await rawCall(h.localnet.rpcUrl, 'getTokenLargestAccounts', [large])).error, {
+    code: -32602,
+    message: 'Invalid param: not a Token mint',
+  });
+});
+
+test('slotsUpdatesSubscribe: createdBank, frozen with its counts, optimisticConfirmation, root', async () => {
+  await fundedSigner(h.localnet, 1n); // one transaction in the slot that ends
+  const s = await pubsub(h.localnet.wsUrl);
+  await s.subscribe(1, 'slotsUpdatesSubscribe', []);
+  const ended = Number(await h.rpc.getSlot({ commitment: 'processed' }).send());
+  h.localnet.advanceSlots(1);
+  const updates = async (type: string) =>
+    (
+      (await s.wait((f) => (f.params as { result?: { type?: string } } | undefined)?.result?.type === type))
+        .params as { result: Record<string, unknown> }
+    ).result;
+  const created = await updates('createdBank');
+  assert.equal(created.slot, ended + 1);
+  assert.equal(created.parent, ended);
+  const frozen = await updates('frozen');
+  assert.equal(frozen.slot, ended);
+  assert.deepEqual(frozen.stats, {
+    numTransactionEntries: 1,
+    numSuccessfulTransactions: 1,
+    numFailedTransactions: 0,
+    maxTransactionsPerEntry: 1,
+  });
+  assert.equal((await updates('optimisticConfirmation')).slot, ended);
+  assert.equal((await updates('root')).slot, ended + 1 - 2);
+  s.ws.close();
+});

@@ -1,5 +1,5 @@
-// Solana PubSub over WebSocket: signature, account, slot, root and logs subscriptions with
-// Agave's message shapes. Notifications for `confirmed` and `finalized` are sent when the slot
+// Solana PubSub over WebSocket: signature, account, program, slot, slots-updates, root and logs
+// subscriptions with Agave's message shapes. Notifications for `confirmed` and `finalized` are sent when the slot
 // clock moves a landed transaction's slot to that commitment.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -12,6 +12,7 @@ import { decodeWireTransaction, isStaticWritable } from '../wire/wire-transactio
 import { type AccountView, accountView, encodeAccount } from './account-encoding.ts';
 import { errorResponse, type JsonRpcResponse } from './dispatcher.ts';
 import { stringifyJson } from './json-text.ts';
+import { type Filter, readFilters } from './methods/account-methods.ts';
 import {
   config,
   type Params,
@@ -26,15 +27,17 @@ export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 1000;
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
 const CLOSE_GRACE_MS = 500;
 
-type Kind = 'signature' | 'account' | 'slot' | 'root' | 'logs';
+type Kind = 'signature' | 'account' | 'program' | 'slot' | 'slotsUpdates' | 'root' | 'logs';
 
 interface Subscription {
   readonly id: number;
   readonly kind: Kind;
   readonly socket: WebSocket;
   readonly commitment: Commitment;
-  /** signature or account address */
+  /** signature, account address or program id */
   readonly key?: string;
+  /** program: getProgramAccounts' filters */
+  readonly filters?: readonly Filter[];
   readonly view?: AccountView;
   /** logs: undefined = all, else the one mentioned address */
   readonly mentions?: string;
@@ -49,7 +52,9 @@ interface Connection {
 const UNSUBSCRIBE: Readonly<Record<string, Kind>> = {
   signatureUnsubscribe: 'signature',
   accountUnsubscribe: 'account',
+  programUnsubscribe: 'program',
   slotUnsubscribe: 'slot',
+  slotsUpdatesUnsubscribe: 'slotsUpdates',
   rootUnsubscribe: 'root',
   logsUnsubscribe: 'logs',
 };
@@ -59,6 +64,8 @@ export class PubSubServer implements ChainListener {
   private readonly connections = new Map<WebSocket, Connection>();
   private readonly bySignature = new Map<string, Set<Subscription>>();
   private readonly byAccount = new Map<string, Set<Subscription>>();
+  private readonly byProgram = new Map<string, Set<Subscription>>();
+  private readonly slotsUpdatesSubscriptions = new Set<Subscription>();
   private readonly slotSubscriptions = new Set<Subscription>();
   private readonly rootSubscriptions = new Set<Subscription>();
   private readonly logsSubscriptions = new Set<Subscription>();
@@ -182,7 +189,26 @@ export class PubSubServer implements ChainListener {
         view: accountView(cfg),
       };
     },
+    programSubscribe: (socket, params) => {
+      const key = encodeBase58(pubkeyParam(params, 0));
+      const cfg = config(params, 1);
+      return {
+        id: ++this.nextId,
+        kind: 'program',
+        socket,
+        key,
+        commitment: readCommitment(cfg),
+        view: accountView(cfg),
+        filters: readFilters(cfg.filters),
+      };
+    },
     slotSubscribe: (socket) => ({ id: ++this.nextId, kind: 'slot', socket, commitment: 'processed' }),
+    slotsUpdatesSubscribe: (socket) => ({
+      id: ++this.nextId,
+      kind: 'slotsUpdates',
+      socket,
+      commitment: 'processed',
+    }),
     rootSubscribe: (socket) => ({ id: ++this.nextId, kind: 'root', socket, commitment: 'finalized' }),
     logsSubscribe: (socket, params) => {
       const filter = params[0];
@@ -212,6 +238,8 @@ export class PubSubServer implements ChainListener {
   private add(sub: Subscription): void {
     if (sub.kind === 'signature') indexAdd(this.bySignature, sub.key as string, sub);
     else if (sub.kind === 'account') indexAdd(this.byAccount, sub.key as string, sub);
+    else if (sub.kind === 'program') indexAdd(this.byProgram, sub.key as string, sub);
+    else if (sub.kind === 'slotsUpdates') this.slotsUpdatesSubscriptions.add(sub);
     else if (sub.kind === 'slot') this.slotSubscriptions.add(sub);
     else if (sub.kind === 'root') this.rootSubscriptions.add(sub);
     else this.logsSubscriptions.add(sub);
@@ -221,6 +249,8 @@ export class PubSubServer implements ChainListener {
     this.connections.get(sub.socket)?.subscriptions.delete(sub.id);
     if (sub.kind === 'signature') indexDelete(this.bySignature, sub.key as string, sub);
     else if (sub.kind === 'account') indexDelete(this.byAccount, sub.key as string, sub);
+    else if (sub.kind === 'program') indexDelete(this.byProgram, sub.key as string, sub);
+    else if (sub.kind === 'slotsUpdates') this.slotsUpdatesSubscriptions.delete(sub);
     else if (sub.kind === 'slot') this.slotSubscriptions.delete(sub);
     else if (sub.kind === 'root') this.rootSubscriptions.delete(sub);
     else this.logsSubscriptions.delete(sub);
@@ -264,11 +294,24 @@ export class PubSubServer implements ChainListener {
           });
       }
     }
-    if (this.byAccount.size === 0) return;
-    for (const address of writable) {
-      const subs = this.byAccount.get(address);
-      if (!subs) continue;
-      for (const sub of subs) if (sub.commitment === 'processed') this.notifyAccount(sub, address);
+    if (this.byAccount.size === 0 && this.byProgram.size === 0) return;
+    for (const address of writable) this.notifyAccountChange(address, 'processed');
+  }
+
+  /** Account and program subscriptions at `level` about an account a transaction stored. */
+  private notifyAccountChange(address: string, level: Commitment): void {
+    const subs = this.byAccount.get(address);
+    if (subs) for (const sub of subs) if (sub.commitment === level) this.notifyAccount(sub, address);
+    if (this.byProgram.size === 0) return;
+    const account = this.chain.accountAt(pubkey(address), level);
+    const programSubs = account && this.byProgram.get(account.owner);
+    if (!account || !programSubs) return;
+    for (const sub of programSubs) {
+      if (sub.commitment !== level || !(sub.filters ?? []).every((f) => f(account))) continue;
+      this.notify(sub, 'programNotification', {
+        context: { slot: this.chain.slotAt(level) },
+        value: { pubkey: address, account: encodeAccount(account, sub.view ?? accountView({}), this.chain) },
+      });
     }
   }
 
@@ -278,6 +321,7 @@ export class PubSubServer implements ChainListener {
       this.notify(sub, 'slotNotification', { parent: Math.max(0, slot - 1), root: Math.max(0, root), slot });
     }
     if (root >= 0) for (const sub of this.rootSubscriptions) this.notify(sub, 'rootNotification', root);
+    if (this.slotsUpdatesSubscriptions.size > 0) this.notifySlotsUpdates(slot, root);
     // Slot `slot - 1` was just committed: it is processed and confirmed at once.
     this.deliverSlot(slot - 1, 'processed');
     this.deliverSlot(slot - 1, 'confirmed');
@@ -298,22 +342,14 @@ export class PubSubServer implements ChainListener {
       }
     }
     // Processed account notifications went out when each transaction landed.
-    const accounts = level !== 'processed' && this.byAccount.size > 0;
+    const accounts = level !== 'processed' && (this.byAccount.size > 0 || this.byProgram.size > 0);
     if (!accounts && this.logsSubscriptions.size === 0) return;
     for (const record of this.chain.transactionsInSlot(slot)) this.deliver(record, level, accounts);
   }
 
   /** Notifies the account (if `accounts`) and logs subscriptions at `level` about a record that reached it. */
   private deliver(record: TransactionRecord, level: Commitment, accounts: boolean): void {
-    if (accounts) {
-      for (const address of this.writableKeys(record)) {
-        const subs = this.byAccount.get(address);
-        if (!subs) continue;
-        for (const sub of subs) {
-          if (sub.commitment === level) this.notifyAccount(sub, address);
-        }
-      }
-    }
+    if (accounts) for (const address of this.writableKeys(record)) this.notifyAccountChange(address, level);
     for (const sub of this.logsSubscriptions) {
       if (sub.commitment !== level) continue;
       if (sub.mentions !== undefined && !record.accountKeys.includes(sub.mentions)) continue;
@@ -322,6 +358,39 @@ export class PubSubServer implements ChainListener {
         value: { err: record.err, logs: record.meta.logMessages, signature: record.signature },
       });
     }
+  }
+
+  /**
+   * Agave's slot updates for a new slot: its bank created; the slot before it frozen (with its
+   * transaction counts) and optimistically confirmed at once (one node votes here); the new root.
+   * No shreds here, so no firstShredReceived or completed.
+   */
+  private notifySlotsUpdates(slot: number, root: number): void {
+    const timestamp = Date.now();
+    const updates: Record<string, unknown>[] = [
+      { type: 'createdBank', slot, parent: Math.max(0, slot - 1), timestamp },
+    ];
+    if (slot > 0) {
+      const statuses = this.chain.statusesInSlot(slot - 1);
+      const failed = statuses.filter((s) => s.err !== null).length;
+      updates.push(
+        {
+          type: 'frozen',
+          slot: slot - 1,
+          timestamp,
+          stats: {
+            numTransactionEntries: statuses.length,
+            numSuccessfulTransactions: statuses.length - failed,
+            numFailedTransactions: failed,
+            maxTransactionsPerEntry: statuses.length > 0 ? 1 : 0,
+          },
+        },
+        { type: 'optimisticConfirmation', slot: slot - 1, timestamp },
+      );
+    }
+    if (root >= 0) updates.push({ type: 'root', slot: root, timestamp });
+    for (const sub of this.slotsUpdatesSubscriptions)
+      for (const update of updates) this.notify(sub, 'slotsUpdatesNotification', update);
   }
 
   /** The accounts a landed transaction stored, recomputed from its bytes for later commitments. */

@@ -20,9 +20,10 @@ const MAX_MULTIPLE_ACCOUNTS = 100;
 const MAX_FILTERS = 4;
 const MAX_MEMCMP_BYTES = 128;
 
-type Filter = (account: AccountSnapshot) => boolean;
+export type Filter = (account: AccountSnapshot) => boolean;
 
-function readFilters(raw: unknown): Filter[] {
+/** getProgramAccounts' (and programSubscribe's) filters: dataSize and memcmp, at most four. */
+export function readFilters(raw: unknown): Filter[] {
   if (raw === undefined || raw === null) return [];
   if (!Array.isArray(raw))
     throw invalidParams('Invalid params: invalid type: expected a sequence of filters.');
@@ -184,5 +185,30 @@ export const accountMethods: Record<string, RpcMethod> = {
         : undefined;
     if (!mint) throw invalidParams('Invalid param: not a Token mint');
     return withContext(slot, uiTokenAmount(mint.supply, mint.decimals));
+  },
+
+  /** The 20 token accounts of a mint holding the most, most first (Agave's NUM_LARGEST_ACCOUNTS). */
+  getTokenLargestAccounts: (params, { chain }) => {
+    const address = pubkeyParam(params, 0);
+    const { slot, commitment } = contextSlot(chain, config(params, 1));
+    const account = chain.accountAt(address, commitment);
+    const mint =
+      account && (account.owner === TOKEN_PROGRAM || account.owner === TOKEN_2022_PROGRAM)
+        ? decodeMint(account.data)
+        : undefined;
+    if (!account || !mint) throw invalidParams('Invalid param: not a Token mint');
+    const mintAddress = encodeBase58(address);
+    const holders = chain
+      .programAccountsAt(decodeBase58(account.owner) as Uint8Array, commitment)
+      .flatMap(({ address: holder, account: held }) => {
+        const state = decodeTokenAccount(held.data);
+        return state?.mint === mintAddress ? [{ address: holder, amount: state.amount }] : [];
+      })
+      .sort((a, b) => (a.amount === b.amount ? 0 : a.amount > b.amount ? -1 : 1))
+      .slice(0, 20);
+    return withContext(
+      slot,
+      holders.map((holder) => ({ address: holder.address, ...uiTokenAmount(holder.amount, mint.decimals) })),
+    );
   },
 };
