@@ -6,7 +6,7 @@ import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { AccountService } from '../src/services/account-service.ts';
 import { PaymentLedger } from '../src/services/payment-ledger.ts';
 import { openStore } from '../src/store/open-store.ts';
-import type { PaymentRecord, Store } from '../src/store/store.ts';
+import type { PaymentRecord, SettlementRecord, Store } from '../src/store/store.ts';
 import { type FinalityChain, FinalityWatch, RESENDING_NOTE } from '../src/workers/finality-watch.ts';
 import { tempSqlite } from './support/databases.ts';
 import { aTestPayment } from './support/test-payment.ts';
@@ -265,6 +265,51 @@ describe('finality watch: a confirmed payment whose transaction leaves the chain
     await watch.check(await current(send.id), chain);
     assert.equal((await current(send.id)).status, 'reverted');
     assert.deepEqual(counted, ['reorged solana:test', 'resent solana:test', 'reverted solana:test']);
+  });
+
+  it("resends an x402 settlement's stored bytes (the facilitator signed them as fee payer); the seller's payment gets the new slot", async () => {
+    const settled = await confirmedSend({
+      accountId: seller,
+      direction: 'received',
+      mode: 'facilitator',
+      walletAddress: 'OTHER',
+      signedTransaction: null,
+      lastValidBlockHeight: null,
+    });
+    const settlementBytes = Buffer.from(settled.signature ?? '').toString('base64');
+    const settlement: SettlementRecord = {
+      key: `solana:test:${settled.signature}`,
+      network: 'solana:test',
+      payer: 'BUYER',
+      payTo: 'OTHER',
+      asset: 'MINT',
+      amount: settled.amount,
+      transactionId: settled.signature ?? '',
+      signedTransaction: settlementBytes,
+      lastValidBlockHeight: (settled.slot ?? 0n) + 150n,
+      status: 'settled',
+      error: null,
+      paymentId: settled.id,
+      createdAt: settled.createdAt,
+      updatedAt: settled.createdAt,
+    };
+    const settlements = {
+      findByPayment: async (paymentId: string) => (paymentId === settled.id ? settlement : undefined),
+    };
+    const withSettlements = new FinalityWatch({
+      payments: store.payments,
+      ledger,
+      now: Date.now,
+      settlements,
+    });
+    chain.dropSlots(1n);
+    await withSettlements.check(await current(settled.id), chain);
+    assert.deepEqual(chain.broadcasts, [settled.signature]);
+    await withSettlements.check(await current(settled.id), chain);
+    const p = await current(settled.id);
+    assert.equal(p.status, 'confirmed');
+    assert.equal(p.slot, chain.landed.get(settled.signature ?? '')?.slot);
+    assert.notEqual(p.slot, settled.slot);
   });
 
   it('reverts a send that landed again and failed this time: it paid nothing', async () => {

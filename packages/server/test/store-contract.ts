@@ -692,6 +692,10 @@ export function describePaymentStoreContract(
       );
       assert.deepEqual([carried?.transactionId, carried?.signedTransaction], ['0xCARRIER', 'AQID']);
       assert.equal((await store.settlements.get('eip155:1:exact:0xA:0x01'))?.transactionId, '0xCARRIER');
+      // Found again by the payment it recorded (FinalityWatch resends its bytes after a reorg).
+      assert.equal((await store.settlements.findByPayment('pay_1'))?.key, settlement.key);
+      assert.equal((await store.settlements.findByPayment('pay_2'))?.key, 'eip155:1:exact:0xA:0x01');
+      assert.equal(await store.settlements.findByPayment('pay_none'), undefined);
     });
 
     it('keeps the account and Idempotency-Key of the request that claimed a settlement, and the resource it paid for, through its moves', async () => {

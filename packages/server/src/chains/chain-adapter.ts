@@ -143,6 +143,8 @@ export interface AccountNonces {
    * network asks now. Whichever of the two lands, the other never can.
    */
   prepareReplacement(previous: Uint8Array): Promise<PreparedTransaction>;
+  /** The sender and nonce of signed wire bytes (recovered from the signature); no network call. */
+  signedBy(wire: Uint8Array): Promise<{ sender: string; nonce: bigint }>;
 }
 
 export interface SignedTransaction {

@@ -675,6 +675,8 @@ export interface SettlementRepository {
   /** Inserts the settlement; false when one with this key exists (the primary key decides a race). */
   claim(settlement: SettlementRecord): Promise<boolean>;
   get(key: string): Promise<SettlementRecord | undefined>;
+  /** The settlement whose recorded payment is `paymentId` (FinalityWatch resends its bytes after a reorg). */
+  findByPayment(paymentId: string): Promise<SettlementRecord | undefined>;
   /**
    * Open settlements (claimed, submitted) unchanged since `updatedBefore`, least recently changed
    * first: those no settle call is looking at any more (SettlementFinisher).

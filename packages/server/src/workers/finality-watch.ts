@@ -1,7 +1,7 @@
 import type { ChainAdapter, ConfirmationOutcome } from '../chains/chain-adapter.ts';
 import { ChainError } from '../chains/chain-error.ts';
 import type { PaymentLedger } from '../services/payment-ledger.ts';
-import type { PaymentRecord, PaymentRepository } from '../store/store.ts';
+import type { PaymentRecord, PaymentRepository, SettlementRepository } from '../store/store.ts';
 
 /** Told what the watch saw, per network (metrics). Cheap, never throws. */
 export interface FinalityObserver {
@@ -15,6 +15,8 @@ export interface FinalityObserver {
 
 export interface FinalityWatchDeps {
   readonly payments: Pick<PaymentRepository, 'get' | 'relocate'>;
+  /** Where an x402 settlement's signed bytes are kept; without it facilitator payments are not resent. */
+  readonly settlements?: Pick<SettlementRepository, 'findByPayment'> | undefined;
   readonly ledger: Pick<PaymentLedger, 'move'>;
   readonly observer?: FinalityObserver | undefined;
   readonly now: () => number;
@@ -82,7 +84,7 @@ export class FinalityWatch {
     if (landed !== undefined) return this.landed(payment, chain, landed.signature, landed.outcome);
 
     const proven = payment.slot !== null && finalizedSlot >= payment.slot;
-    const bytes = await resendable(payment, chain);
+    const bytes = await this.resendable(payment, chain);
     if (proven || bytes !== undefined)
       this.count(this.reorged, payment, (o) => o.paymentReorged(payment.network));
     if (bytes !== undefined) return this.resend(payment, chain, bytes);
@@ -141,16 +143,58 @@ export class FinalityWatch {
    * confirmed, noted as being resent, until they land or can no longer.
    */
   private async resend(payment: PaymentRecord, chain: FinalityChain, bytes: Uint8Array): Promise<void> {
+    let sent: string | undefined;
     try {
-      await chain.broadcast(bytes);
+      sent = await chain.broadcast(bytes);
     } catch (error) {
       // Refused now is not refused for good (the node may not have the funds the fork took yet);
       // only the bytes' validity running out ends the resending.
       if (!(error instanceof ChainError)) throw error;
     }
     this.count(this.resent, payment, (o) => o.paymentResent(payment.network));
-    if (payment.error !== RESENDING_NOTE)
-      await this.deps.payments.relocate(payment.id, { error: RESENDING_NOTE }, this.deps.now());
+    // An EVM send settled by an earlier variant (a replacement took its place, then the older one was
+    // mined) keeps the newest variant's bytes: that one is resent, and is what to look for from now on.
+    const renamed =
+      sent !== undefined && payment.signature !== null && sent !== payment.signature
+        ? {
+            signature: sent,
+            replacedSignatures: [...new Set([...(payment.replacedSignatures ?? []), payment.signature])],
+          }
+        : {};
+    if (payment.error !== RESENDING_NOTE || renamed.signature !== undefined)
+      await this.deps.payments.relocate(payment.id, { ...renamed, error: RESENDING_NOTE }, this.deps.now());
+  }
+
+  /**
+   * Signed bytes gate402 stored before their first broadcast, while they can still land; else
+   * undefined. Custodial sends: the payment's own (local mode stores the unsigned build, never
+   * broadcast by the gateway). x402 settlements the built-in facilitator signed as fee payer: the
+   * settlement's, if it is still the transaction the payment names. Still valid: Solana until the height
+   * passes the blockhash's lastValidBlockHeight; EVM while the signer's nonce in them is unused
+   * (gate402 allocates its wallets' and fee payers' nonces, so nothing else of theirs carries it).
+   */
+  private async resendable(payment: PaymentRecord, chain: FinalityChain): Promise<Uint8Array | undefined> {
+    let signed: { wire: string; lastValidBlockHeight: bigint | null } | undefined;
+    if (payment.direction === 'sent' && payment.mode === 'custodial' && payment.signedTransaction !== null) {
+      signed = { wire: payment.signedTransaction, lastValidBlockHeight: payment.lastValidBlockHeight };
+    } else if (payment.mode === 'facilitator' && this.deps.settlements !== undefined) {
+      const settlement = await this.deps.settlements.findByPayment(payment.id);
+      if (settlement !== undefined && settlement.transactionId === payment.signature)
+        signed = {
+          wire: settlement.signedTransaction,
+          lastValidBlockHeight: settlement.lastValidBlockHeight,
+        };
+    }
+    if (signed === undefined) return undefined;
+    const wire = Buffer.from(signed.wire, 'base64');
+    if (chain.nonces !== undefined) {
+      const { sender, nonce } = await chain.nonces.signedBy(wire);
+      return (await chain.nonces.minedCount(sender)) <= nonce ? wire : undefined;
+    }
+    const { lastValidBlockHeight } = signed;
+    return lastValidBlockHeight !== null && (await chain.getBlockHeight()) <= lastValidBlockHeight
+      ? wire
+      : undefined;
   }
 
   private count(seen: Set<string>, payment: PaymentRecord, tell: (o: FinalityObserver) => void): void {
@@ -163,28 +207,6 @@ export class FinalityWatch {
     this.reorged.delete(payment.id);
     this.resent.delete(payment.id);
   }
-}
-
-/**
- * The stored signed bytes of a custodial send gate402 signed, while they can still land; else
- * undefined (local mode stores the unsigned build, never broadcast by the gateway). Solana: until the
- * height passes the blockhash's lastValidBlockHeight. EVM: while its nonce is unused (gate402 allocates
- * the wallet's nonces, so only this payment's transactions carry it).
- */
-async function resendable(payment: PaymentRecord, chain: FinalityChain): Promise<Uint8Array | undefined> {
-  if (payment.direction !== 'sent' || payment.mode !== 'custodial' || payment.signedTransaction === null)
-    return undefined;
-  let valid: boolean;
-  if (chain.nonces !== undefined) {
-    valid =
-      payment.nonce !== undefined &&
-      payment.nonce !== null &&
-      (await chain.nonces.minedCount(payment.sender)) <= payment.nonce;
-  } else {
-    valid =
-      payment.lastValidBlockHeight !== null && (await chain.getBlockHeight()) <= payment.lastValidBlockHeight;
-  }
-  return valid ? Buffer.from(payment.signedTransaction, 'base64') : undefined;
 }
 
 /** The first of `signatures` the chain knows, with where it stands. */

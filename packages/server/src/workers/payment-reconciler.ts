@@ -85,6 +85,7 @@ export class PaymentReconciler {
     });
     this.finality = new FinalityWatch({
       payments: deps.store.payments,
+      settlements: deps.store.settlements,
       ledger: deps.ledger,
       observer: deps.finality,
       now: this.now,

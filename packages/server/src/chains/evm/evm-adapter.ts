@@ -547,6 +547,19 @@ export class EvmAdapter implements ChainAdapter {
       replacementDue: (lastValidBlockHeight, height) =>
         height >= lastValidBlockHeight - this.expiryBlocks + replaceAfterBlocks,
       prepareReplacement: (previous) => this.prepareReplacement(previous),
+      signedBy: async (wire) => {
+        const serialized = bytesToHex(wire);
+        const transaction = parseTransaction(serialized);
+        if (transaction.nonce === undefined || transaction.r === undefined) {
+          throw new ChainError('invalid_transaction', 'not a signed transaction');
+        }
+        const sender = await recoverTransactionAddress({
+          serializedTransaction: serialized as Parameters<
+            typeof recoverTransactionAddress
+          >[0]['serializedTransaction'],
+        });
+        return { sender: getAddress(sender), nonce: BigInt(transaction.nonce) };
+      },
     };
   }
 

@@ -45,6 +45,15 @@ export class KyselySettlementRepository implements SettlementRepository {
     return row && toSettlement(row);
   }
 
+  async findByPayment(paymentId: string): Promise<SettlementRecord | undefined> {
+    const row = await this.db
+      .selectFrom('x402_settlements')
+      .selectAll()
+      .where('payment_id', '=', paymentId)
+      .executeTakeFirst();
+    return row && toSettlement(row);
+  }
+
   async listOpen(updatedBefore: number, limit: number): Promise<SettlementRecord[]> {
     const rows = await this.db
       .selectFrom('x402_settlements')

@@ -17,6 +17,7 @@ import { x402SettlementResource } from './0016-x402-settlement-resource.ts';
 import { unsettledPaymentsIndex } from './0017-unsettled-payments-index.ts';
 import { walletChallenges } from './0019-wallet-challenges.ts';
 import { x402SettlementAccountAndFees } from './0020-x402-settlement-account-and-fees.ts';
+import { settlementsByPayment } from './0021-settlements-by-payment.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -41,4 +42,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0017-unsettled-payments-index': unsettledPaymentsIndex,
   '0019-wallet-challenges': walletChallenges,
   '0020-x402-settlement-account-and-fees': x402SettlementAccountAndFees,
+  '0021-settlements-by-payment': settlementsByPayment,
 };
