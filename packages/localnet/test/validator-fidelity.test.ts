@@ -3,7 +3,16 @@
 // prioritization-fee account filter and signatureSubscribe's received notification.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { generateKeyPairSigner } from '@solana/kit';
+import {
+  appendTransactionMessageInstructions,
+  createTransactionMessage,
+  generateKeyPairSigner,
+  getSignatureFromTransaction,
+  pipe,
+  setTransactionMessageFeePayerSigner,
+  setTransactionMessageLifetimeUsingBlockhash,
+  signTransactionMessageWithSigners,
+} from '@solana/kit';
 import {
   AddressLookupTableProgram,
   Connection,
@@ -13,6 +22,7 @@ import {
   Transaction,
 } from '@solana/web3.js';
 import { getSetComputeUnitPriceInstruction } from '@solana-program/compute-budget';
+import { getCreateAssociatedTokenIdempotentInstructionAsync } from '@solana-program/token';
 import WebSocket from 'ws';
 import {
   fundedSigner,
@@ -166,7 +176,6 @@ test('signatureSubscribe with enableReceivedNotification: receivedSignature, the
   const payer = await fundedSigner(h.localnet, 1n);
   h.localnet.advanceSlots(1);
   const tx = await signedTransfer(h, payer, (await generateKeyPairSigner()).address, LAMPORTS_PER_SOL / 10n);
-  const { getSignatureFromTransaction } = await import('@solana/kit');
   const signature = getSignatureFromTransaction(tx);
   const ws = new WebSocket(h.localnet.wsUrl);
   const frames: Record<string, unknown>[] = [];
@@ -355,4 +364,50 @@ test('slotsUpdatesSubscribe: createdBank, frozen with its counts, optimisticConf
   assert.equal((await updates('optimisticConfirmation')).slot, ended);
   assert.equal((await updates('root')).slot, ended + 1 - 2);
   s.ws.close();
+});
+
+test('simulateTransaction with innerInstructions: the CPIs of an associated token account creation, parsed', async () => {
+  const payer = await fundedSigner(h.localnet, 1n);
+  const owner = (await generateKeyPairSigner()).address;
+  const mint = h.localnet.usdcMint.address;
+  const tokenProgram = (await h.rpc.getAccountInfo(mint as never, { encoding: 'base64' }).send()).value
+    ?.owner;
+  const create = await getCreateAssociatedTokenIdempotentInstructionAsync({
+    payer,
+    owner,
+    mint: mint as never,
+    ...(tokenProgram === undefined ? {} : { tokenProgram }),
+  });
+  const { value: lifetime } = await h.rpc.getLatestBlockhash({ commitment: 'processed' }).send();
+  const tx = await signTransactionMessageWithSigners(
+    pipe(
+      createTransactionMessage({ version: 0 }),
+      (m) => setTransactionMessageFeePayerSigner(payer, m),
+      (m) => setTransactionMessageLifetimeUsingBlockhash(lifetime, m),
+      (m) => appendTransactionMessageInstructions([create], m),
+    ),
+  );
+  const simulate = (innerInstructions: boolean) =>
+    rawCall(h.localnet.rpcUrl, 'simulateTransaction', [
+      wireBase64(tx),
+      { encoding: 'base64', innerInstructions, commitment: 'processed' },
+    ]);
+  const plain = (await simulate(false)).result as { value: { innerInstructions: unknown; err: unknown } };
+  assert.equal(plain.value.err, null);
+  assert.equal(plain.value.innerInstructions, null);
+  const withInner = (await simulate(true)).result as {
+    value: {
+      innerInstructions: { index: number; instructions: { program?: string; parsed?: { type: string } }[] }[];
+    };
+  };
+  assert.equal(withInner.value.innerInstructions.length, 1);
+  assert.equal(withInner.value.innerInstructions[0]?.index, 0);
+  const types = withInner.value.innerInstructions[0]?.instructions.map(
+    (ix) => `${ix.program}:${ix.parsed?.type}`,
+  );
+  assert.ok(types?.includes('system:createAccount'), String(types));
+  assert.ok(
+    types?.some((t) => t.endsWith(':initializeAccount3')),
+    String(types),
+  );
 });

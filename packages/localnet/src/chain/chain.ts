@@ -93,6 +93,9 @@ export interface SimulationResult {
   readonly fee: bigint;
   readonly preBalances: readonly bigint[];
   readonly postBalances: readonly bigint[];
+  /** Inner instructions of the execution (null when it did not run), and the keys they index. */
+  readonly innerInstructions: readonly (readonly InnerInstructionRecord[])[] | null;
+  readonly accountKeys: readonly string[];
 }
 
 export interface PerformanceSample {
@@ -539,6 +542,8 @@ export class Chain {
       fee,
       preBalances: pre.lamports,
       postBalances: pre.lamports,
+      innerInstructions: null,
+      accountKeys: keys.all,
     });
     const signatureBytes = tx.signatures[0] as Uint8Array;
     const blockhashValid = this.isBlockhashValid(tx.recentBlockhash);
@@ -586,6 +591,8 @@ export class Chain {
       fee,
       preBalances: pre.lamports,
       postBalances,
+      innerInstructions: readInnerInstructions(meta),
+      accountKeys: keys.all,
     };
   }
 

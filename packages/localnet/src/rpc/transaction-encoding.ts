@@ -113,27 +113,7 @@ function encodeTokenBalances(balances: readonly TokenBalance[]) {
 export function encodeMeta(record: TransactionRecord, encoding: TransactionEncoding) {
   const meta: TransactionMeta = record.meta;
   const parsed = encoding === 'jsonParsed';
-  const keys = record.accountKeys;
-  const innerInstructions = meta.innerInstructions
-    .map((list, index) => ({
-      index,
-      instructions: list.map((ix) =>
-        parsed
-          ? parseInstruction(
-              keys[ix.programIdIndex] ?? '',
-              ix.accounts.map((i) => keys[i] ?? ''),
-              ix.data,
-              ix.stackHeight,
-            )
-          : {
-              accounts: ix.accounts,
-              data: encodeBase58(ix.data),
-              programIdIndex: ix.programIdIndex,
-              stackHeight: ix.stackHeight,
-            },
-      ),
-    }))
-    .filter((entry) => entry.instructions.length > 0);
+  const innerInstructions = encodeInnerInstructions(meta.innerInstructions, record.accountKeys, parsed);
   const out: Record<string, unknown> = {
     computeUnitsConsumed: meta.computeUnitsConsumed,
     err: record.err,
@@ -155,4 +135,32 @@ export function encodeMeta(record: TransactionRecord, encoding: TransactionEncod
     };
   }
   return out;
+}
+
+/** Inner instructions by top-level instruction (only those with any), raw or jsonParsed. */
+export function encodeInnerInstructions(
+  inner: TransactionMeta['innerInstructions'],
+  keys: readonly string[],
+  parsed: boolean,
+) {
+  return inner
+    .map((list, index) => ({
+      index,
+      instructions: list.map((ix) =>
+        parsed
+          ? parseInstruction(
+              keys[ix.programIdIndex] ?? '',
+              ix.accounts.map((i) => keys[i] ?? ''),
+              ix.data,
+              ix.stackHeight,
+            )
+          : {
+              accounts: ix.accounts,
+              data: encodeBase58(ix.data),
+              programIdIndex: ix.programIdIndex,
+              stackHeight: ix.stackHeight,
+            },
+      ),
+    }))
+    .filter((entry) => entry.instructions.length > 0);
 }

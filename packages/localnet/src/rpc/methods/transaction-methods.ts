@@ -19,6 +19,7 @@ import {
 import { invalidParams, preflightFailure, signatureVerificationFailure } from '../rpc-error.ts';
 import { contextSlot, type RpcContext, type RpcMethod, withContext } from '../rpc-method.ts';
 import {
+  encodeInnerInstructions,
   encodeTransactionWithMeta,
   TRANSACTION_ENCODINGS,
   type TransactionEncoding,
@@ -80,7 +81,11 @@ function simulateTransaction(params: Params, { chain }: RpcContext) {
     ),
     err: result.err,
     fee: result.fee,
-    innerInstructions: null,
+    // As Agave: parsed where the program is known, when asked for.
+    innerInstructions:
+      cfg.innerInstructions === true && result.innerInstructions !== null
+        ? encodeInnerInstructions(result.innerInstructions, result.accountKeys, true)
+        : null,
     loadedAccountsDataSize: null,
     logs: result.logs,
     postBalances: result.postBalances,
