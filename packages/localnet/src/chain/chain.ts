@@ -28,7 +28,7 @@ import { isStaticWritable, type WireTransaction } from '../wire/wire-transaction
 import { BlockhashWindow, MAX_PROCESSING_AGE } from './blockhash-window.ts';
 import { transactionFee } from './fee.ts';
 import { LedgerStore, SCHEMA_VERSION_WITH_SNAPSHOT } from './ledger-store.ts';
-import { MEMO_PROGRAMS, serveNewMemoProgram } from './memo-programs.ts';
+import { MEMO_PROGRAMS, mainnetMemoLogs, serveNewMemoProgram } from './memo-programs.ts';
 import { RecentSignatures } from './recent-signatures.ts';
 import {
   decodeMint,
@@ -483,7 +483,7 @@ export class Chain {
           ),
         );
       }
-      throw new TransactionRejected(err, meta.logs(), meta.computeUnitsConsumed());
+      throw new TransactionRejected(err, mainnetMemoLogs(meta.logs()), meta.computeUnitsConsumed());
     }
 
     const inner = readInnerInstructions(meta);
@@ -584,7 +584,7 @@ export class Chain {
     }
     return {
       err: result instanceof FailedTransactionMetadata ? transactionErrorJson(result) : null,
-      logs: meta.logs(),
+      logs: mainnetMemoLogs(meta.logs()),
       unitsConsumed: meta.computeUnitsConsumed(),
       accounts,
       returnData,
@@ -917,7 +917,7 @@ export class Chain {
       postBalances: post.lamports,
       preTokenBalances: pre.tokens,
       postTokenBalances: post.tokens,
-      logMessages: meta.logs(),
+      logMessages: mainnetMemoLogs(meta.logs()),
       innerInstructions,
       computeUnitsConsumed: meta.computeUnitsConsumed(),
       loadedAddresses: keys.loaded,
