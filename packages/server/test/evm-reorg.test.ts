@@ -12,6 +12,7 @@ import {
 } from './support/evm-payment-fixture.ts';
 import { openStream, type StreamClient } from './support/stream-client.ts';
 import { bearer } from './support/test-gateway.ts';
+import { WebhookReceiver } from './support/webhook-receiver.ts';
 
 const NETWORK = 'eip155:31337';
 /** anvil (no block time) calls a block finalized 64 blocks deep. */
@@ -29,6 +30,7 @@ describe('reorgs on anvil: a confirmed payment whose block leaves the chain', ()
   let seller: EvmParty;
   let reconciler: PaymentReconciler;
   let sellerStream: StreamClient;
+  const sellerHooks = new WebhookReceiver();
   let metrics: GatewayMetrics;
   /** gate402_payment_reorgs_total by outcome on the anvil network; outcomes never counted left out. */
   async function reorgs(): Promise<Record<string, number>> {
@@ -41,7 +43,12 @@ describe('reorgs on anvil: a confirmed payment whose block leaves the chain', ()
   }
 
   before(async () => {
-    f = await startEvmPaymentFixture({ gateway: { events: {} } });
+    f = await startEvmPaymentFixture({
+      gateway: {
+        allowPrivateOutboundUrls: true,
+        events: { config: { allowPrivateOutboundUrls: true, webhookRetryBaseMs: 50, eventsPollMs: 50 } },
+      },
+    });
     buyer = await f.party(10n * ETH, 'premium');
     seller = await f.party(0n, 'premium');
     metrics = new GatewayMetrics();
@@ -59,9 +66,17 @@ describe('reorgs on anvil: a confirmed payment whose block leaves the chain', ()
       headers: bearer(seller.key),
     });
     await sellerStream.until((c) => c.messages.some((m) => m.type === 'authenticated'));
+    // The seller's webhook asks for payment.reverted alone: the new type is one an endpoint can name.
+    const hook = await f.post(seller.key, '/webhooks', {
+      url: await sellerHooks.start(),
+      eventTypes: ['payment.reverted'],
+    });
+    assert.equal(hook.statusCode, 200, hook.body);
+    sellerHooks.secret = hook.json().secret;
   });
   after(async () => {
     sellerStream.close();
+    await sellerHooks.close();
     await f.close();
   });
 
@@ -141,7 +156,7 @@ describe('reorgs on anvil: a confirmed payment whose block leaves the chain', ()
     assert.deepEqual(await reorgs(), { reorged: 1, resent: 1 });
   });
 
-  it('a local-mode send its caller does not resend: confirmed until finality passes its block, then reverted, with payment.reverted on the stream and outbox; its proof is refused', async () => {
+  it('a local-mode send its caller does not resend: confirmed until finality passes its block, then reverted, with payment.reverted in the outbox, on the stream and by webhook; its proof is refused', async () => {
     const payer = newEvmLocalWallet();
     await f.chain.faucet?.fundNative(payer.address, ETH);
     const built = await f.post(buyer.key, '/transaction/send', {
@@ -194,6 +209,14 @@ describe('reorgs on anvil: a confirmed payment whose block leaves the chain', ()
       10_000,
       "the seller's payment.reverted",
     );
+    await sellerHooks.until(1);
+    assert.equal(sellerHooks.received.length, 1, 'only the reverted receipt: nothing of the first test');
+    const delivered = sellerHooks.received[0]?.verified as {
+      type: string;
+      data: { paymentId: string; status: string };
+    };
+    assert.equal(delivered.type, 'payment.reverted');
+    assert.deepEqual([delivered.data.paymentId, delivered.data.status], [r.paymentId, 'reverted']);
     const history = (await f.get(seller.key, `/payment/history/${seller.wallet}`)).json();
     assert.equal(
       history.payments.find((p: { paymentId: string }) => p.paymentId === r.paymentId)?.status,
