@@ -525,7 +525,7 @@ describe('dashboard API: security', () => {
         },
         {
           'eventTypes.0':
-            'must be one of payment.sent, payment.received, payment.confirmed, payment.finalized, payment.failed, payment.expired',
+            'must be one of payment.sent, payment.received, payment.confirmed, payment.finalized, payment.failed, payment.expired, payment.reverted',
         },
       ],
     ];
