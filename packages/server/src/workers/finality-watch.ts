@@ -64,7 +64,15 @@ export class FinalityWatch {
 
   constructor(private readonly deps: FinalityWatchDeps) {}
 
-  async check(payment: PaymentRecord, chain: FinalityChain): Promise<void> {
+  /**
+   * @param finalizedSlot the chain's finalized slot, read before this payment's statuses are (the
+   * reconciler shares one read per network and pass)
+   */
+  async check(
+    payment: PaymentRecord,
+    chain: FinalityChain,
+    finalizedSlot: () => Promise<bigint> = () => chain.finalizedSlot(),
+  ): Promise<void> {
     if (payment.status !== 'confirmed' || payment.signature === null) return;
     // A receipt of a send this gateway made follows the send: any of the send's transactions is its own.
     const source =
@@ -79,11 +87,11 @@ export class FinalityWatch {
       ...(sent?.replacedSignatures ?? []),
     ].filter((signature, i, all) => all.indexOf(signature) === i);
     // Read before any status: a node whose finalized slot is past the payment's has seen that block.
-    const finalizedSlot = await chain.finalizedSlot();
+    const finalizedAt = await finalizedSlot();
     const landed = await find(signatures, chain);
     if (landed !== undefined) return this.landed(payment, chain, landed.signature, landed.outcome);
 
-    const proven = payment.slot !== null && finalizedSlot >= payment.slot;
+    const proven = payment.slot !== null && finalizedAt >= payment.slot;
     const bytes = await this.resendable(payment, chain);
     if (proven || bytes !== undefined)
       this.count(this.reorged, payment, (o) => o.paymentReorged(payment.network));

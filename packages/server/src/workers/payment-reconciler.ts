@@ -121,16 +121,27 @@ export class PaymentReconciler {
         limit,
       ),
     ]);
-    await Promise.all([...open, ...expired].map((payment) => this.reconcile(payment)));
+    // One read of each network's finalized slot per pass, shared by every confirmed payment on it.
+    const finalized = new Map<string, Promise<bigint>>();
+    await Promise.all([...open, ...expired].map((payment) => this.reconcile(payment, finalized)));
     return open.length + expired.length;
   }
 
-  private async reconcile(payment: PaymentRecord): Promise<void> {
+  private async reconcile(payment: PaymentRecord, finalized: Map<string, Promise<bigint>>): Promise<void> {
     try {
       const chain = this.deps.networks.get(payment.network);
       if (chain === undefined) return;
       if (payment.status === 'confirmed') {
-        await this.finality.check(payment, chain);
+        await this.finality.check(payment, chain, () => {
+          let slot = finalized.get(payment.network);
+          if (slot === undefined) {
+            slot = chain.finalizedSlot();
+            // Each check awaits it; this keeps a failed read from being reported as unhandled meanwhile.
+            slot.catch(() => {});
+            finalized.set(payment.network, slot);
+          }
+          return slot;
+        });
       } else if (isX402Receipt(payment)) {
         // No reference to find it by, and expired only once it can never land: nothing late to watch.
         if (payment.status === 'pending') await this.deps.x402Receipts?.watch(payment, chain);
