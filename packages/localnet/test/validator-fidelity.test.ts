@@ -411,3 +411,61 @@ test('simulateTransaction with innerInstructions: the CPIs of an associated toke
     String(types),
   );
 });
+
+test('jsonParsed sysvars: Clock, Rent, EpochSchedule and SlotHashes as Agave parses them', async () => {
+  const parsed = async (address: string) => {
+    const result = (
+      await rawCall(h.localnet.rpcUrl, 'getAccountInfo', [
+        address,
+        { encoding: 'jsonParsed', commitment: 'processed' },
+      ])
+    ).result as {
+      value: { data: { program: string; parsed: { type: string; info: Record<string, unknown> } } };
+    };
+    assert.equal(result.value.data.program, 'sysvar');
+    return result.value.data.parsed;
+  };
+  const slot = Number(await h.rpc.getSlot({ commitment: 'processed' }).send());
+  const clock = await parsed('SysvarC1ock11111111111111111111111111111111');
+  assert.equal(clock.type, 'clock');
+  assert.equal(clock.info.slot, slot);
+  assert.deepEqual(Object.keys(clock.info).sort(), [
+    'epoch',
+    'epochStartTimestamp',
+    'leaderScheduleEpoch',
+    'slot',
+    'unixTimestamp',
+  ]);
+  assert.ok(Math.abs((clock.info.unixTimestamp as number) - Date.now() / 1000) < 60);
+  // The Rent the chain holds (LiteSVM's: 6960 lamports a byte-year, threshold 1), agreeing with
+  // getMinimumBalanceForRentExemption: (128 bytes of account overhead + data) × rate × threshold.
+  const rent = await parsed('SysvarRent111111111111111111111111111111111');
+  assert.equal(rent.type, 'rent');
+  assert.deepEqual(Object.keys(rent.info).sort(), [
+    'burnPercent',
+    'exemptionThreshold',
+    'lamportsPerByteYear',
+  ]);
+  assert.equal(typeof rent.info.lamportsPerByteYear, 'string');
+  assert.equal(
+    BigInt(
+      Math.round(Number(rent.info.lamportsPerByteYear) * (rent.info.exemptionThreshold as number) * 128),
+    ),
+    await h.rpc.getMinimumBalanceForRentExemption(0n).send(),
+  );
+  const schedule = await parsed('SysvarEpochSchedu1e111111111111111111111111');
+  assert.equal(schedule.type, 'epochSchedule');
+  assert.deepEqual(Object.keys(schedule.info).sort(), [
+    'firstNormalEpoch',
+    'firstNormalSlot',
+    'leaderScheduleSlotOffset',
+    'slotsPerEpoch',
+    'warmup',
+  ]);
+  const hashes = (await parsed('SysvarS1otHashes111111111111111111111111111')) as unknown as {
+    type: string;
+    info: { slot: number; hash: string }[];
+  };
+  assert.equal(hashes.type, 'slotHashes');
+  assert.equal(hashes.info[0]?.slot, slot - 1);
+});

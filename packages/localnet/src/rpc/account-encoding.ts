@@ -5,6 +5,9 @@ import { decodeMint, decodeTokenAccount, TOKEN_2022_PROGRAM, uiTokenAmount } fro
 import { encodeBase58 } from '../wire/base58.ts';
 import { type Config, encodingParam, integer } from './params.ts';
 import { invalidParams } from './rpc-error.ts';
+import { parseSysvar } from './sysvar-parser.ts';
+
+const SYSVAR_OWNER = 'Sysvar1111111111111111111111111111111111111';
 
 export type AccountEncoding = 'base58' | 'base64' | 'jsonParsed' | 'base64+zstd';
 const ACCOUNT_ENCODINGS: readonly AccountEncoding[] = ['base58', 'base64', 'jsonParsed', 'base64+zstd'];
@@ -35,12 +38,13 @@ export function accountView(cfg: Config, fallback: AccountEncoding | 'binary' = 
   return { encoding, slice };
 }
 
-export function encodeAccount(account: AccountSnapshot, view: AccountView, chain: Chain) {
+/** `address` lets jsonParsed name sysvars (parsed by address, as Agave does). */
+export function encodeAccount(account: AccountSnapshot, view: AccountView, chain: Chain, address?: string) {
   const data = view.slice
     ? account.data.subarray(view.slice.offset, view.slice.offset + view.slice.length)
     : account.data;
   return {
-    data: encodeData(account, data, view, chain),
+    data: encodeData(account, data, view, chain, address),
     executable: account.executable,
     lamports: account.lamports,
     owner: account.owner,
@@ -49,7 +53,13 @@ export function encodeAccount(account: AccountSnapshot, view: AccountView, chain
   };
 }
 
-function encodeData(account: AccountSnapshot, data: Uint8Array, view: AccountView, chain: Chain): unknown {
+function encodeData(
+  account: AccountSnapshot,
+  data: Uint8Array,
+  view: AccountView,
+  chain: Chain,
+  address: string | undefined,
+): unknown {
   switch (view.encoding) {
     case 'binary':
     case 'base58':
@@ -60,7 +70,7 @@ function encodeData(account: AccountSnapshot, data: Uint8Array, view: AccountVie
       }
       return view.encoding === 'binary' ? encodeBase58(data) : [encodeBase58(data), 'base58'];
     case 'jsonParsed': {
-      const parsed = view.slice ? undefined : parseAccount(account, chain);
+      const parsed = view.slice ? undefined : parseAccount(account, chain, address);
       if (parsed) return parsed;
       return [Buffer.from(data).toString('base64'), 'base64'];
     }
@@ -69,7 +79,11 @@ function encodeData(account: AccountSnapshot, data: Uint8Array, view: AccountVie
   }
 }
 
-function parseAccount(account: AccountSnapshot, chain: Chain): unknown {
+function parseAccount(account: AccountSnapshot, chain: Chain, address: string | undefined): unknown {
+  if (account.owner === SYSVAR_OWNER && address !== undefined) {
+    const parsed = parseSysvar(address, account.data);
+    return parsed && { program: 'sysvar', parsed, space: account.data.length };
+  }
   const program = account.owner === TOKEN_2022_PROGRAM ? 'spl-token-2022' : 'spl-token';
   if (
     account.owner !== TOKEN_2022_PROGRAM &&

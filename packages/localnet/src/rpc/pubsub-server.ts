@@ -310,7 +310,10 @@ export class PubSubServer implements ChainListener {
       if (sub.commitment !== level || !(sub.filters ?? []).every((f) => f(account))) continue;
       this.notify(sub, 'programNotification', {
         context: { slot: this.chain.slotAt(level) },
-        value: { pubkey: address, account: encodeAccount(account, sub.view ?? accountView({}), this.chain) },
+        value: {
+          pubkey: address,
+          account: encodeAccount(account, sub.view ?? accountView({}), this.chain, address),
+        },
       });
     }
   }
@@ -406,7 +409,7 @@ export class PubSubServer implements ChainListener {
   private notifyAccount(sub: Subscription, address: string): void {
     const account = this.chain.accountAt(pubkey(address), sub.commitment);
     const value = account
-      ? encodeAccount(account, sub.view ?? accountView({}), this.chain)
+      ? encodeAccount(account, sub.view ?? accountView({}), this.chain, address)
       : {
           data: ['', 'base64'],
           executable: false,

@@ -94,7 +94,10 @@ function tokenAccountsBy(params: Params, ctx: RpcContext, field: 'owner' | 'dele
           state !== undefined && holder === who && (mintFilter === undefined || state.mint === mintFilter)
         );
       })
-      .map(({ address, account }) => ({ account: encodeAccount(account, view, ctx.chain), pubkey: address })),
+      .map(({ address, account }) => ({
+        account: encodeAccount(account, view, ctx.chain, address),
+        pubkey: address,
+      })),
   );
   return withContext(slot, value);
 }
@@ -111,7 +114,10 @@ export const accountMethods: Record<string, RpcMethod> = {
     const cfg = config(params, 1);
     const { slot, commitment } = contextSlot(chain, cfg);
     const account = chain.accountAt(address, commitment);
-    return withContext(slot, account && encodeAccount(account, accountView(cfg), chain));
+    return withContext(
+      slot,
+      account && encodeAccount(account, accountView(cfg), chain, encodeBase58(address)),
+    );
   },
 
   getMultipleAccounts: (params, { chain }) => {
@@ -132,7 +138,7 @@ export const accountMethods: Record<string, RpcMethod> = {
       slot,
       addresses.map((address) => {
         const account = chain.accountAt(address, commitment);
-        return account && encodeAccount(account, view, chain);
+        return account && encodeAccount(account, view, chain, encodeBase58(address));
       }),
     );
   },
@@ -146,7 +152,10 @@ export const accountMethods: Record<string, RpcMethod> = {
     const value = chain
       .programAccountsAt(program, commitment)
       .filter(({ account }) => account.lamports > 0n && filters.every((f) => f(account)))
-      .map(({ address, account }) => ({ account: encodeAccount(account, view, chain), pubkey: address }));
+      .map(({ address, account }) => ({
+        account: encodeAccount(account, view, chain, address),
+        pubkey: address,
+      }));
     return cfg.withContext === true ? withContext(slot, value) : value;
   },
 
