@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import type { ConfirmationOutcome } from '../src/chains/chain-adapter.ts';
+import type { ChainTransaction, ConfirmationOutcome } from '../src/chains/chain-adapter.ts';
 import { ChainError } from '../src/chains/chain-error.ts';
 import { NetworkRegistry } from '../src/chains/network-registry.ts';
 import { AccountService } from '../src/services/account-service.ts';
@@ -26,6 +26,8 @@ class ForkableChain implements FinalityChain {
   onBroadcast: 'land' | 'fail' | 'refuse' = 'land';
   /** A lagging node answers from this view instead. */
   lagging: { finalized: bigint } | undefined;
+  /** A node without the history of statuses: a status older than this slot is "not found". */
+  statusesSince: bigint | undefined;
 
   land(signature: string, error: string | null = null): bigint {
     this.slot += 1n;
@@ -52,8 +54,25 @@ class ForkableChain implements FinalityChain {
     const at = this.landed.get(signature);
     if (at === undefined || (this.lagging !== undefined && at.slot > this.lagging.finalized))
       return undefined;
+    if (this.statusesSince !== undefined && at.slot < this.statusesSince) return undefined;
     if (at.error !== null) return { status: 'failed', slot: at.slot, error: at.error };
     return { status: at.slot <= (await this.finalizedSlot()) ? 'finalized' : 'confirmed', slot: at.slot };
+  }
+  async getTransaction(signature: string): Promise<ChainTransaction | undefined> {
+    const at = this.landed.get(signature);
+    if (at === undefined || (this.lagging !== undefined && at.slot > this.lagging.finalized))
+      return undefined;
+    return {
+      signature,
+      slot: at.slot,
+      blockTime: null,
+      fee: 5_000n,
+      error: at.error,
+      feePayer: 'WALLET',
+      nativeTransfers: [],
+      memos: [],
+      accounts: [],
+    };
   }
   /** Block height = slot here (no skipped slots). */
   async getBlockHeight(): Promise<bigint> {
@@ -310,6 +329,17 @@ describe('finality watch: a confirmed payment whose transaction leaves the chain
     assert.equal(p.status, 'confirmed');
     assert.equal(p.slot, chain.landed.get(settled.signature ?? '')?.slot);
     assert.notEqual(p.slot, settled.slot);
+  });
+
+  it('a node whose status cache forgot an old signature: its ledger has the transaction, so it is finalized, not reverted', async () => {
+    const local = await confirmedSend({ mode: 'local', signedTransaction: null });
+    chain.advance(400n);
+    chain.statusesSince = chain.slot - 150n;
+    await watch.check(await current(local.id), chain);
+    const p = await current(local.id);
+    assert.equal(p.status, 'finalized');
+    assert.equal(p.slot, local.slot);
+    assert.deepEqual(counted, [], 'nothing was gone');
   });
 
   it('reverts a send that landed again and failed this time: it paid nothing', async () => {

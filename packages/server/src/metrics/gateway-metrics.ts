@@ -94,7 +94,7 @@ export class GatewayMetrics implements RpcObserver, SponsoredFeeObserver, Finali
     });
     this.reorgs = new Counter({
       name: 'gate402_payment_reorgs_total',
-      help: "Confirmed payments whose transaction left the chain, per network and outcome: reorged (proven gone at the chain's finalized slot), resent (its stored signed bytes broadcast again), reverted (moved to reverted). Each payment is counted once per outcome and instance.",
+      help: 'Confirmed payments whose transaction left the chain, per network and outcome: reorged (found gone: then resent or reverted), resent (its stored signed bytes broadcast again), reverted (moved to reverted). Each payment is counted once per outcome and instance.',
       labelNames: ['network', 'outcome'],
       registers,
     });

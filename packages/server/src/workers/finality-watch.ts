@@ -5,7 +5,7 @@ import type { PaymentRecord, PaymentRepository, SettlementRepository } from '../
 
 /** Told what the watch saw, per network (metrics). Cheap, never throws. */
 export interface FinalityObserver {
-  /** A confirmed payment's transaction was proven gone from the chain (counted once per payment). */
+  /** A confirmed payment's transaction was found gone: resent or reverted (counted once per payment). */
   paymentReorged(network: string): void;
   /** Its stored signed bytes were broadcast again (counted once per payment). */
   paymentResent(network: string): void;
@@ -25,7 +25,13 @@ export interface FinalityWatchDeps {
 /** What the watch asks of a chain (a test fake needs only these). */
 export type FinalityChain = Pick<
   ChainAdapter,
-  'finalizedSlot' | 'getSignatureStatus' | 'getBlockHeight' | 'broadcast' | 'blockHeightOf' | 'nonces'
+  | 'finalizedSlot'
+  | 'getSignatureStatus'
+  | 'getTransaction'
+  | 'getBlockHeight'
+  | 'broadcast'
+  | 'blockHeightOf'
+  | 'nonces'
 >;
 
 /** What a confirmed payment's record says while its transaction is out of the chain and being resent. */
@@ -93,15 +99,17 @@ export class FinalityWatch {
 
     const proven = payment.slot !== null && finalizedAt >= payment.slot;
     const bytes = await this.resendable(payment, chain);
-    if (proven || bytes !== undefined)
+    if (bytes !== undefined) {
       this.count(this.reorged, payment, (o) => o.paymentReorged(payment.network));
-    if (bytes !== undefined) return this.resend(payment, chain, bytes);
+      return this.resend(payment, chain, bytes);
+    }
     if (!proven) return;
     // The send is still being resent by this gateway: the receipt waits for its outcome.
     if (sent?.status === 'confirmed') return;
     // It may have landed since the first look.
-    const again = await find(signatures, chain);
+    const again = (await find(signatures, chain)) ?? (await fromLedger(signatures, chain, finalizedAt));
     if (again !== undefined) return this.landed(payment, chain, again.signature, again.outcome);
+    this.count(this.reorged, payment, (o) => o.paymentReorged(payment.network));
     const moved = await this.deps.ledger.move(payment, 'reverted', {
       error: `its transaction left the chain (the block at slot ${payment.slot} is not in the finalized chain) and can no longer land; nothing was paid`,
     });
@@ -225,6 +233,29 @@ async function find(
   for (const signature of signatures) {
     const outcome = await chain.getSignatureStatus(signature);
     if (outcome !== undefined) return { signature, outcome };
+  }
+  return undefined;
+}
+
+/**
+ * The last word before `reverted`: the transaction itself, looked up in the node's ledger. A Solana node
+ * whose status cache no longer holds an old signature (one without the history of statuses, or a
+ * payment not looked at for a long time) answers its status "not found" while its ledger has it; what
+ * the ledger holds at or below the finalized slot is final.
+ */
+async function fromLedger(
+  signatures: readonly string[],
+  chain: FinalityChain,
+  finalizedAt: bigint,
+): Promise<{ signature: string; outcome: ConfirmationOutcome } | undefined> {
+  for (const signature of signatures) {
+    const tx = await chain.getTransaction(signature);
+    if (tx === undefined) continue;
+    const outcome: ConfirmationOutcome =
+      tx.error !== null
+        ? { status: 'failed', slot: tx.slot, error: tx.error }
+        : { status: tx.slot <= finalizedAt ? 'finalized' : 'confirmed', slot: tx.slot };
+    return { signature, outcome };
   }
   return undefined;
 }
