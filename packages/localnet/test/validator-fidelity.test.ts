@@ -469,3 +469,44 @@ test('jsonParsed sysvars: Clock, Rent, EpochSchedule and SlotHashes as Agave par
   assert.equal(hashes.type, 'slotHashes');
   assert.equal(hashes.info[0]?.slot, slot - 1);
 });
+
+test('blockSubscribe: the block at confirmed, as getBlock, with only the transactions naming the account', async () => {
+  const payer = await fundedSigner(h.localnet, 1n);
+  h.localnet.advanceSlots(1);
+  const recipient = (await generateKeyPairSigner()).address;
+  const s = await pubsub(h.localnet.wsUrl);
+  const sub = await s.subscribe(1, 'blockSubscribe', [
+    { mentionsAccountOrProgram: recipient },
+    { commitment: 'confirmed', transactionDetails: 'signatures', showRewards: false },
+  ]);
+  const tx = await signedTransfer(h, payer, recipient, LAMPORTS_PER_SOL / 10n);
+  const signature = await h.rpc.sendTransaction(wireBase64(tx), { encoding: 'base64' }).send();
+  await fundedSigner(h.localnet, 1n); // another transaction in the same slot, not naming the recipient
+  const slot = Number(await h.rpc.getSlot({ commitment: 'processed' }).send());
+  h.localnet.advanceSlots(1);
+  const note = (await s.wait((f) => f.method === 'blockNotification')).params as {
+    subscription: number;
+    result: { context: { slot: number }; value: { slot: number; err: null; block: Record<string, unknown> } };
+  };
+  assert.equal(note.subscription, sub);
+  assert.equal(note.result.value.slot, slot);
+  assert.equal(note.result.value.err, null);
+  const getBlock = (
+    await rawCall(h.localnet.rpcUrl, 'getBlock', [
+      slot,
+      { commitment: 'confirmed', transactionDetails: 'signatures', rewards: false },
+    ])
+  ).result as Record<string, unknown>;
+  assert.deepEqual(note.result.value.block, { ...getBlock, signatures: [signature] });
+  assert.equal((getBlock.signatures as string[]).length, 2, 'the block itself holds both');
+  s.ws.send(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'blockSubscribe',
+      params: ['all', { commitment: 'processed' }],
+    }),
+  );
+  assert.equal(((await s.wait((f) => f.id === 2)).error as { code: number }).code, -32602);
+  s.ws.close();
+});

@@ -13,6 +13,7 @@ import { type AccountView, accountView, encodeAccount } from './account-encoding
 import { errorResponse, type JsonRpcResponse } from './dispatcher.ts';
 import { stringifyJson } from './json-text.ts';
 import { type Filter, readFilters } from './methods/account-methods.ts';
+import { type BlockOptions, blockOptions, encodeBlock } from './methods/block-methods.ts';
 import {
   config,
   type Params,
@@ -27,7 +28,7 @@ export const MAX_SUBSCRIPTIONS_PER_CONNECTION = 1000;
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
 const CLOSE_GRACE_MS = 500;
 
-type Kind = 'signature' | 'account' | 'program' | 'slot' | 'slotsUpdates' | 'root' | 'logs';
+type Kind = 'signature' | 'account' | 'program' | 'block' | 'slot' | 'slotsUpdates' | 'root' | 'logs';
 
 interface Subscription {
   readonly id: number;
@@ -38,6 +39,8 @@ interface Subscription {
   readonly key?: string;
   /** program: getProgramAccounts' filters */
   readonly filters?: readonly Filter[];
+  /** block: getBlock's options */
+  readonly block?: BlockOptions;
   readonly view?: AccountView;
   /** logs: undefined = all, else the one mentioned address */
   readonly mentions?: string;
@@ -53,6 +56,7 @@ const UNSUBSCRIBE: Readonly<Record<string, Kind>> = {
   signatureUnsubscribe: 'signature',
   accountUnsubscribe: 'account',
   programUnsubscribe: 'program',
+  blockUnsubscribe: 'block',
   slotUnsubscribe: 'slot',
   slotsUpdatesUnsubscribe: 'slotsUpdates',
   rootUnsubscribe: 'root',
@@ -66,6 +70,7 @@ export class PubSubServer implements ChainListener {
   private readonly byAccount = new Map<string, Set<Subscription>>();
   private readonly byProgram = new Map<string, Set<Subscription>>();
   private readonly slotsUpdatesSubscriptions = new Set<Subscription>();
+  private readonly blockSubscriptions = new Set<Subscription>();
   private readonly slotSubscriptions = new Set<Subscription>();
   private readonly rootSubscriptions = new Set<Subscription>();
   private readonly logsSubscriptions = new Set<Subscription>();
@@ -202,6 +207,27 @@ export class PubSubServer implements ChainListener {
         filters: readFilters(cfg.filters),
       };
     },
+    blockSubscribe: (socket, params) => {
+      const filter = params[0];
+      let mentions: string | undefined;
+      if (typeof filter === 'object' && filter !== null && 'mentionsAccountOrProgram' in filter)
+        mentions = encodeBase58(pubkey(String((filter as Record<string, unknown>).mentionsAccountOrProgram)));
+      else if (filter !== 'all')
+        throw invalidParams('Invalid params: unknown variant, expected `all` or `mentionsAccountOrProgram`.');
+      const cfg = config(params, 1);
+      const commitment = readCommitment(cfg);
+      // As Agave: blocks exist from confirmed on.
+      if (commitment === 'processed')
+        throw invalidParams('Invalid params: processed commitment not supported');
+      return {
+        id: ++this.nextId,
+        kind: 'block',
+        socket,
+        commitment,
+        block: blockOptions(cfg),
+        ...(mentions === undefined ? {} : { mentions }),
+      };
+    },
     slotSubscribe: (socket) => ({ id: ++this.nextId, kind: 'slot', socket, commitment: 'processed' }),
     slotsUpdatesSubscribe: (socket) => ({
       id: ++this.nextId,
@@ -240,6 +266,7 @@ export class PubSubServer implements ChainListener {
     else if (sub.kind === 'account') indexAdd(this.byAccount, sub.key as string, sub);
     else if (sub.kind === 'program') indexAdd(this.byProgram, sub.key as string, sub);
     else if (sub.kind === 'slotsUpdates') this.slotsUpdatesSubscriptions.add(sub);
+    else if (sub.kind === 'block') this.blockSubscriptions.add(sub);
     else if (sub.kind === 'slot') this.slotSubscriptions.add(sub);
     else if (sub.kind === 'root') this.rootSubscriptions.add(sub);
     else this.logsSubscriptions.add(sub);
@@ -251,6 +278,7 @@ export class PubSubServer implements ChainListener {
     else if (sub.kind === 'account') indexDelete(this.byAccount, sub.key as string, sub);
     else if (sub.kind === 'program') indexDelete(this.byProgram, sub.key as string, sub);
     else if (sub.kind === 'slotsUpdates') this.slotsUpdatesSubscriptions.delete(sub);
+    else if (sub.kind === 'block') this.blockSubscriptions.delete(sub);
     else if (sub.kind === 'slot') this.slotSubscriptions.delete(sub);
     else if (sub.kind === 'root') this.rootSubscriptions.delete(sub);
     else this.logsSubscriptions.delete(sub);
@@ -329,6 +357,10 @@ export class PubSubServer implements ChainListener {
     this.deliverSlot(slot - 1, 'processed');
     this.deliverSlot(slot - 1, 'confirmed');
     if (root >= 0) this.deliverSlot(root, 'finalized');
+    if (this.blockSubscriptions.size > 0) {
+      this.notifyBlock(slot - 1, 'confirmed');
+      if (root >= 0) this.notifyBlock(root, 'finalized');
+    }
   }
 
   /**
@@ -359,6 +391,29 @@ export class PubSubServer implements ChainListener {
       this.notify(sub, 'logsNotification', {
         context: { slot: record.slot },
         value: { err: record.err, logs: record.meta.logMessages, signature: record.signature },
+      });
+    }
+  }
+
+  /**
+   * blockNotification for the subscriptions at `level`: the block as getBlock answers it; with
+   * `mentionsAccountOrProgram`, only its transactions that name the account, and only if any do.
+   */
+  private notifyBlock(slot: number, level: Commitment): void {
+    if (slot < 0) return;
+    const block = this.chain.block(slot);
+    if (!block) return;
+    let transactions: readonly TransactionRecord[] | undefined;
+    for (const sub of this.blockSubscriptions) {
+      if (sub.commitment !== level) continue;
+      transactions ??= this.chain.transactionsInSlot(slot);
+      const mentions = sub.mentions;
+      const shown =
+        mentions === undefined ? transactions : transactions.filter((r) => r.accountKeys.includes(mentions));
+      if (mentions !== undefined && shown.length === 0) continue;
+      this.notify(sub, 'blockNotification', {
+        context: { slot },
+        value: { slot, err: null, block: encodeBlock(block, shown, sub.block as BlockOptions) },
       });
     }
   }

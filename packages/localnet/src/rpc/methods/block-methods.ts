@@ -1,5 +1,6 @@
 // Blocks: one per slot, available once confirmed.
-import { config, integer, type Params } from '../params.ts';
+import type { BlockRecord, TransactionRecord } from '../../chain/transaction-record.ts';
+import { type Config, config, integer, type Params } from '../params.ts';
 import { blockNotAvailable, invalidParams } from '../rpc-error.ts';
 import type { RpcContext, RpcMethod } from '../rpc-method.ts';
 import { encodeTransactionWithMeta } from '../transaction-encoding.ts';
@@ -7,10 +8,15 @@ import { historyCommitment, maxSupportedVersion, transactionEncoding } from './t
 
 const MAX_BLOCK_RANGE = 500_000;
 
-function getBlock(params: Params, { chain }: RpcContext) {
-  const slot = integer(params[0], 'u64');
-  const cfg = typeof params[1] === 'string' ? { encoding: params[1] } : config(params, 1);
-  const commitment = historyCommitment(cfg);
+export interface BlockOptions {
+  readonly encoding: ReturnType<typeof transactionEncoding>;
+  readonly maxVersion: number | undefined;
+  readonly details: 'full' | 'signatures' | 'none';
+  readonly rewards: boolean;
+}
+
+/** getBlock's (and blockSubscribe's) config: encoding, transactionDetails, rewards, max version. */
+export function blockOptions(cfg: Config): BlockOptions {
   const encoding = transactionEncoding(cfg.encoding);
   const maxVersion = maxSupportedVersion(cfg);
   const details = cfg.transactionDetails ?? 'full';
@@ -19,11 +25,15 @@ function getBlock(params: Params, { chain }: RpcContext) {
       `Invalid params: unknown variant \`${String(details)}\`, expected one of \`full\`, \`signatures\`, \`none\`.`,
     );
   }
-  const block =
-    slot <= chain.slotAt(commitment) && chain.reachedCommitment(slot, commitment)
-      ? chain.block(slot)
-      : undefined;
-  if (!block) throw blockNotAvailable(slot);
+  return { encoding, maxVersion, details, rewards: cfg.rewards !== false && cfg.showRewards !== false };
+}
+
+/** A block as getBlock answers it, with `transactions` (all of the slot's when omitted). */
+export function encodeBlock(
+  block: BlockRecord,
+  transactions: readonly TransactionRecord[],
+  options: BlockOptions,
+): Record<string, unknown> {
   const result: Record<string, unknown> = {
     blockHeight: block.blockHeight,
     blockTime: block.blockTime,
@@ -31,16 +41,30 @@ function getBlock(params: Params, { chain }: RpcContext) {
     parentSlot: block.parentSlot,
     previousBlockhash: block.previousBlockhash,
   };
-  if (details !== 'none') {
-    const transactions = chain.transactionsInSlot(slot);
-    if (details === 'full') {
-      result.transactions = transactions.map((record) =>
-        encodeTransactionWithMeta(record, { encoding, maxSupportedTransactionVersion: maxVersion }),
-      );
-    } else result.signatures = transactions.map((record) => record.signature);
-  }
-  if (cfg.rewards !== false) result.rewards = [];
+  if (options.details === 'full') {
+    result.transactions = transactions.map((record) =>
+      encodeTransactionWithMeta(record, {
+        encoding: options.encoding,
+        maxSupportedTransactionVersion: options.maxVersion,
+      }),
+    );
+  } else if (options.details === 'signatures')
+    result.signatures = transactions.map((record) => record.signature);
+  if (options.rewards) result.rewards = [];
   return result;
+}
+
+function getBlock(params: Params, { chain }: RpcContext) {
+  const slot = integer(params[0], 'u64');
+  const cfg = typeof params[1] === 'string' ? { encoding: params[1] } : config(params, 1);
+  const commitment = historyCommitment(cfg);
+  const options = blockOptions(cfg);
+  const block =
+    slot <= chain.slotAt(commitment) && chain.reachedCommitment(slot, commitment)
+      ? chain.block(slot)
+      : undefined;
+  if (!block) throw blockNotAvailable(slot);
+  return encodeBlock(block, options.details === 'none' ? [] : chain.transactionsInSlot(slot), options);
 }
 
 function slotRange(start: number, end: number): number[] {
