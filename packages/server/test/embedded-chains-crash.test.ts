@@ -14,8 +14,8 @@ import {
 } from './support/crash-harness.ts';
 import { tempDir } from './support/databases.ts';
 
-const SENDS = 24;
-const ROUNDS = 3;
+const SENDS = 20;
+const ROUNDS = 2;
 
 interface NetworkView {
   readonly id: string;
