@@ -25,6 +25,8 @@ import {
   getInitializeMint2Instruction,
   getMintToInstruction,
 } from '@solana-program/token';
+import { parseTokenExtensions } from '../src/rpc/token-extensions.ts';
+import { encodeBase58 } from '../src/wire/base58.ts';
 import { fundedSigner, type Harness, rawCall, startHarness, wireBase64 } from './support/fixture.ts';
 
 const TOKEN_2022 = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb' as Address;
@@ -134,4 +136,102 @@ test('a mint closed and opened again at its address with other decimals is read 
     tokenBalances.map((b) => [b.uiTokenAmount.amount, b.uiTokenAmount.decimals]),
     [['5000000000', 9]],
   );
+});
+
+test('jsonParsed Token-2022 mints and accounts list their extensions as Agave does', async () => {
+  const payer = await fundedSigner(h.localnet);
+  const owner = (await generateKeyPairSigner()).address;
+  const mint = await generateKeyPairSigner();
+  const [account] = await findAssociatedTokenPda({ owner, mint: mint.address, tokenProgram: TOKEN_2022 });
+  await send(payer, [
+    ...(await openMint(payer, mint, 6)),
+    getCreateAssociatedTokenIdempotentInstruction({
+      payer,
+      ata: account,
+      owner,
+      mint: mint.address,
+      tokenProgram: TOKEN_2022,
+    }),
+  ]);
+  const parsedInfo = async (address: string) =>
+    (
+      (
+        await rawCall(h.localnet.rpcUrl, 'getAccountInfo', [
+          address,
+          { encoding: 'jsonParsed', commitment: 'confirmed' },
+        ])
+      ).result as { value: { data: { program: string; parsed: { info: Record<string, unknown> } } } }
+    ).value.data;
+  const mintData = await parsedInfo(mint.address);
+  assert.equal(mintData.program, 'spl-token-2022');
+  assert.deepEqual(mintData.parsed.info.extensions, [
+    { extension: 'mintCloseAuthority', state: { closeAuthority: payer.address } },
+  ]);
+  // The associated token program gives every Token-2022 account ImmutableOwner.
+  assert.deepEqual((await parsedInfo(account)).parsed.info.extensions, [{ extension: 'immutableOwner' }]);
+  // A classic SPL Token account has no extensions field at all.
+  const usdc = await h.localnet.mintUsdc(owner, 1n);
+  h.localnet.advanceSlots(1);
+  assert.equal('extensions' in (await parsedInfo(usdc.tokenAccount)).parsed.info, false);
+});
+
+test('Token-2022 TLV entries: transfer fee config, token metadata, a padding end and an unknown type', async () => {
+  const key = (fill: number) => Buffer.alloc(32, fill);
+  const u64 = (n: bigint) => {
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64LE(n);
+    return b;
+  };
+  const u16 = (n: number) => {
+    const b = Buffer.alloc(2);
+    b.writeUInt16LE(n);
+    return b;
+  };
+  const str = (s: string) => Buffer.concat([Buffer.from([s.length, 0, 0, 0]), Buffer.from(s)]);
+  const tlv = (type: number, value: Buffer) => Buffer.concat([u16(type), u16(value.length), value]);
+  const fee = (epoch: bigint, max: bigint, bps: number) => Buffer.concat([u64(epoch), u64(max), u16(bps)]);
+  const data = Buffer.concat([
+    Buffer.alloc(165),
+    Buffer.of(1), // mint
+    tlv(1, Buffer.concat([key(0), key(7), u64(12n), fee(1n, 5000n, 50), fee(2n, 6000n, 75)])),
+    tlv(
+      19,
+      Buffer.concat([
+        key(9),
+        key(3),
+        str('Coin'),
+        str('C'),
+        str('https://x'),
+        Buffer.of(1, 0, 0, 0),
+        str('k'),
+        str('v'),
+      ]),
+    ),
+    tlv(99, Buffer.of(1, 2, 3)),
+    Buffer.alloc(8), // padding: type 0, length 0
+  ]);
+  assert.deepEqual(parseTokenExtensions(data), [
+    {
+      extension: 'transferFeeConfig',
+      state: {
+        transferFeeConfigAuthority: null,
+        withdrawWithheldAuthority: encodeBase58(key(7)),
+        withheldAmount: 12n,
+        olderTransferFee: { epoch: 1n, maximumFee: 5000n, transferFeeBasisPoints: 50 },
+        newerTransferFee: { epoch: 2n, maximumFee: 6000n, transferFeeBasisPoints: 75 },
+      },
+    },
+    {
+      extension: 'tokenMetadata',
+      state: {
+        updateAuthority: encodeBase58(key(9)),
+        mint: encodeBase58(key(3)),
+        name: 'Coin',
+        symbol: 'C',
+        uri: 'https://x',
+        additionalMetadata: [['k', 'v']],
+      },
+    },
+    { extension: 'unparseableExtension' },
+  ]);
 });

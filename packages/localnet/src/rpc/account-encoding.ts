@@ -6,6 +6,7 @@ import { encodeBase58 } from '../wire/base58.ts';
 import { type Config, encodingParam, integer } from './params.ts';
 import { invalidParams } from './rpc-error.ts';
 import { parseSysvar } from './sysvar-parser.ts';
+import { parseTokenExtensions } from './token-extensions.ts';
 
 const SYSVAR_OWNER = 'Sysvar1111111111111111111111111111111111111';
 
@@ -111,24 +112,27 @@ function parseAccount(account: AccountSnapshot, chain: Chain, address: string | 
     if (tokenAccount.isNative !== null)
       info.rentExemptReserve = uiTokenAmount(tokenAccount.isNative, decimals);
     if (tokenAccount.closeAuthority !== null) info.closeAuthority = tokenAccount.closeAuthority;
+    withExtensions(info, account);
     return { program, parsed: { info, type: 'account' }, space: account.data.length };
   }
   const mint = decodeMint(account.data);
   if (mint) {
-    return {
-      program,
-      parsed: {
-        info: {
-          decimals: mint.decimals,
-          freezeAuthority: mint.freezeAuthority,
-          isInitialized: mint.isInitialized,
-          mintAuthority: mint.mintAuthority,
-          supply: mint.supply.toString(),
-        },
-        type: 'mint',
-      },
-      space: account.data.length,
+    const info: Record<string, unknown> = {
+      decimals: mint.decimals,
+      freezeAuthority: mint.freezeAuthority,
+      isInitialized: mint.isInitialized,
+      mintAuthority: mint.mintAuthority,
+      supply: mint.supply.toString(),
     };
+    withExtensions(info, account);
+    return { program, parsed: { info, type: 'mint' }, space: account.data.length };
   }
   return undefined;
+}
+
+/** Token-2022 extensions, as Agave: the `extensions` field only when there are any. */
+function withExtensions(info: Record<string, unknown>, account: AccountSnapshot): void {
+  if (account.owner !== TOKEN_2022_PROGRAM) return;
+  const extensions = parseTokenExtensions(account.data);
+  if (extensions.length > 0) info.extensions = extensions;
 }
