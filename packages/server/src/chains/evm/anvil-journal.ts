@@ -16,8 +16,20 @@
 //
 // What it cannot restore: state changed without a transaction (anvil_setBalance, anvil_setCode — the
 // gateway re-places its own contracts at every start) and transactions sent through account
-// impersonation (their signature is not real; skipped with a warning).
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+// impersonation (their signature is not real; skipped with a warning). Rewinding the chain
+// (evm_revert, anvil_reset) is not followed: the journal would still hold the blocks rewound.
+// Growth: every ten minutes the journal drops the blocks anvil's state file surely holds (mined a
+// minute or more before its last write), so a long run keeps only the last few minutes.
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import type { Hex } from 'viem';
 
 export interface JournalEntry {
@@ -29,6 +41,23 @@ export interface JournalEntry {
 
 /** How often the follower looks for new blocks; the adapter's own wait catches up on demand anyway. */
 const FOLLOW_INTERVAL_MS = 100;
+/** How often the journal drops what anvil's state file surely holds, so a long run does not grow it. */
+const COMPACT_INTERVAL_MS = 10 * 60_000;
+/**
+ * A block is surely in the state file when it was mined this long before the file's last write
+ * (anvil dumps its whole state; a dump takes far less than this).
+ */
+const STATE_WRITE_MARGIN_SECONDS = 60n;
+
+/**
+ * The entries a journal must keep, given when anvil last wrote its state file (unix seconds): those
+ * mined less than STATE_WRITE_MARGIN_SECONDS before it, and every later one. Block timestamps only
+ * grow, so the kept entries are a suffix.
+ */
+export function entriesToKeep(entries: readonly JournalEntry[], stateWrittenAt: bigint): JournalEntry[] {
+  const first = entries.findIndex((entry) => entry.timestamp >= stateWrittenAt - STATE_WRITE_MARGIN_SECONDS);
+  return first < 0 ? [] : entries.slice(first);
+}
 
 /** Reads a journal; a torn last line (a kill mid-append, before its fsync) is ignored. */
 export function readJournal(path: string): JournalEntry[] {
@@ -96,20 +125,19 @@ export class AnvilJournal {
    * Follows anvil from `height` (what it loaded, every block of which its state file holds): the
    * journal is rewritten with only the entries above it, atomically.
    */
+  private compactedAt = Date.now();
+
+  /** `stateFile`: anvil's --state file, whose writes let the journal drop what they hold. */
   constructor(
     private readonly path: string,
     rpcUrl: string,
     height: bigint,
     private readonly warn: (message: string) => void,
+    private readonly stateFile?: string,
   ) {
     this.rpc = jsonRpc(rpcUrl);
     const kept = readJournal(path).filter((entry) => entry.number > height);
-    const temp = `${path}.tmp`;
-    const fd = openSync(temp, 'w', 0o600);
-    for (const entry of kept) writeSync(fd, line(entry));
-    fsyncSync(fd);
-    closeSync(fd);
-    renameSync(temp, path);
+    rewrite(path, kept);
     this.fd = openSync(path, 'a', 0o600);
     this.journaled = kept.at(-1)?.number ?? height;
     // An anvil that is down is reported once, not ten times a second, until it answers again.
@@ -185,7 +213,31 @@ export class AnvilJournal {
     writeSync(this.fd, text);
     fsyncSync(this.fd);
     this.journaled = last;
+    if (Date.now() - this.compactedAt >= COMPACT_INTERVAL_MS) this.compact();
   }
+
+  /** Drops the entries anvil's state file holds (inside a catch-up, so no append runs meanwhile). */
+  private compact(): void {
+    this.compactedAt = Date.now();
+    if (this.stateFile === undefined || !existsSync(this.stateFile)) return;
+    const writtenAt = BigInt(Math.floor(statSync(this.stateFile).mtimeMs / 1000));
+    const entries = readJournal(this.path);
+    const kept = entriesToKeep(entries, writtenAt);
+    if (kept.length === entries.length) return;
+    closeSync(this.fd);
+    rewrite(this.path, kept);
+    this.fd = openSync(this.path, 'a', 0o600);
+  }
+}
+
+/** Replaces the journal with `entries` atomically and durably (temporary file, fsync, rename). */
+function rewrite(path: string, entries: readonly JournalEntry[]): void {
+  const temp = `${path}.tmp`;
+  const fd = openSync(temp, 'w', 0o600);
+  for (const entry of entries) writeSync(fd, line(entry));
+  fsyncSync(fd);
+  closeSync(fd);
+  renameSync(temp, path);
 }
 
 function line(entry: JournalEntry): string {

@@ -90,7 +90,7 @@ export async function startEmbeddedEvm(options: EmbeddedEvmOptions): Promise<Emb
     const client = createAnvilClient(endpoints);
     let loaded = await client.getBlockNumber();
     while (loaded > 0n && (await client.getBlock({ blockNumber: loaded })).timestamp >= startedAt) loaded--;
-    journal = new AnvilJournal(files.journalFile, anvil.rpcUrl, loaded, log);
+    journal = new AnvilJournal(files.journalFile, anvil.rpcUrl, loaded, log, files.stateFile);
     const durable = journal;
     const [operator] = await client.getAddresses();
     if (operator === undefined) throw new Error('anvil has no dev account');
