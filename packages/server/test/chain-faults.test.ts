@@ -338,6 +338,9 @@ describe('chain RPC failures through a fault-injecting proxy', () => {
       const from = await wallet();
       const to = await wallet();
       localnet.airdrop(from, LAMPORTS);
+      // Funded once the airdrop's slot has ended: the gateway reads balances at confirmed.
+      for (let i = 0; i < 100 && (await chain.getBalance(from)) !== LAMPORTS; i++)
+        await new Promise((resolve) => setTimeout(resolve, SLOT_MS));
       const pay = async (amount: number) => {
         const response = await gateway.app.inject({
           method: 'POST',
