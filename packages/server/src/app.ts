@@ -7,6 +7,7 @@ import { invalidParameters } from './domain/gateway-error.ts';
 import type { PaymentEvents } from './events/payment-events.ts';
 import { DASHBOARD_API_PREFIX, dashboardApi } from './http/dashboard/dashboard-api.ts';
 import { dashboardStatic } from './http/dashboard/dashboard-static.ts';
+import type { Door } from './http/doors.ts';
 import { LazyRequestLogger } from './http/lazy-request-logger.ts';
 import { installAuthentication } from './http/plugins/authentication.ts';
 import {
@@ -37,11 +38,12 @@ import { wellKnownRoutes } from './http/routes/well-known.ts';
 import type { GatewayMetrics } from './metrics/gateway-metrics.ts';
 import './http/fastify-types.ts';
 import type { RateLimiter } from './ratelimit/rate-limiter.ts';
+import { AccessPolicy } from './services/access-policy.ts';
 import type { DashboardAuthService } from './services/dashboard/dashboard-auth-service.ts';
 import type { GatewayServices } from './services/gateway-services.ts';
 import type { Store } from './store/store.ts';
 import { GATE402_VERSION } from './version.ts';
-import { installPaymentStream } from './ws/payment-stream.ts';
+import { installPaymentStream, STREAM_PATH } from './ws/payment-stream.ts';
 
 export interface AppDeps {
   readonly config: Pick<Config, 'bodyLimitBytes' | 'planAccess' | 'trustProxy'>;
@@ -113,7 +115,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (deps.metrics !== undefined)
     installMetrics(app, { metrics: deps.metrics.registry, token: deps.metrics.token });
   const { services } = deps;
-  installAuthentication(app, {
+  // The one authorization policy every door asks: API routes, the payment stream, the dashboard API.
+  const policy = new AccessPolicy({
     accounts: services.accounts,
     rateLimiter: deps.rateLimiter,
     planAccess: deps.config.planAccess,
@@ -121,6 +124,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       ? {}
       : { onRateLimited: (plan: string) => deps.metrics?.registry.rateLimitRejected(plan) }),
   });
+  const doors: Door[] = [];
+  app.decorate('doors', doors);
+  installAuthentication(app, { policy, doors });
   installIdempotency(app, deps.store);
 
   await app.register(healthRoutes, { checks: deps.readiness });
@@ -141,13 +147,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     installPaymentStream(app, {
       ...deps.events.stream,
       hub: deps.events.hub,
-      accounts: services.accounts,
-      rateLimiter: deps.rateLimiter,
-      planAccess: deps.config.planAccess,
-      ...(deps.metrics === undefined
-        ? {}
-        : { onRateLimited: (plan: string) => deps.metrics?.registry.rateLimitRejected(plan) }),
+      policy,
     });
+    doors.push({ way: 'stream', method: 'GET', url: STREAM_PATH, access: 'stream' });
   }
   if (deps.dashboard !== undefined) {
     await app.register(dashboardApi, {
@@ -156,6 +158,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       services,
       networks: deps.networks,
       rateLimiter: deps.rateLimiter,
+      policy,
+      doors,
       events: deps.events,
     });
     await app.register(dashboardStatic, { distDir: deps.dashboard.distDir });

@@ -29,7 +29,11 @@ function sessionCookieOf(res: LightMyRequestResponse): string {
   return value;
 }
 
-async function signUp(gw: DashboardApp, email: string): Promise<Browser> {
+/**
+ * Signs up (a Standard account); with `plan`, the operator then moves the account to it — the webhooks and
+ * the live list need Premium under the default plan table, in the dashboard as through the API.
+ */
+async function signUp(gw: DashboardApp, email: string, plan?: 'premium'): Promise<Browser> {
   const res = await gw.app.inject({
     method: 'POST',
     url: '/dashboard/api/signup',
@@ -37,7 +41,9 @@ async function signUp(gw: DashboardApp, email: string): Promise<Browser> {
   });
   assert.equal(res.statusCode, 200, res.body);
   const cookie = sessionCookieOf(res).split(';')[0] ?? '';
-  return { cookie, csrf: res.json().csrfToken, accountId: res.json().accountId };
+  const accountId: string = res.json().accountId;
+  if (plan !== undefined) await gw.services.accounts.setPlan(accountId, { plan });
+  return { cookie, csrf: res.json().csrfToken, accountId };
 }
 
 function as(browser: Browser, options: InjectOptions & { csrf?: string | false }): InjectOptions {
@@ -304,7 +310,7 @@ describe('dashboard API: security', () => {
   let browser: Browser;
   before(async () => {
     gw = await startDashboardApp({ trustProxy: true });
-    browser = await signUp(gw, 'sec@example.test');
+    browser = await signUp(gw, 'sec@example.test', 'premium');
   });
   after(() => gw.close());
 
@@ -453,7 +459,7 @@ describe('dashboard API: security', () => {
   });
 
   it("keeps accounts apart: another account's key, payment and webhook are not found", async () => {
-    const other = await signUp(gw, 'other@example.test');
+    const other = await signUp(gw, 'other@example.test', 'premium');
     const key = await gw.app.inject(
       as(other, { method: 'POST', url: '/dashboard/api/keys', payload: { name: 'theirs' } }),
     );
@@ -666,6 +672,7 @@ describe('dashboard API: keys, usage and webhooks', () => {
   });
 
   it('creates a webhook with its secret shown once, lists it without the secret, shows its deliveries and deletes it', async () => {
+    await gw.services.accounts.setPlan(browser.accountId, { plan: 'premium' });
     const created = await gw.app.inject(
       as(browser, {
         method: 'POST',
@@ -737,6 +744,7 @@ describe('dashboard API: keys, usage and webhooks', () => {
   });
 
   it('shows an endpoint that answered 410 Gone as disabled, with why and when, and enables it again', async () => {
+    await gw.services.accounts.setPlan(browser.accountId, { plan: 'premium' });
     const receiver = new WebhookReceiver(() => 410);
     const url = await receiver.start();
     try {
@@ -990,7 +998,7 @@ describe('dashboard API: the live payment list', () => {
   before(async () => {
     gw = await startDashboardApp();
     base = `${await gw.app.listen({ port: 0, host: '127.0.0.1' })}/dashboard/api/payments/live`;
-    browser = await signUp(gw, 'judy@example.test');
+    browser = await signUp(gw, 'judy@example.test', 'premium');
   });
   after(() => gw.close());
 
@@ -1016,7 +1024,7 @@ describe('dashboard API: the live payment list', () => {
     assert.deepEqual(ids(first), [e1, e2]);
     first.close();
     // While the browser is away: its own events, and another account's, which it must never see.
-    const other = await signUp(gw, 'judy-other@example.test');
+    const other = await signUp(gw, 'judy-other@example.test', 'premium');
     const [e3, , e4] = [
       await record(browser.accountId),
       await record(other.accountId),
@@ -1083,7 +1091,7 @@ describe('dashboard API: the live payment list', () => {
   });
 
   it("answers a since that is not one of the account's events with INVALID_PARAMETERS", async () => {
-    const stranger = await signUp(gw, 'mallory@example.test');
+    const stranger = await signUp(gw, 'mallory@example.test', 'premium');
     const theirs = await record(stranger.accountId);
     const cases: [string, Record<string, string>, Record<string, string>][] = [
       [`${base}?since=evt_nope`, {}, { since: 'must be the id of one of your events (evt_…)' }],

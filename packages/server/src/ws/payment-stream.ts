@@ -3,10 +3,8 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { GatewayError, invalidParameters, toErrorBody } from '../domain/gateway-error.ts';
-import type { PlanAccess } from '../domain/plan-access.ts';
 import type { EventHub } from '../events/event-hub.ts';
-import type { RateLimiter } from '../ratelimit/rate-limiter.ts';
-import { type AccountService, view } from '../services/account-service.ts';
+import type { Access, AccessPolicy, Credentials } from '../services/access-policy.ts';
 import { MAX_STREAM_MESSAGE_BYTES, STREAM_CLOSE } from './stream-close-codes.ts';
 import { StreamConnection } from './stream-connection.ts';
 import { isEventId, parseSubscribe } from './stream-subscription.ts';
@@ -15,20 +13,14 @@ export const STREAM_PATH = '/v1/payments/stream';
 
 export interface PaymentStreamDeps {
   readonly hub: EventHub;
-  readonly accounts: AccountService;
-  readonly rateLimiter: RateLimiter;
-  readonly planAccess: PlanAccess;
+  /** Decides every attempt, `auth` message, replay and heartbeat re-check, for the `stream` feature. */
+  readonly policy: AccessPolicy;
   readonly heartbeatMs: number;
   readonly maxBufferedBytes: number;
   /** Connections one account may hold open on this instance; another one is refused. */
   readonly maxConnectionsPerAccount: number;
   /** How long a connection without credentials on the upgrade may take to send its `auth` message. */
   readonly authTimeoutMs?: number;
-  /**
-   * Told of every attempt refused by the rate limit (a 429 on the upgrade, or close 4029 after an `auth`
-   * message), with the account's plan: the metric counts them with the HTTP API's 429s.
-   */
-  readonly onRateLimited?: (plan: string) => void;
 }
 
 const DEFAULT_AUTH_TIMEOUT_MS = 5_000;
@@ -38,16 +30,14 @@ const BEARER = /^Bearer +(\S+)$/i;
 /** The close reason when an account already holds STREAM_MAX_CONNECTIONS_PER_ACCOUNT connections. */
 const TOO_MANY_STREAMS = 'too many open streams for this account';
 
-/** An authenticated connection's account, with what its rate limit needs. */
+/** An authenticated connection's account. */
 interface Caller {
   /**
    * The SHA-256 of the key it authenticated with, asked again at each heartbeat (revoked keys, plan
-   * changes); the digest, not the secret, is what a connection keeps for its lifetime.
+   * changes) and for each replay; the digest, not the secret, is what a connection keeps for its lifetime.
    */
   readonly keyDigest: Buffer;
   readonly accountId: string;
-  readonly rateLimit: number;
-  readonly plan: string;
 }
 
 type Authorized = { ok: true; caller: Caller } | { ok: false; error: GatewayError };
@@ -266,8 +256,8 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
         if (since !== undefined) {
           // A replay reads the outbox like a history request, so it counts as one against the rate
           // limit; a subscribe that only changes the filter reads nothing and does not.
-          const refused = await countRequest(caller);
-          if (refused !== undefined) return connection.reply(errorMessage(refused));
+          const access = await decide({ kind: 'key-digest', digest: caller.keyDigest }, true);
+          if (!access.ok) return connection.reply(errorMessage(access.error));
         }
         const sinceSeq =
           since === undefined ? undefined : await deps.hub.store.events.seqOf(caller.accountId, since);
@@ -287,47 +277,31 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
     }
   }
 
-  /** The same checks as an HTTP request to a `stream` route: key, rate limit, plan (authentication.ts). */
-  async function authorize(key: string): Promise<Authorized> {
-    const found = await deps.accounts.authenticate(key);
-    if (found === undefined) return { ok: false, error: new GatewayError('UNAUTHORIZED') };
-    const account = view(found.account);
-    const caller: Caller = {
-      keyDigest: Buffer.from(found.key.hash, 'hex'),
-      accountId: account.id,
-      rateLimit: account.rateLimit,
-      plan: account.plan,
-    };
-    const refused = await countRequest(caller);
-    if (refused !== undefined) return { ok: false, error: refused };
-    if (!deps.planAccess[account.plan].has('stream')) {
-      return {
-        ok: false,
-        error: new GatewayError('FORBIDDEN', {
-          message: `The ${account.plan} plan does not include stream.`,
-        }),
-      };
+  /** The access policy's answer for the `stream` feature; storage or Redis unavailable: 503. */
+  async function decide(credentials: Credentials, count: boolean): Promise<Access> {
+    try {
+      return await deps.policy.decide(credentials, 'stream', { count });
+    } catch (error) {
+      const unavailable =
+        error instanceof GatewayError
+          ? error
+          : new GatewayError('SERVICE_UNAVAILABLE', { retryAfter: 1, cause: error });
+      return { ok: false, error: unavailable, rate: undefined, plan: undefined };
     }
-    return { ok: true, caller };
   }
 
-  /** Counts one request of the account; the error to answer when it is refused (over the limit, or no limiter). */
-  async function countRequest(caller: Caller): Promise<GatewayError | undefined> {
-    let rate: Awaited<ReturnType<RateLimiter['hit']>>;
-    try {
-      rate = await deps.rateLimiter.hit(caller.accountId, caller.rateLimit);
-    } catch (error) {
-      return new GatewayError('SERVICE_UNAVAILABLE', { retryAfter: 1, cause: error });
-    }
-    if (rate.allowed) return undefined;
-    deps.onRateLimited?.(caller.plan);
-    return new GatewayError('RATE_LIMIT_EXCEEDED', { retryAfter: rate.resetSeconds });
+  /** An upgrade's or `auth` message's key, decided and counted like one HTTP request to a `stream` route. */
+  async function authorize(key: string): Promise<Authorized> {
+    const access = await decide({ kind: 'key', key }, true);
+    if (!access.ok) return { ok: false, error: access.error };
+    const keyDigest = Buffer.from(access.key?.hash ?? '', 'hex');
+    return { ok: true, caller: { keyDigest, accountId: access.account.id } };
   }
 
   // Heartbeat: a connection that did not answer the previous ping is gone (half-open TCP); drop it.
   const heartbeat = setInterval(() => {
     // One look-up per key and heartbeat, however many connections use it.
-    const asked = new Map<string, ReturnType<AccountService['authenticateDigest']>>();
+    const asked = new Map<string, Promise<Access>>();
     for (const ws of wss.clients) {
       if (!alive.has(ws)) {
         ws.terminate();
@@ -344,26 +318,26 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
    * includes the stream, is closed (4001, 4003) instead of receiving the account's payments for as long
    * as it stays connected. Storage unavailable: the connection stays, and the next heartbeat asks again.
    */
-  function recheck(
-    ws: WebSocket,
-    asked: Map<string, ReturnType<AccountService['authenticateDigest']>>,
-  ): void {
+  function recheck(ws: WebSocket, asked: Map<string, Promise<Access>>): void {
     const caller = callers.get(ws);
     if (caller === undefined || rechecking.has(ws)) return;
     rechecking.add(ws);
     const id = caller.keyDigest.toString('hex');
     let answer = asked.get(id);
     if (answer === undefined) {
-      answer = deps.accounts.authenticateDigest(caller.keyDigest);
+      // Not counted: a heartbeat is the gateway's question, not the client's request.
+      answer = deps.policy.decide({ kind: 'key-digest', digest: caller.keyDigest }, 'stream', {
+        count: false,
+      });
       asked.set(id, answer);
     }
     answer
-      .then((found) => {
-        if (ws.readyState !== ws.OPEN) return;
-        if (found === undefined) return shut(ws, STREAM_CLOSE.UNAUTHORIZED, 'API key revoked');
-        const { plan } = view(found.account);
-        if (!deps.planAccess[plan].has('stream')) {
-          shut(ws, STREAM_CLOSE.FORBIDDEN, `the ${plan} plan does not include stream`);
+      .then((access) => {
+        if (ws.readyState !== ws.OPEN || access.ok) return;
+        if (access.error.code === 'UNAUTHORIZED')
+          return shut(ws, STREAM_CLOSE.UNAUTHORIZED, 'API key revoked');
+        if (access.error.code === 'FORBIDDEN') {
+          shut(ws, STREAM_CLOSE.FORBIDDEN, `the ${access.plan} plan does not include stream`);
         }
       })
       .catch((error) => app.log.debug({ err: error }, 'payment stream key check failed'))
@@ -483,6 +457,9 @@ function refuse(socket: Duplex, error: GatewayError): void {
   if (error.status === 401) headers.push('WWW-Authenticate: Bearer realm="gate402"');
   if (error.retryAfter !== undefined) headers.push(`Retry-After: ${error.retryAfter}`);
   socket.end(`${headers.join('\r\n')}\r\n\r\n${body}`);
+  // The server's half of the connection is closed; a client that never closes its own would otherwise
+  // hold the socket (and the server's shutdown) until the keep-alive timeout.
+  setTimeout(() => socket.destroy(), 1_000).unref();
 }
 
 const STATUS_TEXT: Record<number, string> = {

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { NetworkRegistry } from '../../src/chains/network-registry.ts';
 import { loadConfig } from '../../src/config.ts';
+import type { PlanAccess } from '../../src/domain/plan-access.ts';
 import { createPaymentEvents } from '../../src/events/payment-events.ts';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.ts';
 import { DashboardAuthService } from '../../src/services/dashboard/dashboard-auth-service.ts';
@@ -34,6 +35,8 @@ export async function startDashboardApp(
     sessionPurgeIntervalMs?: number;
     /** Chains the gateway talks to; none by default. */
     networks?: NetworkRegistry;
+    /** The plan table (PLAN_ACCESS); the default one unless given. */
+    planAccess?: PlanAccess;
   } = {},
 ): Promise<DashboardApp> {
   const storage = tempSqlite();
@@ -72,7 +75,7 @@ export async function startDashboardApp(
   const app = await buildApp({
     config: {
       bodyLimitBytes: defaults.bodyLimitBytes,
-      planAccess: defaults.planAccess,
+      planAccess: options.planAccess ?? defaults.planAccess,
       trustProxy: options.trustProxy ?? false,
     },
     store,

@@ -2,10 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import type { PaymentEvents } from '../../events/payment-events.ts';
 import type { RateLimiter } from '../../ratelimit/rate-limiter.ts';
+import type { AccessPolicy } from '../../services/access-policy.ts';
 import type { DashboardAuthService } from '../../services/dashboard/dashboard-auth-service.ts';
 import type { GatewayServices } from '../../services/gateway-services.ts';
+import type { Door } from '../doors.ts';
 import { dashboardAccountRoutes } from './dashboard-account-routes.ts';
 import { dashboardAuthRoutes } from './dashboard-auth-routes.ts';
+import { installDashboardDoors } from './dashboard-doors.ts';
 import { dashboardLivePayments } from './dashboard-live-payments.ts';
 import { dashboardPaymentRoutes } from './dashboard-payment-routes.ts';
 import { installDashboardSession } from './dashboard-session.ts';
@@ -20,13 +23,17 @@ export interface DashboardApiDeps {
   readonly services: GatewayServices;
   readonly networks: NetworkRegistry;
   readonly rateLimiter: RateLimiter;
+  /** The access policy the API asks too: a dashboard route of a feature needs the plan to grant it. */
+  readonly policy: AccessPolicy;
+  /** Each dashboard route is added here with its door (see doors.ts). */
+  readonly doors: Door[];
   readonly events: PaymentEvents | undefined;
 }
 
 /**
  * The JSON API the dashboard page calls, under /dashboard/api, authenticated by the session cookie and
  * a CSRF token instead of an API key (no key ever sits in the browser). Each route delegates to the
- * same service the public API uses. Registered with a prefix, so the session hook guards these routes
+ * same service the public API uses, behind the same plan table (dashboard-doors.ts). Registered with a prefix, so the session hook guards these routes
  * only. Not in the OpenAPI document: it is the dashboard's own, not a public interface.
  */
 export async function dashboardApi(app: FastifyInstance, deps: DashboardApiDeps) {
@@ -36,6 +43,7 @@ export async function dashboardApi(app: FastifyInstance, deps: DashboardApiDeps)
     reply.header('cache-control', 'no-store');
   });
   installDashboardSession(app, deps.auth);
+  installDashboardDoors(app, DASHBOARD_API_PREFIX, deps.policy, deps.doors);
   purgeExpiredSessionsPeriodically(app, deps.auth);
   const { services } = deps;
   const streams = new LiveStreamRegistry();
@@ -48,7 +56,12 @@ export async function dashboardApi(app: FastifyInstance, deps: DashboardApiDeps)
   });
   await app.register(dashboardPaymentRoutes, { query: services.query });
   if (deps.events !== undefined) {
-    await app.register(dashboardLivePayments, { hub: deps.events.hub, auth: deps.auth, streams });
+    await app.register(dashboardLivePayments, {
+      hub: deps.events.hub,
+      auth: deps.auth,
+      policy: deps.policy,
+      streams,
+    });
     await app.register(dashboardWebhookRoutes, { webhooks: deps.events.webhooks });
   }
 }

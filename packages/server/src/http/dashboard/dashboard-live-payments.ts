@@ -5,6 +5,7 @@ import { invalidParameters } from '../../domain/gateway-error.ts';
 import { AccountEventFeed } from '../../events/account-event-feed.ts';
 import type { EventHub } from '../../events/event-hub.ts';
 import { paymentEventMessage } from '../../events/payment-event-message.ts';
+import type { AccessPolicy } from '../../services/access-policy.ts';
 import type { DashboardAuthService } from '../../services/dashboard/dashboard-auth-service.ts';
 import type { EventRecord } from '../../store/store.ts';
 import { isEventId } from '../../ws/stream-subscription.ts';
@@ -14,7 +15,8 @@ import { readSessionCookie } from './session-cookie.ts';
 
 /**
  * A comment line now and then keeps proxies from closing an idle stream and finds dead connections;
- * each beat also checks that the session is still active (it may have ended on another instance).
+ * each beat also checks that the session is still active (it may have ended on another instance) and
+ * that the account's plan still includes the stream.
  */
 const KEEPALIVE_MS = 15_000;
 /** What the browser waits before reconnecting by itself (with Last-Event-ID) after the stream drops. */
@@ -36,7 +38,7 @@ const NOT_AN_EVENT = 'must be the id of one of your events (evt_…)';
  */
 export async function dashboardLivePayments(
   app: FastifyInstance,
-  opts: { hub: EventHub; auth: DashboardAuthService; streams: LiveStreamRegistry },
+  opts: { hub: EventHub; auth: DashboardAuthService; policy: AccessPolicy; streams: LiveStreamRegistry },
 ) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   // preClose, not onClose: the HTTP server waits for open connections before onClose hooks run, and a
@@ -90,7 +92,7 @@ export async function dashboardLivePayments(
         feed.close();
         unregister();
         // After a shutdown or a drop the browser should reconnect and resume; after these it should not.
-        if (why === 'replaced' || why === 'session-ended') {
+        if (why === 'replaced' || why === 'session-ended' || why === 'forbidden') {
           res.write(`event: closed\ndata: ${JSON.stringify({ reason: why })}\n\n`);
         }
         res.end();
@@ -120,13 +122,20 @@ export async function dashboardLivePayments(
       const unregister = opts.streams.add(session.id, session.user.id, end);
       const keepalive = setInterval(() => {
         res.write(': keepalive\n\n');
-        opts.auth.session(token).then(
-          (active) => {
-            if (active === undefined) end('session-ended');
-          },
+        // The session, then the plan (it may have changed): the same policy as when the stream opened.
+        opts.auth
+          .session(token)
+          .then(async (active) => {
+            if (active === undefined) return end('session-ended');
+            const access = await opts.policy.decide(
+              { kind: 'account', accountId: active.user.accountId },
+              'stream',
+              { count: false },
+            );
+            if (!access.ok && access.error.code === 'FORBIDDEN') end('forbidden');
+          })
           // Storage unavailable: keep the stream; the next beat asks again.
-          () => {},
-        );
+          .catch(() => {});
       }, KEEPALIVE_MS);
       keepalive.unref();
       res.once('close', () => end());

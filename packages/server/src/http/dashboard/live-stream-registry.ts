@@ -11,6 +11,8 @@ export type LiveStreamEnd =
   | 'replaced'
   /** The session is over (log-out, password change, expiry): the page must log in again. */
   | 'session-ended'
+  /** The account's plan no longer includes the stream (PLAN_ACCESS, a plan change). */
+  | 'forbidden'
   /** The gateway is shutting down; the browser reconnects by itself and resumes. */
   | 'shutdown';
 

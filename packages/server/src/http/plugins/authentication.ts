@@ -1,28 +1,24 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
-import { GatewayError } from '../../domain/gateway-error.ts';
 import { RATE_WINDOW_MS } from '../../domain/plan.ts';
-import type { Feature, PlanAccess } from '../../domain/plan-access.ts';
-import type { RateLimitDecision, RateLimiter } from '../../ratelimit/rate-limiter.ts';
-import type { AccountService, AuthenticatedKey } from '../../services/account-service.ts';
+import type { Feature } from '../../domain/plan-access.ts';
+import type { RateLimitDecision } from '../../ratelimit/rate-limiter.ts';
+import type { Access, AccessPolicy } from '../../services/access-policy.ts';
+import type { Door } from '../doors.ts';
 import { sendError } from './errors.ts';
 
 export interface AuthenticationDeps {
-  readonly accounts: AccountService;
-  readonly rateLimiter: RateLimiter;
-  readonly planAccess: PlanAccess;
-  /** Told about each 429 (metrics). */
-  readonly onRateLimited?: (plan: string) => void;
+  readonly policy: AccessPolicy;
+  /** Each guarded route is added here (see doors.ts). */
+  readonly doors: Door[];
 }
 
 const BEARER = /^Bearer +(\S+)$/i;
 const RATE_WINDOW_SECONDS = RATE_WINDOW_MS / 1000;
 
 /**
- * Spec §5 and §8 for every route that names a feature, before its body is read:
- * 1. the Bearer key must be an active key (401 UNAUTHORIZED, the same answer whatever was wrong);
- * 2. the request is counted against the account's per-minute limit, over all its keys (429);
- * 3. the account's plan must grant the route's feature (403 FORBIDDEN).
- * Refused requests are counted too, so hammering a forbidden route still meets the limit.
+ * Spec §5 and §8 for every route that names a feature, before its body is read: the access policy
+ * (services/access-policy.ts) decides — key, rate limit, plan — and this hook answers its refusal
+ * (401, 429, 403, with the rate-limit headers once counted) or records the caller.
  */
 export function installAuthentication(app: FastifyInstance, deps: AuthenticationDeps): void {
   // Declared up front so every request object has the same shape; a property added to some requests
@@ -33,103 +29,50 @@ export function installAuthentication(app: FastifyInstance, deps: Authentication
   app.addHook('onRoute', (route) => {
     const feature = route.config?.feature;
     if (feature === undefined) return;
+    for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
+      deps.doors.push({ way: 'api', method, url: route.url, access: feature });
+    }
     const onRequest = route.onRequest;
     route.onRequest = [
       ...(onRequest === undefined ? [] : Array.isArray(onRequest) ? onRequest : [onRequest]),
-      authenticationHook(deps, feature),
+      authenticationHook(deps.policy, feature),
     ];
   });
 }
 
 /**
  * A callback hook: a key authenticated moments ago, counted by an in-process limiter (the common case on
- * one instance), is admitted without a promise; anything else takes the asynchronous path.
+ * one instance), is decided without a promise; anything else takes the asynchronous path.
  */
-function authenticationHook(deps: AuthenticationDeps, feature: Feature): onRequestHookHandler {
+function authenticationHook(policy: AccessPolicy, feature: Feature): onRequestHookHandler {
   return (request, reply, done) => {
-    const presented = BEARER.exec(request.headers.authorization ?? '')?.[1];
-    const cached = presented === undefined ? undefined : deps.accounts.cachedAuthentication(presented);
-    if (cached !== undefined && deps.rateLimiter.hitNow !== undefined) {
-      const rate = deps.rateLimiter.hitNow(cached.account.id, cached.account.rateLimit);
-      if (admit(deps, request, reply, feature, cached, rate)) done();
+    const key = BEARER.exec(request.headers.authorization ?? '')?.[1];
+    const now = policy.decideNow(key, feature);
+    if (now !== undefined) {
+      if (admit(request, reply, now)) done();
       return;
     }
-    authenticateAndCount(deps, presented).then((found) => {
-      if (found === undefined) return refuseUnknownKey(request, reply);
-      if (admit(deps, request, reply, feature, found, found.rate)) done();
+    policy.decide({ kind: 'key', key }, feature, { count: true }).then((access) => {
+      if (admit(request, reply, access)) done();
     }, done);
   };
 }
 
-async function authenticateAndCount(deps: AuthenticationDeps, presented: string | undefined) {
-  const found = presented === undefined ? undefined : await deps.accounts.authenticate(presented);
-  if (found === undefined) return undefined;
-  const rate = await countRequest(deps.rateLimiter, found.account.id, found.account.rateLimit);
-  return { ...found, rate };
-}
-
-function refuseUnknownKey(request: FastifyRequest, reply: FastifyReply): void {
-  reply.header('www-authenticate', 'Bearer realm="gate402"');
-  sendError(reply, request, new GatewayError('UNAUTHORIZED'));
-}
-
-/**
- * Steps 2 and 3 for an authenticated key: sets the rate-limit headers, answers 429 or 403 itself, and
- * otherwise records the caller. True when the request may go on to its route.
- */
-function admit(
-  deps: AuthenticationDeps,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  feature: Feature,
-  found: AuthenticatedKey,
-  rate: RateLimitDecision,
-): boolean {
-  const { account } = found;
-  setRateLimitHeaders(reply, account.plan, rate);
-  if (!rate.allowed) {
-    deps.onRateLimited?.(account.plan);
-    const retryAfter = rate.resetSeconds;
-    sendError(
-      reply,
-      request,
-      new GatewayError('RATE_LIMIT_EXCEEDED', {
-        message: `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${retryAfter} s.`,
-        retryAfter,
-      }),
-    );
+/** Answers a refusal itself; otherwise records the caller. True when the request may go on to its route. */
+function admit(request: FastifyRequest, reply: FastifyReply, access: Access): boolean {
+  if (access.rate !== undefined) {
+    setRateLimitHeaders(reply, access.ok ? access.account.plan : (access.plan ?? ''), access.rate);
+  }
+  if (!access.ok) {
+    if (access.error.code === 'UNAUTHORIZED') reply.header('www-authenticate', 'Bearer realm="gate402"');
+    sendError(reply, request, access.error);
     return false;
   }
-  if (!deps.planAccess[account.plan].has(feature)) {
-    sendError(
-      reply,
-      request,
-      new GatewayError('FORBIDDEN', { message: `The ${account.plan} plan does not include ${feature}.` }),
-    );
-    return false;
+  if (access.key === undefined || access.rate === undefined) {
+    throw new Error('an API request is authenticated by a key and counted');
   }
-  request.caller = { account, key: found.key, rate };
+  request.caller = { account: access.account, key: access.key, rate: access.rate };
   return true;
-}
-
-/**
- * Fails closed: when the shared counter (Redis) cannot be reached, requests are refused with 503 rather
- * than let through unlimited; /readyz reports the outage to the load balancer meanwhile.
- */
-async function countRequest(
-  limiter: RateLimiter,
-  accountId: string,
-  limit: number,
-): Promise<RateLimitDecision> {
-  try {
-    return await limiter.hit(accountId, limit);
-  } catch (error) {
-    throw new GatewayError('SERVICE_UNAVAILABLE', {
-      message: 'Rate limiting is unavailable; retry shortly.',
-      retryAfter: 1,
-      cause: error,
-    });
-  }
 }
 
 /** The caller of an authenticated route; a route without a feature has none. */
