@@ -42,10 +42,10 @@ function fakeStore(token: string | undefined) {
 }
 
 describe('PaymentStatusCache', () => {
-  it('keeps a payment in a state no transition leaves (finalized, failed) for good, token or none', async () => {
+  it('keeps a payment in a state no transition leaves (finalized, failed, reverted) for good, token or none', async () => {
     assert.deepEqual(
       PAYMENT_STATUSES.filter((status) => isFinal(status)),
-      ['finalized', 'failed'],
+      ['finalized', 'failed', 'reverted'],
     );
     const store = fakeStore(undefined);
     const cache = new PaymentStatusCache(store);
