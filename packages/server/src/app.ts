@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { NetworkRegistry } from './chains/network-registry.ts';
-import type { Config } from './config.ts';
+import { type Config, SETTINGS } from './config.ts';
 import { invalidParameters } from './domain/gateway-error.ts';
 import type { PaymentEvents } from './events/payment-events.ts';
+import { capConnectionsPerAddress, serverTimeoutOptions } from './http/connection-limits.ts';
 import { DASHBOARD_API_PREFIX, dashboardApi } from './http/dashboard/dashboard-api.ts';
 import { dashboardStatic } from './http/dashboard/dashboard-static.ts';
 import type { Door } from './http/doors.ts';
@@ -46,7 +47,13 @@ import { GATE402_VERSION } from './version.ts';
 import { installPaymentStream, STREAM_PATH } from './ws/payment-stream.ts';
 
 export interface AppDeps {
-  readonly config: Pick<Config, 'bodyLimitBytes' | 'planAccess' | 'trustProxy'>;
+  readonly config: Pick<Config, 'bodyLimitBytes' | 'planAccess' | 'trustProxy'> &
+    Partial<
+      Pick<
+        Config,
+        'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnectionsPerAddress' | 'streamMaxUnauthenticated'
+      >
+    >;
   readonly store: Store;
   readonly services: GatewayServices;
   readonly rateLimiter: RateLimiter;
@@ -71,10 +78,23 @@ const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
  * does that, and tests call this with the parts they choose and use `app.inject()`.
  */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const timeouts = serverTimeoutOptions({
+    requestTimeoutMs: deps.config.requestTimeoutMs ?? SETTINGS.requestTimeoutMs.fallback({}),
+    keepAliveTimeoutMs: deps.config.keepAliveTimeoutMs ?? SETTINGS.keepAliveTimeoutMs.fallback({}),
+  });
+  const trustProxy = deps.config.trustProxy;
   const app = Fastify({
     ...(deps.logger === undefined ? { logger: false } : { loggerInstance: deps.logger }),
     bodyLimit: deps.config.bodyLimitBytes,
-    trustProxy: deps.config.trustProxy,
+    // A hop count as the function proxy-addr makes of one (Fastify's types leave the number form out).
+    trustProxy:
+      trustProxy === false
+        ? false
+        : typeof trustProxy === 'number'
+          ? (_address: string, hop: number) => hop < trustProxy
+          : [...trustProxy],
+    requestTimeout: timeouts.requestTimeout,
+    keepAliveTimeout: timeouts.keepAliveTimeout,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : `req_${randomUUID()}`;
@@ -86,6 +106,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clientErrorHandler,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAMETER_LENGTH },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Fastify's requestTimeout alone does not time out a request whose body never comes (connection-limits.ts).
+  Object.assign(app.server, timeouts);
+  capConnectionsPerAddress(
+    app.server,
+    deps.config.maxConnectionsPerAddress ?? SETTINGS.maxConnectionsPerAddress.fallback({}),
+    trustProxy,
+  );
 
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (request, reply, done) => {
@@ -148,6 +176,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       ...deps.events.stream,
       hub: deps.events.hub,
       policy,
+      maxUnauthenticated:
+        deps.config.streamMaxUnauthenticated ?? SETTINGS.streamMaxUnauthenticated.fallback({}),
     });
     doors.push({ way: 'stream', method: 'GET', url: STREAM_PATH, access: 'stream' });
   }

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { isNetworkId, type NetworkId } from './domain/network.ts';
 import { isPlan, PLANS } from './domain/plan.ts';
@@ -195,11 +196,40 @@ export const SETTINGS = {
     fallback: (env) => !env.DATABASE_URL,
     parse: boolean,
   }),
-  trustProxy: setting({
+  trustProxy: setting<TrustProxy>({
     env: 'TRUST_PROXY',
-    description: 'Trust X-Forwarded-* headers (set when behind a reverse proxy).',
+    description:
+      "Reverse proxies in front of the gateway whose X-Forwarded-For/-Proto/-Host are believed: their number (1 for one reverse proxy), or their addresses and CIDRs separated by commas (e.g. 10.0.0.0/8,127.0.0.1). Unset: none. `true` is refused: it would take the client's own X-Forwarded-For as its address.",
     fallback: () => false,
-    parse: boolean,
+    parse: parseTrustProxy,
+  }),
+  requestTimeoutMs: setting({
+    env: 'REQUEST_TIMEOUT_MS',
+    description:
+      'Time a client has to send a whole request, headers and body; a slower one gets 408 and its connection is closed.',
+    fallback: () => 10_000,
+    parse: integerIn(100, 600_000),
+  }),
+  keepAliveTimeoutMs: setting({
+    env: 'KEEP_ALIVE_TIMEOUT_MS',
+    description:
+      "How long an idle keep-alive connection stays open for its next request; longer than a load balancer's own idle timeout in front of the gateway.",
+    fallback: () => 72_000,
+    parse: integerIn(100, 600_000),
+  }),
+  maxConnectionsPerAddress: setting({
+    env: 'MAX_CONNECTIONS_PER_ADDRESS',
+    description:
+      'Connections (HTTP and WebSocket) one client address may hold open at once; more are closed at once. Connections from a proxy trusted by TRUST_PROXY are not capped here. 0: no cap.',
+    fallback: () => 512,
+    parse: integerIn(0, 1_000_000),
+  }),
+  streamMaxUnauthenticated: setting({
+    env: 'STREAM_MAX_UNAUTHENTICATED',
+    description:
+      'Payment stream connections that may wait for their auth message at once on one instance (and a tenth of that, at least 1, per client address); another upgrade without credentials is refused with 429.',
+    fallback: () => 1_000,
+    parse: integerIn(1, 1_000_000),
   }),
   x402LocalnetAsDevnet: setting({
     env: 'X402_LOCALNET_AS_DEVNET',
@@ -325,6 +355,12 @@ export interface X402ExtraAsset {
   readonly symbol: string;
   readonly address: string;
 }
+
+/**
+ * Which reverse proxies are believed (Fastify's trustProxy forms, never "all"): false (none), a hop count,
+ * or the addresses and CIDRs of the proxies.
+ */
+export type TrustProxy = false | number | readonly string[];
 
 /** One configured EVM network: its CAIP-2 id and its JSON-RPC endpoints, in order of preference. */
 export interface EvmRpcUrl {
@@ -529,6 +565,33 @@ function parseDecimalTable(
     table[key] = text;
   }
   return table;
+}
+
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+function parseTrustProxy(raw: string): TrustProxy {
+  const lower = raw.toLowerCase();
+  if (['true', 'yes', 'on'].includes(lower)) {
+    throw new Error(
+      'true would trust every hop, so any client could choose its own address with X-Forwarded-For (and escape the per-address limits); write the number of proxies in front of the gateway (TRUST_PROXY=1 for one reverse proxy) or their addresses, e.g. TRUST_PROXY=127.0.0.1 or TRUST_PROXY=10.0.0.0/8',
+    );
+  }
+  if (['false', 'no', 'off', '0'].includes(lower)) return false;
+  if (/^\d+$/.test(raw)) return integerIn(1, 10)(raw);
+  const entries = raw.split(',').map((entry) => entry.trim());
+  for (const entry of entries) {
+    if (PROXY_RANGE_NAMES.includes(entry)) continue;
+    const [address = '', prefix, extra] = entry.split('/');
+    const family = isIP(address);
+    const bits = family === 4 ? 32 : 128;
+    const prefixOk = prefix === undefined || (/^\d+$/.test(prefix) && Number(prefix) <= bits);
+    if (family === 0 || !prefixOk || extra !== undefined) {
+      throw new Error(
+        `must be a number of proxies (1 to 10) or addresses and CIDRs separated by commas; "${entry}" is neither`,
+      );
+    }
+  }
+  return entries;
 }
 
 function parsePlanAccess(raw: string): PlanAccess {

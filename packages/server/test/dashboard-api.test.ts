@@ -309,7 +309,7 @@ describe('dashboard API: security', () => {
   let gw: DashboardApp;
   let browser: Browser;
   before(async () => {
-    gw = await startDashboardApp({ trustProxy: true });
+    gw = await startDashboardApp({ trustProxy: 1 });
     browser = await signUp(gw, 'sec@example.test', 'premium');
   });
   after(() => gw.close());

@@ -21,9 +21,16 @@ export interface PaymentStreamDeps {
   readonly maxConnectionsPerAccount: number;
   /** How long a connection without credentials on the upgrade may take to send its `auth` message. */
   readonly authTimeoutMs?: number;
+  /**
+   * Connections without credentials that may wait for their `auth` message at once (STREAM_MAX_UNAUTHENTICATED),
+   * and a tenth of that (at least 1) per client address: a connection nobody has authenticated costs a
+   * socket and a timer, so an upgrade past either is refused with 429 before it is accepted.
+   */
+  readonly maxUnauthenticated?: number;
 }
 
 const DEFAULT_AUTH_TIMEOUT_MS = 5_000;
+const DEFAULT_MAX_UNAUTHENTICATED = 1_000;
 /** Client messages read but not yet handled, per connection, before it stops reading more. */
 const MAX_PENDING_MESSAGES = 16;
 const BEARER = /^Bearer +(\S+)$/i;
@@ -65,6 +72,11 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
   const rechecking = new WeakSet<WebSocket>();
   /** Open authenticated connections per account on this instance. */
   const openPerAccount = new Map<string, number>();
+  const maxWaiting = deps.maxUnauthenticated ?? DEFAULT_MAX_UNAUTHENTICATED;
+  const maxWaitingPerAddress = Math.max(1, Math.floor(maxWaiting / 10));
+  /** Connections accepted without credentials, still waiting for their `auth` message, per client address. */
+  const waitingPerAddress = new Map<string, number>();
+  let waiting = 0;
 
   app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     handleUpgrade(request, socket, head).catch((error) => {
@@ -94,7 +106,19 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
     const key = presentedKey(request);
     let caller: Caller | undefined;
     let sinceSeq: number | undefined;
-    if (key !== undefined) {
+    const address = request.socket.remoteAddress ?? '';
+    if (key === undefined) {
+      if (waiting >= maxWaiting || (waitingPerAddress.get(address) ?? 0) >= maxWaitingPerAddress) {
+        return refuse(
+          socket,
+          new GatewayError('RATE_LIMIT_EXCEEDED', {
+            message:
+              'Too many payment stream connections are waiting to authenticate; send the key on the upgrade, or retry shortly.',
+            retryAfter: 1,
+          }),
+        );
+      }
+    } else {
       const authorized = await authorize(key);
       if (!authorized.ok) return refuse(socket, authorized.error);
       caller = authorized.caller;
@@ -113,6 +137,7 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
       );
       alive.add(ws);
       ws.on('pong', () => alive.add(ws));
+      if (caller === undefined) holdWaiting(ws, address);
       serve(ws, caller, sinceSeq, since);
     });
   }
@@ -164,6 +189,7 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
         }
         clearTimeout(timer);
         const authorized = await authenticateMessage(ws, data);
+        waitingRelease.get(ws)?.();
         if (authorized === undefined) return;
         caller = authorized;
         callers.set(ws, caller);
@@ -197,6 +223,24 @@ export function installPaymentStream(app: FastifyInstance, deps: PaymentStreamDe
     }
     return authorized.caller;
   }
+
+  /** Counts a connection as waiting for its `auth` message until it authenticates or closes. */
+  function holdWaiting(ws: WebSocket, address: string): void {
+    waiting += 1;
+    waitingPerAddress.set(address, (waitingPerAddress.get(address) ?? 0) + 1);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      waiting -= 1;
+      const left = (waitingPerAddress.get(address) ?? 1) - 1;
+      if (left > 0) waitingPerAddress.set(address, left);
+      else waitingPerAddress.delete(address);
+    };
+    ws.once('close', release);
+    waitingRelease.set(ws, release);
+  }
+  const waitingRelease = new WeakMap<WebSocket, () => void>();
 
   function atConnectionCap(accountId: string): boolean {
     return (openPerAccount.get(accountId) ?? 0) >= deps.maxConnectionsPerAccount;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { NetworkRegistry } from '../../src/chains/network-registry.ts';
-import { loadConfig } from '../../src/config.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
 import type { PlanAccess } from '../../src/domain/plan-access.ts';
 import { createPaymentEvents } from '../../src/events/payment-events.ts';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.ts';
@@ -29,7 +29,7 @@ export async function startDashboardApp(
     signup?: boolean;
     loginAttempts?: number;
     distDir?: string;
-    trustProxy?: boolean;
+    trustProxy?: Config['trustProxy'];
     /** The dashboard's clock (sessions' expiry); the rate limiter keeps its own, standing still. */
     now?: () => number;
     sessionPurgeIntervalMs?: number;
@@ -37,6 +37,13 @@ export async function startDashboardApp(
     networks?: NetworkRegistry;
     /** The plan table (PLAN_ACCESS); the default one unless given. */
     planAccess?: PlanAccess;
+    /** The HTTP server's timeouts and caps; the defaults unless given. */
+    limits?: Partial<
+      Pick<
+        Config,
+        'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnectionsPerAddress' | 'streamMaxUnauthenticated'
+      >
+    >;
   } = {},
 ): Promise<DashboardApp> {
   const storage = tempSqlite();
@@ -77,6 +84,7 @@ export async function startDashboardApp(
       bodyLimitBytes: defaults.bodyLimitBytes,
       planAccess: options.planAccess ?? defaults.planAccess,
       trustProxy: options.trustProxy ?? false,
+      ...options.limits,
     },
     store,
     services,
