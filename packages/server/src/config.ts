@@ -341,7 +341,7 @@ export const SETTINGS = {
   dashboardLoginAttempts: setting({
     env: 'DASHBOARD_LOGIN_ATTEMPTS',
     description:
-      'Dashboard log-in attempts allowed per minute for one email (and ten times as many from one client address), and sign-ups per minute from one client address; more get 429.',
+      'Dashboard log-in attempts allowed per minute for one email from one client address (ten times as many from one client address; past five times as many failures for an email, only addresses that have not failed for it may try), and sign-ups per minute from one client address; more get 429.',
     fallback: () => 10,
     parse: integerIn(1, 1_000),
   }),

@@ -17,7 +17,10 @@ const EMAIL_SHAPE = /^[^\s@\p{Cc}]+@[^\s@\p{Cc}]+$/u;
 export interface DashboardAuthOptions {
   readonly signupEnabled: boolean;
   readonly sessionTtlMs: number;
-  /** Log-in attempts per minute, per email and (separately, ten times as many) per client address. */
+  /**
+   * Log-in attempts per minute per (email, client address); ten times as many per client address; and
+   * failures per email (five times as many) past which only addresses that have not failed may try.
+   */
   readonly loginAttemptsPerMinute: number;
   /** How often expired sessions are deleted; default {@link DEFAULT_SESSION_PURGE_INTERVAL_MS}. */
   readonly sessionPurgeIntervalMs?: number;
@@ -122,23 +125,51 @@ export class DashboardAuthService {
   }
 
   /**
-   * Counted before the password is checked, so guessing is limited however the guesses turn out:
-   * per email (slows guessing one account) and per client address (slows trying many accounts).
+   * Guessing is limited without letting anyone lock a user out (README, "The web dashboard"):
+   * 1. attempts per (email, client address): `loginAttemptsPerMinute` — one address guessing one account;
+   * 2. attempts per client address: ten times that — one address trying many accounts;
+   * 3. failures per email from everywhere: five times that a minute. Past it, an address that has already
+   *    failed for this email this minute is refused before its password is checked; an address that has
+   *    not is still let in with the right password. So many addresses guessing one account get one guess
+   *    each a minute, and the account's owner, from an address that has not failed, is never locked out.
+   * 1 and 2 are counted before the password is checked, however the attempt turns out.
    */
   async logIn(input: { email: string; password: string }, clientAddress: string): Promise<NewSession> {
     const email = input.email.trim().toLowerCase();
     const limit = this.options.loginAttemptsPerMinute;
+    const pair = `${email}|${clientAddress}`;
     await this.limit(
       [
-        [`dashboard-login:email:${email}`, limit],
+        [`dashboard-login:email-address:${pair}`, limit],
         [`dashboard-login:ip:${clientAddress}`, limit * 10],
       ],
       'log-in',
     );
+    const emailFailures = `dashboard-login:failed-email:${email}`;
+    const pairFailures = `dashboard-login:failed:${pair}`;
+    const [failedForEmail, failedHere] = await Promise.all([
+      this.rateLimiter.used(emailFailures),
+      this.rateLimiter.used(pairFailures),
+    ]).catch((error: unknown) => {
+      throw unavailable(error);
+    });
+    if (failedForEmail.used >= limit * 5 && failedHere.used > 0) {
+      const retryAfter = Math.max(1, Math.ceil((failedForEmail.resetAt - this.now()) / 1000));
+      throw new GatewayError('RATE_LIMIT_EXCEEDED', {
+        message: `Too many failed log-ins for this email; retry in ${retryAfter} s.`,
+        retryAfter,
+      });
+    }
     // No login has an email of another shape: such text is not even looked up.
     const user = EMAIL_SHAPE.test(email) ? await this.store.dashboardUsers.findByEmail(email) : undefined;
     const matches = await verifyPassword(input.password, user?.passwordHash ?? (await decoyHash()));
     if (user === undefined || !matches) {
+      await Promise.all([
+        this.rateLimiter.hit(emailFailures, Number.MAX_SAFE_INTEGER),
+        this.rateLimiter.hit(pairFailures, Number.MAX_SAFE_INTEGER),
+      ]).catch((error: unknown) => {
+        throw unavailable(error);
+      });
       throw new GatewayError('UNAUTHORIZED', { message: 'Email or password is wrong.' });
     }
     return this.openSession(user);
@@ -247,11 +278,7 @@ export class DashboardAuthService {
     const decisions = await Promise.all(
       counters.map(([subject, limit]) => this.rateLimiter.hit(subject, limit)),
     ).catch((error: unknown) => {
-      throw new GatewayError('SERVICE_UNAVAILABLE', {
-        message: 'Rate limiting is unavailable; retry shortly.',
-        retryAfter: 1,
-        cause: error,
-      });
+      throw unavailable(error);
     });
     const refused = decisions.find((decision) => !decision.allowed);
     if (refused !== undefined) {
@@ -279,6 +306,15 @@ export class DashboardAuthService {
 }
 
 class EmailTaken extends Error {}
+
+/** Fails closed: when the shared counter (Redis) is unreachable, 503 rather than unlimited guessing. */
+function unavailable(error: unknown): GatewayError {
+  return new GatewayError('SERVICE_UNAVAILABLE', {
+    message: 'Rate limiting is unavailable; retry shortly.',
+    retryAfter: 1,
+    cause: error,
+  });
+}
 
 /** The one answer to a sign-up whose email cannot be used, taken or not (see signUp). */
 export const SIGNUP_REFUSED = 'cannot be used to sign up here; if you already have an account, log in';
