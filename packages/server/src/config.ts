@@ -270,6 +270,13 @@ export const SETTINGS = {
     fallback: () => false,
     parse: boolean,
   }),
+  outboundPorts: setting<readonly number[]>({
+    env: 'OUTBOUND_PORTS',
+    description:
+      'Ports webhook URLs and facilitatorUrl may name, separated by commas. Lifted by ALLOW_PRIVATE_OUTBOUND_URLS.',
+    fallback: () => [443, 80],
+    parse: (raw) => raw.split(',').map((port) => integerIn(1, 65_535)(port.trim())),
+  }),
   metricsToken: setting<string | undefined>({
     env: 'METRICS_TOKEN',
     description:

@@ -122,7 +122,7 @@ export async function startServer(
       proofMaxAgeMs: config.proofMaxAgeSeconds * 1000,
       authCacheMs: config.authCacheMs,
       x402LocalnetAsDevnet: config.x402LocalnetAsDevnet,
-      outbound: { allowPrivate: config.allowPrivateOutboundUrls },
+      outbound: { allowPrivate: config.allowPrivateOutboundUrls, ports: config.outboundPorts },
       feeBudget: { budgets: config.x402FeeBudget, minimums: config.x402MinSettleAmount },
       ...(metrics === undefined ? {} : { confirmations: metrics, sponsoredFees: metrics }),
     });

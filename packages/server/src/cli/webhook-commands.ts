@@ -27,6 +27,7 @@ export async function webhooksCommand(ctx: CliContext, args: string[]): Promise<
     const masterKey = loadMasterKey(ctx.config, (message) => process.stderr.write(`gate402: ${message}\n`));
     const webhooks = new WebhookService(store, new SecretBox(masterKey), {
       allowPrivate: ctx.config.allowPrivateOutboundUrls,
+      ports: ctx.config.outboundPorts,
     });
     switch (sub) {
       case 'create': {

@@ -13,6 +13,7 @@ export type PaymentEventsConfig = Pick<
   Config,
   | 'redisUrl'
   | 'allowPrivateOutboundUrls'
+  | 'outboundPorts'
   | 'eventsPollMs'
   | 'streamHeartbeatMs'
   | 'streamMaxBufferedBytes'
@@ -72,7 +73,10 @@ export async function createPaymentEvents(parts: PaymentEventsParts): Promise<Pa
     await redis.connect();
     signal = redis;
   }
-  const policy: OutboundPolicy = { allowPrivate: config.allowPrivateOutboundUrls };
+  const policy: OutboundPolicy = {
+    allowPrivate: config.allowPrivateOutboundUrls,
+    ports: config.outboundPorts,
+  };
   const hub = new EventHub({
     store,
     signal,

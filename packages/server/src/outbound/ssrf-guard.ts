@@ -16,7 +16,20 @@ import { BlockList, isIP, type LookupFunction } from 'node:net';
  */
 export interface OutboundPolicy {
   readonly allowPrivate: boolean;
+  /**
+   * Ports a URL may name (OUTBOUND_PORTS); default 443 and 80 (plain http itself only with allowPrivate).
+   * An internal service on another port of a public address is out of reach. allowPrivate lifts it too.
+   */
+  readonly ports?: readonly number[];
 }
+
+export const DEFAULT_OUTBOUND_PORTS: readonly number[] = [443, 80];
+
+/**
+ * The one answer for a host that is private, special-purpose or cannot be resolved: different answers
+ * would let a caller probe which internal names exist.
+ */
+const NOT_ALLOWED = 'must not point at a private, loopback or link-local address';
 
 /** Why a URL was refused; `reason` is safe to show to the caller who supplied the URL. */
 export class OutboundUrlError extends Error {
@@ -34,6 +47,8 @@ export interface ResolvedOutbound {
 
 const BLOCKED = new BlockList();
 for (const [network, prefix] of [
+  // Every block of the IANA IPv4 Special-Purpose Address Registry, globally reachable or not: none is a
+  // place a webhook or facilitator lives.
   ['0.0.0.0', 8], // "this network", unspecified
   ['10.0.0.0', 8], // RFC 1918
   ['100.64.0.0', 10], // CGNAT (RFC 6598)
@@ -42,8 +57,11 @@ for (const [network, prefix] of [
   ['172.16.0.0', 12], // RFC 1918
   ['192.0.0.0', 24], // IETF protocol assignments
   ['192.0.2.0', 24], // TEST-NET-1
+  ['192.31.196.0', 24], // AS112-v4
+  ['192.52.193.0', 24], // AMT
   ['192.88.99.0', 24], // 6to4 relay anycast
   ['192.168.0.0', 16], // RFC 1918
+  ['192.175.48.0', 24], // direct delegation AS112 service
   ['198.18.0.0', 15], // benchmarking
   ['198.51.100.0', 24], // TEST-NET-2
   ['203.0.113.0', 24], // TEST-NET-3
@@ -59,13 +77,20 @@ for (const [network, prefix] of [
   // the embedded-IPv4 check below does not read, so the whole range is refused.
   ['::', 96],
   ['::ffff:0:0:0', 96], // IPv4-translated ::ffff:0:a.b.c.d (RFC 2765)
-  ['64:ff9b::', 96], // NAT64 (embeds IPv4; checked through its IPv4 part below as well)
+  // Every block of the IANA IPv6 Special-Purpose Address Registry, and the deprecated site-local range.
+  ['64:ff9b::', 96], // NAT64 well-known prefix (embeds IPv4)
+  ['64:ff9b:1::', 48], // NAT64 local-use prefix (RFC 8215): translates to whatever the operator's NAT64 reaches
   ['100::', 64], // discard
+  ['100:0:0:1::', 64], // dummy prefix (RFC 9780)
   ['2001::', 23], // IETF protocol assignments (Teredo, ORCHID, …)
   ['2001:db8::', 32], // documentation
   ['2002::', 16], // 6to4 (embeds IPv4)
+  ['2620:4f:8000::', 48], // direct delegation AS112 service
+  ['3fff::', 20], // documentation (RFC 9637)
+  ['5f00::', 16], // segment routing SIDs (RFC 9602)
   ['fc00::', 7], // unique local (ULA)
   ['fe80::', 10], // link-local
+  ['fec0::', 10], // site-local (deprecated by RFC 3879, still routed inside some networks)
   ['ff00::', 8], // multicast
 ] as const) {
   BLOCKED.addSubnet(network, prefix, 'ipv6');
@@ -113,7 +138,14 @@ export function checkOutboundUrl(raw: string, policy: OutboundPolicy): URL {
   }
   const host = bareHost(url);
   if (!policy.allowPrivate && isIP(host) !== 0 && isForbiddenAddress(host)) {
-    throw new OutboundUrlError('must not point at a private, loopback or link-local address');
+    throw new OutboundUrlError(NOT_ALLOWED);
+  }
+  if (!policy.allowPrivate) {
+    const port = Number(url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : url.port);
+    const ports = policy.ports ?? DEFAULT_OUTBOUND_PORTS;
+    if (!ports.includes(port)) {
+      throw new OutboundUrlError(`must use port ${ports.join(' or ')}`);
+    }
   }
   return url;
 }
@@ -137,12 +169,15 @@ export async function resolveOutbound(
     try {
       found = await resolve(host);
     } catch {
-      throw new OutboundUrlError(`host ${host} cannot be resolved`);
+      // The same answer as a private address: which internal names resolve is not the caller's to learn.
+      throw new OutboundUrlError(policy.allowPrivate ? `host ${host} cannot be resolved` : NOT_ALLOWED);
     }
   }
-  if (found.length === 0) throw new OutboundUrlError(`host ${host} cannot be resolved`);
+  if (found.length === 0) {
+    throw new OutboundUrlError(policy.allowPrivate ? `host ${host} cannot be resolved` : NOT_ALLOWED);
+  }
   if (!policy.allowPrivate && found.some((a) => isForbiddenAddress(a.address))) {
-    throw new OutboundUrlError('must not point at a private, loopback or link-local address');
+    throw new OutboundUrlError(NOT_ALLOWED);
   }
   return {
     url,
