@@ -10,6 +10,9 @@ import { invalidParameters } from '../../domain/gateway-error.ts';
  */
 export function installExactJson(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'error');
+  // Fastify also reads text/plain bodies as strings by default; every body here is JSON, so any other
+  // type is 415 UNSUPPORTED_MEDIA_TYPE (README) rather than a 400 saying the body is not an object.
+  app.removeContentTypeParser('text/plain');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const inexact = firstInexactNumber(body as string);
