@@ -20,6 +20,7 @@ import { loadMasterKey } from './services/custody/master-key.ts';
 import { DashboardAuthService } from './services/dashboard/dashboard-auth-service.ts';
 import { createServices, type GatewayServices } from './services/gateway-services.ts';
 import { openStore, storageLocation } from './store/open-store.ts';
+import { makeDataDirPrivate } from './store/private-data-dir.ts';
 import type { Store } from './store/store.ts';
 import { PaymentReconciler } from './workers/payment-reconciler.ts';
 import { SettlementFinisher } from './workers/settlement-finisher.ts';
@@ -80,6 +81,17 @@ export async function startServer(
 ): Promise<RunningServer> {
   // Loaded once, first: services and webhooks must seal with the very same key, and a missing or
   // unreadable key stops the start before storage is migrated or any chain is started.
+  // First of all: every file the gateway and its chains write into DATA_DIR is created private.
+  const { tightened, failed } = makeDataDirPrivate(config.dataDir);
+  if (tightened.length > 0) {
+    logger.info(
+      { dataDir: config.dataDir, files: tightened.length },
+      'tightened permissions in DATA_DIR: readable by the gateway user only (0600 files, 0700 folders)',
+    );
+  }
+  if (failed.length > 0) {
+    logger.warn({ dataDir: config.dataDir, paths: failed }, 'could not make these DATA_DIR paths private');
+  }
   const masterKey = loadMasterKey(config, (message) => logger.warn(message));
   const location = storageLocation(config);
   // Storage trouble the pool recovers from by itself (a connection terminated, replaced on next use).
