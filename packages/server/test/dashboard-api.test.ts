@@ -498,7 +498,7 @@ describe('dashboard API: security', () => {
       [
         { method: 'GET', url: '/dashboard/api/payments?status=lost&limit=0' },
         {
-          status: 'must be one of pending, submitted, confirmed, finalized, failed, expired',
+          status: 'must be one of pending, submitted, confirmed, finalized, failed, expired, reverted',
           limit: 'must be between 1 and 100',
         },
       ],
