@@ -115,7 +115,12 @@ describe('SDK and the served OpenAPI document', () => {
       amount: Number(toAtomicUnits('0.25', 9)),
       recipient: seller.address,
     });
-    assert.deepEqual(verified, { verified: true, transaction_id: sent.signature });
+    assert.deepEqual(verified, {
+      verified: true,
+      transaction_id: sent.signature,
+      network: sent.network,
+      asset: { symbol: 'SOL', address: null, decimals: 9 },
+    });
     const received = await sdk.receivePayment({
       walletAddress: seller.address,
       paymentProof: sent.paymentProof,

@@ -123,6 +123,7 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
         confirmations: confirmed.confirmations,
         timestamp: 0,
         metadata: { referenceId: 'order-9' },
+        asset: { symbol: 'ETH', address: null, decimals: 18 },
       },
     );
     assert.equal(await f.chain.getBalance(seller.wallet), sellerBefore + ETH / 4n);
@@ -140,6 +141,7 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
       timestamp: history.payments[0].timestamp,
       signature: hash,
       network: NETWORK,
+      asset: { symbol: 'ETH', address: null, decimals: 18 },
     });
 
     // anvil calls a block finalized 64 blocks deep.
@@ -440,7 +442,12 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
         amount: 50_000_000_000_000_000,
         recipient: shopWallet.address,
       });
-      assert.deepEqual(verify.json(), { verified: true, transaction_id: paid.signature });
+      assert.deepEqual(verify.json(), {
+        verified: true,
+        transaction_id: paid.signature,
+        network: NETWORK,
+        asset: { symbol: 'ETH', address: null, decimals: 18 },
+      });
 
       await reconciler.runOnce();
       assert.equal((await status(shop.key, r.paymentId)).status, 'pending', 'no receipt on chain yet');
@@ -607,7 +614,12 @@ describe('local transaction mode on EVM (anvil): /transaction/send, /transaction
       for (const body of [{}, { amount: 1 }, { recipient: seller.wallet.toLowerCase() }]) {
         const res = await verify(body);
         assert.equal(res.statusCode, 200, res.body);
-        assert.deepEqual(res.json(), { verified: true, transaction_id: paid.signature });
+        assert.deepEqual(res.json(), {
+          verified: true,
+          transaction_id: paid.signature,
+          network: NETWORK,
+          asset: { symbol: 'ETH', address: null, decimals: 18 },
+        });
       }
     });
 

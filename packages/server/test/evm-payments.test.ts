@@ -128,6 +128,7 @@ describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, statu
         confirmations: 3,
         timestamp: 0,
         metadata: { referenceId: 'order-7' },
+        asset: { symbol: 'ETH', address: null, decimals: 18 },
       },
     );
     const sellerStatus = (await f.get(seller.key, `/payment/status/${r.paymentId}`)).json();
@@ -149,6 +150,7 @@ describe('Lightning mode on EVM (anvil): custodial wallets, send, receive, statu
         timestamp: s.timestamp,
         signature: s.signature,
         network: 'eip155:31337',
+        asset: { symbol: 'ETH', address: null, decimals: 18 },
       },
     );
     const sellerHistory = (await f.get(seller.key, `/payment/history/${seller.wallet.toLowerCase()}`)).json();

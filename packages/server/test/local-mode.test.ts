@@ -128,6 +128,7 @@ describe('local transaction mode: /transaction/send, watching, local-mode proofs
       timestamp: history.payments[0].timestamp,
       signature,
       network: f.chain.localnet.network,
+      asset: { symbol: 'SOL', address: null, decimals: 9 },
     });
 
     f.chain.localnet.advanceSlots(3);
@@ -445,7 +446,12 @@ describe('local transaction mode: /transaction/send, watching, local-mode proofs
         amount: 50_000_000,
         recipient: shopWallet.address,
       });
-      assert.deepEqual(verify.json(), { verified: true, transaction_id: paid.signature });
+      assert.deepEqual(verify.json(), {
+        verified: true,
+        transaction_id: paid.signature,
+        network: f.chain.localnet.network,
+        asset: { symbol: 'SOL', address: null, decimals: 9 },
+      });
 
       const receiptSignature = await broadcast(r.transaction, shopWallet.secretKey);
       f.chain.localnet.advanceSlots(1);

@@ -621,6 +621,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     const tooMuch = await api(seller.key, 'POST', '/v1/payments/verify', {
       payment_proof: header,
       amount: 10001,
+      asset: 'USDC',
       recipient: seller.solana,
     });
     assert.deepEqual([tooMuch.body.verified, tooMuch.body.reason], [false, 'amount_too_low']);

@@ -30,7 +30,9 @@ export function solanaAdapterFor(localnet: Localnet, route: AdapterRoute): Solan
       isLocal: true,
       rpcUrl,
       wsUrl: route.wsUrl ?? route.wsUrls?.[0],
-      tokens: [],
+      // The localnet's USDC, as the embedded chain's adapter lists it: the built-in facilitator settles
+      // only the mints its network lists.
+      tokens: [{ symbol: 'USDC', address: localnet.usdcMint.address, decimals: localnet.usdcMint.decimals }],
     },
     rpcUrl,
     wsUrl: route.wsUrl ?? route.wsUrls?.[0],
