@@ -77,8 +77,53 @@ describe('POST /payment/receive with network: a payment on another network is re
     });
     assert.equal(received.status, 200, JSON.stringify(received.body));
     assert.equal(received.body.network, first.adapter.info.id);
-    const again = await api(seller.key, 'POST', '/payment/receive', body);
+    // Named again (a price naming no network is the default network's, which the next test holds).
+    const again = await api(seller.key, 'POST', '/payment/receive', {
+      ...body,
+      network: first.adapter.info.id,
+    });
     assert.equal(again.body.error?.details?.paymentProof, 'already_used');
+  });
+
+  it('pins a price that names no network to the default network of the wallet family: a proof of the other is refused network_mismatch, unconsumed', async () => {
+    // An address is valid on every network of its family: without the pin, a price of 0.01 (native) was
+    // paid as well with the other cluster's SOL (a testnet's free coin, next to a mainnet) as the seller's.
+    const listed = await api(seller.key, 'GET', '/networks');
+    const home = listed.body.networks.find(
+      (n: { family: string; isDefault: boolean }) => n.family === 'solana' && n.isDefault,
+    ).id;
+    const away = home === first.adapter.info.id ? second : first;
+    assert.notEqual(away.adapter.info.id, home);
+    await away.adapter.faucet?.fundNative(buyer.wallet, 1_000_000_000n);
+    const sent = await api(buyer.key, 'POST', '/payment/send', {
+      walletAddress: buyer.wallet,
+      recipientAddress: seller.wallet,
+      amount: 0.01,
+      network: away.adapter.info.id,
+    });
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
+    const body = { walletAddress: seller.wallet, paymentProof: sent.body.paymentProof, expectedAmount: 0.01 };
+    for (const route of ['/payment/receive', '/transaction/receive']) {
+      const refused = await api(seller.key, 'POST', route, body);
+      assert.equal(refused.status, 422, `${route}: ${JSON.stringify(refused.body)}`);
+      assert.deepEqual(
+        [refused.body.error.code, refused.body.error.details.paymentProof],
+        ['INVALID_PAYMENT_PROOF', 'network_mismatch'],
+      );
+    }
+    const verified = await api(seller.key, 'POST', '/v1/payments/verify', {
+      payment_proof: Buffer.from(sent.body.paymentProof).toString('base64'),
+      amount: 10_000_000,
+      recipient: seller.wallet,
+    });
+    assert.deepEqual([verified.body.verified, verified.body.reason], [false, 'network_mismatch']);
+    // Not consumed: the seller that sells on that network is paid by it.
+    const received = await api(seller.key, 'POST', '/payment/receive', {
+      ...body,
+      network: away.adapter.info.id,
+    });
+    assert.equal(received.status, 200, JSON.stringify(received.body));
+    assert.equal(received.body.network, away.adapter.info.id);
   });
 
   it('refuses an x402 payment of the first network when the second is asked, before it is settled', async () => {

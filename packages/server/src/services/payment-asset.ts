@@ -105,10 +105,11 @@ export function assetMismatch(asset: PaymentAsset, paid: string, chain: ChainAda
 
 /**
  * What a receive or verify request asks of the payment besides its amount: the network it must be on
- * and the asset it must be in. Naming an asset pins the network (the request's `network`, else the
- * default network of the wallet's family): a symbol or a token address means something on one network
- * only. Without an asset the payment must be in the native currency of whichever network it is on
- * (the one `network` names, if any).
+ * and the asset it must be in. The network is always pinned: the request's `network`, else the default
+ * network of the wallet's family. A symbol or a token address means something on one network only, and
+ * so does a native price: an address is valid on every network of its family, so "0.01 ETH" without a
+ * network would be paid as well in a testnet's free ETH (or a second Solana cluster's SOL) as in the
+ * seller's. Without an asset the payment must be in that network's native currency.
  */
 export async function statedTerms(
   networks: NetworkRegistry,
@@ -118,9 +119,7 @@ export async function statedTerms(
     readonly asset?: string | undefined;
   },
   field: string,
-): Promise<{ network: string | undefined; asset: PaymentAsset | undefined }> {
-  if (input.network === undefined && input.asset === undefined)
-    return { network: undefined, asset: undefined };
+): Promise<{ network: string; asset: PaymentAsset | undefined }> {
   // Resolved first, so a network that is not configured, or not the wallet's family, is a 400.
   const chain = networks.resolve({ address: input.address, network: input.network, field });
   return {
