@@ -24,7 +24,7 @@ const PYUSD = '2b1kV6DkPAnxd5ixfnxCpjxmKwqjjaYmCZfHsFu24GXo';
 const BASE = 'eip155:8453';
 const EURC_BASE = '0x60a3E35Cc302bFA44Cb288Bc5a4F316Fdb1adb42';
 
-function problemsOf(value: string): string[] {
+function problemsOf(value: string): readonly string[] {
   try {
     loadConfig({ X402_EXTRA_ASSETS: value });
   } catch (error) {

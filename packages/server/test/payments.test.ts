@@ -118,6 +118,7 @@ describe('Lightning mode on Solana: send, receive, status, history', () => {
       timestamp: s.timestamp,
       signature: s.signature,
       network: f.chain.localnet.network,
+      asset: { symbol: 'SOL', address: null, decimals: 9 },
     });
     const sellerHistory = (await f.get(seller.key, `/payment/history/${seller.wallet}?type=received`)).json();
     assert.equal(sellerHistory.total, 1);

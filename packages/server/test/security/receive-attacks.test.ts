@@ -17,7 +17,13 @@ import { startTestEvm, type TestEvm } from '../support/test-anvil.ts';
 import { startTestGateway, type TestGateway } from '../support/test-gateway.ts';
 import { startTestChain, type TestChain } from '../support/test-localnet.ts';
 import { createToken2022WithMetadata, mintToken2022 } from '../support/token-2022-mint.ts';
-import { evmExactRequirements, evmPayload, svmExactRequirements, svmPayload } from '../support/x402-buyer.ts';
+import {
+  evmExactRequirements,
+  evmPayload,
+  newV1SvmBuyer,
+  svmExactRequirements,
+  svmPayload,
+} from '../support/x402-buyer.ts';
 
 /**
  * A hostile buyer (and a hostile second account) against every route that records or confirms a
@@ -57,6 +63,13 @@ interface World {
     payTo?: string;
     sellerPays?: boolean;
   }): Promise<string>;
+  /**
+   * The same as an x402 v1 buyer's X-PAYMENT value (which names no asset: only its transfer does);
+   * undefined on a family whose v1 buyer is not driven here.
+   */
+  payV1?(options: { asset: 'usdc' | 'junk'; atomic: bigint; sellerPays?: boolean }): Promise<string>;
+  /** A gate402 proof (`0x…`) of 0.01 in the native currency, sent to the seller by the other account. */
+  payNative(): Promise<string>;
 }
 
 /** What a route is asked: the wallet paid, the proof, and the price stated. */
@@ -114,8 +127,8 @@ const ROUTES: readonly Route[] = [
     name: 'POST /v1/payments/verify',
     submit: async (w, caller, a) => {
       const res = await callAs(w.gw(), caller.key, 'POST', '/v1/payments/verify', {
-        // An x402 payment header value is itself base64 JSON: given as it came.
-        payment_proof: a.proof,
+        // An x402 payment header value is itself base64 JSON: given as it came; a gate402 proof in base64.
+        payment_proof: a.proof.startsWith('0x') ? Buffer.from(a.proof).toString('base64') : a.proof,
         amount: Number(a.atomic),
         recipient: a.wallet,
         ...(a.asset === undefined ? {} : { asset: a.asset }),
@@ -160,6 +173,8 @@ interface Attack {
   readonly name: string;
   /** Routes the attack applies to; default every route. */
   readonly on?: readonly string[];
+  /** Chain families the attack applies to; default both. */
+  readonly families?: readonly Family[];
   /** The attempt on `route`, after any setup of its own (e.g. the payload redeemed once before). */
   attempt(w: World, route: string): Promise<Attempt>;
   /** `ok`: the payment is verified, and the answer carries this asset. */
@@ -195,12 +210,65 @@ const ATTACKS: readonly Attack[] = [
     expect: refused('INVALID_PAYMENT_PROOF', 'asset_mismatch'),
   },
   {
+    // A gate402 proof attests a native transfer only: it pays no token price, whatever the amount.
+    name: 'wrong asset: a gate402 proof of 0.01 in the native currency, for a price of 0.01 USDC',
+    on: TOKEN_ROUTES,
+    attempt: async (w) => ({ wallet: w.seller.wallet, proof: await w.payNative(), ...USDC_PRICE }),
+    expect: refused('INVALID_PAYMENT_PROOF', 'asset_mismatch'),
+  },
+  {
     name: 'wrong asset: 0.01 USDC for a price of 0.01 in the native currency',
     on: NATIVE_ROUTES,
     attempt: async (w) => ({
       wallet: w.seller.wallet,
       proof: await w.pay({ asset: 'usdc', atomic: 10_000n }),
       ...nativePrice(w),
+    }),
+    expect: refused('INVALID_PAYMENT_PROOF', 'asset_mismatch'),
+  },
+  {
+    // Only the transfer tells: the facilitator's mint_mismatch (Solana) must reach the seller as asset_mismatch.
+    name: 'wrong asset, disguised: a payload whose accepted names USDC while its transfer moves the junk token',
+    on: TOKEN_ROUTES,
+    families: ['solana'],
+    attempt: async (w, route) => {
+      const sellerPays = route === 'POST /transaction/receive';
+      const junk = decodePaymentSignatureHeader(await w.pay({ asset: 'junk', atomic: 10_000n, sellerPays }));
+      return {
+        wallet: w.seller.wallet,
+        proof: encodePaymentSignatureHeader({ ...junk, accepted: { ...junk.accepted, asset: w.usdc } }),
+        ...USDC_PRICE,
+      };
+    },
+    expect: refused('INVALID_PAYMENT_PROOF', 'asset_mismatch'),
+  },
+  {
+    // EVM: the junk contract's EIP-712 domain is not USDC's, so the signature cannot pay USDC at all.
+    name: 'wrong asset, disguised (EVM): accepted names USDC, the authorization is signed for the junk contract',
+    on: TOKEN_ROUTES,
+    families: ['evm'],
+    attempt: async (w) => {
+      const junk = decodePaymentSignatureHeader(await w.pay({ asset: 'junk', atomic: 10_000n }));
+      return {
+        wallet: w.seller.wallet,
+        proof: encodePaymentSignatureHeader({ ...junk, accepted: { ...junk.accepted, asset: w.usdc } }),
+        ...USDC_PRICE,
+      };
+    },
+    expect: refused('PAYMENT_VERIFICATION_FAILED', 'invalid_exact_evm_payload_signature'),
+  },
+  {
+    name: 'wrong asset, v1: an X-PAYMENT v1 payload (it names no asset) moving the junk token, for 0.01 USDC',
+    on: TOKEN_ROUTES,
+    families: ['solana'],
+    attempt: async (w, route) => ({
+      wallet: w.seller.wallet,
+      proof: await (w.payV1 as NonNullable<World['payV1']>)({
+        asset: 'junk',
+        atomic: 10_000n,
+        sellerPays: route === 'POST /transaction/receive',
+      }),
+      ...USDC_PRICE,
     }),
     expect: refused('INVALID_PAYMENT_PROOF', 'asset_mismatch'),
   },
@@ -284,6 +352,23 @@ const HAPPY: Attack = {
   expect: (w) => ({ ok: { symbol: 'USDC', address: w.usdc, decimals: 6 } }),
 };
 
+/** The v1 payload of the right asset is verified too: the v1 rows' refusals are for the asset alone. */
+const HAPPY_V1: Attack = {
+  name: 'v1, the right asset and amount: an X-PAYMENT v1 payload of 0.01 USDC for 0.01 USDC is verified',
+  on: TOKEN_ROUTES,
+  families: ['solana'],
+  attempt: async (w, route) => ({
+    wallet: w.seller.wallet,
+    proof: await (w.payV1 as NonNullable<World['payV1']>)({
+      asset: 'usdc',
+      atomic: 10_000n,
+      sellerPays: route === 'POST /transaction/receive',
+    }),
+    ...USDC_PRICE,
+  }),
+  expect: (w) => ({ ok: { symbol: 'USDC', address: w.usdc, decimals: 6 } }),
+};
+
 /** Rows of storage that any payment, consumed proof, settlement, receipt or event leaves. */
 const TRACE_TABLES = ['payments', 'consumed_proofs', 'x402_settlements', 'x402_receipts', 'events'] as const;
 
@@ -319,6 +404,15 @@ describe('receive attacks: a hostile buyer against every route that records or c
       const res = await callAs(gw, key, 'POST', '/faucet', body);
       assert.equal(res.status, 200, JSON.stringify(res.body));
     };
+    const nativeProof = async (from: Caller, to: Caller) => {
+      const res = await callAs(gw, from.key, 'POST', '/payment/send', {
+        walletAddress: from.wallet,
+        recipientAddress: to.wallet,
+        amount: 0.01,
+      });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return String(res.body.paymentProof);
+    };
 
     // Solana: the buyer mints its own "USDC" (Token-2022, buyer as authority).
     {
@@ -345,6 +439,11 @@ describe('receive attacks: a hostile buyer against every route that records or c
         await mintToken2022(chain.localnet.rpcUrl, buyer, mint, address(c.wallet), 1n);
       chain.localnet.advanceSlots(1);
       const feePayer = gw.services.facilitator.feePayerOf(chain.adapter.info.id) ?? '';
+      // A v1 buyer (x402 1.x client) holding both tokens too.
+      const v1Buyer = await newV1SvmBuyer(chain);
+      await faucet(seller.key, { address: v1Buyer.address, amount: 1, token: 'USDC' });
+      await mintToken2022(chain.localnet.rpcUrl, buyer, mint, address(v1Buyer.address), 1_000_000_000n);
+      chain.localnet.advanceSlots(1);
       worlds.push({
         family: 'solana',
         network: chain.adapter.info.id,
@@ -354,6 +453,7 @@ describe('receive attacks: a hostile buyer against every route that records or c
         seller,
         other,
         gw: () => gw,
+        payNative: () => nativeProof(other, seller),
         pay: async (o) => {
           const requirements = svmExactRequirements(chain, {
             amount: o.atomic.toString(),
@@ -363,6 +463,14 @@ describe('receive attacks: a hostile buyer against every route that records or c
           const asset = o.asset === 'junk' ? mint : requirements.asset;
           return encodePaymentSignatureHeader(await svmPayload(chain, buyer, { ...requirements, asset }));
         },
+        payV1: (o) =>
+          v1Buyer.paymentHeader({
+            amount: o.atomic.toString(),
+            payTo: seller.wallet,
+            feePayer: o.sellerPays === true ? seller.wallet : feePayer,
+            resource: 'https://shop.example/r',
+            ...(o.asset === 'junk' ? { asset: mint } : {}),
+          }),
       });
     }
 
@@ -373,6 +481,7 @@ describe('receive attacks: a hostile buyer against every route that records or c
       await faucet(seller.key, { address: buyer.address, amount: 1 });
       await faucet(seller.key, { address: buyer.address, amount: 1, token: 'USDC' });
       await faucet(seller.key, { address: seller.wallet, amount: 1 });
+      await faucet(seller.key, { address: other.wallet, amount: 1 });
       const transport = http(evm.anvil.rpcUrl);
       const wallet = createWalletClient({ account: buyer, transport });
       const reader = createPublicClient({ transport });
@@ -405,6 +514,7 @@ describe('receive attacks: a hostile buyer against every route that records or c
         seller,
         other,
         gw: () => gw,
+        payNative: () => nativeProof(other, seller),
         pay: async (o) => {
           const requirements = evmExactRequirements(evm, {
             amount: o.atomic.toString(),
@@ -425,7 +535,7 @@ describe('receive attacks: a hostile buyer against every route that records or c
   });
 
   for (const family of ['solana', 'evm'] as const) {
-    for (const attack of [...ATTACKS, HAPPY]) {
+    for (const attack of [...ATTACKS, HAPPY_V1, HAPPY].filter((a) => a.families?.includes(family) ?? true)) {
       for (const route of ROUTES.filter((r) => (attack.on ?? NATIVE_ROUTES).includes(r.name))) {
         it(`${family} · ${route.name} · ${attack.name}`, async () => {
           const w = worlds.find((x) => x.family === family) as World;

@@ -87,12 +87,16 @@ export interface V1SvmBuyer {
   readonly address: string;
   /** The 1.x client's signer, for its fetch wrapper. */
   readonly signer: Awaited<ReturnType<typeof createV1Signer>>;
-  /** The X-PAYMENT value it sends for `amount` atomic units of the localnet's USDC (once funded). */
+  /**
+   * The X-PAYMENT value it sends for `amount` atomic units of the localnet's USDC (once funded), or of
+   * the mint `asset` names. A v1 payload does not repeat the requirements: only its transfer says which.
+   */
   paymentHeader(fields: {
     amount: string;
     payTo: string;
     feePayer: string;
     resource: string;
+    asset?: string;
   }): Promise<string>;
 }
 
@@ -121,7 +125,7 @@ export async function newV1SvmBuyer(chain: TestChain): Promise<V1SvmBuyer> {
           mimeType: 'application/json',
           payTo: fields.payTo,
           maxTimeoutSeconds: 60,
-          asset: chain.localnet.usdcMint.address,
+          asset: fields.asset ?? chain.localnet.usdcMint.address,
           extra: { feePayer: fields.feePayer },
         },
         { svmConfig: { rpcUrl: chain.localnet.rpcUrl } },
