@@ -62,6 +62,8 @@ interface World {
     atomic: bigint;
     payTo?: string;
     sellerPays?: boolean;
+    /** EVM: a Permit2 payload (extra.assetTransferMethod) instead of EIP-3009. */
+    permit2?: boolean;
   }): Promise<string>;
   /**
    * The same as an x402 v1 buyer's X-PAYMENT value (which names no asset: only its transfer does);
@@ -256,6 +258,23 @@ const ATTACKS: readonly Attack[] = [
       };
     },
     expect: refused('PAYMENT_VERIFICATION_FAILED', 'invalid_exact_evm_payload_signature'),
+  },
+  {
+    // The permit names its token: the facilitator's permit2_token_mismatch is another asset than asked.
+    name: 'wrong asset, disguised (EVM Permit2): accepted names USDC, the permit is for the junk contract',
+    on: TOKEN_ROUTES,
+    families: ['evm'],
+    attempt: async (w) => {
+      const junk = decodePaymentSignatureHeader(
+        await w.pay({ asset: 'junk', atomic: 10_000n, permit2: true }),
+      );
+      return {
+        wallet: w.seller.wallet,
+        proof: encodePaymentSignatureHeader({ ...junk, accepted: { ...junk.accepted, asset: w.usdc } }),
+        ...USDC_PRICE,
+      };
+    },
+    expect: refused('INVALID_PAYMENT_PROOF', 'asset_mismatch'),
   },
   {
     name: 'wrong asset, v1: an X-PAYMENT v1 payload (it names no asset) moving the junk token, for 0.01 USDC',
@@ -521,7 +540,8 @@ describe('receive attacks: a hostile buyer against every route that records or c
             payTo: o.payTo ?? seller.wallet,
           });
           const asset = o.asset === 'junk' ? junk : requirements.asset;
-          return encodePaymentSignatureHeader(await evmPayload(buyer, { ...requirements, asset }));
+          const extra = o.permit2 === true ? { assetTransferMethod: 'permit2' } : requirements.extra;
+          return encodePaymentSignatureHeader(await evmPayload(buyer, { ...requirements, asset, extra }));
         },
       });
     }

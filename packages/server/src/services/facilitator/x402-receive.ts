@@ -101,7 +101,7 @@ export class X402ReceiveService {
           asset: { ...asset },
         };
       }
-      if (answer.invalidReason === MINT_MISMATCH) {
+      if (isOtherAsset(answer.invalidReason)) {
         const error = assetMismatch(asset, 'another token', chain);
         return { verified: false, reason: 'asset_mismatch', message: error.message };
       }
@@ -450,8 +450,19 @@ function requestBody(payment: X402Payment, input: X402ReceiveInput): Record<stri
   };
 }
 
-/** The facilitator's refusal of a Solana transfer of another mint than the requirements'. */
-const MINT_MISMATCH = 'invalid_exact_svm_payload_mint_mismatch';
+/**
+ * The facilitator's refusals of a transfer in another token than the requirements' (the seller's stated
+ * asset): a Solana transfer of another mint, an EVM Permit2 permit for another token. Only the transfer
+ * tells for a payload that does not name its asset (v1), or names one its transfer does not move.
+ */
+const OTHER_ASSET_REASONS: ReadonlySet<string> = new Set([
+  'invalid_exact_svm_payload_mint_mismatch',
+  'permit2_token_mismatch',
+]);
+
+function isOtherAsset(reason: unknown): boolean {
+  return typeof reason === 'string' && OTHER_ASSET_REASONS.has(reason);
+}
 
 /**
  * How far back the chain is searched for a payload a remote facilitator settled without its answer
@@ -480,9 +491,9 @@ export function refusal(reason: unknown, message: unknown, transaction?: string)
       : `the facilitator refused the payment (${code})`;
   if (code === 'duplicate_settlement')
     return invalidProof('this payment was already settled', 'already_used');
-  // The transfer moves another mint than the requirements' (the seller's stated asset): caught here for
-  // payloads that do not name their asset (v1), where only the facilitator can read the transfer.
-  if (code === MINT_MISMATCH)
+  // The transfer moves another token than the requirements' (the seller's stated asset): caught here for
+  // payloads that do not name their asset (v1) or misname it, where only the facilitator reads the transfer.
+  if (isOtherAsset(code))
     return invalidProof(`the payment is in another asset than asked (${text})`, 'asset_mismatch');
   const error = verificationFailed(text, code);
   if (code === 'settlement_pending' && transaction !== undefined && transaction !== '') {
