@@ -22,7 +22,7 @@ export interface ProofToVerify {
    */
   readonly asset?: PaymentAsset | undefined;
   readonly resource?: string | undefined;
-  /** The network (CAIP-2 id) the payment must be on; undefined accepts any this gateway serves. */
+  /** The network (CAIP-2 id) the payment must be on (the routes always pin one); undefined accepts any served. */
   readonly network?: string | undefined;
   /** How long to wait for the transaction to land and confirm; 0 looks once. */
   readonly timeoutMs: number;

@@ -16,7 +16,7 @@ export interface VerifyInput {
   readonly recipient: string;
   /** A symbol GET /networks lists or a mint / contract address; absent: the native currency. */
   readonly asset?: string | undefined;
-  /** The network (CAIP-2) the payment must be on; absent: any of the recipient's family. */
+  /** The network (CAIP-2) the payment must be on; absent: the default network of the recipient's family. */
   readonly network?: string | undefined;
 }
 

@@ -155,7 +155,7 @@ const ReceiveBody = Type.Object(
         minLength: 1,
         maxLength: 100,
         description:
-          'CAIP-2 network id (GET /networks) the payment must be on. A proof or x402 payment on another network is refused with INVALID_PAYMENT_PROOF `network_mismatch` before anything is consumed; omit it to accept a payment on any network of the wallet.',
+          'CAIP-2 network id (GET /networks) the payment must be on. A proof or x402 payment on another network is refused with INVALID_PAYMENT_PROOF `network_mismatch` before anything is consumed; absent: the default network of the wallet family (an address is valid on every network of its family).',
       }),
     ),
     facilitatorUrl: Type.Optional(FacilitatorUrlField),

@@ -21,7 +21,7 @@ export interface X402LocalReceiveInput {
   readonly expectedAmount: number;
   /** The seller's stated asset (see X402ReceiveInput.asset); undefined: native, which `exact` never pays. */
   readonly asset: PaymentAsset | undefined;
-  /** The network (CAIP-2) the payment must be on; undefined: any of the wallet's family. */
+  /** The network (CAIP-2) the payment must be on (pinned by statedTerms); undefined: any of the wallet's family. */
   readonly network: string | undefined;
   readonly resource?: string | undefined;
   readonly facilitatorUrl?: string | undefined;

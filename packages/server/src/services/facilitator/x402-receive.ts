@@ -30,7 +30,7 @@ export interface X402ReceiveInput {
    */
   readonly asset?: PaymentAsset | undefined;
   readonly resource?: string | undefined;
-  /** The network (CAIP-2 id) the payment must be on; undefined accepts any this gateway serves. */
+  /** The network (CAIP-2 id) the payment must be on (the routes always pin one); undefined accepts any served. */
   readonly network?: string | undefined;
   /** An x402 facilitator to verify and settle with instead of the built-in one. */
   readonly facilitatorUrl?: string | undefined;
