@@ -634,6 +634,9 @@ describe('account isolation in the dashboard, with real payments on a real chain
       payload: { email, password: 'correct horse battery' },
     });
     assert.equal(res.statusCode, 200, res.body);
+    // Webhooks and the live list are Premium features, in the dashboard as through the API; this suite
+    // is about whose data each account sees, so both accounts may use every door.
+    await gw.services.accounts.setPlan(res.json().accountId, { plan: 'premium' });
     const cookie = String(res.headers['set-cookie']).split(';')[0] ?? '';
     return { cookie, csrf: res.json().csrfToken, accountId: res.json().accountId };
   };
