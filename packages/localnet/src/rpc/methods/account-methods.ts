@@ -163,13 +163,8 @@ export const accountMethods: Record<string, RpcMethod> = {
   getTokenAccountsByDelegate: (params, ctx) => tokenAccountsBy(params, ctx, 'delegate'),
 
   getTokenAccountBalance: (params, { chain }) => {
-    const address = pubkeyParam(params, 0);
-    const { slot, commitment } = contextSlot(chain, config(params, 1));
-    const account = chain.accountAt(address, commitment);
-    const state =
-      account && (account.owner === TOKEN_PROGRAM || account.owner === TOKEN_2022_PROGRAM)
-        ? decodeTokenAccount(account.data)
-        : undefined;
+    const { slot, account } = tokenProgramAccountParam(params, chain);
+    const state = account && decodeTokenAccount(account.data);
     if (!state) throw invalidParams('Invalid param: not a Token account');
     const decimals = chain.mintDecimals(state.mint);
     // As Agave: the mint is read as it is now, and may be gone (closed) or no mint at all.
@@ -185,26 +180,16 @@ export const accountMethods: Record<string, RpcMethod> = {
   },
 
   getTokenSupply: (params, { chain }) => {
-    const address = pubkeyParam(params, 0);
-    const { slot, commitment } = contextSlot(chain, config(params, 1));
-    const account = chain.accountAt(address, commitment);
-    const mint =
-      account && (account.owner === TOKEN_PROGRAM || account.owner === TOKEN_2022_PROGRAM)
-        ? decodeMint(account.data)
-        : undefined;
+    const { slot, account } = tokenProgramAccountParam(params, chain);
+    const mint = account && decodeMint(account.data);
     if (!mint) throw invalidParams('Invalid param: not a Token mint');
     return withContext(slot, uiTokenAmount(mint.supply, mint.decimals));
   },
 
   /** The 20 token accounts of a mint holding the most, most first (Agave's NUM_LARGEST_ACCOUNTS). */
   getTokenLargestAccounts: (params, { chain }) => {
-    const address = pubkeyParam(params, 0);
-    const { slot, commitment } = contextSlot(chain, config(params, 1));
-    const account = chain.accountAt(address, commitment);
-    const mint =
-      account && (account.owner === TOKEN_PROGRAM || account.owner === TOKEN_2022_PROGRAM)
-        ? decodeMint(account.data)
-        : undefined;
+    const { address, slot, commitment, account } = tokenProgramAccountParam(params, chain);
+    const mint = account && decodeMint(account.data);
     if (!account || !mint) throw invalidParams('Invalid param: not a Token mint');
     const mintAddress = encodeBase58(address);
     const holders = chain
@@ -221,3 +206,16 @@ export const accountMethods: Record<string, RpcMethod> = {
     );
   },
 };
+
+/**
+ * The account named by params[0], read at the request's commitment (params[1]), when a token program
+ * (SPL Token or Token-2022) owns it; the token methods refuse anything else.
+ */
+function tokenProgramAccountParam(params: Params, chain: RpcContext['chain']) {
+  const address = pubkeyParam(params, 0);
+  const { slot, commitment } = contextSlot(chain, config(params, 1));
+  const found = chain.accountAt(address, commitment);
+  const account =
+    found && (found.owner === TOKEN_PROGRAM || found.owner === TOKEN_2022_PROGRAM) ? found : undefined;
+  return { address, slot, commitment, account };
+}
