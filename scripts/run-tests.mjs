@@ -2,12 +2,34 @@
 // Runs every `*.test.ts` under packages/*/test with node:test through tsx.
 // Node 20's test runner does not expand globs itself, hence this small launcher.
 // Usage: npm test [-- <substring filter on the file path>...]
+//        node scripts/run-tests.mjs --tier <unit|integration|contract|e2e> [filters...]
+//
+// Tiers are folders: packages/<pkg>/test/<tier>/... A test file in no tier folder counts as integration.
+//   unit         pure code and in-memory fakes: no chain, no database file, no socket, no child process
+//   integration  the app with SQLite and the embedded chains, one feature per folder
+//   contract     one suite run against every implementation of a port (stores, chain adapters)
+//   e2e          whole processes: several instances, crashes, the CLI, containers, a browser
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
-const filters = process.argv.slice(2);
+const TIERS = ['unit', 'integration', 'contract', 'e2e'];
+const args = process.argv.slice(2);
+const tierFlag = args.indexOf('--tier');
+const tier = tierFlag === -1 ? undefined : args[tierFlag + 1];
+if (tierFlag !== -1 && !TIERS.includes(tier)) {
+  console.error(`--tier must be one of ${TIERS.join(', ')}`);
+  process.exit(2);
+}
+const filters = tierFlag === -1 ? args : args.filter((_, i) => i !== tierFlag && i !== tierFlag + 1);
+
+/** The tier of a test file: the first folder under its package's test/ that names one, else integration. */
+function tierOf(file) {
+  const inTest = file.split('/test/')[1] ?? '';
+  const first = inTest.split('/')[0];
+  return TIERS.includes(first) ? first : 'integration';
+}
 
 function findTests(dir) {
   const found = [];
@@ -25,6 +47,7 @@ const files = readdirSync(join(root, 'packages'))
   .filter((dir) => statSync(dir, { throwIfNoEntry: false })?.isDirectory())
   .flatMap(findTests)
   .map((file) => relative(root, file))
+  .filter((file) => tier === undefined || tierOf(file) === tier)
   .filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)))
   .sort();
 
