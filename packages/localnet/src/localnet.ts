@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { Chain } from './chain/chain.ts';
 import { FAUCET_GENESIS_LAMPORTS, Faucet, LAMPORTS_PER_SOL } from './faucet.ts';
 import { loadOrCreateKeypair } from './keypair-file.ts';
+import { placeNativeMints } from './native-mints.ts';
 import { Dispatcher } from './rpc/dispatcher.ts';
 import { createRpcHttpServer } from './rpc/http-server.ts';
 import { PubSubServer } from './rpc/pubsub-server.ts';
@@ -112,8 +113,11 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
       const mint = crypto.getRandomValues(new Uint8Array(32));
       placeUsdcMint(genesis, mint, authority.publicKey);
       genesis.setMeta('usdc_mint', encodeBase58(mint));
+      placeNativeMints(genesis);
     },
   );
+  // A ledger made before the native mints were placed at genesis gets them now.
+  placeNativeMints(chain);
   const usdcMint: UsdcMintInfo = {
     address: chain.getMeta('usdc_mint') as string,
     decimals: USDC_DECIMALS,

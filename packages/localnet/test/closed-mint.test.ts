@@ -175,7 +175,7 @@ test('jsonParsed Token-2022 mints and accounts list their extensions as Agave do
   assert.equal('extensions' in (await parsedInfo(usdc.tokenAccount)).parsed.info, false);
 });
 
-test('Token-2022 TLV entries: transfer fee config, token metadata, a padding end and an unknown type', async () => {
+test('Token-2022 TLV entries: transfer fee config, token metadata, a wrong-size value, a padding end; an unknown type', async () => {
   const key = (fill: number) => Buffer.alloc(32, fill);
   const u64 = (n: bigint) => {
     const b = Buffer.alloc(8);
@@ -207,7 +207,7 @@ test('Token-2022 TLV entries: transfer fee config, token metadata, a padding end
         str('v'),
       ]),
     ),
-    tlv(99, Buffer.of(1, 2, 3)),
+    tlv(3, Buffer.of(1, 2, 3)), // MintCloseAuthority is 32 bytes: unparseable
     Buffer.alloc(8), // padding: type 0, length 0
   ]);
   assert.deepEqual(parseTokenExtensions(data), [
@@ -234,4 +234,10 @@ test('Token-2022 TLV entries: transfer fee config, token metadata, a padding end
     },
     { extension: 'unparseableExtension' },
   ]);
+  // A type Agave's decoder does not know makes get_extension_types() fail: no extensions at all,
+  // as does a value that runs past the end of the data.
+  const unknown = Buffer.concat([data.subarray(0, 166), tlv(99, Buffer.of(1, 2, 3)), data.subarray(166)]);
+  assert.deepEqual(parseTokenExtensions(unknown), []);
+  const truncated = Buffer.concat([data.subarray(0, 166), u16(3), u16(32), key(1).subarray(0, 10)]);
+  assert.deepEqual(parseTokenExtensions(truncated), []);
 });

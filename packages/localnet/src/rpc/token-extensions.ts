@@ -1,10 +1,14 @@
-// Token-2022 extensions in jsonParsed token accounts and mints, with Agave's `UiExtension` shapes:
-// `{ extension: "<name>", state: {…} }`, unit extensions without `state`, and
-// `unparseableExtension` for what is not decoded here (the confidential-transfer ones).
+// Token-2022 extensions in jsonParsed token accounts and mints, as Agave's account decoder
+// (`parse_token_extension.rs`) emits them: `{ extension: "<name>", state: {…} }`, unit extensions
+// without `state`, `unparseableExtension` for a known extension whose value does not have its size,
+// and no extensions at all when the TLV data names a type Agave does not know or is malformed
+// (its `get_extension_types()` fails and the decoder falls back to an empty list).
 import { encodeBase58 } from '../wire/base58.ts';
 
 /** Where the TLV entries start: after the 165-byte base (a mint is padded to it) and the account-type byte. */
 const TLV_START = 166;
+/** The last ExtensionType Agave's decoder knows (PausableAccount). */
+const LAST_KNOWN_EXTENSION = 27;
 
 type Reader = Buffer;
 
@@ -12,6 +16,44 @@ type Reader = Buffer;
 function optionalKey(data: Reader, at: number): string | null {
   const key = data.subarray(at, at + 32);
   return key.every((b) => b === 0) ? null : encodeBase58(key);
+}
+
+/** ElGamal keys and ciphertexts, and authenticated-encryption ciphertexts: base64, as their Display. */
+function base64(data: Reader, at: number, length: number): string {
+  return data.subarray(at, at + length).toString('base64');
+}
+
+/** An OptionalNonZeroElGamalPubkey: zero bytes mean none. */
+function optionalElGamalKey(data: Reader, at: number): string | null {
+  const key = data.subarray(at, at + 32);
+  return key.every((b) => b === 0) ? null : key.toString('base64');
+}
+
+/** A PodBool: any non-zero byte is true. */
+function bool(data: Reader, at: number): boolean {
+  return data.readUInt8(at) !== 0;
+}
+
+/** Rust's `Display` for f64: the shortest round-trip digits, never in exponent notation. */
+export function rustF64(value: number): string {
+  if (Number.isNaN(value)) return 'NaN';
+  if (!Number.isFinite(value)) return value > 0 ? 'inf' : '-inf';
+  const text = String(value);
+  if (!/e/i.test(text)) return text === '-0' ? '-0' : text;
+  const [mantissa = '', exponentText = '0'] = value.toExponential().split('e');
+  const negative = mantissa.startsWith('-');
+  const digits = mantissa.replace('-', '').replace('.', '');
+  const exponent = Number(exponentText);
+  let out: string;
+  if (exponent >= 0) {
+    out =
+      digits.length > exponent + 1
+        ? `${digits.slice(0, exponent + 1)}.${digits.slice(exponent + 1)}`
+        : digits.padEnd(exponent + 1, '0');
+  } else {
+    out = `0.${'0'.repeat(-exponent - 1)}${digits}`;
+  }
+  return negative ? `-${out}` : out;
 }
 
 function transferFee(data: Reader, at: number) {
@@ -25,10 +67,37 @@ function transferFee(data: Reader, at: number) {
 /** Borsh strings of TokenMetadata: u32 length, then UTF-8 bytes. */
 function borshString(data: Reader, at: number): [string, number] {
   const length = data.readUInt32LE(at);
+  if (at + 4 + length > data.length) throw new RangeError('string past the end');
   return [data.subarray(at + 4, at + 4 + length).toString('utf8'), at + 4 + length];
 }
 
 const ACCOUNT_STATES = ['uninitialized', 'initialized', 'frozen'];
+
+/** The size of each fixed-size extension's value (Agave reads them with `pod_from_bytes`: exact size). */
+const FIXED_SIZE: Record<number, number> = {
+  1: 108, // TransferFeeConfig
+  2: 8, // TransferFeeAmount
+  3: 32, // MintCloseAuthority
+  4: 65, // ConfidentialTransferMint
+  5: 295, // ConfidentialTransferAccount
+  6: 1, // DefaultAccountState
+  8: 1, // MemoTransfer
+  10: 52, // InterestBearingConfig
+  11: 1, // CpiGuard
+  12: 32, // PermanentDelegate
+  14: 64, // TransferHook
+  15: 1, // TransferHookAccount
+  16: 129, // ConfidentialTransferFeeConfig
+  17: 64, // ConfidentialTransferFeeAmount
+  18: 64, // MetadataPointer
+  20: 64, // GroupPointer
+  21: 80, // TokenGroup
+  22: 64, // GroupMemberPointer
+  23: 72, // TokenGroupMember
+  24: 196, // ConfidentialMintBurn
+  25: 56, // ScaledUiAmountConfig
+  26: 33, // PausableConfig
+};
 
 function parseExtension(type: number, v: Reader): Record<string, unknown> {
   switch (type) {
@@ -49,6 +118,33 @@ function parseExtension(type: number, v: Reader): Record<string, unknown> {
       return { extension: 'transferFeeAmount', state: { withheldAmount: v.readBigUInt64LE(0) } };
     case 3:
       return { extension: 'mintCloseAuthority', state: { closeAuthority: optionalKey(v, 0) } };
+    case 4:
+      return {
+        extension: 'confidentialTransferMint',
+        state: {
+          authority: optionalKey(v, 0),
+          autoApproveNewAccounts: bool(v, 32),
+          auditorElgamalPubkey: optionalElGamalKey(v, 33),
+        },
+      };
+    case 5:
+      return {
+        extension: 'confidentialTransferAccount',
+        state: {
+          approved: bool(v, 0),
+          elgamalPubkey: base64(v, 1, 32),
+          pendingBalanceLo: base64(v, 33, 64),
+          pendingBalanceHi: base64(v, 97, 64),
+          availableBalance: base64(v, 161, 64),
+          decryptableAvailableBalance: base64(v, 225, 36),
+          allowConfidentialCredits: bool(v, 261),
+          allowNonConfidentialCredits: bool(v, 262),
+          pendingBalanceCreditCounter: v.readBigUInt64LE(263),
+          maximumPendingBalanceCreditCounter: v.readBigUInt64LE(271),
+          expectedPendingBalanceCreditCounter: v.readBigUInt64LE(279),
+          actualPendingBalanceCreditCounter: v.readBigUInt64LE(287),
+        },
+      };
     case 6:
       return {
         extension: 'defaultAccountState',
@@ -84,6 +180,18 @@ function parseExtension(type: number, v: Reader): Record<string, unknown> {
       };
     case 15:
       return { extension: 'transferHookAccount', state: { transferring: v.readUInt8(0) === 1 } };
+    case 16:
+      return {
+        extension: 'confidentialTransferFeeConfig',
+        state: {
+          authority: optionalKey(v, 0),
+          withdrawWithheldAuthorityElgamalPubkey: optionalElGamalKey(v, 32),
+          harvestToMintEnabled: bool(v, 64),
+          withheldAmount: base64(v, 65, 64),
+        },
+      };
+    case 17:
+      return { extension: 'confidentialTransferFeeAmount', state: { withheldAmount: base64(v, 0, 64) } };
     case 18:
       return {
         extension: 'metadataPointer',
@@ -104,6 +212,8 @@ function parseExtension(type: number, v: Reader): Record<string, unknown> {
         additionalMetadata.push([key, value]);
         at = afterValue;
       }
+      // Borsh reads the whole value: bytes left over make it unparseable.
+      if (at !== v.length) throw new RangeError('bytes after the token metadata');
       return {
         extension: 'tokenMetadata',
         state: {
@@ -145,29 +255,63 @@ function parseExtension(type: number, v: Reader): Record<string, unknown> {
           memberNumber: v.readBigUInt64LE(64),
         },
       };
+    case 24:
+      return {
+        extension: 'confidentialMintBurn',
+        state: {
+          confidentialSupply: base64(v, 0, 64),
+          decryptableSupply: base64(v, 64, 36),
+          supplyElgamalPubkey: base64(v, 100, 32),
+          pendingBurn: base64(v, 132, 64),
+        },
+      };
+    case 25:
+      return {
+        extension: 'scaledUiAmountConfig',
+        state: {
+          authority: optionalKey(v, 0),
+          multiplier: rustF64(v.readDoubleLE(32)),
+          newMultiplierEffectiveTimestamp: v.readBigInt64LE(40),
+          newMultiplier: rustF64(v.readDoubleLE(48)),
+        },
+      };
+    case 26:
+      return { extension: 'pausableConfig', state: { authority: optionalKey(v, 0), paused: bool(v, 32) } };
+    case 27:
+      return { extension: 'pausableAccount' };
     default:
       return { extension: 'unparseableExtension' };
   }
 }
 
-/** The extensions of a Token-2022 account or mint's data, in TLV order; [] when it has none. */
+/**
+ * The extensions of a Token-2022 account or mint's data, in TLV order; [] when it has none, and [] when
+ * the TLV data is malformed or names a type Agave does not know (as its decoder's `unwrap_or_default`).
+ */
 export function parseTokenExtensions(data: Uint8Array): Record<string, unknown>[] {
   if (data.length <= TLV_START) return [];
   const view = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  const out: Record<string, unknown>[] = [];
+  const entries: { type: number; value: Buffer }[] = [];
   let at = TLV_START;
-  while (at + 4 <= view.length) {
+  // As spl-token-2022's get_tlv_data_info: too few bytes for a type, or an Uninitialized type, end the
+  // list; a type without room for its length, or a value running past the end, is malformed.
+  while (at + 2 <= view.length) {
     const type = view.readUInt16LE(at);
+    if (type > LAST_KNOWN_EXTENSION) return [];
+    if (type === 0) break;
+    if (at + 4 > view.length) return [];
     const length = view.readUInt16LE(at + 2);
-    // Uninitialized with no length: the rest is padding.
-    if (type === 0 && length === 0) break;
-    const value = view.subarray(at + 4, at + 4 + length);
-    try {
-      out.push(parseExtension(type, value));
-    } catch {
-      out.push({ extension: 'unparseableExtension' });
-    }
+    if (at + 4 + length > view.length) return [];
+    entries.push({ type, value: view.subarray(at + 4, at + 4 + length) });
     at += 4 + length;
   }
-  return out;
+  return entries.map(({ type, value }) => {
+    const size = FIXED_SIZE[type];
+    if (size !== undefined && value.length !== size) return { extension: 'unparseableExtension' };
+    try {
+      return parseExtension(type, value);
+    } catch {
+      return { extension: 'unparseableExtension' };
+    }
+  });
 }
