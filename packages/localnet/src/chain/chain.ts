@@ -133,6 +133,15 @@ const WITHOUT_RETURN_DATA = new Set(
   ['11111111111111111111111111111111', 'ComputeBudget111111111111111111111111111111'].map(rawKeyOf),
 );
 const ADDRESS_NAMES_LIMIT = 100_000;
+/** Owners of the accounts LiteSVM creates itself: native programs, BPF programs and their data, sysvars. */
+const BUILTIN_OWNERS = [
+  'NativeLoader1111111111111111111111111111111',
+  'BPFLoader1111111111111111111111111111111111',
+  'BPFLoader2111111111111111111111111111111111',
+  'BPFLoaderUpgradeab1e11111111111111111111111',
+  'LoaderV411111111111111111111111111111111111',
+  'Sysvar1111111111111111111111111111111111111',
+];
 
 interface ResolvedKeys {
   readonly bytes: readonly Uint8Array[];
@@ -187,6 +196,8 @@ export class Chain {
    */
   private readonly preImages = new Map<number, Map<string, AccountSnapshot | null>>();
   private lastSample: { at: number; slot: number; seq: number } | undefined;
+  /** LiteSVM's own programs, program data and sysvars (see builtinAccounts), read once. */
+  private builtins: { address: string; lamports: bigint }[] | undefined;
   private closed = false;
 
   private constructor(
@@ -203,6 +214,9 @@ export class Chain {
     svm.setBlockhashCheck(false);
     svm.setTransactionHistory(0n);
     svm.setSigverify(true);
+    // LiteSVM's own airdrop account (1,000,000 SOL at a random address, new at every start) is not
+    // used — the faucet is an account of the ledger — and would be a ghost holder: emptied.
+    svm.setLamports(0n);
     serveNewMemoProgram(svm);
     const blocks = ledger.recentBlocks(SLOT_HASHES_MAX_ENTRIES).reverse();
     // All but the newest: the next startSlot adds it, as the new slot's parent.
@@ -318,15 +332,33 @@ export class Chain {
   }
 
   /**
-   * Lamports of every account a transaction or the operator ever changed, as of the last committed
-   * slot (the programs and sysvars LiteSVM creates itself are not counted).
+   * Lamports of every account, as of the last committed slot: those a transaction or the operator
+   * changed (the ledger) and the programs, program data and sysvars LiteSVM creates itself, as Agave's
+   * capitalization counts every account in the bank.
    */
   totalSupply(): bigint {
-    return this.ledger.totalLamports();
+    let total = this.ledger.totalLamports();
+    for (const { lamports } of this.builtinAccounts()) total += lamports;
+    return total;
   }
 
   largestAccounts(limit: number): { address: string; lamports: bigint }[] {
-    return this.ledger.largestAccounts(limit);
+    return [...this.ledger.largestAccounts(limit), ...this.builtinAccounts()]
+      .sort((a, b) =>
+        a.lamports === b.lamports ? (a.address < b.address ? -1 : 1) : a.lamports > b.lamports ? -1 : 1,
+      )
+      .slice(0, limit);
+  }
+
+  /** LiteSVM's own accounts (by their owners: loaders and the sysvar id) that the ledger does not hold. */
+  private builtinAccounts(): { address: string; lamports: bigint }[] {
+    this.builtins ??= BUILTIN_OWNERS.flatMap((owner) =>
+      this.programAccounts(decodeBase58(owner) as Uint8Array).map(({ address, account }) => ({
+        address,
+        lamports: account.lamports,
+      })),
+    );
+    return this.builtins.filter(({ address }) => !this.ledger.hasAccount(address));
   }
 
   /** getRecentPerformanceSamples: one sample per PERFORMANCE_SAMPLE_SECONDS, newest first. */
@@ -417,8 +449,10 @@ export class Chain {
   }
 
   programAccounts(program: Uint8Array): { address: string; account: AccountSnapshot }[] {
-    return this.svm.getProgramAccounts(program).map((entry) => {
+    return this.svm.getProgramAccounts(program).flatMap((entry) => {
       const account = entry.account();
+      // Agave treats a zero-lamport account as absent.
+      if (account.lamports() === 0n) return [];
       return {
         address: encodeBase58(entry.address),
         account: {

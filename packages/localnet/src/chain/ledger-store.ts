@@ -170,6 +170,9 @@ export class LedgerStore {
       accounts: this.db.prepare<[], AccountRow>('SELECT * FROM accounts ORDER BY executable'),
       accountKeys: this.db.prepare<[], { account_keys: string }>('SELECT account_keys FROM transactions'),
       lamports: this.db.prepare<[], { lamports: string }>('SELECT lamports FROM accounts'),
+      hasAccount: this.db.prepare<[string], { one: number }>(
+        'SELECT 1 AS one FROM accounts WHERE address = ?',
+      ),
       largestAccounts: this.db.prepare<[number], { address: string; lamports: string }>(
         'SELECT address, lamports FROM accounts ORDER BY CAST(lamports AS INTEGER) DESC, address LIMIT ?',
       ),
@@ -206,6 +209,11 @@ export class LedgerStore {
     let total = 0n;
     for (const row of this.statements.lamports.iterate()) total += BigInt(row.lamports);
     return total;
+  }
+
+  /** Whether the address has a committed account (one a transaction or the operator stored). */
+  hasAccount(address: string): boolean {
+    return this.statements.hasAccount.get(address) !== undefined;
   }
 
   /** The committed accounts holding the most lamports, most first. */
