@@ -12,6 +12,7 @@ import {
   closeAccount,
   createAccount,
   createAssociatedTokenAccountIdempotent,
+  createAssociatedTokenAccountIdempotentInstruction,
   createEnableRequiredMemoTransfersInstruction,
   createInitializeDefaultAccountStateInstruction,
   createInitializeInterestBearingMintInstruction,
@@ -24,6 +25,7 @@ import {
   createInitializeScaledUiAmountConfigInstruction,
   createInitializeTransferFeeConfigInstruction,
   createMint,
+  createMintToInstruction,
   createSyncNativeInstruction,
   createWrappedNativeAccount,
   ExtensionType,
@@ -42,6 +44,7 @@ import {
   mintTo,
   mintToChecked,
   NATIVE_MINT,
+  NATIVE_MINT_2022,
   pause,
   revoke,
   TOKEN_2022_PROGRAM_ID,
@@ -53,6 +56,7 @@ import {
   transferChecked,
   transferCheckedWithFee,
   unpackAccount,
+  updateMultiplier,
   withdrawWithheldTokensFromAccounts,
 } from '@solana/spl-token';
 import {
@@ -420,6 +424,36 @@ describe('wrapped SOL', () => {
       await connection.getBalance(owner.publicKey),
       ownerBefore + 1_500_000_000 + TOKEN_ACCOUNT_RENT,
     );
+  });
+
+  test('the native mints exist as on every cluster; Token-2022 wraps SOL with its own', async () => {
+    for (const [nativeMint, program] of [
+      [NATIVE_MINT, TOKEN_PROGRAM_ID],
+      [NATIVE_MINT_2022, TOKEN_2022_PROGRAM_ID],
+    ] as const) {
+      const { account, data } = await parsedInfo(nativeMint);
+      assert.ok(account.owner.equals(program));
+      assert.equal(account.lamports, MINT_RENT);
+      assert.deepEqual(data.parsed, {
+        type: 'mint',
+        info: { mintAuthority: null, supply: '0', decimals: 9, isInitialized: true, freezeAuthority: null },
+      });
+    }
+    const owner = Keypair.generate();
+    const wrapped = await createWrappedNativeAccount(
+      connection,
+      payer,
+      owner.publicKey,
+      250_000_000,
+      undefined,
+      undefined,
+      TOKEN_2022_PROGRAM_ID,
+      NATIVE_MINT_2022,
+    );
+    const account = await getAccount(connection, wrapped, 'confirmed', TOKEN_2022_PROGRAM_ID);
+    assert.ok(account.mint.equals(NATIVE_MINT_2022));
+    assert.equal(account.isNative, true);
+    assert.equal(account.amount, 250_000_000n);
   });
 });
 
@@ -835,6 +869,57 @@ describe('Token-2022 (Tokenz…)', () => {
     ]);
   });
 
+  test('scaled UI amount: balances, supply and holders show the multiplier, as the program itself renders it', async () => {
+    const mint = await createMint2022([ExtensionType.ScaledUiAmountConfig], (m) => [
+      createInitializeScaledUiAmountConfigInstruction(m, payer.publicKey, 2.5, TOKEN_2022_PROGRAM_ID),
+    ]);
+    const holder = Keypair.generate();
+    const ata = await createAssociatedTokenAccountIdempotent(
+      connection,
+      payer,
+      mint,
+      holder.publicKey,
+      undefined,
+      TOKEN_2022_PROGRAM_ID,
+    );
+    await mintTo(connection, payer, mint, ata, payer, 1_234_567n, [], undefined, TOKEN_2022_PROGRAM_ID);
+
+    const readAll = async () => {
+      const balance = (await connection.getTokenAccountBalance(ata)).value;
+      const { data } = await parsedInfo(ata);
+      const supply = (await connection.getTokenSupply(mint)).value;
+      const largest = (await connection.getTokenLargestAccounts(mint)).value[0];
+      const byOwner = await connection.getParsedTokenAccountsByOwner(holder.publicKey, { mint });
+      return {
+        balance,
+        parsed: data.parsed.info.tokenAmount,
+        supply,
+        largest: largest && { ...largest, address: largest.address.toBase58() },
+        byOwner: parsed(byOwner.value[0]?.account.data).parsed.info.tokenAmount,
+      };
+    };
+    const check = async (expected: string) => {
+      // The Token-2022 program's own AmountToUiAmount (simulated) is the reference rendering.
+      assert.equal(
+        await amountToUiAmount(connection, payer, mint, 1_234_567n, TOKEN_2022_PROGRAM_ID),
+        expected,
+      );
+      const amount = { amount: '1234567', decimals: 6, uiAmount: Number(expected), uiAmountString: expected };
+      assert.deepEqual(await readAll(), {
+        balance: amount,
+        parsed: amount,
+        supply: amount,
+        largest: { address: ata.toBase58(), ...amount },
+        byOwner: amount,
+      });
+    };
+    // 1,234,567 × 2.5 = 3,086,417.5, floored to whole base units (never overstating a balance): 3.086417.
+    await check('3.086417');
+    // A new multiplier in effect from a past timestamp applies at once.
+    await updateMultiplier(connection, payer, mint, payer, 0.1, 0n, [], undefined, TOKEN_2022_PROGRAM_ID);
+    await check('0.123456');
+  });
+
   test('confidential-transfer mint extensions (initialised without proofs) in jsonParsed, as Agave decodes them', async () => {
     // Token-2022 instructions spl-token 0.4 has no builders for: ConfidentialTransferExtension (27),
     // ConfidentialTransferFeeExtension (37) and ConfidentialMintBurnExtension (42), each InitializeMint (0).
@@ -968,5 +1053,88 @@ describe('Token-2022 (Tokenz…)', () => {
         state: { withheldAmount: Buffer.alloc(64, 6).toString('base64') },
       },
     ]);
+  });
+});
+
+describe('interest-bearing mint (manual slots, so reads and the program share one Clock)', () => {
+  let manual: Localnet;
+  let conn: Connection;
+  const owner = Keypair.generate();
+  before(async () => {
+    manual = await startLocalnet({ port: 0, slotMs: 0, finalizedDepth: 2 });
+    conn = new Connection(manual.rpcUrl, 'processed');
+    manual.airdrop(owner.publicKey.toBase58(), 10n * BigInt(LAMPORTS_PER_SOL));
+  });
+  after(() => manual.close());
+
+  test('balances show the interest accrued at the Clock, as the program itself renders it', async () => {
+    const mint = Keypair.generate();
+    const space = getMintLen([ExtensionType.InterestBearingConfig]);
+    const ata = getAssociatedTokenAddressSync(mint.publicKey, owner.publicKey, false, TOKEN_2022_PROGRAM_ID);
+    await conn.sendTransaction(
+      new Transaction().add(
+        SystemProgram.createAccount({
+          fromPubkey: owner.publicKey,
+          newAccountPubkey: mint.publicKey,
+          space,
+          lamports: rentExempt(space),
+          programId: TOKEN_2022_PROGRAM_ID,
+        }),
+        // The highest rate there is: 327.67 % a year.
+        createInitializeInterestBearingMintInstruction(
+          mint.publicKey,
+          owner.publicKey,
+          32_767,
+          TOKEN_2022_PROGRAM_ID,
+        ),
+        createInitializeMint2Instruction(mint.publicKey, 9, owner.publicKey, null, TOKEN_2022_PROGRAM_ID),
+        createAssociatedTokenAccountIdempotentInstruction(
+          owner.publicKey,
+          ata,
+          owner.publicKey,
+          mint.publicKey,
+          TOKEN_2022_PROGRAM_ID,
+        ),
+        createMintToInstruction(
+          mint.publicKey,
+          ata,
+          owner.publicKey,
+          1_000_000_000_000n,
+          [],
+          TOKEN_2022_PROGRAM_ID,
+        ),
+      ),
+      [owner, mint],
+    );
+    // Interest accrues with the Clock's unix time, which moves with each new slot: wait for the next
+    // wall-clock second, then open a slot.
+    const created = Math.floor(Date.now() / 1000);
+    while (Math.floor(Date.now() / 1000) <= created) await new Promise((resolve) => setTimeout(resolve, 50));
+    manual.advanceSlots(1);
+
+    const onChain = await amountToUiAmount(
+      conn,
+      owner,
+      mint.publicKey,
+      1_000_000_000_000n,
+      TOKEN_2022_PROGRAM_ID,
+    );
+    assert.equal(typeof onChain, 'string');
+    assert.notEqual(onChain, '1000', 'no interest shown');
+    const expected = {
+      amount: '1000000000000',
+      decimals: 9,
+      uiAmount: Number(onChain),
+      uiAmountString: onChain as string,
+    };
+    assert.deepEqual((await conn.getTokenAccountBalance(ata)).value, expected);
+    assert.deepEqual((await conn.getTokenSupply(mint.publicKey)).value, expected);
+    const info = await conn.getParsedAccountInfo(ata);
+    assert.deepEqual(parsed(info.value?.data).parsed.info.tokenAmount, expected);
+    const largest = (await conn.getTokenLargestAccounts(mint.publicKey)).value[0];
+    assert.deepEqual(largest && { ...largest, address: largest.address.toBase58() }, {
+      address: ata.toBase58(),
+      ...expected,
+    });
   });
 });

@@ -7,6 +7,7 @@ import { type Config, encodingParam, integer } from './params.ts';
 import { invalidParams } from './rpc-error.ts';
 import { parseSysvar } from './sysvar-parser.ts';
 import { parseTokenExtensions } from './token-extensions.ts';
+import { uiAmountsOfMint } from './ui-amount.ts';
 
 const SYSVAR_OWNER = 'Sysvar1111111111111111111111111111111111111';
 
@@ -98,19 +99,23 @@ function parseAccount(account: AccountSnapshot, chain: Chain, address: string | 
     // MintCloseAuthority), so the account is answered in base64 instead.
     const decimals = chain.mintDecimals(tokenAccount.mint);
     if (decimals === undefined) return undefined;
+    // A Token-2022 mint may show amounts with interest or a multiplier (as Agave, all three amounts).
+    const ui =
+      account.owner === TOKEN_2022_PROGRAM
+        ? uiAmountsOfMint(chain, tokenAccount.mint, decimals)
+        : (amount: bigint) => uiTokenAmount(amount, decimals);
     const info: Record<string, unknown> = {
       isNative: tokenAccount.isNative !== null,
       mint: tokenAccount.mint,
       owner: tokenAccount.owner,
       state: tokenAccount.state === 2 ? 'frozen' : 'initialized',
-      tokenAmount: uiTokenAmount(tokenAccount.amount, decimals),
+      tokenAmount: ui(tokenAccount.amount),
     };
     if (tokenAccount.delegate !== null) {
       info.delegate = tokenAccount.delegate;
-      info.delegatedAmount = uiTokenAmount(tokenAccount.delegatedAmount, decimals);
+      info.delegatedAmount = ui(tokenAccount.delegatedAmount);
     }
-    if (tokenAccount.isNative !== null)
-      info.rentExemptReserve = uiTokenAmount(tokenAccount.isNative, decimals);
+    if (tokenAccount.isNative !== null) info.rentExemptReserve = ui(tokenAccount.isNative);
     if (tokenAccount.closeAuthority !== null) info.closeAuthority = tokenAccount.closeAuthority;
     withExtensions(info, account);
     return { program, parsed: { info, type: 'account' }, space: account.data.length };

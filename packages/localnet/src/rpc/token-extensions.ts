@@ -285,27 +285,41 @@ function parseExtension(type: number, v: Reader): Record<string, unknown> {
 }
 
 /**
- * The extensions of a Token-2022 account or mint's data, in TLV order; [] when it has none, and [] when
- * the TLV data is malformed or names a type Agave does not know (as its decoder's `unwrap_or_default`).
+ * The TLV entries of a Token-2022 account or mint's data, in order; undefined when the data is malformed
+ * or names a type Agave does not know (spl-token-2022's get_tlv_data_info fails): too few bytes for a
+ * type, or an Uninitialized type, end the list; a type without room for its length, or a value running
+ * past the end, is malformed.
  */
-export function parseTokenExtensions(data: Uint8Array): Record<string, unknown>[] {
+function tlvEntries(data: Uint8Array): { type: number; value: Buffer }[] | undefined {
   if (data.length <= TLV_START) return [];
   const view = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   const entries: { type: number; value: Buffer }[] = [];
   let at = TLV_START;
-  // As spl-token-2022's get_tlv_data_info: too few bytes for a type, or an Uninitialized type, end the
-  // list; a type without room for its length, or a value running past the end, is malformed.
   while (at + 2 <= view.length) {
     const type = view.readUInt16LE(at);
-    if (type > LAST_KNOWN_EXTENSION) return [];
+    if (type > LAST_KNOWN_EXTENSION) return undefined;
     if (type === 0) break;
-    if (at + 4 > view.length) return [];
+    if (at + 4 > view.length) return undefined;
     const length = view.readUInt16LE(at + 2);
-    if (at + 4 + length > view.length) return [];
+    if (at + 4 + length > view.length) return undefined;
     entries.push({ type, value: view.subarray(at + 4, at + 4 + length) });
     at += 4 + length;
   }
-  return entries.map(({ type, value }) => {
+  return entries;
+}
+
+/** The value of a fixed-size extension `type` (as `get_extension`: present and of its exact size). */
+export function fixedExtension(data: Uint8Array, type: number): Buffer | undefined {
+  const value = tlvEntries(data)?.find((entry) => entry.type === type)?.value;
+  return value !== undefined && value.length === FIXED_SIZE[type] ? value : undefined;
+}
+
+/**
+ * The extensions of a Token-2022 account or mint's data, in TLV order; [] when it has none, and [] when
+ * the TLV data is malformed or names a type Agave does not know (as its decoder's `unwrap_or_default`).
+ */
+export function parseTokenExtensions(data: Uint8Array): Record<string, unknown>[] {
+  return (tlvEntries(data) ?? []).map(({ type, value }) => {
     const size = FIXED_SIZE[type];
     if (size !== undefined && value.length !== size) return { extension: 'unparseableExtension' };
     try {

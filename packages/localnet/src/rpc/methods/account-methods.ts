@@ -15,6 +15,7 @@ import { config, integer, type Params, pubkey, pubkeyParam } from '../params.ts'
 import { invalidParams } from '../rpc-error.ts';
 import { contextSlot, type RpcContext, type RpcMethod, withContext } from '../rpc-method.ts';
 import { decodeStrictBase64 } from '../transaction-input.ts';
+import { uiAmountsOfMint, uiAmountsOfMintAccount } from '../ui-amount.ts';
 
 const MAX_MULTIPLE_ACCOUNTS = 100;
 const MAX_FILTERS = 4;
@@ -176,21 +177,26 @@ export const accountMethods: Record<string, RpcMethod> = {
           : 'Invalid param: could not find mint',
       );
     }
-    return withContext(slot, uiTokenAmount(state.amount, decimals));
+    const ui =
+      account.owner === TOKEN_2022_PROGRAM
+        ? uiAmountsOfMint(chain, state.mint, decimals)
+        : (amount: bigint) => uiTokenAmount(amount, decimals);
+    return withContext(slot, ui(state.amount));
   },
 
   getTokenSupply: (params, { chain }) => {
     const { slot, account } = tokenProgramAccountParam(params, chain);
     const mint = account && decodeMint(account.data);
-    if (!mint) throw invalidParams('Invalid param: not a Token mint');
-    return withContext(slot, uiTokenAmount(mint.supply, mint.decimals));
+    const ui = account && uiAmountsOfMintAccount(chain, account);
+    if (!mint || !ui) throw invalidParams('Invalid param: not a Token mint');
+    return withContext(slot, ui(mint.supply));
   },
 
   /** The 20 token accounts of a mint holding the most, most first (Agave's NUM_LARGEST_ACCOUNTS). */
   getTokenLargestAccounts: (params, { chain }) => {
     const { address, slot, commitment, account } = tokenProgramAccountParam(params, chain);
-    const mint = account && decodeMint(account.data);
-    if (!account || !mint) throw invalidParams('Invalid param: not a Token mint');
+    const ui = account && uiAmountsOfMintAccount(chain, account);
+    if (!account || !ui) throw invalidParams('Invalid param: not a Token mint');
     const mintAddress = encodeBase58(address);
     const holders = chain
       .programAccountsAt(decodeBase58(account.owner) as Uint8Array, commitment)
@@ -202,7 +208,7 @@ export const accountMethods: Record<string, RpcMethod> = {
       .slice(0, 20);
     return withContext(
       slot,
-      holders.map((holder) => ({ address: holder.address, ...uiTokenAmount(holder.amount, mint.decimals) })),
+      holders.map((holder) => ({ address: holder.address, ...ui(holder.amount) })),
     );
   },
 };
