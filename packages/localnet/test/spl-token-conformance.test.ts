@@ -5,8 +5,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {
   AccountState,
+  AuthorityType,
   amountToUiAmount,
   approve,
+  approveChecked,
   burn,
   burnChecked,
   closeAccount,
@@ -26,9 +28,11 @@ import {
   createInitializeTransferFeeConfigInstruction,
   createMint,
   createMintToInstruction,
+  createMultisig,
   createSyncNativeInstruction,
   createWrappedNativeAccount,
   ExtensionType,
+  freezeAccount,
   getAccount,
   getAccountLen,
   getAssociatedTokenAddressSync,
@@ -47,9 +51,11 @@ import {
   NATIVE_MINT_2022,
   pause,
   revoke,
+  setAuthority,
   TOKEN_2022_PROGRAM_ID,
   TOKEN_PROGRAM_ID,
   TokenAccountNotFoundError,
+  thawAccount,
   tokenMetadataInitializeWithRentTransfer,
   tokenMetadataUpdateFieldWithRentTransfer,
   transfer,
@@ -371,6 +377,248 @@ describe('SPL Token (Tokenkeg…)', () => {
     assert.equal(await connection.getAccountInfo(ata), null);
     assert.equal(await connection.getBalance(destination), TOKEN_ACCOUNT_RENT);
     await assert.rejects(getAccount(connection, ata), TokenAccountNotFoundError);
+  });
+});
+
+describe('instructions as explorers read them (getParsedTransaction, program "spl-token")', () => {
+  /** The parsed outer instructions and the inner ones of a transaction, as [program, type, info]. */
+  async function parsedInstructions(signature: string) {
+    const tx = await connection.getParsedTransaction(signature, { maxSupportedTransactionVersion: 0 });
+    assert.ok(tx?.meta, `no transaction ${signature}`);
+    const shape = (ix: (typeof tx.transaction.message.instructions)[number]) =>
+      'parsed' in ix ? [ix.program, ix.parsed.type, ix.parsed.info] : ['unparsed', ix.programId.toBase58()];
+    return {
+      outer: tx.transaction.message.instructions.map(shape),
+      inner: (tx.meta.innerInstructions ?? []).flatMap((group) => group.instructions.map(shape)),
+    };
+  }
+  const signatureOf = async (address: PublicKey) =>
+    (await connection.getSignaturesForAddress(address, undefined, 'confirmed')).at(-1)?.signature ?? '';
+
+  test("createMint, the ATA program's CPIs, setAuthority, freeze/thaw, approveChecked, a multisig transfer", async () => {
+    const authority = Keypair.generate();
+    const freezer = Keypair.generate();
+    const mint = await createMint(connection, payer, authority.publicKey, freezer.publicKey, 3);
+    const created = await parsedInstructions(await signatureOf(mint));
+    assert.deepEqual(created.outer[1], [
+      'spl-token',
+      'initializeMint2',
+      {
+        mint: mint.toBase58(),
+        decimals: 3,
+        mintAuthority: authority.publicKey.toBase58(),
+        freezeAuthority: freezer.publicKey.toBase58(),
+      },
+    ]);
+
+    // The multisig owns an account; its transfer names the multisig and its signers.
+    const [s1, s2, s3] = [Keypair.generate(), Keypair.generate(), Keypair.generate()];
+    const multisig = await createMultisig(connection, payer, [s1.publicKey, s2.publicKey, s3.publicKey], 2);
+    const ata = await createAssociatedTokenAccountIdempotent(
+      connection,
+      payer,
+      mint,
+      multisig,
+      { commitment: 'confirmed' },
+      TOKEN_PROGRAM_ID,
+      undefined,
+      true,
+    );
+    const ataTx = await parsedInstructions(await signatureOf(ata));
+    assert.deepEqual(
+      ataTx.inner.map((ix) => ix.slice(0, 2)),
+      [
+        ['spl-token', 'getAccountDataSize'],
+        ['system', 'createAccount'],
+        ['spl-token', 'initializeImmutableOwner'],
+        ['spl-token', 'initializeAccount3'],
+      ],
+    );
+    // The ATA program asks for room for ImmutableOwner, whichever token program.
+    assert.deepEqual(ataTx.inner[0]?.[2], { mint: mint.toBase58(), extensionTypes: ['immutableOwner'] });
+    assert.deepEqual(ataTx.inner[3]?.[2], {
+      account: ata.toBase58(),
+      mint: mint.toBase58(),
+      owner: multisig.toBase58(),
+    });
+
+    await mintTo(connection, payer, mint, ata, authority, 5_000n);
+    const destination = await createAssociatedTokenAccountIdempotent(
+      connection,
+      payer,
+      mint,
+      payer.publicKey,
+    );
+    const multisigTransfer = await transfer(connection, payer, ata, destination, multisig, 1_500n, [s1, s3]);
+    assert.deepEqual((await parsedInstructions(multisigTransfer)).outer[0], [
+      'spl-token',
+      'transfer',
+      {
+        source: ata.toBase58(),
+        destination: destination.toBase58(),
+        amount: '1500',
+        multisigAuthority: multisig.toBase58(),
+        signers: [s1.publicKey.toBase58(), s3.publicKey.toBase58()],
+      },
+    ]);
+
+    const delegate = Keypair.generate().publicKey;
+    const approved = await approveChecked(connection, payer, mint, destination, delegate, payer, 700n, 3);
+    assert.deepEqual((await parsedInstructions(approved)).outer[0], [
+      'spl-token',
+      'approveChecked',
+      {
+        source: destination.toBase58(),
+        mint: mint.toBase58(),
+        delegate: delegate.toBase58(),
+        owner: payer.publicKey.toBase58(),
+        tokenAmount: { amount: '700', decimals: 3, uiAmount: 0.7, uiAmountString: '0.7' },
+      },
+    ]);
+    const revoked = await revoke(connection, payer, destination, payer);
+    assert.deepEqual((await parsedInstructions(revoked)).outer[0], [
+      'spl-token',
+      'revoke',
+      { source: destination.toBase58(), owner: payer.publicKey.toBase58() },
+    ]);
+
+    const frozen = await freezeAccount(connection, payer, destination, mint, freezer);
+    assert.deepEqual((await parsedInstructions(frozen)).outer[0], [
+      'spl-token',
+      'freezeAccount',
+      {
+        account: destination.toBase58(),
+        mint: mint.toBase58(),
+        freezeAuthority: freezer.publicKey.toBase58(),
+      },
+    ]);
+    assert.equal((await getAccount(connection, destination)).isFrozen, true);
+    const thawed = await thawAccount(connection, payer, destination, mint, freezer);
+    assert.equal((await parsedInstructions(thawed)).outer[0]?.[1], 'thawAccount');
+
+    const handedOver = await setAuthority(connection, payer, mint, authority, AuthorityType.MintTokens, null);
+    assert.deepEqual((await parsedInstructions(handedOver)).outer[0], [
+      'spl-token',
+      'setAuthority',
+      {
+        mint: mint.toBase58(),
+        authorityType: 'mintTokens',
+        newAuthority: null,
+        authority: authority.publicKey.toBase58(),
+      },
+    ]);
+    assert.equal((await getMint(connection, mint)).mintAuthority, null);
+  });
+
+  test('Token-2022: transfer-fee and close-authority instructions, parsed under "spl-token"', async () => {
+    const mint = Keypair.generate();
+    const extensions = [ExtensionType.TransferFeeConfig, ExtensionType.MintCloseAuthority];
+    const space = getMintLen(extensions);
+    const created = await sendAndConfirmTransaction(
+      connection,
+      new Transaction().add(
+        SystemProgram.createAccount({
+          fromPubkey: payer.publicKey,
+          newAccountPubkey: mint.publicKey,
+          space,
+          lamports: rentExempt(space),
+          programId: TOKEN_2022_PROGRAM_ID,
+        }),
+        createInitializeTransferFeeConfigInstruction(
+          mint.publicKey,
+          payer.publicKey,
+          null,
+          250,
+          9_000n,
+          TOKEN_2022_PROGRAM_ID,
+        ),
+        createInitializeMintCloseAuthorityInstruction(mint.publicKey, payer.publicKey, TOKEN_2022_PROGRAM_ID),
+        createInitializeMint2Instruction(mint.publicKey, 2, payer.publicKey, null, TOKEN_2022_PROGRAM_ID),
+      ),
+      [payer, mint],
+    );
+    const { outer } = await parsedInstructions(created);
+    assert.deepEqual(outer.slice(1), [
+      [
+        'spl-token',
+        'initializeTransferFeeConfig',
+        {
+          mint: mint.publicKey.toBase58(),
+          transferFeeConfigAuthority: payer.publicKey.toBase58(),
+          transferFeeBasisPoints: 250,
+          maximumFee: 9000,
+        },
+      ],
+      [
+        'spl-token',
+        'initializeMintCloseAuthority',
+        { mint: mint.publicKey.toBase58(), newAuthority: payer.publicKey.toBase58() },
+      ],
+      [
+        'spl-token',
+        'initializeMint2',
+        { mint: mint.publicKey.toBase58(), decimals: 2, mintAuthority: payer.publicKey.toBase58() },
+      ],
+    ]);
+
+    const holder = Keypair.generate();
+    const source = await createAssociatedTokenAccountIdempotent(
+      connection,
+      payer,
+      mint.publicKey,
+      payer.publicKey,
+      undefined,
+      TOKEN_2022_PROGRAM_ID,
+    );
+    const destination = await createAssociatedTokenAccountIdempotent(
+      connection,
+      payer,
+      mint.publicKey,
+      holder.publicKey,
+      undefined,
+      TOKEN_2022_PROGRAM_ID,
+    );
+    await mintTo(
+      connection,
+      payer,
+      mint.publicKey,
+      source,
+      payer,
+      10_000n,
+      [],
+      undefined,
+      TOKEN_2022_PROGRAM_ID,
+    );
+    const sent = await transferCheckedWithFee(
+      connection,
+      payer,
+      source,
+      mint.publicKey,
+      destination,
+      payer,
+      4_000n,
+      2,
+      100n,
+      [],
+      undefined,
+      TOKEN_2022_PROGRAM_ID,
+    );
+    const tx = await connection.getParsedTransaction(sent, { maxSupportedTransactionVersion: 0 });
+    const ix = tx?.transaction.message.instructions[0];
+    assert.ok(ix && 'parsed' in ix);
+    assert.ok(ix.programId.equals(TOKEN_2022_PROGRAM_ID));
+    assert.equal(ix.program, 'spl-token');
+    assert.deepEqual(ix.parsed, {
+      type: 'transferCheckedWithFee',
+      info: {
+        source: source.toBase58(),
+        mint: mint.publicKey.toBase58(),
+        destination: destination.toBase58(),
+        authority: payer.publicKey.toBase58(),
+        tokenAmount: { amount: '4000', decimals: 2, uiAmount: 40, uiAmountString: '40' },
+        feeAmount: { amount: '100', decimals: 2, uiAmount: 1, uiAmountString: '1' },
+      },
+    });
   });
 });
 
