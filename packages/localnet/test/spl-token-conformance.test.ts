@@ -365,6 +365,29 @@ describe('SPL Token (Tokenkeg…)', () => {
     assert.equal(response.error?.message, 'Invalid param: could not find mint');
   });
 
+  test('ui amounts as Agave computes them: amount as f64 / 10^decimals, none past 10^19', async () => {
+    const holder = Keypair.generate().publicKey;
+    const tiny = await createMint(connection, payer, payer.publicKey, null, 20);
+    const tinyAta = await createAssociatedTokenAccountIdempotent(connection, payer, tiny, holder);
+    await mintTo(connection, payer, tiny, tinyAta, payer, 12_345n);
+    assert.deepEqual((await connection.getTokenAccountBalance(tinyAta)).value, {
+      amount: '12345',
+      decimals: 20,
+      uiAmount: null,
+      uiAmountString: '0.00000000000000012345',
+    });
+    const whole = await createMint(connection, payer, payer.publicKey, null, 9);
+    const wholeAta = await createAssociatedTokenAccountIdempotent(connection, payer, whole, holder);
+    const max = 18_446_744_073_709_551_615n;
+    await mintTo(connection, payer, whole, wholeAta, payer, max);
+    assert.deepEqual((await connection.getTokenSupply(whole)).value, {
+      amount: max.toString(),
+      decimals: 9,
+      uiAmount: Number(max) / 1e9,
+      uiAmountString: '18446744073.709551615',
+    });
+  });
+
   test('amountToUiAmount (a simulation that returns data) renders the amount', async () => {
     assert.equal(await amountToUiAmount(connection, payer, mint, 1_234_500n), '1.2345');
   });
@@ -414,6 +437,20 @@ describe('instructions as explorers read them (getParsedTransaction, program "sp
     // The multisig owns an account; its transfer names the multisig and its signers.
     const [s1, s2, s3] = [Keypair.generate(), Keypair.generate(), Keypair.generate()];
     const multisig = await createMultisig(connection, payer, [s1.publicKey, s2.publicKey, s3.publicKey], 2);
+    const { data: multisigData } = await parsedInfo(multisig);
+    assert.deepEqual(multisigData, {
+      program: 'spl-token',
+      space: 355,
+      parsed: {
+        type: 'multisig',
+        info: {
+          numRequiredSigners: 2,
+          numValidSigners: 3,
+          isInitialized: true,
+          signers: [s1.publicKey.toBase58(), s2.publicKey.toBase58(), s3.publicKey.toBase58()],
+        },
+      },
+    });
     const ata = await createAssociatedTokenAccountIdempotent(
       connection,
       payer,

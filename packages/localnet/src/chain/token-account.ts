@@ -98,10 +98,15 @@ export interface UiTokenAmount {
   readonly uiAmountString: string;
 }
 
+/** 10^19 is the largest power of ten a 64-bit usize holds. */
+const MAX_USIZE_POWER_OF_TEN = 19;
+
 export function uiTokenAmount(amount: bigint, decimals: number): UiTokenAmount {
   const digits = amount.toString().padStart(decimals + 1, '0');
   const whole = digits.slice(0, digits.length - decimals);
   const fraction = digits.slice(digits.length - decimals).replace(/0+$/, '');
   const uiAmountString = fraction ? `${whole}.${fraction}` : whole;
-  return { amount: amount.toString(), decimals, uiAmount: Number(uiAmountString), uiAmountString };
+  // As Agave: `amount as f64 / 10^decimals as f64`, and none when 10^decimals overflows a usize.
+  const uiAmount = decimals <= MAX_USIZE_POWER_OF_TEN ? Number(amount) / 10 ** decimals : null;
+  return { amount: amount.toString(), decimals, uiAmount, uiAmountString };
 }

@@ -10,6 +10,8 @@ import { parseTokenExtensions } from './token-extensions.ts';
 import { uiAmountsOfMint } from './ui-amount.ts';
 
 const SYSVAR_OWNER = 'Sysvar1111111111111111111111111111111111111';
+/** spl-token's Multisig: m, n, is_initialized, then 11 signer slots. */
+const MULTISIG_LEN = 3 + 11 * 32;
 
 export type AccountEncoding = 'base58' | 'base64' | 'jsonParsed' | 'base64+zstd';
 const ACCOUNT_ENCODINGS: readonly AccountEncoding[] = ['base58', 'base64', 'jsonParsed', 'base64+zstd'];
@@ -132,7 +134,20 @@ function parseAccount(account: AccountSnapshot, chain: Chain, address: string | 
     withExtensions(info, account);
     return { program, parsed: { info, type: 'mint' }, space: account.data.length };
   }
+  const multisig = decodeMultisig(account.data);
+  if (multisig) return { program, parsed: { info: multisig, type: 'multisig' }, space: account.data.length };
   return undefined;
+}
+
+/** Agave's UiMultisig: an initialised 355-byte multisig, its signers without the unused (zero) slots. */
+function decodeMultisig(data: Uint8Array): Record<string, unknown> | undefined {
+  if (data.length !== MULTISIG_LEN || data[2] !== 1) return undefined;
+  const signers: string[] = [];
+  for (let at = 3; at < MULTISIG_LEN; at += 32) {
+    const key = data.subarray(at, at + 32);
+    if (key.some((b) => b !== 0)) signers.push(encodeBase58(key));
+  }
+  return { numRequiredSigners: data[0], numValidSigners: data[1], isInitialized: true, signers };
 }
 
 /** Token-2022 extensions, as Agave: the `extensions` field only when there are any. */
