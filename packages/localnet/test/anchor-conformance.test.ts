@@ -16,6 +16,8 @@ import {
   LAMPORTS_PER_SOL,
   PublicKey,
   SendTransactionError,
+  SYSVAR_CLOCK_PUBKEY,
+  SYSVAR_SLOT_HASHES_PUBKEY,
   SystemProgram,
   Transaction,
   TransactionInstruction,
@@ -388,6 +390,18 @@ describe('with manual slots: reads through the provider connection at each commi
     localnet.advanceSlots(1);
     [, , finalized] = await read();
     assert.deepEqual(finalized, { slot: landedIn, lamports: 4_000_000 });
+
+    // The Clock sysvar too is read as of the commitment's slot, as a bank at that slot holds it.
+    for (const commitment of ['processed', 'confirmed', 'finalized'] as const) {
+      const clock = await connection.getParsedAccountInfo(SYSVAR_CLOCK_PUBKEY, commitment);
+      const info = (clock.value as { data: { parsed: { info: { slot: number } } } }).data.parsed.info;
+      assert.equal(info.slot, clock.context.slot, commitment);
+    }
+    const slotHashes = await connection.getParsedAccountInfo(SYSVAR_SLOT_HASHES_PUBKEY, 'confirmed');
+    const newest = (slotHashes.value as { data: { parsed: { info: { slot: number }[] } } }).data.parsed
+      .info[0];
+    // At the confirmed slot, the newest entry is its parent.
+    assert.equal(newest?.slot, slotHashes.context.slot - 1);
 
     // getMultipleAccountsInfo through the same connection, finalized.
     const many = await connection.getMultipleAccountsInfo(

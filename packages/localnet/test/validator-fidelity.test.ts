@@ -63,8 +63,9 @@ test('createLookupTable with a slot from getSlot (confirmed or finalized) lands:
     assert.ok(account, `the table made with the ${commitment} slot ${recentSlot} exists`);
     assert.ok(account.owner.equals(AddressLookupTableProgram.programId));
   }
-  // The sysvar itself: a u64 count, then (slot, hash) pairs, newest first.
-  const sysvar = await connection.getAccountInfo(SYSVAR_SLOT_HASHES_PUBKEY);
+  // The sysvar itself: a u64 count, then (slot, hash) pairs, newest first — read in the open slot (at
+  // confirmed it is the confirmed slot's, one entry fewer).
+  const sysvar = await connection.getAccountInfo(SYSVAR_SLOT_HASHES_PUBKEY, 'processed');
   assert.ok(sysvar);
   const count = Number(sysvar.data.readBigUInt64LE(0));
   const newest = Number(sysvar.data.readBigUInt64LE(8));

@@ -133,6 +133,11 @@ const WITHOUT_RETURN_DATA = new Set(
   ['11111111111111111111111111111111', 'ComputeBudget111111111111111111111111111111'].map(rawKeyOf),
 );
 const ADDRESS_NAMES_LIMIT = 100_000;
+/** The sysvars each slot start rewrites (Clock, SlotHashes), by base58 and raw address. */
+const SLOT_SYSVARS = [
+  'SysvarC1ock11111111111111111111111111111111',
+  'SysvarS1otHashes111111111111111111111111111',
+].map((name) => [name, decodeBase58(name) as Uint8Array] as const);
 /** Owners of the accounts LiteSVM creates itself: native programs, BPF programs and their data, sysvars. */
 const BUILTIN_OWNERS = [
   'NativeLoader1111111111111111111111111111111',
@@ -770,9 +775,11 @@ export class Chain {
       this.slotHashes.unshift({ slot: BigInt(parent.slot), hash: parent.blockhash });
       if (this.slotHashes.length > SLOT_HASHES_MAX_ENTRIES) this.slotHashes.pop();
     }
-    this.svm.setSlotHashes(this.slotHashes);
     this.recentBlocks.push(block);
     if (this.recentBlocks.length > this.options.finalizedDepth + 2) this.recentBlocks.shift();
+    // The sysvars change as the slot starts: keep the parent slot's, for reads at confirmed/finalized.
+    if (parent) for (const [name, key] of SLOT_SYSVARS) this.notePreImage(name, key);
+    this.svm.setSlotHashes(this.slotHashes);
     // Reads at finalized (slot - finalizedDepth) need the pre-images of the slots after it.
     for (const old of this.preImages.keys())
       if (old <= slot - this.options.finalizedDepth) this.preImages.delete(old);
