@@ -9,8 +9,10 @@ import anchor, { type Idl } from '@coral-xyz/anchor';
 import {
   createAssociatedTokenAccountIdempotentInstruction,
   getAssociatedTokenAddressSync,
+  TOKEN_2022_PROGRAM_ID,
 } from '@solana/spl-token';
 import {
+  AddressLookupTableProgram,
   Connection,
   Keypair,
   LAMPORTS_PER_SOL,
@@ -25,6 +27,8 @@ import {
   VersionedTransaction,
 } from '@solana/web3.js';
 import { type Localnet, startLocalnet } from '../src/index.ts';
+
+const BPF_LOADER_UPGRADEABLE = new PublicKey('BPFLoaderUpgradeab1e11111111111111111111111');
 
 const { AnchorProvider, BN, EventParser, Native, Program, Wallet } = anchor;
 type AnchorProvider = InstanceType<typeof AnchorProvider>;
@@ -340,6 +344,67 @@ describe('with a running slot clock', () => {
     assert.equal((event as { amount: BN }).amount.toString(), amount.toString());
     const status = (await provider.connection.getSignatureStatus(signature)).value;
     assert.equal(slot, status?.slot);
+  });
+
+  test('programs and lookup tables read jsonParsed through the provider connection, as Agave decodes them', async () => {
+    const { connection } = provider;
+    const program = await connection.getParsedAccountInfo(TOKEN_2022_PROGRAM_ID);
+    assert.equal(program.value?.executable, true);
+    const programData = program.value?.data as {
+      program: string;
+      parsed: { type: string; info: { programData: string } };
+    };
+    assert.equal(programData.program, 'bpf-upgradeable-loader');
+    assert.equal(programData.parsed.type, 'program');
+    const [expectedProgramData] = PublicKey.findProgramAddressSync(
+      [TOKEN_2022_PROGRAM_ID.toBuffer()],
+      BPF_LOADER_UPGRADEABLE,
+    );
+    assert.equal(programData.parsed.info.programData, expectedProgramData?.toBase58());
+    const raw = await connection.getAccountInfo(new PublicKey(programData.parsed.info.programData));
+    const elfAt = 45;
+    const data = (await connection.getParsedAccountInfo(new PublicKey(programData.parsed.info.programData)))
+      .value?.data as {
+      program: string;
+      parsed: { type: string; info: { slot: number; authority: string | null; data: [string, string] } };
+    };
+    assert.equal(data.parsed.type, 'programData');
+    assert.equal(data.parsed.info.slot, Number(raw?.data.readBigUInt64LE(4)));
+    // The ELF, after the 45-byte metadata (13 without an authority, as Agave slices it).
+    const offset = data.parsed.info.authority === null ? elfAt - 32 : elfAt;
+    assert.equal(data.parsed.info.data[0], raw?.data.subarray(offset).toString('base64'));
+    assert.equal(data.parsed.info.data[1], 'base64');
+
+    // An address lookup table made and extended by the wallet.
+    const recentSlot = await connection.getSlot('finalized');
+    const [create, table] = AddressLookupTableProgram.createLookupTable({
+      authority: wallet.publicKey,
+      payer: wallet.publicKey,
+      recentSlot,
+    });
+    const addresses = [Keypair.generate().publicKey, Keypair.generate().publicKey];
+    const extend = AddressLookupTableProgram.extendLookupTable({
+      lookupTable: table,
+      authority: wallet.publicKey,
+      payer: wallet.publicKey,
+      addresses,
+    });
+    await provider.sendAndConfirm(new Transaction().add(create, extend), [], { commitment: 'confirmed' });
+    const parsedTable = (await connection.getParsedAccountInfo(table, 'confirmed')).value?.data as {
+      program: string;
+      parsed: { type: string; info: Record<string, unknown> };
+    };
+    assert.equal(parsedTable.program, 'address-lookup-table');
+    assert.equal(parsedTable.parsed.type, 'lookupTable');
+    const decoded = (await connection.getAddressLookupTable(table, { commitment: 'confirmed' })).value;
+    assert.ok(decoded);
+    assert.deepEqual(parsedTable.parsed.info, {
+      deactivationSlot: '18446744073709551615',
+      lastExtendedSlot: String(decoded.state.lastExtendedSlot),
+      lastExtendedSlotStartIndex: 0,
+      authority: wallet.publicKey.toBase58(),
+      addresses: addresses.map((a) => a.toBase58()),
+    });
   });
 });
 

@@ -3,6 +3,12 @@
 import type { AccountSnapshot, Chain } from '../chain/chain.ts';
 import { decodeMint, decodeTokenAccount, TOKEN_2022_PROGRAM, uiTokenAmount } from '../chain/token-account.ts';
 import { encodeBase58 } from '../wire/base58.ts';
+import {
+  ADDRESS_LOOKUP_TABLE_PROGRAM,
+  BPF_UPGRADEABLE_LOADER,
+  parseAddressLookupTable,
+  parseUpgradeableLoaderAccount,
+} from './loader-parser.ts';
 import { type Config, encodingParam, integer } from './params.ts';
 import { invalidParams } from './rpc-error.ts';
 import { parseSysvar } from './sysvar-parser.ts';
@@ -87,6 +93,14 @@ function parseAccount(account: AccountSnapshot, chain: Chain, address: string | 
   if (account.owner === SYSVAR_OWNER && address !== undefined) {
     const parsed = parseSysvar(address, account.data);
     return parsed && { program: 'sysvar', parsed, space: account.data.length };
+  }
+  if (account.owner === BPF_UPGRADEABLE_LOADER) {
+    const parsed = parseUpgradeableLoaderAccount(account.data);
+    return parsed && { program: 'bpf-upgradeable-loader', parsed, space: account.data.length };
+  }
+  if (account.owner === ADDRESS_LOOKUP_TABLE_PROGRAM) {
+    const parsed = parseAddressLookupTable(account.data);
+    return parsed && { program: 'address-lookup-table', parsed, space: account.data.length };
   }
   const program = account.owner === TOKEN_2022_PROGRAM ? 'spl-token-2022' : 'spl-token';
   if (
