@@ -119,6 +119,20 @@ async function parsedInfo(address: PublicKey) {
   return { account: info.value, data: parsed(info.value.data) };
 }
 
+/** A transaction's outer instructions as getParsedTransaction answers them: [program, type, info]. */
+async function outerInstructions(signature: string): Promise<unknown[][]> {
+  const tx = await connection.getParsedTransaction(signature, { maxSupportedTransactionVersion: 0 });
+  assert.ok(tx, `no transaction ${signature}`);
+  return tx.transaction.message.instructions.map((ix) =>
+    'parsed' in ix ? [ix.program, ix.parsed.type, ix.parsed.info] : ['unparsed', ix.programId.toBase58()],
+  );
+}
+
+/** The first transaction that named `address` (its creation). */
+async function firstSignature(address: PublicKey): Promise<string> {
+  return (await connection.getSignaturesForAddress(address, undefined, 'confirmed')).at(-1)?.signature ?? '';
+}
+
 describe('SPL Token (Tokenkeg…)', () => {
   const owner = Keypair.generate();
   const other = Keypair.generate();
@@ -941,7 +955,7 @@ describe('Token-2022 (Tokenz…)', () => {
     const mint = await createMint2022([ExtensionType.MetadataPointer], (m) => [
       createInitializeMetadataPointerInstruction(m, payer.publicKey, m, TOKEN_2022_PROGRAM_ID),
     ]);
-    await tokenMetadataInitializeWithRentTransfer(
+    const initialized = await tokenMetadataInitializeWithRentTransfer(
       connection,
       payer,
       mint,
@@ -954,7 +968,7 @@ describe('Token-2022 (Tokenz…)', () => {
       undefined,
       TOKEN_2022_PROGRAM_ID,
     );
-    await tokenMetadataUpdateFieldWithRentTransfer(
+    const updated = await tokenMetadataUpdateFieldWithRentTransfer(
       connection,
       payer,
       mint,
@@ -965,6 +979,35 @@ describe('Token-2022 (Tokenz…)', () => {
       undefined,
       TOKEN_2022_PROGRAM_ID,
     );
+    // The instructions as an explorer reads them.
+    assert.deepEqual((await outerInstructions(await firstSignature(mint)))[1], [
+      'spl-token',
+      'initializeMetadataPointer',
+      { mint: mint.toBase58(), authority: payer.publicKey.toBase58(), metadataAddress: mint.toBase58() },
+    ]);
+    assert.deepEqual((await outerInstructions(initialized)).at(-1), [
+      'spl-token',
+      'initializeTokenMetadata',
+      {
+        metadata: mint.toBase58(),
+        updateAuthority: payer.publicKey.toBase58(),
+        mint: mint.toBase58(),
+        mintAuthority: payer.publicKey.toBase58(),
+        name: 'Gate Dollar',
+        symbol: 'GUSD',
+        uri: 'https://example.invalid/gusd.json',
+      },
+    ]);
+    assert.deepEqual((await outerInstructions(updated)).at(-1), [
+      'spl-token',
+      'updateTokenMetadataField',
+      {
+        metadata: mint.toBase58(),
+        updateAuthority: payer.publicKey.toBase58(),
+        field: 'issuer',
+        value: 'gate402',
+      },
+    ]);
     const state = await getMint(connection, mint, 'confirmed', TOKEN_2022_PROGRAM_ID);
     assert.ok(getMetadataPointerState(state)?.metadataAddress?.equals(mint));
     const metadata = await getTokenMetadata(connection, mint, 'confirmed', TOKEN_2022_PROGRAM_ID);
@@ -1033,6 +1076,20 @@ describe('Token-2022 (Tokenz…)', () => {
       extensions.map((e) => e.extension),
       ['defaultAccountState', 'interestBearingConfig', 'permanentDelegate', 'nonTransferable'],
     );
+    assert.deepEqual((await outerInstructions(await firstSignature(mint))).slice(1, 5), [
+      ['spl-token', 'initializeDefaultAccountState', { mint: mint.toBase58(), accountState: 'frozen' }],
+      [
+        'spl-token',
+        'initializeInterestBearingConfig',
+        { mint: mint.toBase58(), rateAuthority: payer.publicKey.toBase58(), rate: 0 },
+      ],
+      [
+        'spl-token',
+        'initializePermanentDelegate',
+        { mint: mint.toBase58(), delegate: payer.publicKey.toBase58() },
+      ],
+      ['spl-token', 'initializeNonTransferableMint', { mint: mint.toBase58() }],
+    ]);
     assert.deepEqual(extensions[0]?.state, { accountState: 'frozen' });
     const interest = extensions[1]?.state ?? {};
     assert.equal(interest.rateAuthority, payer.publicKey.toBase58());
@@ -1104,6 +1161,11 @@ describe('Token-2022 (Tokenz…)', () => {
     const { data } = await parsedInfo(account.publicKey);
     assert.deepEqual(data.parsed.info.extensions, [
       { extension: 'memoTransfer', state: { requireIncomingTransferMemos: true } },
+    ]);
+    assert.deepEqual((await outerInstructions(await firstSignature(account.publicKey))).at(-1), [
+      'spl-token',
+      'enableRequiredMemoTransfers',
+      { account: account.publicKey.toBase58(), owner: holder.publicKey.toBase58() },
     ]);
   });
 

@@ -69,6 +69,17 @@ class Cursor {
     if (tag !== 1) throw new RangeError('bad option tag');
     return this.key();
   }
+  i16(): number {
+    const value = this.view.getInt16(this.offset, true);
+    this.offset += 2;
+    return value;
+  }
+  take(length: number): Uint8Array {
+    if (this.offset + length > this.data.length) throw new RangeError('short data');
+    const value = this.data.subarray(this.offset, this.offset + length);
+    this.offset += length;
+    return value;
+  }
   remaining(): number {
     return this.data.length - this.offset;
   }
@@ -372,6 +383,69 @@ function parseToken(accounts: readonly string[], data: Uint8Array): Parsed | und
       };
     case 26:
       return parseTransferFee(accounts, c);
+    case 28: {
+      // DefaultAccountStateExtension: [sub-instruction, account state] (Agave wants more than 2 bytes).
+      if (data.length <= 2) return undefined;
+      const sub = c.u8();
+      const accountState = ACCOUNT_STATES[c.u8()];
+      if (accountState === undefined) return undefined;
+      if (sub === 0) {
+        need(accounts, 1);
+        return { type: 'initializeDefaultAccountState', info: { mint: at(accounts, 0), accountState } };
+      }
+      if (sub !== 1) return undefined;
+      need(accounts, 2);
+      return {
+        type: 'updateDefaultAccountState',
+        info: withSigners(
+          { mint: at(accounts, 0), accountState },
+          accounts,
+          1,
+          'freezeAuthority',
+          'multisigFreezeAuthority',
+        ),
+      };
+    }
+    case 30: {
+      const sub = c.u8();
+      if (sub !== 0 && sub !== 1) return undefined;
+      need(accounts, 2);
+      return {
+        type: sub === 0 ? 'enableRequiredMemoTransfers' : 'disableRequiredMemoTransfers',
+        info: withSigners({ account: at(accounts, 0) }, accounts, 1, 'owner', 'multisigOwner'),
+      };
+    }
+    case 33: {
+      const sub = c.u8();
+      if (sub === 0 && c.remaining() === 34) {
+        need(accounts, 1);
+        const rateAuthority = nonZeroKey(c);
+        return {
+          type: 'initializeInterestBearingConfig',
+          info: { mint: at(accounts, 0), rateAuthority, rate: c.i16() },
+        };
+      }
+      if (sub === 1 && c.remaining() === 2) {
+        need(accounts, 2);
+        return {
+          type: 'updateInterestBearingConfigRate',
+          info: withSigners(
+            { mint: at(accounts, 0), newRate: c.i16() },
+            accounts,
+            1,
+            'rateAuthority',
+            'multisigRateAuthority',
+          ),
+        };
+      }
+      return undefined;
+    }
+    case 39:
+      return parsePointer(accounts, c, 'MetadataPointer', 'metadataAddress');
+    case 40:
+      return parsePointer(accounts, c, 'GroupPointer', 'groupAddress');
+    case 41:
+      return parsePointer(accounts, c, 'GroupMemberPointer', 'memberAddress');
     case 31:
       need(accounts, 3);
       return {
@@ -391,7 +465,136 @@ function parseToken(accounts: readonly string[], data: Uint8Array): Parsed | und
         'multisigAuthority',
       ]);
     default:
-      // The other Token-2022 extension instructions are left partially decoded here.
+      // The token metadata interface (8-byte discriminators no token instruction tag collides with);
+      // the other Token-2022 extension instructions are left partially decoded here.
+      return parseTokenMetadata(accounts, data);
+  }
+}
+
+const ACCOUNT_STATES = ['uninitialized', 'initialized', 'frozen'];
+
+/** An OptionalNonZeroPubkey (32 bytes, zero for none). */
+function nonZeroKey(c: Cursor): string | null {
+  const key = c.key();
+  return key === '11111111111111111111111111111111' ? null : key;
+}
+
+/** Metadata, group and group-member pointers: Initialize { authority, address } and Update { address }. */
+function parsePointer(
+  accounts: readonly string[],
+  c: Cursor,
+  name: string,
+  field: string,
+): Parsed | undefined {
+  const sub = c.u8();
+  if (sub === 0 && c.remaining() === 64) {
+    need(accounts, 1);
+    const info: Record<string, unknown> = { mint: at(accounts, 0) };
+    const authority = nonZeroKey(c);
+    const address = nonZeroKey(c);
+    if (authority !== null) info.authority = authority;
+    if (address !== null) info[field] = address;
+    return { type: `initialize${name}`, info };
+  }
+  if (sub === 1 && c.remaining() === 32) {
+    need(accounts, 2);
+    const info: Record<string, unknown> = { mint: at(accounts, 0) };
+    const address = nonZeroKey(c);
+    if (address !== null) info[field] = address;
+    return { type: `update${name}`, info: withSigners(info, accounts, 1, 'authority', 'multisigAuthority') };
+  }
+  return undefined;
+}
+
+/** spl-token-metadata-interface discriminators: sha256("spl_token_metadata_interface:<name>")[..8]. */
+const TOKEN_METADATA = {
+  initialize: 'd2e11ea258b84d8d',
+  updateField: 'dde9312db5cadcc8',
+  removeKey: 'ea122038598d25b5',
+  updateAuthority: 'd7e4a6e45464567b',
+  emit: 'faa6b4fa0d0cb846',
+};
+
+/** The token metadata interface's instructions, as Agave's parse_token_metadata_instruction. */
+function parseTokenMetadata(accounts: readonly string[], data: Uint8Array): Parsed | undefined {
+  if (data.length < 8) return undefined;
+  const discriminator = Buffer.from(data.subarray(0, 8)).toString('hex');
+  const c = new Cursor(data.subarray(8));
+  const text = () => {
+    const length = c.u32();
+    if (length > c.remaining()) throw new RangeError('string past the end');
+    return new TextDecoder('utf-8', { fatal: true }).decode(c.take(length));
+  };
+  const done = <T>(value: T): T => {
+    // Borsh reads the whole instruction: bytes left over make it unparsable.
+    if (c.remaining() !== 0) throw new RangeError('bytes left over');
+    return value;
+  };
+  switch (discriminator) {
+    case TOKEN_METADATA.initialize: {
+      need(accounts, 4);
+      const name = text();
+      const symbol = text();
+      const uri = text();
+      return done({
+        type: 'initializeTokenMetadata',
+        info: {
+          metadata: at(accounts, 0),
+          updateAuthority: at(accounts, 1),
+          mint: at(accounts, 2),
+          mintAuthority: at(accounts, 3),
+          name,
+          symbol,
+          uri,
+        },
+      });
+    }
+    case TOKEN_METADATA.updateField: {
+      need(accounts, 2);
+      const kind = c.u8();
+      const field =
+        kind === 0 ? 'name' : kind === 1 ? 'symbol' : kind === 2 ? 'uri' : kind === 3 ? text() : undefined;
+      if (field === undefined) return undefined;
+      const value = text();
+      return done({
+        type: 'updateTokenMetadataField',
+        info: { metadata: at(accounts, 0), updateAuthority: at(accounts, 1), field, value },
+      });
+    }
+    case TOKEN_METADATA.removeKey: {
+      need(accounts, 2);
+      const flag = c.u8();
+      if (flag > 1) return undefined;
+      const key = text();
+      return done({
+        type: 'removeTokenMetadataKey',
+        info: { metadata: at(accounts, 0), updateAuthority: at(accounts, 1), key, idempotent: flag === 1 },
+      });
+    }
+    case TOKEN_METADATA.updateAuthority: {
+      need(accounts, 2);
+      const newAuthority = nonZeroKey(c);
+      return done({
+        type: 'updateTokenMetadataAuthority',
+        info: { metadata: at(accounts, 0), updateAuthority: at(accounts, 1), newAuthority },
+      });
+    }
+    case TOKEN_METADATA.emit: {
+      need(accounts, 1);
+      const optionalU64 = () => {
+        const tag = c.u8();
+        if (tag === 0) return undefined;
+        if (tag !== 1) throw new RangeError('bad option tag');
+        return c.u64();
+      };
+      const start = optionalU64();
+      const end = optionalU64();
+      const info: Record<string, unknown> = { metadata: at(accounts, 0) };
+      if (start !== undefined) info.start = start;
+      if (end !== undefined) info.end = end;
+      return done({ type: 'emitTokenMetadata', info });
+    }
+    default:
       return undefined;
   }
 }
