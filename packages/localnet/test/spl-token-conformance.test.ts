@@ -1229,7 +1229,17 @@ describe('Token-2022 (Tokenz…)', () => {
       undefined,
       TOKEN_2022_PROGRAM_ID,
     );
-    await mintTo(connection, payer, mint, ata, payer, 1_234_567n, [], undefined, TOKEN_2022_PROGRAM_ID);
+    const minted = await mintTo(
+      connection,
+      payer,
+      mint,
+      ata,
+      payer,
+      1_234_567n,
+      [],
+      undefined,
+      TOKEN_2022_PROGRAM_ID,
+    );
 
     const readAll = async () => {
       const balance = (await connection.getTokenAccountBalance(ata)).value;
@@ -1262,6 +1272,14 @@ describe('Token-2022 (Tokenz…)', () => {
     };
     // 1,234,567 × 2.5 = 3,086,417.5, floored to whole base units (never overstating a balance): 3.086417.
     await check('3.086417');
+    // The transaction's token balances are rendered the same way, at its execution.
+    const mintedTx = await connection.getParsedTransaction(minted, { maxSupportedTransactionVersion: 0 });
+    assert.deepEqual(mintedTx?.meta?.postTokenBalances?.[0]?.uiTokenAmount, {
+      amount: '1234567',
+      decimals: 6,
+      uiAmount: 3.086417,
+      uiAmountString: '3.086417',
+    });
     // A new multiplier in effect from a past timestamp applies at once.
     await updateMultiplier(connection, payer, mint, payer, 0.1, 0n, [], undefined, TOKEN_2022_PROGRAM_ID);
     await check('0.123456');

@@ -21,6 +21,7 @@ import {
   LiteSvm,
   type TransactionMetadata,
 } from 'litesvm/dist/internal.js';
+import { scaledUiAmounts } from '../rpc/ui-amount.ts';
 import { AddressNames } from '../wire/address-names.ts';
 import { decodeBase58, encodeBase58 } from '../wire/base58.ts';
 import { rawKey, rawKeyOf } from '../wire/raw-key.ts';
@@ -124,6 +125,7 @@ const SLOT_HASHES_MAX_ENTRIES = 512;
 const TOKEN_ACCOUNT_CACHE_LIMIT = 100_000;
 const MEMO_PROGRAM_KEYS = new Set(MEMO_PROGRAMS.map(rawKeyOf));
 const TOKEN_PROGRAMS = new Set([TOKEN_PROGRAM, TOKEN_2022_PROGRAM].map(rawKeyOf));
+const TOKEN_2022_RAW = rawKeyOf(TOKEN_2022_PROGRAM);
 const ADDRESS_LOOKUP_TABLE = rawKeyOf('AddressLookupTab1e1111111111111111111111111');
 /**
  * Programs that never set return data (and never invoke another program): when nothing else ran,
@@ -911,10 +913,22 @@ export class Chain {
           programId: encodeBase58(owner),
           amount: state.amount,
           decimals,
+          ...this.scaledTokenAmount(owner, state.mint, state.amount, decimals),
         });
       }
     }
     return { lamports, tokens };
+  }
+
+  /**
+   * A Token-2022 balance of a mint with interest or a multiplier, rendered with the Clock of this slot
+   * (Agave renders transaction token balances at execution); nothing for other mints.
+   */
+  private scaledTokenAmount(owner: Uint8Array, mint: string, amount: bigint, decimals: number) {
+    if (rawKey(owner) !== TOKEN_2022_RAW) return {};
+    const account = this.getAccount(decodeBase58(mint) as Uint8Array);
+    const ui = account && scaledUiAmounts(account.data, decimals, BigInt(this.latestBlock().blockTime));
+    return ui ? { ui: ui(amount) } : {};
   }
 
   /**

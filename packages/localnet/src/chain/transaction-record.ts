@@ -1,5 +1,6 @@
 // What the chain remembers about a landed transaction: enough to answer getTransaction,
 // getSignatureStatuses, getSignaturesForAddress and getBlock exactly as Agave would.
+import type { UiTokenAmount } from './token-account.ts';
 import type { TransactionErrorJson } from './transaction-error.ts';
 
 export interface TokenBalance {
@@ -9,6 +10,8 @@ export interface TokenBalance {
   readonly programId: string;
   readonly amount: bigint;
   readonly decimals: number;
+  /** For a mint with interest or a multiplier: the amount as shown at execution (Agave's rendering). */
+  readonly ui?: UiTokenAmount;
 }
 
 export interface InnerInstructionRecord {

@@ -106,7 +106,7 @@ function encodeTokenBalances(balances: readonly TokenBalance[]) {
     mint: b.mint,
     owner: b.owner,
     programId: b.programId,
-    uiTokenAmount: uiTokenAmount(b.amount, b.decimals),
+    uiTokenAmount: b.ui ?? uiTokenAmount(b.amount, b.decimals),
   }));
 }
 

@@ -28,22 +28,36 @@ export function uiAmountsFor(
   decimals: number,
   unixTimestamp: bigint,
 ): UiAmountOf {
-  if (mintData !== undefined && mintOwner === TOKEN_2022_PROGRAM) {
-    const interest = fixedExtension(mintData, INTEREST_BEARING_CONFIG);
-    if (interest) {
-      const scale = interestScale(interest, decimals, unixTimestamp);
-      return (amount) => uiAmountFrom(amount, decimals, Number(amount) * scale);
-    }
-    const scaled = fixedExtension(mintData, SCALED_UI_AMOUNT_CONFIG);
-    if (scaled) {
-      const effective = scaled.readBigInt64LE(40);
-      const multiplier = unixTimestamp >= effective ? scaled.readDoubleLE(48) : scaled.readDoubleLE(32);
-      // Floored to whole base units before the decimals (spl-token-2022's "never overstate a balance").
-      return (amount) =>
-        uiAmountFrom(amount, decimals, Math.trunc(Number(amount) * multiplier) / 10 ** decimals);
-    }
+  const special =
+    mintData !== undefined && mintOwner === TOKEN_2022_PROGRAM
+      ? scaledUiAmounts(mintData, decimals, unixTimestamp)
+      : undefined;
+  return special ?? ((amount) => uiTokenAmount(amount, decimals));
+}
+
+/**
+ * How amounts of a Token-2022 mint with an InterestBearingConfig (first, as Agave) or a
+ * ScaledUiAmountConfig read at `unixTimestamp`; undefined for a mint with neither.
+ */
+export function scaledUiAmounts(
+  mintData: Uint8Array,
+  decimals: number,
+  unixTimestamp: bigint,
+): UiAmountOf | undefined {
+  const interest = fixedExtension(mintData, INTEREST_BEARING_CONFIG);
+  if (interest) {
+    const scale = interestScale(interest, decimals, unixTimestamp);
+    return (amount) => uiAmountFrom(amount, decimals, Number(amount) * scale);
   }
-  return (amount) => uiTokenAmount(amount, decimals);
+  const scaled = fixedExtension(mintData, SCALED_UI_AMOUNT_CONFIG);
+  if (scaled) {
+    const effective = scaled.readBigInt64LE(40);
+    const multiplier = unixTimestamp >= effective ? scaled.readDoubleLE(48) : scaled.readDoubleLE(32);
+    // Floored to whole base units before the decimals (spl-token-2022's "never overstate a balance").
+    return (amount) =>
+      uiAmountFrom(amount, decimals, Math.trunc(Number(amount) * multiplier) / 10 ** decimals);
+  }
+  return undefined;
 }
 
 /** uiAmountsFor the mint at `mint` as the chain holds it now, at the Clock's unix time. */
