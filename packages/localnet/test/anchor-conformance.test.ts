@@ -339,7 +339,16 @@ describe('with a running slot clock', () => {
     assert.deepEqual([...new EventParser(SystemProgram.programId, program.coder).parseLogs(logs)], []);
 
     // addEventListener (logsSubscribe mentioning the program) heard it from the localnet's PubSub.
-    const { event, signature: heardSignature, slot } = await heard;
+    const {
+      event,
+      signature: heardSignature,
+      slot,
+    } = await Promise.race([
+      heard,
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error('no logs notification within 10 s')), 10_000).unref(),
+      ),
+    ]);
     assert.equal(heardSignature, signature);
     assert.equal((event as { amount: BN }).amount.toString(), amount.toString());
     const status = (await provider.connection.getSignatureStatus(signature)).value;
