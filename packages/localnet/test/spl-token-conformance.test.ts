@@ -30,6 +30,7 @@ import {
   createMintToInstruction,
   createMultisig,
   createSyncNativeInstruction,
+  createTransferCheckedInstruction,
   createWrappedNativeAccount,
   ExtensionType,
   freezeAccount,
@@ -244,6 +245,50 @@ describe('SPL Token (Tokenkeg…)', () => {
         ],
       ].sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
     );
+  });
+
+  test('simulateTransaction previews token balances: preTokenBalances, postTokenBalances, loadedAddresses', async () => {
+    const { blockhash } = await connection.getLatestBlockhash();
+    const tx = new Transaction({ feePayer: payer.publicKey, recentBlockhash: blockhash }).add(
+      createTransferCheckedInstruction(ownerAta, mint, otherAta, owner.publicKey, 400_000n, 6),
+    );
+    tx.sign(payer, owner);
+    const response = await rawCall(localnet.rpcUrl, 'simulateTransaction', [
+      tx.serialize().toString('base64'),
+      { encoding: 'base64', commitment: 'confirmed' },
+    ]);
+    const value = (response.result as { value: Record<string, unknown> }).value;
+    assert.equal(value.err, null);
+    assert.deepEqual(value.loadedAddresses, { writable: [], readonly: [] });
+    const balances = (list: unknown) =>
+      (list as { accountIndex: number; owner: string; uiTokenAmount: { amount: string } }[])
+        .map((b) => [b.owner, b.uiTokenAmount.amount])
+        .sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+    const sorted = (rows: string[][]) => rows.sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+    assert.deepEqual(
+      balances(value.preTokenBalances),
+      sorted([
+        [owner.publicKey.toBase58(), '4500000'],
+        [other.publicKey.toBase58(), '1500000'],
+      ]),
+    );
+    assert.deepEqual(
+      balances(value.postTokenBalances),
+      sorted([
+        [owner.publicKey.toBase58(), '4100000'],
+        [other.publicKey.toBase58(), '1900000'],
+      ]),
+    );
+    // A simulation changes nothing.
+    assert.equal((await getAccount(connection, ownerAta)).amount, 4_500_000n);
+    const first = (value.preTokenBalances as Record<string, unknown>[])[0];
+    assert.deepEqual(Object.keys(first ?? {}).sort(), [
+      'accountIndex',
+      'mint',
+      'owner',
+      'programId',
+      'uiTokenAmount',
+    ]);
   });
 
   test('a transfer beyond the balance is refused in preflight with the program logs', async () => {

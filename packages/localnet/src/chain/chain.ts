@@ -97,6 +97,9 @@ export interface SimulationResult {
   /** Inner instructions of the execution (null when it did not run), and the keys they index. */
   readonly innerInstructions: readonly (readonly InnerInstructionRecord[])[] | null;
   readonly accountKeys: readonly string[];
+  readonly preTokenBalances: readonly TokenBalance[];
+  readonly postTokenBalances: readonly TokenBalance[];
+  readonly loadedAddresses: TransactionMeta['loadedAddresses'];
 }
 
 export interface PerformanceSample {
@@ -585,6 +588,9 @@ export class Chain {
       postBalances: pre.lamports,
       innerInstructions: null,
       accountKeys: keys.all,
+      preTokenBalances: pre.tokens,
+      postTokenBalances: pre.tokens,
+      loadedAddresses: keys.loaded,
     });
     const signatureBytes = tx.signatures[0] as Uint8Array;
     const blockhashValid = this.isBlockhashValid(tx.recentBlockhash);
@@ -606,6 +612,7 @@ export class Chain {
         : null;
     let accounts: (AccountSnapshot | null)[] | null = null;
     let postBalances = pre.lamports;
+    let postTokenBalances = pre.tokens;
     if (!(result instanceof FailedTransactionMetadata)) {
       const postAccounts = new Map<string, AccountSnapshot>();
       for (const entry of result.postAccounts()) {
@@ -622,6 +629,7 @@ export class Chain {
         postAccounts.get(encodeBase58(address)) ?? this.getAccount(address);
       accounts = options.accounts.length > 0 ? options.accounts.map(lookup) : null;
       postBalances = keys.all.map((key, i) => postAccounts.get(key)?.lamports ?? (pre.lamports[i] as bigint));
+      postTokenBalances = this.simulatedTokenBalances(keys, postAccounts);
     }
     return {
       err: result instanceof FailedTransactionMetadata ? transactionErrorJson(result) : null,
@@ -634,7 +642,41 @@ export class Chain {
       postBalances,
       innerInstructions: readInnerInstructions(meta),
       accountKeys: keys.all,
+      preTokenBalances: pre.tokens,
+      postTokenBalances,
+      loadedAddresses: keys.loaded,
     };
+  }
+
+  /** Token balances of the keys after a simulation: its post-execution accounts, else the current ones. */
+  private simulatedTokenBalances(
+    keys: ResolvedKeys,
+    post: ReadonlyMap<string, AccountSnapshot>,
+  ): TokenBalance[] {
+    const tokens: TokenBalance[] = [];
+    keys.all.forEach((key, index) => {
+      if (keys.programIndexes.has(index)) return;
+      const account = post.get(key) ?? this.getAccount(keys.bytes[index] as Uint8Array);
+      if (!account || !isTokenProgram(account.owner)) return;
+      const state = decodeTokenAccount(account.data);
+      const decimals = state && this.mintDecimals(state.mint);
+      if (!state || decimals === undefined) return;
+      tokens.push({
+        accountIndex: index,
+        mint: state.mint,
+        owner: state.owner,
+        programId: account.owner,
+        amount: state.amount,
+        decimals,
+        ...this.scaledTokenAmount(
+          decodeBase58(account.owner) as Uint8Array,
+          state.mint,
+          state.amount,
+          decimals,
+        ),
+      });
+    });
+    return tokens;
   }
 
   /** Status of a landed transaction; without `searchHistory` only the last STATUS_CACHE_SLOTS slots. */

@@ -100,7 +100,7 @@ function encodeTransaction(
   };
 }
 
-function encodeTokenBalances(balances: readonly TokenBalance[]) {
+export function encodeTokenBalances(balances: readonly TokenBalance[]) {
   return balances.map((b) => ({
     accountIndex: b.accountIndex,
     mint: b.mint,

@@ -20,6 +20,7 @@ import { invalidParams, preflightFailure, signatureVerificationFailure } from '.
 import { contextSlot, type RpcContext, type RpcMethod, withContext } from '../rpc-method.ts';
 import {
   encodeInnerInstructions,
+  encodeTokenBalances,
   encodeTransactionWithMeta,
   TRANSACTION_ENCODINGS,
   type TransactionEncoding,
@@ -87,9 +88,12 @@ function simulateTransaction(params: Params, { chain }: RpcContext) {
         ? encodeInnerInstructions(result.innerInstructions, result.accountKeys, true)
         : null,
     loadedAccountsDataSize: null,
+    loadedAddresses: result.loadedAddresses,
     logs: result.logs,
     postBalances: result.postBalances,
+    postTokenBalances: encodeTokenBalances(result.postTokenBalances),
     preBalances: result.preBalances,
+    preTokenBalances: encodeTokenBalances(result.preTokenBalances),
     replacementBlockhash: replaceRecentBlockhash
       ? { blockhash: block.blockhash, lastValidBlockHeight: block.blockHeight + MAX_PROCESSING_AGE }
       : null,
