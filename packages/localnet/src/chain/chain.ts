@@ -26,8 +26,12 @@ import { AddressNames } from '../wire/address-names.ts';
 import { decodeBase58, encodeBase58 } from '../wire/base58.ts';
 import { rawKey, rawKeyOf } from '../wire/raw-key.ts';
 import { isStaticWritable, type WireTransaction } from '../wire/wire-transaction.ts';
+import type { AccountSnapshot } from './account-snapshot.ts';
 import { BlockhashWindow, MAX_PROCESSING_AGE } from './blockhash-window.ts';
 import { transactionFee } from './fee.ts';
+
+export type { AccountSnapshot } from './account-snapshot.ts';
+
 import { LedgerStore, SCHEMA_VERSION_WITH_SNAPSHOT } from './ledger-store.ts';
 import { MEMO_PROGRAMS, mainnetMemoLogs, serveNewMemoProgram } from './memo-programs.ts';
 import { RecentSignatures } from './recent-signatures.ts';
@@ -56,14 +60,6 @@ export interface ChainOptions {
   readonly slotMs: number;
   /** How many slots after landing a transaction is finalized. */
   readonly finalizedDepth: number;
-}
-
-export interface AccountSnapshot {
-  readonly lamports: bigint;
-  readonly data: Uint8Array;
-  readonly owner: string;
-  readonly executable: boolean;
-  readonly rentEpoch: bigint;
 }
 
 export interface ChainListener {

@@ -7,7 +7,7 @@
 // effects on accounts, and no effect of a transaction it does not know. Reads consult the buffer
 // first; `Chain` decides what of the open slot it reports.
 import Database from 'better-sqlite3';
-import type { AccountSnapshot } from './chain.ts';
+import type { AccountSnapshot } from './account-snapshot.ts';
 import type { TransactionErrorJson } from './transaction-error.ts';
 import type { BlockRecord, TokenBalance, TransactionMeta, TransactionRecord } from './transaction-record.ts';
 

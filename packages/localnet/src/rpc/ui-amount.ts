@@ -4,7 +4,7 @@
 // scaled amount floored to whole base units) printed with the mint's decimals (Rust's `{:.N}`, half to
 // even on the exact value) and trailing zeros trimmed, and `uiAmount` is that string read back as an
 // f64. Other mints: `uiTokenAmount`.
-import type { Chain } from '../chain/chain.ts';
+import type { AccountSnapshot } from '../chain/account-snapshot.ts';
 import { decodeMint, TOKEN_2022_PROGRAM, type UiTokenAmount, uiTokenAmount } from '../chain/token-account.ts';
 import { decodeBase58 } from '../wire/base58.ts';
 import { fixedExtension } from './token-extensions.ts';
@@ -60,8 +60,14 @@ export function scaledUiAmounts(
   return undefined;
 }
 
+/** What the amounts of a mint are read from: the chain now, at the Clock's unix time. */
+export interface MintSource {
+  getAccount(key: Uint8Array): AccountSnapshot | null | undefined;
+  latestBlock(): { readonly blockTime: number };
+}
+
 /** uiAmountsFor the mint at `mint` as the chain holds it now, at the Clock's unix time. */
-export function uiAmountsOfMint(chain: Chain, mint: string, decimals: number): UiAmountOf {
+export function uiAmountsOfMint(chain: MintSource, mint: string, decimals: number): UiAmountOf {
   const key = decodeBase58(mint);
   const account = key?.length === 32 ? chain.getAccount(key) : null;
   return uiAmountsFor(account?.data, account?.owner, decimals, BigInt(chain.latestBlock().blockTime));
@@ -69,7 +75,7 @@ export function uiAmountsOfMint(chain: Chain, mint: string, decimals: number): U
 
 /** uiAmountsFor a mint account already read (getTokenSupply, getTokenLargestAccounts). */
 export function uiAmountsOfMintAccount(
-  chain: Chain,
+  chain: MintSource,
   mint: { data: Uint8Array; owner: string },
 ): UiAmountOf | undefined {
   const state = decodeMint(mint.data);

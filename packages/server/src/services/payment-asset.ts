@@ -4,7 +4,7 @@ import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { addressFamily } from '../domain/address.ts';
 import { type GatewayError, invalidParameters } from '../domain/gateway-error.ts';
 import type { PaymentRecord } from '../store/store.ts';
-import { invalidProof } from './proof-verifier.ts';
+import { invalidProof } from './proof-errors.ts';
 
 /**
  * What a payment is paid in, as every answer that reports a payment shows it: the network's native

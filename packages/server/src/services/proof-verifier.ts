@@ -1,13 +1,13 @@
 import { canonicalAddress } from '../chains/canonical-address.ts';
 import type { ChainAdapter, ChainTransaction } from '../chains/chain-adapter.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { GatewayError } from '../domain/gateway-error.ts';
 import { atomicToDecimalText } from '../domain/money.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
 import { atomicFromField } from './amounts.ts';
 import { findBuiltTransfer } from './local-transfer.ts';
 import { assetMismatch, nativeAssetOf, type PaymentAsset } from './payment-asset.ts';
 import type { PaymentProofs, ProofClaims } from './payment-proof.ts';
+import { invalidProof, verificationFailed } from './proof-errors.ts';
 
 export interface ProofToVerify {
   readonly paymentProof: string;
@@ -272,18 +272,4 @@ function replacementOfRecord(payment: PaymentRecord, claims: ProofClaims): strin
   return claims.sig !== undefined && payment.replacedSignatures?.includes(claims.sig)
     ? payment.signature
     : undefined;
-}
-
-export function invalidProof(message: string, reason?: string): GatewayError {
-  return new GatewayError('INVALID_PAYMENT_PROOF', {
-    message: `Invalid payment proof: ${message}.`,
-    details: { paymentProof: reason ?? message },
-  });
-}
-
-export function verificationFailed(message: string, reason: string): GatewayError {
-  return new GatewayError('PAYMENT_VERIFICATION_FAILED', {
-    message: `Payment verification failed: ${message}.`,
-    details: { paymentProof: reason },
-  });
 }

@@ -1,13 +1,14 @@
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { newId } from '../domain/ids.ts';
-import { toWholeUnits } from '../domain/money.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
 import { decodeX402Header } from '../x402/payment-header.ts';
 import type { X402ReceiveService } from './facilitator/x402-receive.ts';
 import { newPayment } from './new-payment.ts';
-import { type PaymentAsset, statedTerms } from './payment-asset.ts';
+import { statedTerms } from './payment-asset.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
-import { invalidProof, type ProofVerifier } from './proof-verifier.ts';
+import { invalidProof } from './proof-errors.ts';
+import type { ProofVerifier } from './proof-verifier.ts';
+import { type ReceiveResult, receiveResult } from './receive-result.ts';
 import type { WalletService } from './wallet-service.ts';
 
 export interface ReceiveInput {
@@ -30,23 +31,6 @@ export interface ReceiveInput {
   readonly facilitatorUrl?: string | undefined;
   /** Sent as the Authorization header to `facilitatorUrl`, and nowhere else. */
   readonly facilitatorAuthorization?: string | undefined;
-}
-
-/** Spec §2.3. */
-export interface ReceiveResult {
-  success: true;
-  verified: true;
-  paymentId: string;
-  signature: string;
-  amountReceived: number;
-  sender: string;
-  status: string;
-  blockHeight: number | null;
-  timestamp: number;
-  verificationTime: string;
-  network: string;
-  /** What `amountReceived` is in. */
-  asset: PaymentAsset;
 }
 
 export interface ReceivePaymentDeps {
@@ -167,27 +151,6 @@ export class ReceivePaymentService {
     }
     return receiveResult(payment, verified.asset, started);
   }
-}
-
-/**
- * The answer to a receive (spec §2.3) that recorded `payment`, paid in `asset` (the one the request
- * stated, which the payment was checked to be in); `started` is when verification began.
- */
-export function receiveResult(payment: PaymentRecord, asset: PaymentAsset, started: number): ReceiveResult {
-  return {
-    success: true,
-    verified: true,
-    paymentId: payment.id,
-    signature: payment.signature ?? '',
-    amountReceived: toWholeUnits(payment.amount, asset.decimals),
-    sender: payment.sender,
-    status: payment.status,
-    blockHeight: payment.blockHeight === null ? null : Number(payment.blockHeight),
-    timestamp: payment.createdAt,
-    verificationTime: `${Math.round(performance.now() - started)}ms`,
-    network: payment.network,
-    asset: { ...asset },
-  };
 }
 
 /** The `timeout` field (seconds, default 30, at most 120) in ms. */

@@ -2,8 +2,9 @@ import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
 import { decodeX402Header } from '../x402/payment-header.ts';
 import type { X402ReceiveService } from './facilitator/x402-receive.ts';
-import { type PaymentAsset, statedTerms } from './payment-asset.ts';
+import { statedTerms } from './payment-asset.ts';
 import type { ProofVerifier } from './proof-verifier.ts';
+import type { VerifyResult } from './receive-result.ts';
 
 /** How long an x402 verification may take (it simulates on chain, and asks a facilitator). */
 const X402_VERIFY_TIMEOUT_MS = 30_000;
@@ -19,10 +20,6 @@ export interface VerifyInput {
   /** The network (CAIP-2) the payment must be on; absent: the default network of the recipient's family. */
   readonly network?: string | undefined;
 }
-
-export type VerifyResult =
-  | { verified: true; transaction_id: string; network: string; asset: PaymentAsset }
-  | { verified: false; reason: string; message: string };
 
 /**
  * Simple verification (spec §4.5): is this proof a payment of at least `amount` to `recipient`, on chain

@@ -9,7 +9,7 @@ import { LOCAL_TRANSACTION_VALIDITY_MS } from '../local-send.ts';
 import { newPayment } from '../new-payment.ts';
 import type { PaymentAsset } from '../payment-asset.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
-import { invalidProof } from '../proof-verifier.ts';
+import { invalidProof } from '../proof-errors.ts';
 import type { FacilitatorService } from './facilitator-service.ts';
 import { X402_RECEIPT_PROOF_PREFIX, x402ReceiptProofKey } from './x402-receipt-proof.ts';
 import { refusal, type X402ReceiveService } from './x402-receive.ts';

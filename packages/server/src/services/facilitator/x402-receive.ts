@@ -14,9 +14,8 @@ import { atomicFromField } from '../amounts.ts';
 import { newPayment } from '../new-payment.ts';
 import { assetMismatch, isSameAsset, nativeAssetOf, type PaymentAsset } from '../payment-asset.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
-import { invalidProof, verificationFailed } from '../proof-verifier.ts';
-import { type ReceiveResult, receiveResult } from '../receive-payment.ts';
-import type { VerifyResult } from '../verify-payment.ts';
+import { invalidProof, verificationFailed } from '../proof-errors.ts';
+import { type ReceiveResult, receiveResult, type VerifyResult } from '../receive-result.ts';
 import type { FacilitatorService } from './facilitator-service.ts';
 
 export interface X402ReceiveInput {
