@@ -7,37 +7,30 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { buildApp } from '../../packages/server/src/app.ts';
 import { NetworkRegistry } from '../../packages/server/src/chains/network-registry.ts';
 import { loadConfig } from '../../packages/server/src/config.ts';
 import { newId } from '../../packages/server/src/domain/ids.ts';
-import { createPaymentEvents } from '../../packages/server/src/events/payment-events.ts';
-import { MemoryRateLimiter } from '../../packages/server/src/ratelimit/memory-rate-limiter.ts';
-import { createServices } from '../../packages/server/src/services/gateway-services.ts';
+import { createGateway, createLogger } from '../../packages/server/src/gateway.ts';
 import { newPayment } from '../../packages/server/src/services/new-payment.ts';
-import { openStore, storageLocation } from '../../packages/server/src/store/open-store.ts';
 
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 200);
 const config = loadConfig({
   DATA_DIR: mkdtempSync(join(tmpdir(), 'gate402-bench-events-')),
   LOG_LEVEL: 'warn',
 });
-const { store } = await openStore(storageLocation(config));
-const masterKey = new Uint8Array(randomBytes(32));
-const networks = new NetworkRegistry([]);
-const services = createServices({
-  store,
-  networks,
-  masterKey,
+// Built as `npm start` builds it, without chains (none is needed to record payments) or the dashboard.
+const gateway = await createGateway(config, {
+  networks: new NetworkRegistry([]),
+  masterKey: new Uint8Array(randomBytes(32)),
   instanceId: 'bench',
-  confirmTimeoutMs: 1_000,
-  proofMaxAgeMs: 3_600_000,
-  authCacheMs: 60_000,
+  logger: createLogger(config),
+  httpLogger: null,
+  services: { confirmTimeoutMs: 1_000, proofMaxAgeMs: 3_600_000, authCacheMs: 60_000 },
+  dashboard: false,
+  demoAccount: false,
 });
-const events = await createPaymentEvents({ store, masterKey, instanceId: 'bench', config });
-await events.start();
-const rateLimiter = new MemoryRateLimiter();
-const app = await buildApp({ config, store, services, rateLimiter, networks, readiness: [], events });
+gateway.startJobs(['webhook-delivery', 'event-retention']);
+const { app, services } = gateway;
 await app.listen({ port: 0, host: '127.0.0.1' });
 
 const accounts: { id: string; key: string }[] = [];

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
+import { CHAIN_FAMILIES } from './domain/address.ts';
 import { isNetworkId, type NetworkId } from './domain/network.ts';
 import { isPlan, PLANS } from './domain/plan.ts';
 import { DEFAULT_PLAN_ACCESS, type Feature, isFeature, type PlanAccess } from './domain/plan-access.ts';
@@ -544,7 +545,7 @@ function parseEvmRpcUrls(raw: string): EvmRpcUrl[] {
 }
 
 function isFeeBudgetKey(key: string): boolean {
-  return key === 'solana' || key === 'evm' || isNetworkId(key);
+  return (CHAIN_FAMILIES as readonly string[]).includes(key) || isNetworkId(key);
 }
 
 /** A JSON object of key → non-negative decimal amount (text or number), e.g. {"solana":"0.011"}. */

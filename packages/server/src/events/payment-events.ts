@@ -3,6 +3,7 @@ import type { OutboundPolicy } from '../outbound/ssrf-guard.ts';
 import { SecretBox } from '../services/custody/secret-box.ts';
 import type { Store } from '../store/store.ts';
 import { WebhookService } from '../webhooks/webhook-service.ts';
+import { type Job, namedJob } from '../workers/job.ts';
 import { RetentionJob } from '../workers/retention-job.ts';
 import { WebhookWorker } from '../workers/webhook-worker.ts';
 import { EventHub } from './event-hub.ts';
@@ -38,7 +39,9 @@ export interface PaymentEvents {
     readonly maxConnectionsPerAccount: number;
     readonly authTimeoutMs?: number;
   };
-  /** Starts reading the outbox and delivering webhooks. */
+  /** Its background jobs (webhook delivery, retention), started by the gateway with the others. */
+  readonly jobs: readonly Job[];
+  /** Starts reading the outbox (the stream's hub); webhooks are delivered by `jobs`. */
   start(): Promise<void>;
   close(): Promise<void>;
 }
@@ -114,11 +117,9 @@ export async function createPaymentEvents(parts: PaymentEventsParts): Promise<Pa
       maxConnectionsPerAccount: config.streamMaxConnectionsPerAccount,
       ...(parts.authTimeoutMs === undefined ? {} : { authTimeoutMs: parts.authTimeoutMs }),
     },
-    start: async () => {
-      await hub.start();
-      worker.start();
-      retention.start();
-    },
+    jobs: [namedJob('webhook-delivery', worker), namedJob('event-retention', retention)],
+    start: () => hub.start(),
+    // Stops the jobs too (stopping one that never started is a no-op), so nothing reads a closed hub.
     close: async () => {
       await retention.stop();
       await worker.stop();

@@ -101,6 +101,11 @@ export class GatewayMetrics implements RpcObserver, SponsoredFeeObserver, Finali
     if (sources.store !== undefined) this.watchStorage(sources.store);
   }
 
+  /** Whether watchStorage was called (a registry is told of its storage once). */
+  get watchingStorage(): boolean {
+    return this.store !== undefined;
+  }
+
   /** Adds the payments gauge, read from `store` at each scrape (and lets watchOutbox read the outbox). */
   watchStorage(store: Pick<Store, 'payments' | 'events'>): void {
     this.store = store;

@@ -1,4 +1,5 @@
 import { ChainError } from '../chains/chain-error.ts';
+import { chainFamily } from '../chains/chain-families.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { type ErrorDetails, GatewayError, invalidParameters } from '../domain/gateway-error.ts';
 import { AmountError, toAtomic } from '../domain/money.ts';
@@ -40,11 +41,12 @@ export class FaucetService {
       const atomic = atomicAmount(request.amount, decimals, FAUCET_MAX_NATIVE);
       const signature = await refusedAsInvalid(
         () => faucet.fundNative(request.address, atomic),
-        chain.info.family === 'solana'
-          ? {
-              amount: `${REFUSED}: an address that holds nothing yet must get at least its rent-exempt minimum`,
-            }
-          : { address: `${REFUSED}: a contract address must accept ${symbol}` },
+        Object.fromEntries(
+          Object.entries(chainFamily(chain.info.family).faucetNativeRefusal(symbol)).map(([field, why]) => [
+            field,
+            `${REFUSED}: ${why}`,
+          ]),
+        ),
       );
       return { ...base(request, chain.info.id), currency: symbol, signature };
     }

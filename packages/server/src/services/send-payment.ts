@@ -7,6 +7,7 @@ import type {
   SignedTransaction,
 } from '../chains/chain-adapter.ts';
 import { ChainError } from '../chains/chain-error.ts';
+import { chainFamily } from '../chains/chain-families.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
 import { newId } from '../domain/ids.ts';
@@ -388,7 +389,7 @@ export class SendPaymentService {
 
 /** What a caller can expect, from the network's block time. */
 export function estimatedConfirmation(chain: ChainAdapter): string {
-  return chain.info.family === 'solana' ? '1-2 seconds' : '2-15 seconds';
+  return chainFamily(chain.info.family).estimatedConfirmation;
 }
 
 /** `paymentId`: the failed payment recorded for a send the chain refused, when one was stored. */

@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app.ts';
 import { NetworkRegistry } from '../../src/chains/network-registry.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { PlanAccess } from '../../src/domain/plan-access.ts';
-import { createPaymentEvents } from '../../src/events/payment-events.ts';
+import { createGateway, createLogger } from '../../src/gateway.ts';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.ts';
-import { DashboardAuthService } from '../../src/services/dashboard/dashboard-auth-service.ts';
-import { createServices, type GatewayServices } from '../../src/services/gateway-services.ts';
+import type { DashboardAuthService } from '../../src/services/dashboard/dashboard-auth-service.ts';
+import type { GatewayServices } from '../../src/services/gateway-services.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import type { Store } from '../../src/store/store.ts';
 import { tempSqlite } from './databases.ts';
@@ -48,63 +47,48 @@ export async function startDashboardApp(
 ): Promise<DashboardApp> {
   const storage = tempSqlite();
   const { store } = await openStore(storage.location);
-  const networks = options.networks ?? new NetworkRegistry([]);
-  const masterKey = new Uint8Array(randomBytes(32));
-  const services = createServices({
-    store,
-    networks,
-    masterKey,
-    instanceId: 'dashboard-test',
-    confirmTimeoutMs: 1_000,
-    proofMaxAgeMs: 3_600_000,
-  });
   const defaults = loadConfig({ ALLOW_PRIVATE_OUTBOUND_URLS: 'true' });
-  const events = await createPaymentEvents({
-    store,
-    masterKey,
-    instanceId: 'dashboard-test',
-    config: defaults,
-  });
-  await events.start();
+  const config: Config = {
+    ...defaults,
+    planAccess: options.planAccess ?? defaults.planAccess,
+    trustProxy: options.trustProxy ?? false,
+    dashboardSignup: options.signup ?? true,
+    dashboardSessionHours: 1,
+    dashboardLoginAttempts: options.loginAttempts ?? 10,
+    ...options.limits,
+  };
   // The limiter's clock stands still at start-up, so a test's attempts all fall in one fixed window
   // instead of sometimes straddling a minute boundary (a limit test would then see the count reset).
   const startedAt = Date.now();
-  const rateLimiter = new MemoryRateLimiter(() => startedAt);
-  const auth = new DashboardAuthService(store, rateLimiter, {
-    signupEnabled: options.signup ?? true,
-    sessionTtlMs: 3_600_000,
-    loginAttemptsPerMinute: options.loginAttempts ?? 10,
-    ...(options.now === undefined ? {} : { now: options.now }),
-    ...(options.sessionPurgeIntervalMs === undefined
-      ? {}
-      : { sessionPurgeIntervalMs: options.sessionPurgeIntervalMs }),
-  });
-  const app = await buildApp({
-    config: {
-      bodyLimitBytes: defaults.bodyLimitBytes,
-      planAccess: options.planAccess ?? defaults.planAccess,
-      trustProxy: options.trustProxy ?? false,
-      ...options.limits,
-    },
+  const gateway = await createGateway(config, {
     store,
-    services,
-    rateLimiter,
-    networks,
-    readiness: [],
-    events,
-    dashboard: { auth, distDir: options.distDir ?? '/nonexistent-dashboard-dist' },
+    networks: options.networks ?? new NetworkRegistry([]),
+    masterKey: new Uint8Array(randomBytes(32)),
+    rateLimiter: new MemoryRateLimiter(() => startedAt),
+    instanceId: 'dashboard-test',
+    logger: createLogger({ logLevel: 'silent' }),
+    httpLogger: null,
+    services: { confirmTimeoutMs: 1_000, proofMaxAgeMs: 3_600_000, authCacheMs: 0 },
+    dashboard: {
+      distDir: options.distDir ?? '/nonexistent-dashboard-dist',
+      ...(options.now === undefined ? {} : { now: options.now }),
+      ...(options.sessionPurgeIntervalMs === undefined
+        ? {}
+        : { sessionPurgeIntervalMs: options.sessionPurgeIntervalMs }),
+    },
+    demoAccount: false,
+    startFacilitator: false,
   });
-  await app.ready();
+  gateway.startJobs(['webhook-delivery', 'event-retention', 'dashboard-session-purge']);
+  const { app, services, dashboardAuth } = gateway;
+  if (dashboardAuth === undefined) throw new Error('the dashboard was asked for');
   return {
     app,
     store,
     services,
-    auth,
+    auth: dashboardAuth,
     close: async () => {
-      await app.close();
-      await events.close();
-      await rateLimiter.close();
-      await store.close();
+      await gateway.close();
       await storage.dispose();
     },
   };

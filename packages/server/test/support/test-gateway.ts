@@ -1,21 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app.ts';
 import { NetworkRegistry } from '../../src/chains/network-registry.ts';
-import { loadConfig } from '../../src/config.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
 import type { PlanAccess } from '../../src/domain/plan-access.ts';
-import {
-  createPaymentEvents,
-  type PaymentEvents,
-  type PaymentEventsConfig,
-} from '../../src/events/payment-events.ts';
+import type { PaymentEvents, PaymentEventsConfig } from '../../src/events/payment-events.ts';
+import { createGateway, createLogger } from '../../src/gateway.ts';
 import type { ReadinessCheck } from '../../src/http/routes/health.ts';
 import type { GatewayMetrics } from '../../src/metrics/gateway-metrics.ts';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.ts';
 import type { RateLimiter } from '../../src/ratelimit/rate-limiter.ts';
 import type { AccountService } from '../../src/services/account-service.ts';
 import type { FeeBudgetSettings } from '../../src/services/facilitator/fee-budget.ts';
-import { createServices, type GatewayServices } from '../../src/services/gateway-services.ts';
+import type { GatewayServices } from '../../src/services/gateway-services.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import type { Store } from '../../src/store/store.ts';
 import { type TempStorage, tempSqlite } from './databases.ts';
@@ -76,61 +72,52 @@ export interface TestGatewayOptions {
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
   const storage = options.storage ?? tempSqlite();
   const { store } = await openStore(storage.location);
-  const networks = options.networks ?? new NetworkRegistry([]);
-  const masterKey = options.masterKey ?? new Uint8Array(randomBytes(32));
-  const services = createServices({
-    store,
-    networks,
-    masterKey,
-    instanceId: `test-${randomBytes(3).toString('hex')}`,
-    confirmTimeoutMs: options.confirmTimeoutMs ?? 10_000,
-    proofMaxAgeMs: options.proofMaxAgeMs ?? 3_600_000,
-    ...(options.authCacheMs === undefined ? {} : { authCacheMs: options.authCacheMs }),
-    ...(options.now === undefined ? {} : { now: options.now }),
-    outbound: { allowPrivate: options.allowPrivateOutboundUrls ?? false },
-    ...(options.metrics === undefined
-      ? {}
-      : { confirmations: options.metrics.registry, sponsoredFees: options.metrics.registry }),
-    ...(options.feeBudget === undefined ? {} : { feeBudget: options.feeBudget }),
-  });
-  const rateLimiter = options.rateLimiter ?? new MemoryRateLimiter();
   const defaults = loadConfig({});
-  const events =
-    options.events === undefined
-      ? undefined
-      : await createPaymentEvents({
-          store,
-          masterKey,
-          instanceId: `test-events-${randomBytes(3).toString('hex')}`,
-          config: { ...defaults, ...options.events.config },
-          ...(options.events.redisChannel === undefined ? {} : { redisChannel: options.events.redisChannel }),
-          ...(options.events.authTimeoutMs === undefined
-            ? {}
-            : { authTimeoutMs: options.events.authTimeoutMs }),
-          ...(options.metrics === undefined
-            ? {}
-            : { onWebhookAttempt: (result) => options.metrics?.registry.webhookAttempted(result) }),
-        });
-  await events?.start();
-  options.metrics?.registry.watchStorage(store);
-  if (events !== undefined) options.metrics?.registry.watchOutbox(() => events.hub.position);
-  const app = await buildApp({
-    config: {
-      bodyLimitBytes: options.bodyLimitBytes ?? defaults.bodyLimitBytes,
-      planAccess: options.planAccess ?? defaults.planAccess,
-      trustProxy: false,
-    },
+  const config: Config = {
+    ...defaults,
+    ...options.events?.config,
+    bodyLimitBytes: options.bodyLimitBytes ?? defaults.bodyLimitBytes,
+    planAccess: options.planAccess ?? defaults.planAccess,
+    trustProxy: false,
+    ...(options.metrics === undefined ? {} : { metricsToken: options.metrics.token }),
+  };
+  const gateway = await createGateway(config, {
     store,
-    services,
-    rateLimiter,
-    networks,
-    readiness: [{ name: 'storage', check: () => store.ping() }, ...(options.readiness ?? [])],
-    ...(events === undefined ? {} : { events }),
-    ...(options.logger === undefined ? {} : { logger: options.logger }),
-    ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
+    networks: options.networks ?? new NetworkRegistry([]),
+    masterKey: options.masterKey ?? new Uint8Array(randomBytes(32)),
+    rateLimiter: options.rateLimiter ?? new MemoryRateLimiter(),
+    instanceId: `test-${randomBytes(3).toString('hex')}`,
+    logger: createLogger({ logLevel: 'silent' }),
+    httpLogger: options.logger ?? null,
+    services: {
+      confirmTimeoutMs: options.confirmTimeoutMs ?? 10_000,
+      proofMaxAgeMs: options.proofMaxAgeMs ?? 3_600_000,
+      authCacheMs: options.authCacheMs ?? 0,
+      outbound: { allowPrivate: options.allowPrivateOutboundUrls ?? false },
+      ...(options.now === undefined ? {} : { now: options.now }),
+      ...(options.feeBudget === undefined ? {} : { feeBudget: options.feeBudget }),
+    },
+    events:
+      options.events === undefined
+        ? false
+        : {
+            ...(options.events.redisChannel === undefined
+              ? {}
+              : { redisChannel: options.events.redisChannel }),
+            ...(options.events.authTimeoutMs === undefined
+              ? {}
+              : { authTimeoutMs: options.events.authTimeoutMs }),
+          },
+    dashboard: false,
+    demoAccount: false,
+    startFacilitator: false,
+    ...(options.metrics === undefined ? {} : { metrics: options.metrics.registry }),
+    ...(options.readiness === undefined ? {} : { readiness: options.readiness }),
+    ...(options.extraRoutes === undefined ? {} : { extraRoutes: options.extraRoutes }),
   });
-  options.extraRoutes?.(app);
-  await app.ready();
+  // The event side's jobs, as before: tests drive the reconciler and finisher themselves.
+  gateway.startJobs(['webhook-delivery', 'event-retention']);
+  const { app, services, networks, masterKey, events } = gateway;
   const accounts = services.accounts;
   return {
     app,
@@ -150,10 +137,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       return { accountId: account.id, key };
     },
     close: async () => {
-      await app.close();
-      await events?.close();
-      await rateLimiter.close();
-      await store.close();
+      await gateway.close();
       if (options.disposeStorage !== false) await storage.dispose();
     },
   };

@@ -44,7 +44,6 @@ export async function dashboardApi(app: FastifyInstance, deps: DashboardApiDeps)
   });
   installDashboardSession(app, deps.auth);
   installDashboardDoors(app, DASHBOARD_API_PREFIX, deps.policy, deps.doors);
-  purgeExpiredSessionsPeriodically(app, deps.auth);
   const { services } = deps;
   const streams = new LiveStreamRegistry();
   await app.register(dashboardAuthRoutes, { auth: deps.auth, streams });
@@ -64,23 +63,4 @@ export async function dashboardApi(app: FastifyInstance, deps: DashboardApiDeps)
     });
     await app.register(dashboardWebhookRoutes, { webhooks: deps.events.webhooks });
   }
-}
-
-/**
- * Expired sessions open nothing (every lookup checks the time), but their rows would pile up: every
- * instance deletes them every `auth.sessionPurgeIntervalMs`, and once at start.
- */
-function purgeExpiredSessionsPeriodically(app: FastifyInstance, auth: DashboardAuthService): void {
-  const purge = () =>
-    auth.purgeExpiredSessions().catch((error: unknown) => {
-      // Storage unavailable: the next round tries again.
-      app.log.warn({ err: error }, 'purging expired dashboard sessions failed');
-    });
-  let timer: NodeJS.Timeout | undefined;
-  app.addHook('onReady', async () => {
-    await purge();
-    timer = setInterval(purge, auth.sessionPurgeIntervalMs);
-    timer.unref();
-  });
-  app.addHook('onClose', async () => clearInterval(timer));
 }

@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import type { FaucetService } from '../../services/faucet-service.ts';
 import type { WalletService } from '../../services/wallet-service.ts';
+import { CHAIN_FAMILY_SCHEMA } from '../chain-family-schema.ts';
 import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
 import { createOrWatch } from '../routes/wallets.ts';
 import { dashboardUserOf } from './dashboard-session.ts';
@@ -47,7 +48,7 @@ export async function dashboardWalletRoutes(
         hide: true,
         body: Type.Object(
           {
-            chain: Type.Union([Type.Literal('solana'), Type.Literal('evm')]),
+            chain: CHAIN_FAMILY_SCHEMA,
             address: Type.String({ minLength: 1, maxLength: 100, ...ADDRESS_OPTIONS }),
           },
           { additionalProperties: false },
@@ -64,7 +65,7 @@ export async function dashboardWalletRoutes(
         hide: true,
         body: Type.Object(
           {
-            chain: Type.Union([Type.Literal('solana'), Type.Literal('evm')]),
+            chain: CHAIN_FAMILY_SCHEMA,
             watchOnly: Type.Optional(Type.Boolean()),
             address: Type.Optional(Type.String({ minLength: 1, maxLength: 100, ...ADDRESS_OPTIONS })),
             challenge: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),

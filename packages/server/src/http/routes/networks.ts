@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import { shareableUrl } from '../../domain/shareable-url.ts';
+import { CHAIN_FAMILY_SCHEMA } from '../chain-family-schema.ts';
 
 const TokenSchema = Type.Object({
   symbol: Type.String(),
@@ -14,7 +15,7 @@ export const NetworkSchema = Type.Object(
     id: Type.String({
       description: 'CAIP-2 id, e.g. solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp or eip155:8453.',
     }),
-    family: Type.Union([Type.Literal('solana'), Type.Literal('evm')]),
+    family: CHAIN_FAMILY_SCHEMA,
     name: Type.String(),
     nativeCurrency: Type.Object({ symbol: Type.String(), decimals: Type.Integer() }),
     isDefault: Type.Boolean({

@@ -1,15 +1,17 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import type { ChainFamily } from '../../domain/address.ts';
 import { invalidParameters } from '../../domain/gateway-error.ts';
 import type { WalletService } from '../../services/wallet-service.ts';
+import { CHAIN_FAMILY_SCHEMA } from '../chain-family-schema.ts';
 import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
 import { callerOf } from '../plugins/authentication.ts';
 
 const WalletSchema = Type.Object(
   {
     address: Type.String(),
-    chain: Type.Union([Type.Literal('solana'), Type.Literal('evm')]),
+    chain: CHAIN_FAMILY_SCHEMA,
     network: Type.Union([Type.String(), Type.Null()], { description: 'The network it was created for.' }),
     watchOnly: Type.Boolean({ description: 'Receive only: the gateway holds no key.' }),
     createdAt: Type.Integer(),
@@ -33,7 +35,7 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
           "Without `watchOnly`: a new custodial wallet; the gateway generates and keeps its key. With `watchOnly: true`: registers `address`, whose key you keep, as a receive-only wallet of your account, once you prove you control it: get a challenge from POST /wallets/challenge, sign it with the address's key and send both here within 10 minutes. A challenge answers once, for the account and address it was issued to. Refusals: `INVALID_CHALLENGE` (not a text this gateway issued, or edited), `CHALLENGE_ACCOUNT_MISMATCH` (403: issued to another account), `CHALLENGE_ADDRESS_MISMATCH` (issued for another address or chain), `CHALLENGE_ALREADY_USED`, `CHALLENGE_EXPIRED`, `INVALID_SIGNATURE`; an address already registered, by any account: 409 `WALLET_ALREADY_REGISTERED`, which never says by whom.",
         body: Type.Object(
           {
-            chain: Type.Union([Type.Literal('solana'), Type.Literal('evm')]),
+            chain: CHAIN_FAMILY_SCHEMA,
             network: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
             address: Type.Optional(
               Type.String({
@@ -81,7 +83,7 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
           "The first step of registering a watch-only wallet. The answer's `challenge` is a text naming gate402, your account, the address, a random nonce and the expiry; sign it with the address's key (Solana: wallet-standard signMessage, ed25519 over its UTF-8 bytes; EVM: personal_sign) and send it with the signature to POST /wallets within 10 minutes. It answers once, for your account and this address only. An address already registered, by any account: 409 `WALLET_ALREADY_REGISTERED`.",
         body: Type.Object(
           {
-            chain: Type.Union([Type.Literal('solana'), Type.Literal('evm')]),
+            chain: CHAIN_FAMILY_SCHEMA,
             address: Type.String({
               minLength: 1,
               maxLength: 100,
@@ -97,7 +99,7 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
               challenge: Type.String({
                 description: 'The exact text to sign (UTF-8, lines separated by \\n).',
               }),
-              chain: Type.Union([Type.Literal('solana'), Type.Literal('evm')]),
+              chain: CHAIN_FAMILY_SCHEMA,
               address: Type.String({ description: 'The address in its canonical spelling (EIP-55 on EVM).' }),
               expiresAt: Type.Integer({ description: 'Unix ms; answer before then.' }),
             },
@@ -140,7 +142,7 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
 
 /** What POST /wallets takes, on the API and in the dashboard. */
 export interface WalletRequest {
-  readonly chain: 'solana' | 'evm';
+  readonly chain: ChainFamily;
   readonly network?: string | undefined;
   readonly address?: string | undefined;
   readonly watchOnly?: boolean | undefined;

@@ -218,7 +218,7 @@ export class DashboardAuthService {
     return this.openSession({ ...user, passwordHash, updatedAt: at });
   }
 
-  /** Deletes the sessions expired by now; the dashboard API runs it every {@link sessionPurgeIntervalMs}. */
+  /** Deletes the sessions expired by now; the session purge job (workers/session-purge-job.ts) runs it every {@link sessionPurgeIntervalMs}. */
   purgeExpiredSessions(): Promise<number> {
     return this.store.dashboardSessions.deleteExpired(this.now());
   }

@@ -1,7 +1,7 @@
 import { canonicalAddress } from '../../chains/canonical-address.ts';
 import type { ChainAdapter, ConfirmationOutcome } from '../../chains/chain-adapter.ts';
 import { ChainError } from '../../chains/chain-error.ts';
-import { ExactEvmScheme } from '../../chains/evm/exact-evm-scheme.ts';
+import { chainFamily } from '../../chains/chain-families.ts';
 import type {
   ExactRefusal,
   ExactRequirements,
@@ -10,7 +10,6 @@ import type {
   PreparedSettlementTx,
 } from '../../chains/exact-scheme.ts';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
-import { ExactSvmScheme } from '../../chains/solana/exact-svm-scheme.ts';
 import { GatewayError } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
 import { atomicToDecimalText } from '../../domain/money.ts';
@@ -135,12 +134,11 @@ export class FacilitatorService {
       const key = await keys.ensure(family, () => chain.generateKeypair());
       // Only the tokens the configuration lists are settled, on either family (see the schemes).
       const assets = this.deps.networks.tokensOf(chain.info.id).map((t) => t.address);
-      const scheme =
-        family === 'solana'
-          ? new ExactSvmScheme(chain.endpoints, [key], chain.info.id, assets)
-          : new ExactEvmScheme(chain.endpoints, key, chain.info.id, assets, this.now);
+      const scheme = await chainFamily(family).exactScheme(chain, key, assets, {
+        now: this.now,
+        log: this.deps.log,
+      });
       this.routes.set(chain.info.id, { chain, scheme });
-      if (scheme instanceof ExactEvmScheme) await this.detectPermit2(scheme, chain);
       if (chain.info.isLocal && chain.faucet !== undefined) await this.fund(chain, key.address);
     }
     const local = this.localnetAlias();
@@ -163,7 +161,7 @@ export class FacilitatorService {
       kind(2, network);
       const v1 = v1NameOf(network);
       if (v1 !== undefined) kind(1, v1);
-      const family = scheme.family === 'solana' ? 'solana:*' : 'eip155:*';
+      const family = chainFamily(scheme.family).signersNamespace;
       signers[family] = [...new Set([...(signers[family] ?? []), ...scheme.signers()])];
     }
     return { kinds, extensions: [], signers };
@@ -288,7 +286,9 @@ export class FacilitatorService {
   /** This facilitator's Solana fee payer, which sellers name in `extra.feePayer`. */
   feePayerOf(network: string | undefined): string | undefined {
     const route = network === undefined ? undefined : this.routes.get(network);
-    return route?.scheme.family === 'solana' ? route.scheme.signers()[0] : undefined;
+    return route !== undefined && chainFamily(route.scheme.family).sellersNameFeePayer
+      ? route.scheme.signers()[0]
+      : undefined;
   }
 
   /**
@@ -872,21 +872,6 @@ export class FacilitatorService {
           errorMessage: outcome.kind === 'failed' ? outcome.message : 'failed',
           ...common,
         };
-    }
-  }
-
-  /**
-   * Offers Permit2 payments where the chain carries Permit2 and x402's proxy. A chain that does not
-   * answer now is served without the offer rather than holding the gateway's start.
-   */
-  private async detectPermit2(scheme: ExactEvmScheme, chain: ChainAdapter): Promise<void> {
-    try {
-      if (await scheme.detectPermit2())
-        this.deps.log?.(`x402 facilitator: Permit2 payments offered on ${chain.info.name}`);
-    } catch (error) {
-      this.deps.log?.(
-        `x402 facilitator: could not look for Permit2 on ${chain.info.name} (${error instanceof Error ? error.message : String(error)}); Permit2 is not offered there`,
-      );
     }
   }
 

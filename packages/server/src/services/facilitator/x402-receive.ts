@@ -1,7 +1,7 @@
 import { canonicalAddress } from '../../chains/canonical-address.ts';
 import type { ChainAdapter } from '../../chains/chain-adapter.ts';
-import { addressFamily, type ChainFamily } from '../../domain/address.ts';
-import { decodeBase58 } from '../../domain/base58.ts';
+import { chainFamily } from '../../chains/chain-families.ts';
+import { addressFamily } from '../../domain/address.ts';
 import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
 import { type OutboundPolicy, OutboundUrlError } from '../../outbound/ssrf-guard.ts';
@@ -224,7 +224,7 @@ export class X402ReceiveService {
     }
     // Stored as the payment's signature and sender: only what the chain could have written is kept (a
     // facilitator's answer is any text, NUL included, which PostgreSQL refuses to store).
-    if (!isTransactionId(chain.info.family, transaction)) {
+    if (!chainFamily(chain.info.family).isTransactionId(transaction)) {
       throw verificationFailed(
         `the facilitator's settle answer names no ${chain.info.name} transaction`,
         'facilitator_error',
@@ -413,13 +413,6 @@ export class X402ReceiveService {
       },
     };
   }
-}
-
-/** A transaction id as its chain writes it: an EVM transaction hash, or a Solana signature (64 bytes). */
-function isTransactionId(family: ChainFamily, text: string): boolean {
-  return family === 'evm'
-    ? /^0x[0-9a-fA-F]{64}$/.test(text)
-    : /^[1-9A-HJ-NP-Za-km-z]{64,88}$/.test(text) && decodeBase58(text)?.length === 64;
 }
 
 /** x402's facilitator request body for a payment, in its own protocol version. */

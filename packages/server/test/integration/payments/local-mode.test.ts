@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { getCompiledTransactionMessageDecoder, getTransactionDecoder } from '@solana/kit';
 import { toChainError } from '../../../src/chains/solana/solana-errors.ts';
 import { generateSolanaKeypair } from '../../../src/chains/solana/solana-keypair.ts';
-import { SOLANA_RESERVED_ACCOUNTS } from '../../../src/services/payment-parties.ts';
+import { SOLANA_RESERVED_ACCOUNTS } from '../../../src/chains/solana/reserved-accounts.ts';
 import { PaymentReconciler } from '../../../src/workers/payment-reconciler.ts';
 import { signAndBroadcast } from '../../support/local-signer.ts';
 import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from '../../support/payment-fixture.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { SOLANA_RESERVED_ACCOUNTS } from '../../../src/services/payment-parties.ts';
+import { SOLANA_RESERVED_ACCOUNTS } from '../../../src/chains/solana/reserved-accounts.ts';
 import { lastCharacterChanged } from '../../support/last-character-changed.ts';
 import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from '../../support/payment-fixture.ts';
 import { assertTransferred } from '../../support/transfer-checks.ts';
