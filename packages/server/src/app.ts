@@ -38,13 +38,13 @@ import { webhookRoutes } from './http/routes/webhooks.ts';
 import { wellKnownRoutes } from './http/routes/well-known.ts';
 import type { GatewayMetrics } from './metrics/gateway-metrics.ts';
 import './http/fastify-types.ts';
+import { installPaymentStream, STREAM_PATH } from './events/stream/payment-stream.ts';
 import type { RateLimiter } from './ratelimit/rate-limiter.ts';
 import { AccessPolicy } from './services/access-policy.ts';
 import type { DashboardAuthService } from './services/dashboard/dashboard-auth-service.ts';
 import type { GatewayServices } from './services/gateway-services.ts';
 import type { Store } from './store/store.ts';
 import { GATE402_VERSION } from './version.ts';
-import { installPaymentStream, STREAM_PATH } from './ws/payment-stream.ts';
 
 export interface AppDeps {
   readonly config: Pick<Config, 'bodyLimitBytes' | 'planAccess' | 'trustProxy'> &

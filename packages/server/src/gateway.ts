@@ -13,6 +13,7 @@ import { GatewayMetrics } from './metrics/gateway-metrics.ts';
 import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.ts';
 import type { RateLimiter } from './ratelimit/rate-limiter.ts';
 import { RedisRateLimiter } from './ratelimit/redis-rate-limiter.ts';
+import { type Job, type JobName, namedJob } from './scheduling/job.ts';
 import type { AccountService, CreatedApiKey } from './services/account-service.ts';
 import { loadMasterKey } from './services/custody/master-key.ts';
 import { DashboardAuthService } from './services/dashboard/dashboard-auth-service.ts';
@@ -20,7 +21,6 @@ import { createServices, type GatewayServices, type ServiceParts } from './servi
 import { openStore, storageLocation } from './store/open-store.ts';
 import { makeDataDirPrivate } from './store/private-data-dir.ts';
 import type { Store } from './store/store.ts';
-import { type Job, type JobName, namedJob } from './workers/job.ts';
 import { PaymentReconciler } from './workers/payment-reconciler.ts';
 import { SessionPurgeJob } from './workers/session-purge-job.ts';
 import { SettlementFinisher } from './workers/settlement-finisher.ts';

@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
+import { WebhookService, type WebhookView } from '../events/webhooks/webhook-service.ts';
 import { loadMasterKey } from '../services/custody/master-key.ts';
 import { SecretBox } from '../services/custody/secret-box.ts';
 import { openStore, storageLocation } from '../store/open-store.ts';
-import { WebhookService, type WebhookView } from '../webhooks/webhook-service.ts';
 import { type CliContext, requiredFlag, UsageError, unknownSubcommand } from './cli-context.ts';
 
 const FLAGS = {

@@ -1,14 +1,14 @@
 import type { Config } from '../config.ts';
 import type { OutboundPolicy } from '../outbound/ssrf-guard.ts';
+import { type Job, namedJob } from '../scheduling/job.ts';
 import { SecretBox } from '../services/custody/secret-box.ts';
 import type { Store } from '../store/store.ts';
-import { WebhookService } from '../webhooks/webhook-service.ts';
-import { type Job, namedJob } from '../workers/job.ts';
-import { RetentionJob } from '../workers/retention-job.ts';
-import { WebhookWorker } from '../workers/webhook-worker.ts';
 import { EventHub } from './event-hub.ts';
 import { type EventSignal, SingleInstanceEventSignal } from './event-signal.ts';
 import { RedisEventSignal } from './redis-event-signal.ts';
+import { RetentionJob } from './retention-job.ts';
+import { WebhookService } from './webhooks/webhook-service.ts';
+import { WebhookWorker } from './webhooks/webhook-worker.ts';
 
 export type PaymentEventsConfig = Pick<
   Config,

@@ -2,13 +2,13 @@ import type { ChainAdapter, ChainTransaction } from '../chains/chain-adapter.ts'
 import { ChainError } from '../chains/chain-error.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { OPEN_STATUSES } from '../domain/payment-status.ts';
+import { PeriodicWorker } from '../scheduling/periodic-worker.ts';
 import { isX402Receipt, type X402LocalReceiveService } from '../services/facilitator/x402-local-receive.ts';
 import { findBuiltReceipt, findBuiltTransfer, receiptMemo } from '../services/local-transfer.ts';
 import type { PaymentLedger } from '../services/payment-ledger.ts';
 import type { WalletService } from '../services/wallet-service.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
 import { type FinalityObserver, FinalityWatch } from './finality-watch.ts';
-import { PeriodicWorker } from './periodic-worker.ts';
 import { SequencedSendReconciler } from './sequenced-send-reconciler.ts';
 
 export interface ReconcilerDeps {

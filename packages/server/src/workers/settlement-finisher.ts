@@ -1,6 +1,6 @@
+import { PeriodicWorker } from '../scheduling/periodic-worker.ts';
 import type { FacilitatorService } from '../services/facilitator/facilitator-service.ts';
 import type { Store } from '../store/store.ts';
-import { PeriodicWorker } from './periodic-worker.ts';
 
 export interface SettlementFinisherDeps {
   readonly store: Store;

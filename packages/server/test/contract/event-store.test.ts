@@ -1,6 +1,6 @@
 import { openStore } from '../../src/store/open-store.ts';
-import { describeEventStoreContract } from './event-store-contract.ts';
 import { SKIP_POSTGRES, type TempStorage, tempPostgres, tempSqlite } from '../support/databases.ts';
+import { describeEventStoreContract } from './event-store-contract.ts';
 
 describeEventStoreContract('SQLite file', async () => openTemp(tempSqlite()));
 

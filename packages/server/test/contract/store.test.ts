@@ -3,8 +3,8 @@ import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { MIGRATIONS } from '../../src/store/migrations/index.ts';
 import { createKysely, migrate, openStore, type StorageLocation } from '../../src/store/open-store.ts';
-import { describePaymentStoreContract, describeStoreContract } from './store-contract.ts';
 import { SKIP_POSTGRES, type TempStorage, tempPostgres, tempSqlite } from '../support/databases.ts';
+import { describePaymentStoreContract, describeStoreContract } from './store-contract.ts';
 
 describeStoreContract('SQLite file', async () => openTemp(tempSqlite()));
 

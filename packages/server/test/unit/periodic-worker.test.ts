@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PeriodicWorker } from '../../src/workers/periodic-worker.ts';
+import { PeriodicWorker } from '../../src/scheduling/periodic-worker.ts';
 
 /** A pass that should not fail: its error rejects stop(), which fails the test. */
 const rethrow = (error: unknown) => {

@@ -10,7 +10,10 @@ import {
 } from '@solana/kit';
 import { compileTransfer, MEMO_PROGRAM } from '../../src/chains/solana/solana-adapter.ts';
 import { generateSolanaKeypair, signWithSecretKey } from '../../src/chains/solana/solana-keypair.ts';
-import { encodeTransferTransaction, singleSignerMessage } from '../../src/chains/solana/transfer-transaction.ts';
+import {
+  encodeTransferTransaction,
+  singleSignerMessage,
+} from '../../src/chains/solana/transfer-transaction.ts';
 import { decodeBase58, encodeBase58 } from '../../src/domain/base58.ts';
 
 const COMPUTE_UNIT_LIMIT = 20_000;

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { EVENT_TYPES } from '../../domain/payment-status.ts';
-import type { WebhookService } from '../../webhooks/webhook-service.ts';
+import type { WebhookService } from '../../events/webhooks/webhook-service.ts';
 import { dashboardUserOf } from './dashboard-session.ts';
 
 const Id = Type.String({ minLength: 1, maxLength: 100 });

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { EVENT_TYPES } from '../../domain/payment-status.ts';
-import { STREAM_PATH } from '../../ws/payment-stream.ts';
-import { STREAM_CLOSE } from '../../ws/stream-close-codes.ts';
+import { STREAM_PATH } from '../../events/stream/payment-stream.ts';
+import { STREAM_CLOSE } from '../../events/stream/stream-close-codes.ts';
 
 /**
  * GET /asyncapi.json: the payment stream described in AsyncAPI 3.0, beside /openapi.json (which cannot

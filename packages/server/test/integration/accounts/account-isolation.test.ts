@@ -17,7 +17,12 @@ import {
 } from '../../support/evm-payment-fixture.ts';
 import { gate402Json } from '../../support/gate402-cli.ts';
 import { signAndBroadcast } from '../../support/local-signer.ts';
-import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from '../../support/payment-fixture.ts';
+import {
+  LAMPORTS,
+  type Party,
+  type PaymentFixture,
+  startPaymentFixture,
+} from '../../support/payment-fixture.ts';
 import { watchAddress } from '../../support/proof-of-control.ts';
 import { openStream, type StreamClient } from '../../support/stream-client.ts';
 import { bearer, startTestGateway, type TestGateway } from '../../support/test-gateway.ts';

@@ -7,7 +7,10 @@ import { address, createSolanaRpcFromTransport } from '@solana/kit';
 import { ChainError } from '../../../src/chains/chain-error.ts';
 import { RpcEndpoints, type RpcOutcome } from '../../../src/chains/rpc-endpoints.ts';
 import { failoverTransport, isTransportFailure } from '../../../src/chains/solana/failover-transport.ts';
-import { createNodeHttpTransport, RpcTransportError } from '../../../src/chains/solana/node-http-transport.ts';
+import {
+  createNodeHttpTransport,
+  RpcTransportError,
+} from '../../../src/chains/solana/node-http-transport.ts';
 
 type Handler = (body: string, req: IncomingMessage, res: ServerResponse) => void;
 

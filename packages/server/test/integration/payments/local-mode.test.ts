@@ -1,12 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { getCompiledTransactionMessageDecoder, getTransactionDecoder } from '@solana/kit';
+import { SOLANA_RESERVED_ACCOUNTS } from '../../../src/chains/solana/reserved-accounts.ts';
 import { toChainError } from '../../../src/chains/solana/solana-errors.ts';
 import { generateSolanaKeypair } from '../../../src/chains/solana/solana-keypair.ts';
-import { SOLANA_RESERVED_ACCOUNTS } from '../../../src/chains/solana/reserved-accounts.ts';
 import { PaymentReconciler } from '../../../src/workers/payment-reconciler.ts';
 import { signAndBroadcast } from '../../support/local-signer.ts';
-import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from '../../support/payment-fixture.ts';
+import {
+  LAMPORTS,
+  type Party,
+  type PaymentFixture,
+  startPaymentFixture,
+} from '../../support/payment-fixture.ts';
 import { watchAddress } from '../../support/proof-of-control.ts';
 
 const PAYMENT_ID = /^pay_[0-9A-HJKMNP-TV-Z]{26}$/;

@@ -6,7 +6,12 @@ import { newId } from '../../../src/domain/ids.ts';
 import { newPayment } from '../../../src/services/new-payment.ts';
 import type { PaymentRecord } from '../../../src/store/store.ts';
 import { PaymentReconciler } from '../../../src/workers/payment-reconciler.ts';
-import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from '../../support/payment-fixture.ts';
+import {
+  LAMPORTS,
+  type Party,
+  type PaymentFixture,
+  startPaymentFixture,
+} from '../../support/payment-fixture.ts';
 
 /**
  * Payment states over time on a localnet whose slots advance only when the test says so, and the

@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { SOLANA_RESERVED_ACCOUNTS } from '../../../src/chains/solana/reserved-accounts.ts';
 import { lastCharacterChanged } from '../../support/last-character-changed.ts';
-import { LAMPORTS, type Party, type PaymentFixture, startPaymentFixture } from '../../support/payment-fixture.ts';
+import {
+  LAMPORTS,
+  type Party,
+  type PaymentFixture,
+  startPaymentFixture,
+} from '../../support/payment-fixture.ts';
 import { assertTransferred } from '../../support/transfer-checks.ts';
 
 const PAYMENT_ID = /^pay_[0-9A-HJKMNP-TV-Z]{26}$/;

@@ -18,7 +18,12 @@ import { startTestEvm, type TestEvm } from '../../support/test-anvil.ts';
 import { bearer, startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
 import { startTestChain, type TestChain } from '../../support/test-localnet.ts';
 import { WebhookReceiver } from '../../support/webhook-receiver.ts';
-import { evmExactRequirements, evmPayload, svmExactRequirements, svmPayload } from '../../support/x402-buyer.ts';
+import {
+  evmExactRequirements,
+  evmPayload,
+  svmExactRequirements,
+  svmPayload,
+} from '../../support/x402-buyer.ts';
 import { gatewayFacilitator } from '../../support/x402-shop.ts';
 
 /**

@@ -32,7 +32,12 @@ import { startTestEvm, type TestEvm } from '../../support/test-anvil.ts';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
 import { startTestChain, type TestChain } from '../../support/test-localnet.ts';
 import { newWatchedEvmWallet } from '../../support/watched-evm-wallet.ts';
-import { evmExactRequirements, evmPayload, svmExactRequirements, svmPayload } from '../../support/x402-buyer.ts';
+import {
+  evmExactRequirements,
+  evmPayload,
+  svmExactRequirements,
+  svmPayload,
+} from '../../support/x402-buyer.ts';
 
 const SETTLE_WAIT_MS = 1_500;
 

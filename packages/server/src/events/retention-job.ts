@@ -1,5 +1,5 @@
+import { PeriodicWorker } from '../scheduling/periodic-worker.ts';
 import type { Store } from '../store/store.ts';
-import { PeriodicWorker } from './periodic-worker.ts';
 
 export interface RetentionJobOptions {
   readonly store: Store;

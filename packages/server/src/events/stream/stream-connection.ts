@@ -1,8 +1,8 @@
 import type { WebSocket } from 'ws';
-import { AccountEventFeed } from '../events/account-event-feed.ts';
-import type { EventHub } from '../events/event-hub.ts';
-import { paymentEventMessage } from '../events/payment-event-message.ts';
-import type { EventRecord } from '../store/store.ts';
+import type { EventRecord } from '../../store/store.ts';
+import { AccountEventFeed } from '../account-event-feed.ts';
+import type { EventHub } from '../event-hub.ts';
+import { paymentEventMessage } from '../payment-event-message.ts';
 import { STREAM_CLOSE } from './stream-close-codes.ts';
 import { EVERYTHING, matches, type StreamFilter } from './stream-subscription.ts';
 

@@ -5,7 +5,7 @@ import {
   OutboundUrlError,
   pinnedLookup,
   resolveOutbound,
-} from '../outbound/ssrf-guard.ts';
+} from '../../outbound/ssrf-guard.ts';
 
 /** What one POST to an endpoint came to: a status code, or why there was none. */
 export type SendOutcome =

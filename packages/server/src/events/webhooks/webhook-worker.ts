@@ -1,13 +1,13 @@
 import { Webhook } from 'standardwebhooks';
-import { newId } from '../domain/ids.ts';
-import type { EventHub } from '../events/event-hub.ts';
-import { paymentEventMessage } from '../events/payment-event-message.ts';
-import type { OutboundPolicy } from '../outbound/ssrf-guard.ts';
-import type { DeliveryAttempt, EventRecord, Store, WebhookDeliveryRecord } from '../store/store.ts';
-import { nextAttemptAt, retryAfterMs } from '../webhooks/retry-schedule.ts';
-import { ATTEMPT_TIMEOUT_MS, postWebhook } from '../webhooks/webhook-sender.ts';
-import { DISABLED_PENDING_ERROR, type WebhookService } from '../webhooks/webhook-service.ts';
-import { MAX_BACKOFF_MS } from './periodic-worker.ts';
+import { newId } from '../../domain/ids.ts';
+import type { OutboundPolicy } from '../../outbound/ssrf-guard.ts';
+import { MAX_BACKOFF_MS } from '../../scheduling/periodic-worker.ts';
+import type { DeliveryAttempt, EventRecord, Store, WebhookDeliveryRecord } from '../../store/store.ts';
+import type { EventHub } from '../event-hub.ts';
+import { paymentEventMessage } from '../payment-event-message.ts';
+import { nextAttemptAt, retryAfterMs } from './retry-schedule.ts';
+import { ATTEMPT_TIMEOUT_MS, postWebhook } from './webhook-sender.ts';
+import { DISABLED_PENDING_ERROR, type WebhookService } from './webhook-service.ts';
 
 export interface WebhookWorkerOptions {
   readonly store: Store;
