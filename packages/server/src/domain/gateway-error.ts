@@ -9,6 +9,8 @@ export interface GatewayErrorOptions {
   /** Whole seconds the caller should wait before retrying (rate limits, unavailable dependencies). */
   readonly retryAfter?: number;
   readonly cause?: unknown;
+  /** False for an answer that may change when asked again (see GatewayError.final). Default true. */
+  readonly final?: boolean;
 }
 
 /**
@@ -21,6 +23,12 @@ export class GatewayError extends Error {
   readonly status: number;
   readonly details: ErrorDetails | undefined;
   readonly retryAfter: number | undefined;
+  /**
+   * Whether this refusal is the request's answer for good. False when the same request asked again may
+   * be answered otherwise — an x402 settlement still pending, a facilitator that could not be reached or
+   * whose answer was lost: an Idempotency-Key is then left free instead of replaying this answer.
+   */
+  readonly final: boolean;
 
   constructor(code: ErrorCode, options: GatewayErrorOptions = {}) {
     const entry = ERROR_CATALOGUE[code];
@@ -32,6 +40,7 @@ export class GatewayError extends Error {
     this.status = entry.status;
     this.details = options.details;
     this.retryAfter = options.retryAfter;
+    this.final = options.final ?? true;
   }
 }
 

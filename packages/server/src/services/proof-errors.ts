@@ -10,9 +10,14 @@ export function invalidProof(message: string, reason?: string): GatewayError {
 }
 
 /** The proof is well formed but the chain does not show the payment it claims. */
-export function verificationFailed(message: string, reason: string): GatewayError {
+export function verificationFailed(
+  message: string,
+  reason: string,
+  options: { readonly final?: boolean } = {},
+): GatewayError {
   return new GatewayError('PAYMENT_VERIFICATION_FAILED', {
     message: `Payment verification failed: ${message}.`,
     details: { paymentProof: reason },
+    ...(options.final === undefined ? {} : { final: options.final }),
   });
 }

@@ -270,10 +270,7 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRouteDeps
         // An x402 settlement still pending may yet confirm, and a facilitator at facilitatorUrl that could
         // not be reached (or whose answer was lost) may have settled all the same: the same request
         // retried with its key looks again (X402ReceiveService), so this answer is not the key's for good.
-        const reason = error instanceof GatewayError ? error.details?.paymentProof : undefined;
-        if (reason === 'settlement_pending' || reason === 'facilitator_error') {
-          request.idempotencyUnfinished = true;
-        }
+        if (error instanceof GatewayError && !error.final) request.idempotencyUnfinished = true;
         throw error;
       }
     },

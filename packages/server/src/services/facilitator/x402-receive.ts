@@ -228,6 +228,8 @@ export class X402ReceiveService {
       throw verificationFailed(
         `the facilitator's settle answer names no ${chain.info.name} transaction`,
         'facilitator_error',
+        // It may have settled all the same: asked again, the request looks again.
+        { final: false },
       );
     }
     const payer = [settled.payer, verified.payer].find(
@@ -307,7 +309,8 @@ export class X402ReceiveService {
     } catch (error) {
       if (error instanceof OutboundUrlError) throw invalidParameters({ facilitatorUrl: error.reason });
       if (error instanceof RemoteFacilitatorError) {
-        throw verificationFailed(error.message, 'facilitator_error');
+        // Unreachable, or its answer lost: it may have settled all the same, so asked again, the request looks again.
+        throw verificationFailed(error.message, 'facilitator_error', { final: false });
       }
       throw error;
     }
@@ -487,11 +490,15 @@ export function refusal(reason: unknown, message: unknown, transaction?: string)
   // payloads that do not name their asset (v1) or misname it, where only the facilitator reads the transfer.
   if (isOtherAsset(code))
     return invalidProof(`the payment is in another asset than asked (${text})`, 'asset_mismatch');
-  const error = verificationFailed(text, code);
+  // A settlement still pending may yet confirm, and a facilitator's own error may hide a settlement:
+  // neither is the request's answer for good.
+  const final = code !== 'settlement_pending' && code !== 'facilitator_error';
+  const error = verificationFailed(text, code, { final });
   if (code === 'settlement_pending' && transaction !== undefined && transaction !== '') {
     return new GatewayError('PAYMENT_VERIFICATION_FAILED', {
       message: `${error.message.replace(/\.$/, '')} (transaction ${transaction}).`,
       details: { paymentProof: code, transaction },
+      final,
     });
   }
   return error;
