@@ -11,7 +11,7 @@ import { NetworkRegistry } from '../../packages/server/src/chains/network-regist
 import { loadConfig } from '../../packages/server/src/config.ts';
 import { newId } from '../../packages/server/src/domain/ids.ts';
 import { createGateway, createLogger } from '../../packages/server/src/gateway.ts';
-import { newPayment } from '../../packages/server/src/services/new-payment.ts';
+import { newPayment } from '../../packages/server/src/services/payments/new-payment.ts';
 
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 200);
 const config = loadConfig({

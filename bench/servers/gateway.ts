@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../packages/server/src/config.ts';
 import { startServer } from '../../packages/server/src/server.ts';
-import { AccountService } from '../../packages/server/src/services/account-service.ts';
+import { AccountService } from '../../packages/server/src/services/accounts/account-service.ts';
 import { openStore, storageLocation } from '../../packages/server/src/store/open-store.ts';
 
 const config = loadConfig({

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../packages/server/src/config.ts';
 import { newId } from '../../packages/server/src/domain/ids.ts';
 import { startServer } from '../../packages/server/src/server.ts';
-import { newPayment } from '../../packages/server/src/services/new-payment.ts';
+import { newPayment } from '../../packages/server/src/services/payments/new-payment.ts';
 
 const STORED_PAYMENTS = Number(process.env.BENCH_STORED_PAYMENTS ?? 100_000);
 if (!(STORED_PAYMENTS >= 2)) throw new Error('BENCH_STORED_PAYMENTS must be at least 2');

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import type { AccountView } from '../services/account-service.ts';
+import type { AccountView } from '../services/accounts/account-service.ts';
 import {
   type CliContext,
   optionalInteger,

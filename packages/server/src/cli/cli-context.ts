@@ -1,6 +1,6 @@
 import { type Config, loadConfig } from '../config.ts';
 import { GatewayError } from '../domain/gateway-error.ts';
-import { AccountService } from '../services/account-service.ts';
+import { AccountService } from '../services/accounts/account-service.ts';
 import { openStore, storageLocation } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
 

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { MemoryRateLimiter } from '../ratelimit/memory-rate-limiter.ts';
-import { DashboardAuthService } from '../services/dashboard/dashboard-auth-service.ts';
+import { DashboardAuthService } from '../services/dashboard-auth/dashboard-auth-service.ts';
 import { openStore, storageLocation } from '../store/open-store.ts';
 import { type CliContext, requiredFlag, UsageError, unknownSubcommand } from './cli-context.ts';
 

@@ -7,7 +7,7 @@ import { type Config, ConfigError } from '../config.ts';
 import { addressFamily, type ChainFamily } from '../domain/address.ts';
 import { GatewayError, invalidParameters } from '../domain/gateway-error.ts';
 import { AmountError, decimalTextToAtomic, toAtomic } from '../domain/money.ts';
-import { FaucetService } from '../services/faucet-service.ts';
+import { FaucetService } from '../services/wallets/faucet-service.ts';
 import { type CliContext, requiredFlag } from './cli-context.ts';
 
 const FLAGS = {

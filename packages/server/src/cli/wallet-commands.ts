@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { NetworkRegistry } from '../chains/network-registry.ts';
 import { loadMasterKey } from '../services/custody/master-key.ts';
 import { SecretBox } from '../services/custody/secret-box.ts';
-import { WalletService } from '../services/wallet-service.ts';
+import { WalletService } from '../services/wallets/wallet-service.ts';
 import { openStore, storageLocation } from '../store/open-store.ts';
 import { type CliContext, requiredFlag, UsageError, unknownSubcommand } from './cli-context.ts';
 

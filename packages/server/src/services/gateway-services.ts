@@ -1,25 +1,25 @@
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import type { OutboundPolicy } from '../outbound/ssrf-guard.ts';
 import type { Store } from '../store/store.ts';
-import { AccountService } from './account-service.ts';
+import { AccountService } from './accounts/account-service.ts';
 import { SecretBox } from './custody/secret-box.ts';
 import { FacilitatorService, type SponsoredFeeObserver } from './facilitator/facilitator-service.ts';
 import { FeeBudget, type FeeBudgetSettings } from './facilitator/fee-budget.ts';
-import { X402LocalReceiveService } from './facilitator/x402-local-receive.ts';
-import { X402ReceiveService } from './facilitator/x402-receive.ts';
-import { FaucetService } from './faucet-service.ts';
-import { LocalReceiveService } from './local-receive.ts';
-import { LocalSendService } from './local-send.ts';
-import { type ConfirmationObserver, PaymentLedger } from './payment-ledger.ts';
-import { PaymentProofs, type PublishedKey } from './payment-proof.ts';
-import { PaymentQueryService } from './payment-query.ts';
-import { PortfolioService } from './portfolio.ts';
-import { ProofVerifier } from './proof-verifier.ts';
-import { ReceivePaymentService } from './receive-payment.ts';
-import { SendPaymentService } from './send-payment.ts';
-import { TokenInfoService } from './token-info.ts';
-import { VerifyPaymentService } from './verify-payment.ts';
-import { WalletService } from './wallet-service.ts';
+import { SendPaymentService } from './payments/custodial/send-payment.ts';
+import { LocalReceiveService } from './payments/local/local-receive.ts';
+import { LocalSendService } from './payments/local/local-send.ts';
+import { type ConfirmationObserver, PaymentLedger } from './payments/payment-ledger.ts';
+import { PaymentQueryService } from './payments/payment-query.ts';
+import { PaymentProofs, type PublishedKey } from './payments/proofs/payment-proof.ts';
+import { ProofVerifier } from './payments/proofs/proof-verifier.ts';
+import { VerifyPaymentService } from './payments/proofs/verify-payment.ts';
+import { ReceivePaymentService } from './payments/receive-payment.ts';
+import { X402LocalReceiveService } from './payments/x402/x402-local-receive.ts';
+import { X402ReceiveService } from './payments/x402/x402-receive.ts';
+import { FaucetService } from './wallets/faucet-service.ts';
+import { PortfolioService } from './wallets/portfolio.ts';
+import { TokenInfoService } from './wallets/token-info.ts';
+import { WalletService } from './wallets/wallet-service.ts';
 
 /** Every service the delivery layers (HTTP, CLI, workers) use, built from the same parts. */
 export interface GatewayServices {

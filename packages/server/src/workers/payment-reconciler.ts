@@ -3,10 +3,14 @@ import { ChainError } from '../chains/chain-error.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { OPEN_STATUSES } from '../domain/payment-status.ts';
 import { PeriodicWorker } from '../scheduling/periodic-worker.ts';
-import { isX402Receipt, type X402LocalReceiveService } from '../services/facilitator/x402-local-receive.ts';
-import { findBuiltReceipt, findBuiltTransfer, receiptMemo } from '../services/local-transfer.ts';
-import type { PaymentLedger } from '../services/payment-ledger.ts';
-import type { WalletService } from '../services/wallet-service.ts';
+import {
+  findBuiltReceipt,
+  findBuiltTransfer,
+  receiptMemo,
+} from '../services/payments/local/local-transfer.ts';
+import type { PaymentLedger } from '../services/payments/payment-ledger.ts';
+import { isX402Receipt, type X402LocalReceiveService } from '../services/payments/x402/x402-local-receive.ts';
+import type { WalletService } from '../services/wallets/wallet-service.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
 import { type FinalityObserver, FinalityWatch } from './finality-watch.ts';
 import { SequencedSendReconciler } from './sequenced-send-reconciler.ts';

@@ -1,7 +1,7 @@
 import type { AccountNonces, ChainAdapter, ConfirmationOutcome } from '../chains/chain-adapter.ts';
 import { ChainError } from '../chains/chain-error.ts';
-import type { PaymentLedger } from '../services/payment-ledger.ts';
-import type { WalletService } from '../services/wallet-service.ts';
+import type { PaymentLedger } from '../services/payments/payment-ledger.ts';
+import type { WalletService } from '../services/wallets/wallet-service.ts';
 import type { PaymentRecord, Store } from '../store/store.ts';
 
 export interface SequencedSendDeps {

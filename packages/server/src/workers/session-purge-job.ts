@@ -1,6 +1,6 @@
 import type { Job } from '../scheduling/job.ts';
 import { PeriodicWorker } from '../scheduling/periodic-worker.ts';
-import type { DashboardAuthService } from '../services/dashboard/dashboard-auth-service.ts';
+import type { DashboardAuthService } from '../services/dashboard-auth/dashboard-auth-service.ts';
 
 /**
  * Expired dashboard sessions open nothing (every lookup checks the time), but their rows would pile up:

@@ -5,7 +5,7 @@ import { type Config, loadConfig } from '../../src/config.ts';
 import type { PlanAccess } from '../../src/domain/plan-access.ts';
 import { createGateway, createLogger } from '../../src/gateway.ts';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.ts';
-import type { DashboardAuthService } from '../../src/services/dashboard/dashboard-auth-service.ts';
+import type { DashboardAuthService } from '../../src/services/dashboard-auth/dashboard-auth-service.ts';
 import type { GatewayServices } from '../../src/services/gateway-services.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import type { Store } from '../../src/store/store.ts';

@@ -1,7 +1,7 @@
 import { newId } from '../../src/domain/ids.ts';
 import type { EventType } from '../../src/domain/payment-status.ts';
-import { newPayment } from '../../src/services/new-payment.ts';
-import type { PaymentLedger } from '../../src/services/payment-ledger.ts';
+import { newPayment } from '../../src/services/payments/new-payment.ts';
+import type { PaymentLedger } from '../../src/services/payments/payment-ledger.ts';
 import type { PaymentRecord } from '../../src/store/store.ts';
 
 /**

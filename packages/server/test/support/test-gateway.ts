@@ -9,7 +9,7 @@ import type { ReadinessCheck } from '../../src/http/routes/health.ts';
 import type { GatewayMetrics } from '../../src/metrics/gateway-metrics.ts';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.ts';
 import type { RateLimiter } from '../../src/ratelimit/rate-limiter.ts';
-import type { AccountService } from '../../src/services/account-service.ts';
+import type { AccountService } from '../../src/services/accounts/account-service.ts';
 import type { FeeBudgetSettings } from '../../src/services/facilitator/fee-budget.ts';
 import type { GatewayServices } from '../../src/services/gateway-services.ts';
 import { openStore } from '../../src/store/open-store.ts';

@@ -1,5 +1,5 @@
 import { newId } from '../../src/domain/ids.ts';
-import { newPayment } from '../../src/services/new-payment.ts';
+import { newPayment } from '../../src/services/payments/new-payment.ts';
 import type { PaymentRecord } from '../../src/store/store.ts';
 
 /**

@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { GatewayError, invalidParameters, toErrorBody } from '../../domain/gateway-error.ts';
-import type { Access, AccessPolicy, Credentials } from '../../services/access-policy.ts';
+import type { Access, AccessPolicy, Credentials } from '../../services/accounts/access-policy.ts';
 import type { EventHub } from '../event-hub.ts';
 import { MAX_STREAM_MESSAGE_BYTES, STREAM_CLOSE } from './stream-close-codes.ts';
 import { StreamConnection } from './stream-connection.ts';

@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { GatewayError } from '../../domain/gateway-error.ts';
 import { RATE_WINDOW_MS } from '../../domain/plan.ts';
 import type { RateLimiter } from '../../ratelimit/rate-limiter.ts';
-import type { AccountService } from '../../services/account-service.ts';
+import type { AccountService } from '../../services/accounts/account-service.ts';
 import type { ApiKeyRecord } from '../../store/store.ts';
 import { dashboardUserOf } from './dashboard-session.ts';
 

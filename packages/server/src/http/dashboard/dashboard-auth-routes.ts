@@ -6,7 +6,7 @@ import {
   MAX_EMAIL_LENGTH,
   MAX_PASSWORD_LENGTH,
   type NewSession,
-} from '../../services/dashboard/dashboard-auth-service.ts';
+} from '../../services/dashboard-auth/dashboard-auth-service.ts';
 import { dashboardSessionOf } from './dashboard-session.ts';
 import type { LiveStreamRegistry } from './live-stream-registry.ts';
 import { clearedSessionCookie, readSessionCookie, sessionCookie } from './session-cookie.ts';

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Feature } from '../../domain/plan-access.ts';
-import type { AccessPolicy } from '../../services/access-policy.ts';
+import type { AccessPolicy } from '../../services/accounts/access-policy.ts';
 import type { Door } from '../doors.ts';
 import { sendError } from '../plugins/errors.ts';
 
@@ -10,7 +10,7 @@ import { sendError } from '../plugins/errors.ts';
  * - `session`: a logged-in session only — the session itself, log-out, the password, and the account's
  *   API keys, which every account manages in the dashboard whatever its plan (spec §2.6, §5);
  * - a feature: the session's account's plan must grant it, as the API's route of the same feature
- *   demands of a key (the access policy, services/access-policy.ts).
+ *   demands of a key (the access policy, services/accounts/access-policy.ts).
  */
 export type DashboardDoor = 'public' | 'session' | { readonly feature: Feature };
 

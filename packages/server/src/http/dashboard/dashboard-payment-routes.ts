@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { explorerTransactionUrl } from '../../domain/explorer-link.ts';
 import { PAYMENT_STATUSES } from '../../domain/payment-status.ts';
-import type { PaymentQueryService } from '../../services/payment-query.ts';
+import type { PaymentQueryService } from '../../services/payments/payment-query.ts';
 import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
 import { dashboardUserOf } from './dashboard-session.ts';
 

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import { RATE_WINDOW_MS } from '../../domain/plan.ts';
 import type { Feature } from '../../domain/plan-access.ts';
 import type { RateLimitDecision } from '../../ratelimit/rate-limiter.ts';
-import type { Access, AccessPolicy } from '../../services/access-policy.ts';
+import type { Access, AccessPolicy } from '../../services/accounts/access-policy.ts';
 import type { Door } from '../doors.ts';
 import { sendError } from './errors.ts';
 
@@ -17,7 +17,7 @@ const RATE_WINDOW_SECONDS = RATE_WINDOW_MS / 1000;
 
 /**
  * Spec §5 and §8 for every route that names a feature, before its body is read: the access policy
- * (services/access-policy.ts) decides — key, rate limit, plan — and this hook answers its refusal
+ * (services/accounts/access-policy.ts) decides — key, rate limit, plan — and this hook answers its refusal
  * (401, 429, 403, with the rate-limit headers once counted) or records the caller.
  */
 export function installAuthentication(app: FastifyInstance, deps: AuthenticationDeps): void {

@@ -1,8 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { FaucetService } from '../../services/faucet-service.ts';
-import { FAUCET_MAX_NATIVE, FAUCET_MAX_TOKEN } from '../../services/faucet-service.ts';
+import type { FaucetService } from '../../services/wallets/faucet-service.ts';
+import { FAUCET_MAX_NATIVE, FAUCET_MAX_TOKEN } from '../../services/wallets/faucet-service.ts';
 import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
 
 const FaucetBody = Type.Object(

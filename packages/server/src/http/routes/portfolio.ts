@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { PortfolioService } from '../../services/portfolio.ts';
+import type { PortfolioService } from '../../services/wallets/portfolio.ts';
 import { Address, Network } from './payments.ts';
 
 const Portfolio = Type.Object(

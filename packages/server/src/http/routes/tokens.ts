@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { TokenInfoService } from '../../services/token-info.ts';
+import type { TokenInfoService } from '../../services/wallets/token-info.ts';
 import { Address, Network } from './payments.ts';
 
 const Nullable = (description: string) => Type.Union([Type.String(), Type.Null()], { description });

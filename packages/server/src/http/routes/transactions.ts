@@ -1,9 +1,9 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { LocalReceiveService } from '../../services/local-receive.ts';
-import type { LocalSendService } from '../../services/local-send.ts';
-import { MAX_RECEIVE_TIMEOUT_SECONDS } from '../../services/receive-payment.ts';
+import type { LocalReceiveService } from '../../services/payments/local/local-receive.ts';
+import type { LocalSendService } from '../../services/payments/local/local-send.ts';
+import { MAX_RECEIVE_TIMEOUT_SECONDS } from '../../services/payments/receive-payment.ts';
 import { callerOf } from '../plugins/authentication.ts';
 import {
   Address,

@@ -3,8 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { addressFamily } from '../../domain/address.ts';
 import { invalidParameters } from '../../domain/gateway-error.ts';
-import { MAX_PROOF_HEX_LENGTH } from '../../services/payment-proof.ts';
-import type { VerifyPaymentService } from '../../services/verify-payment.ts';
+import { MAX_PROOF_HEX_LENGTH } from '../../services/payments/proofs/payment-proof.ts';
+import type { VerifyPaymentService } from '../../services/payments/proofs/verify-payment.ts';
 import { MAX_X402_HEADER_LENGTH } from '../../x402/payment-header.ts';
 import { Address, AssetField, AssetSchema, Network } from './payments.ts';
 

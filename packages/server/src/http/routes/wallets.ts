@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { ChainFamily } from '../../domain/address.ts';
 import { invalidParameters } from '../../domain/gateway-error.ts';
-import type { WalletService } from '../../services/wallet-service.ts';
+import type { WalletService } from '../../services/wallets/wallet-service.ts';
 import { CHAIN_FAMILY_SCHEMA } from '../chain-family-schema.ts';
 import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
 import { callerOf } from '../plugins/authentication.ts';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { PaymentProofs } from '../../services/payment-proof.ts';
+import type { PaymentProofs } from '../../services/payments/proofs/payment-proof.ts';
 import { GATE402_VERSION } from '../../version.ts';
 
 /** GET /.well-known/gate402.json: the keys that sign this gateway's payment proofs. Public. */

@@ -25,11 +25,11 @@ import type {
 import { SOLANA_DEVNET_ID, v1NameOf } from '../../x402/network-names.ts';
 import { parsePaymentRequest, type X402Payment } from '../../x402/payment-request.ts';
 import type { SecretBox } from '../custody/secret-box.ts';
-import { newPayment } from '../new-payment.ts';
-import type { PaymentLedger } from '../payment-ledger.ts';
+import { newPayment } from '../payments/new-payment.ts';
+import type { PaymentLedger } from '../payments/payment-ledger.ts';
+import { x402ReceiptProofKey } from '../payments/x402/x402-receipt-proof.ts';
 import { FeeBudget } from './fee-budget.ts';
 import { FeePayerKeys } from './fee-payer-keys.ts';
-import { x402ReceiptProofKey } from './x402-receipt-proof.ts';
 
 /** x402 facilitator answers, exactly as x402 defines them (VerifyResponse, SettleResponse, SupportedResponse). */
 export interface VerifyAnswer {

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { newId } from '../../../src/domain/ids.ts';
 import { MAX_LIVE_STREAMS_PER_SESSION } from '../../../src/http/dashboard/live-stream-registry.ts';
-import { newPayment } from '../../../src/services/new-payment.ts';
+import { newPayment } from '../../../src/services/payments/new-payment.ts';
 import { type DashboardApp, startDashboardApp } from '../../support/dashboard-app.ts';
 import { lastCharacterChanged } from '../../support/last-character-changed.ts';
 import { WebhookReceiver } from '../../support/webhook-receiver.ts';

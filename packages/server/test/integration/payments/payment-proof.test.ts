@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { PaymentProofs } from '../../../src/services/payment-proof.ts';
+import { PaymentProofs } from '../../../src/services/payments/proofs/payment-proof.ts';
 
 const CLAIMS = {
   pid: 'pay_01JD0Q3ZK8M4F6X3V5N7R9T2AB',

@@ -5,7 +5,7 @@ import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
 import { generateSolanaKeypair } from '../../../src/chains/solana/solana-keypair.ts';
 import { GatewayError } from '../../../src/domain/gateway-error.ts';
 import { SecretBox } from '../../../src/services/custody/secret-box.ts';
-import { WalletService } from '../../../src/services/wallet-service.ts';
+import { WalletService } from '../../../src/services/wallets/wallet-service.ts';
 import { openStore } from '../../../src/store/open-store.ts';
 import type { Store } from '../../../src/store/store.ts';
 import { type TempStorage, tempSqlite } from '../../support/databases.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { PaymentProofs } from '../../../src/services/payment-proof.ts';
+import { PaymentProofs } from '../../../src/services/payments/proofs/payment-proof.ts';
 import { decodeX402Header, MAX_X402_HEADER_LENGTH } from '../../../src/x402/payment-header.ts';
 
 const base64 = (value: unknown, space?: number) =>

@@ -1,15 +1,15 @@
-import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { newId } from '../domain/ids.ts';
-import type { PaymentRecord, Store } from '../store/store.ts';
-import { decodeX402Header } from '../x402/payment-header.ts';
-import type { X402ReceiveService } from './facilitator/x402-receive.ts';
+import type { NetworkRegistry } from '../../chains/network-registry.ts';
+import { newId } from '../../domain/ids.ts';
+import type { PaymentRecord, Store } from '../../store/store.ts';
+import { decodeX402Header } from '../../x402/payment-header.ts';
+import type { WalletService } from '../wallets/wallet-service.ts';
 import { newPayment } from './new-payment.ts';
 import { statedTerms } from './payment-asset.ts';
 import type { PaymentLedger } from './payment-ledger.ts';
-import { invalidProof } from './proof-errors.ts';
-import type { ProofVerifier } from './proof-verifier.ts';
+import { invalidProof } from './proofs/proof-errors.ts';
+import type { ProofVerifier } from './proofs/proof-verifier.ts';
 import { type ReceiveResult, receiveResult } from './receive-result.ts';
-import type { WalletService } from './wallet-service.ts';
+import type { X402ReceiveService } from './x402/x402-receive.ts';
 
 export interface ReceiveInput {
   readonly walletAddress: string;

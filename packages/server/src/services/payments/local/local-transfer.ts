@@ -1,5 +1,5 @@
-import { canonicalAddress } from '../chains/canonical-address.ts';
-import type { ChainAdapter, ChainTransaction } from '../chains/chain-adapter.ts';
+import { canonicalAddress } from '../../../chains/canonical-address.ts';
+import type { ChainAdapter, ChainTransaction } from '../../../chains/chain-adapter.ts';
 
 /** What a local-mode transaction was built to do; a landed transaction counts only if it does exactly this. */
 export interface BuiltTransfer {

@@ -1,7 +1,7 @@
-import { canonicalAddress } from '../chains/canonical-address.ts';
-import { chainFamily } from '../chains/chain-families.ts';
-import { addressFamily, type ChainFamily } from '../domain/address.ts';
-import { GatewayError, invalidParameters } from '../domain/gateway-error.ts';
+import { canonicalAddress } from '../../chains/canonical-address.ts';
+import { chainFamily } from '../../chains/chain-families.ts';
+import { addressFamily, type ChainFamily } from '../../domain/address.ts';
+import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 
 /** The name of the reserved account (a program or sysvar) that `address` is; undefined for any other. */
 function reservedAccount(family: ChainFamily, address: string): string | undefined {

@@ -1,7 +1,7 @@
-import type { ChainAdapter } from '../chains/chain-adapter.ts';
-import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { GatewayError } from '../domain/gateway-error.ts';
-import { atomicToDecimalText } from '../domain/money.ts';
+import type { ChainAdapter } from '../../chains/chain-adapter.ts';
+import type { NetworkRegistry } from '../../chains/network-registry.ts';
+import { GatewayError } from '../../domain/gateway-error.ts';
+import { atomicToDecimalText } from '../../domain/money.ts';
 
 /** A token mint (Solana) or contract (EVM), as GET /token/info answers it. */
 export interface TokenInfoView {

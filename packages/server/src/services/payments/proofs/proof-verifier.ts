@@ -1,11 +1,11 @@
-import { canonicalAddress } from '../chains/canonical-address.ts';
-import type { ChainAdapter, ChainTransaction } from '../chains/chain-adapter.ts';
-import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { atomicToDecimalText } from '../domain/money.ts';
-import type { PaymentRecord, Store } from '../store/store.ts';
-import { atomicFromField } from './amounts.ts';
-import { findBuiltTransfer } from './local-transfer.ts';
-import { assetMismatch, nativeAssetOf, type PaymentAsset } from './payment-asset.ts';
+import { canonicalAddress } from '../../../chains/canonical-address.ts';
+import type { ChainAdapter, ChainTransaction } from '../../../chains/chain-adapter.ts';
+import type { NetworkRegistry } from '../../../chains/network-registry.ts';
+import { atomicToDecimalText } from '../../../domain/money.ts';
+import type { PaymentRecord, Store } from '../../../store/store.ts';
+import { atomicFromField } from '../amounts.ts';
+import { findBuiltTransfer } from '../local/local-transfer.ts';
+import { assetMismatch, nativeAssetOf, type PaymentAsset } from '../payment-asset.ts';
 import type { PaymentProofs, ProofClaims } from './payment-proof.ts';
 import { invalidProof, verificationFailed } from './proof-errors.ts';
 

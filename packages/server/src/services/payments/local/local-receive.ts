@@ -1,20 +1,20 @@
-import { canonicalAddress } from '../chains/canonical-address.ts';
-import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { GatewayError } from '../domain/gateway-error.ts';
-import { newId } from '../domain/ids.ts';
-import { toWholeUnits } from '../domain/money.ts';
-import type { PaymentRecord } from '../store/store.ts';
-import { decodeX402Header } from '../x402/payment-header.ts';
-import { atomicFromField } from './amounts.ts';
-import type { X402LocalReceiveResult, X402LocalReceiveService } from './facilitator/x402-local-receive.ts';
+import { canonicalAddress } from '../../../chains/canonical-address.ts';
+import type { NetworkRegistry } from '../../../chains/network-registry.ts';
+import { GatewayError } from '../../../domain/gateway-error.ts';
+import { newId } from '../../../domain/ids.ts';
+import { toWholeUnits } from '../../../domain/money.ts';
+import type { PaymentRecord } from '../../../store/store.ts';
+import { decodeX402Header } from '../../../x402/payment-header.ts';
+import type { WalletService } from '../../wallets/wallet-service.ts';
+import { atomicFromField } from '../amounts.ts';
+import { newPayment } from '../new-payment.ts';
+import { type PaymentAsset, statedTerms } from '../payment-asset.ts';
+import type { PaymentLedger } from '../payment-ledger.ts';
+import type { ProofVerifier } from '../proofs/proof-verifier.ts';
+import { type ReceiveInput, receiveTimeoutMs } from '../receive-payment.ts';
+import type { X402LocalReceiveResult, X402LocalReceiveService } from '../x402/x402-local-receive.ts';
 import { freshReference, LOCAL_TRANSACTION_VALIDITY_MS } from './local-send.ts';
 import { receiptMemo } from './local-transfer.ts';
-import { newPayment } from './new-payment.ts';
-import { type PaymentAsset, statedTerms } from './payment-asset.ts';
-import type { PaymentLedger } from './payment-ledger.ts';
-import type { ProofVerifier } from './proof-verifier.ts';
-import { type ReceiveInput, receiveTimeoutMs } from './receive-payment.ts';
-import type { WalletService } from './wallet-service.ts';
 
 /** What /payment/receive takes, plus the priority fee of the receipt transaction. */
 export interface LocalReceiveInput extends ReceiveInput {

@@ -1,9 +1,9 @@
-import { ChainError } from '../chains/chain-error.ts';
-import { chainFamily } from '../chains/chain-families.ts';
-import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { type ErrorDetails, GatewayError, invalidParameters } from '../domain/gateway-error.ts';
-import { AmountError, toAtomic } from '../domain/money.ts';
-import type { NetworkId } from '../domain/network.ts';
+import { ChainError } from '../../chains/chain-error.ts';
+import { chainFamily } from '../../chains/chain-families.ts';
+import type { NetworkRegistry } from '../../chains/network-registry.ts';
+import { type ErrorDetails, GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
+import { AmountError, toAtomic } from '../../domain/money.ts';
+import type { NetworkId } from '../../domain/network.ts';
 
 /** Upper bounds of one faucet request, in whole units: enough to test with, too little to hoard. */
 export const FAUCET_MAX_NATIVE = 100;

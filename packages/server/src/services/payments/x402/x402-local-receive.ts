@@ -1,16 +1,16 @@
-import { canonicalAddress } from '../../chains/canonical-address.ts';
-import type { ChainAdapter } from '../../chains/chain-adapter.ts';
-import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
-import { newId } from '../../domain/ids.ts';
-import { toWholeUnits } from '../../domain/money.ts';
-import type { PaymentRecord, Store } from '../../store/store.ts';
-import type { X402Header } from '../../x402/payment-header.ts';
-import { LOCAL_TRANSACTION_VALIDITY_MS } from '../local-send.ts';
+import { canonicalAddress } from '../../../chains/canonical-address.ts';
+import type { ChainAdapter } from '../../../chains/chain-adapter.ts';
+import { GatewayError, invalidParameters } from '../../../domain/gateway-error.ts';
+import { newId } from '../../../domain/ids.ts';
+import { toWholeUnits } from '../../../domain/money.ts';
+import type { PaymentRecord, Store } from '../../../store/store.ts';
+import type { X402Header } from '../../../x402/payment-header.ts';
+import type { FacilitatorService } from '../../facilitator/facilitator-service.ts';
+import { LOCAL_TRANSACTION_VALIDITY_MS } from '../local/local-send.ts';
 import { newPayment } from '../new-payment.ts';
 import type { PaymentAsset } from '../payment-asset.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
-import { invalidProof } from '../proof-errors.ts';
-import type { FacilitatorService } from './facilitator-service.ts';
+import { invalidProof } from '../proofs/proof-errors.ts';
 import { X402_RECEIPT_PROOF_PREFIX, x402ReceiptProofKey } from './x402-receipt-proof.ts';
 import { refusal, type X402ReceiveService } from './x402-receive.ts';
 

@@ -1,10 +1,10 @@
-import { canonicalAddress } from '../chains/canonical-address.ts';
-import type { ChainAdapter } from '../chains/chain-adapter.ts';
-import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { addressFamily } from '../domain/address.ts';
-import { type GatewayError, invalidParameters } from '../domain/gateway-error.ts';
-import type { PaymentRecord } from '../store/store.ts';
-import { invalidProof } from './proof-errors.ts';
+import { canonicalAddress } from '../../chains/canonical-address.ts';
+import type { ChainAdapter } from '../../chains/chain-adapter.ts';
+import type { NetworkRegistry } from '../../chains/network-registry.ts';
+import { addressFamily } from '../../domain/address.ts';
+import { type GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
+import type { PaymentRecord } from '../../store/store.ts';
+import { invalidProof } from './proofs/proof-errors.ts';
 
 /**
  * What a payment is paid in, as every answer that reports a payment shows it: the network's native

@@ -1,10 +1,10 @@
-import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { GatewayError } from '../domain/gateway-error.ts';
-import { decodeX402Header } from '../x402/payment-header.ts';
-import type { X402ReceiveService } from './facilitator/x402-receive.ts';
-import { statedTerms } from './payment-asset.ts';
+import type { NetworkRegistry } from '../../../chains/network-registry.ts';
+import { GatewayError } from '../../../domain/gateway-error.ts';
+import { decodeX402Header } from '../../../x402/payment-header.ts';
+import { statedTerms } from '../payment-asset.ts';
+import type { VerifyResult } from '../receive-result.ts';
+import type { X402ReceiveService } from '../x402/x402-receive.ts';
 import type { ProofVerifier } from './proof-verifier.ts';
-import type { VerifyResult } from './receive-result.ts';
 
 /** How long an x402 verification may take (it simulates on chain, and asks a facilitator). */
 const X402_VERIFY_TIMEOUT_MS = 30_000;

@@ -1,8 +1,8 @@
 // The answers a seller gets from a receive and from a simple verification, shared by every way a payment
 // is checked (gate402 proofs, x402 payloads settled here or by another facilitator), so those checkers do not
 // import one another.
-import { toWholeUnits } from '../domain/money.ts';
-import type { PaymentRecord } from '../store/store.ts';
+import { toWholeUnits } from '../../domain/money.ts';
+import type { PaymentRecord } from '../../store/store.ts';
 import type { PaymentAsset } from './payment-asset.ts';
 
 /** Spec §2.3. */

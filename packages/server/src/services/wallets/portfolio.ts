@@ -1,6 +1,6 @@
-import { canonicalAddress } from '../chains/canonical-address.ts';
-import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { toWholeUnits } from '../domain/money.ts';
+import { canonicalAddress } from '../../chains/canonical-address.ts';
+import type { NetworkRegistry } from '../../chains/network-registry.ts';
+import { toWholeUnits } from '../../domain/money.ts';
 
 export interface PortfolioToken {
   /** The account (Solana token account) or contract (EVM) holding the balance. */

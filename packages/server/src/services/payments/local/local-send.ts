@@ -1,16 +1,16 @@
-import { canonicalAddress } from '../chains/canonical-address.ts';
-import type { ChainAdapter } from '../chains/chain-adapter.ts';
-import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { GatewayError } from '../domain/gateway-error.ts';
-import { newId } from '../domain/ids.ts';
-import { atomicToDecimalText, toWholeUnits } from '../domain/money.ts';
-import type { PaymentRecord, Store } from '../store/store.ts';
-import { atomicFromField } from './amounts.ts';
-import { newPayment } from './new-payment.ts';
-import type { PaymentLedger } from './payment-ledger.ts';
-import { checkPayer, checkRecipient } from './payment-parties.ts';
-import type { PaymentProofs } from './payment-proof.ts';
-import { estimatedConfirmation, type SendInput } from './send-payment.ts';
+import { canonicalAddress } from '../../../chains/canonical-address.ts';
+import type { ChainAdapter } from '../../../chains/chain-adapter.ts';
+import type { NetworkRegistry } from '../../../chains/network-registry.ts';
+import { GatewayError } from '../../../domain/gateway-error.ts';
+import { newId } from '../../../domain/ids.ts';
+import { atomicToDecimalText, toWholeUnits } from '../../../domain/money.ts';
+import type { PaymentRecord, Store } from '../../../store/store.ts';
+import { atomicFromField } from '../amounts.ts';
+import { estimatedConfirmation, type SendInput } from '../custodial/send-payment.ts';
+import { newPayment } from '../new-payment.ts';
+import type { PaymentLedger } from '../payment-ledger.ts';
+import { checkPayer, checkRecipient } from '../payment-parties.ts';
+import type { PaymentProofs } from '../proofs/payment-proof.ts';
 
 /** Spec §2.5, as the send build answers it. */
 export interface LocalSendResult {

@@ -1,22 +1,22 @@
-import { canonicalAddress } from '../../chains/canonical-address.ts';
-import type { ChainAdapter } from '../../chains/chain-adapter.ts';
-import { chainFamily } from '../../chains/chain-families.ts';
-import { addressFamily } from '../../domain/address.ts';
-import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
-import { newId } from '../../domain/ids.ts';
-import { type OutboundPolicy, OutboundUrlError } from '../../outbound/ssrf-guard.ts';
-import type { PaymentRecord, Store } from '../../store/store.ts';
-import { caip2Of } from '../../x402/network-names.ts';
-import type { X402Header } from '../../x402/payment-header.ts';
-import { resourceUrl, type X402Payment } from '../../x402/payment-request.ts';
-import { RemoteFacilitator, RemoteFacilitatorError } from '../../x402/remote-facilitator.ts';
+import { canonicalAddress } from '../../../chains/canonical-address.ts';
+import type { ChainAdapter } from '../../../chains/chain-adapter.ts';
+import { chainFamily } from '../../../chains/chain-families.ts';
+import { addressFamily } from '../../../domain/address.ts';
+import { GatewayError, invalidParameters } from '../../../domain/gateway-error.ts';
+import { newId } from '../../../domain/ids.ts';
+import { type OutboundPolicy, OutboundUrlError } from '../../../outbound/ssrf-guard.ts';
+import type { PaymentRecord, Store } from '../../../store/store.ts';
+import { caip2Of } from '../../../x402/network-names.ts';
+import type { X402Header } from '../../../x402/payment-header.ts';
+import { resourceUrl, type X402Payment } from '../../../x402/payment-request.ts';
+import { RemoteFacilitator, RemoteFacilitatorError } from '../../../x402/remote-facilitator.ts';
+import type { FacilitatorService } from '../../facilitator/facilitator-service.ts';
 import { atomicFromField } from '../amounts.ts';
 import { newPayment } from '../new-payment.ts';
 import { assetMismatch, isSameAsset, nativeAssetOf, type PaymentAsset } from '../payment-asset.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
-import { invalidProof, verificationFailed } from '../proof-errors.ts';
+import { invalidProof, verificationFailed } from '../proofs/proof-errors.ts';
 import { type ReceiveResult, receiveResult, type VerifyResult } from '../receive-result.ts';
-import type { FacilitatorService } from './facilitator-service.ts';
 
 export interface X402ReceiveInput {
   readonly walletAddress: string;

@@ -1,7 +1,7 @@
-import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { newId } from '../domain/ids.ts';
-import { type EventType, type PaymentStatus, statusesBefore } from '../domain/payment-status.ts';
-import type { PaymentChanges, PaymentLease, PaymentRecord, Repositories, Store } from '../store/store.ts';
+import type { NetworkRegistry } from '../../chains/network-registry.ts';
+import { newId } from '../../domain/ids.ts';
+import { type EventType, type PaymentStatus, statusesBefore } from '../../domain/payment-status.ts';
+import type { PaymentChanges, PaymentLease, PaymentRecord, Repositories, Store } from '../../store/store.ts';
 import { assetOfPayment } from './payment-asset.ts';
 import { paymentView } from './payment-view.ts';
 

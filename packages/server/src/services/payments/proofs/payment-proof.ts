@@ -7,7 +7,7 @@ import {
   timingSafeEqual,
   verify,
 } from 'node:crypto';
-import { deriveKey } from './custody/secret-box.ts';
+import { deriveKey } from '../../custody/secret-box.ts';
 
 /**
  * The gate402 payment proof: the gateway's signed attestation of a payment it made or built.

@@ -1,24 +1,24 @@
-import { canonicalAddress } from '../chains/canonical-address.ts';
+import { canonicalAddress } from '../../../chains/canonical-address.ts';
 import type {
   AccountNonces,
   ChainAdapter,
   ConfirmationOutcome,
   PreparedTransaction,
   SignedTransaction,
-} from '../chains/chain-adapter.ts';
-import { ChainError } from '../chains/chain-error.ts';
-import { chainFamily } from '../chains/chain-families.ts';
-import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { GatewayError } from '../domain/gateway-error.ts';
-import { newId } from '../domain/ids.ts';
-import { atomicToDecimalText, toWholeUnits } from '../domain/money.ts';
-import type { PaymentLease, PaymentRecord, Store } from '../store/store.ts';
-import { atomicFromField } from './amounts.ts';
-import { newPayment } from './new-payment.ts';
-import type { PaymentLedger } from './payment-ledger.ts';
-import { checkRecipient } from './payment-parties.ts';
-import type { PaymentProofs } from './payment-proof.ts';
-import type { WalletService } from './wallet-service.ts';
+} from '../../../chains/chain-adapter.ts';
+import { ChainError } from '../../../chains/chain-error.ts';
+import { chainFamily } from '../../../chains/chain-families.ts';
+import type { NetworkRegistry } from '../../../chains/network-registry.ts';
+import { GatewayError } from '../../../domain/gateway-error.ts';
+import { newId } from '../../../domain/ids.ts';
+import { atomicToDecimalText, toWholeUnits } from '../../../domain/money.ts';
+import type { PaymentLease, PaymentRecord, Store } from '../../../store/store.ts';
+import type { WalletService } from '../../wallets/wallet-service.ts';
+import { atomicFromField } from '../amounts.ts';
+import { newPayment } from '../new-payment.ts';
+import type { PaymentLedger } from '../payment-ledger.ts';
+import { checkRecipient } from '../payment-parties.ts';
+import type { PaymentProofs } from '../proofs/payment-proof.ts';
 
 export interface SendInput {
   readonly walletAddress: string;

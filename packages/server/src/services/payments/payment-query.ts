@@ -1,14 +1,14 @@
-import { canonicalAddress } from '../chains/canonical-address.ts';
-import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { addressFamily } from '../domain/address.ts';
-import { GatewayError } from '../domain/gateway-error.ts';
-import { toWholeUnits } from '../domain/money.ts';
-import type { PaymentDirection, PaymentStatus } from '../domain/payment-status.ts';
-import type { PaymentSummary, Store } from '../store/store.ts';
+import { canonicalAddress } from '../../chains/canonical-address.ts';
+import type { NetworkRegistry } from '../../chains/network-registry.ts';
+import { addressFamily } from '../../domain/address.ts';
+import { GatewayError } from '../../domain/gateway-error.ts';
+import { toWholeUnits } from '../../domain/money.ts';
+import type { PaymentDirection, PaymentStatus } from '../../domain/payment-status.ts';
+import type { PaymentSummary, Store } from '../../store/store.ts';
+import type { WalletService } from '../wallets/wallet-service.ts';
 import { assetOfPayment, type PaymentAsset } from './payment-asset.ts';
 import { PaymentStatusCache } from './payment-status-cache.ts';
 import { type PaymentView, paymentView } from './payment-view.ts';
-import type { WalletService } from './wallet-service.ts';
 
 /** How long a network's block height is reused for confirmation counts. */
 const HEIGHT_TTL_MS = 400;

@@ -1,5 +1,5 @@
 // The two ways a payment proof is refused, shared by every checker of proofs.
-import { GatewayError } from '../domain/gateway-error.ts';
+import { GatewayError } from '../../../domain/gateway-error.ts';
 
 /** The proof is malformed, for another payment, or names what the seller did not ask for (400). */
 export function invalidProof(message: string, reason?: string): GatewayError {

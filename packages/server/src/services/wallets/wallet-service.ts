@@ -1,12 +1,12 @@
-import { canonicalAddress } from '../chains/canonical-address.ts';
-import { KEYPAIR_GENERATORS } from '../chains/keypairs.ts';
-import type { NetworkRegistry } from '../chains/network-registry.ts';
-import { addressFamily, CHAIN_FAMILIES, type ChainFamily } from '../domain/address.ts';
-import { GatewayError, invalidParameters } from '../domain/gateway-error.ts';
-import { newId } from '../domain/ids.ts';
-import { toWholeUnits } from '../domain/money.ts';
-import type { Store, WalletRecord } from '../store/store.ts';
-import type { SecretBox } from './custody/secret-box.ts';
+import { canonicalAddress } from '../../chains/canonical-address.ts';
+import { KEYPAIR_GENERATORS } from '../../chains/keypairs.ts';
+import type { NetworkRegistry } from '../../chains/network-registry.ts';
+import { addressFamily, CHAIN_FAMILIES, type ChainFamily } from '../../domain/address.ts';
+import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
+import { newId } from '../../domain/ids.ts';
+import { toWholeUnits } from '../../domain/money.ts';
+import type { Store, WalletRecord } from '../../store/store.ts';
+import type { SecretBox } from '../custody/secret-box.ts';
 import { type IssuedChallenge, WalletChallenges } from './wallet-challenges.ts';
 
 export interface WalletView {

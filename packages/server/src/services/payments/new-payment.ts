@@ -1,4 +1,4 @@
-import type { PaymentRecord } from '../store/store.ts';
+import type { PaymentRecord } from '../../store/store.ts';
 
 /** What every new payment must say; everything else starts empty. */
 export type NewPaymentFields = Pick<
