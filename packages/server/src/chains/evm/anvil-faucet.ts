@@ -2,6 +2,7 @@ import { type Address, encodeFunctionData, type Hex } from 'viem';
 import type { LocalFaucet } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
 import type { AnvilClient } from './anvil-client.ts';
+import type { ChainDurability } from './anvil-journal.ts';
 import { toChainError } from './evm-errors.ts';
 import { USDC_LIKE_ABI } from './usdc-like-artifact.ts';
 
@@ -21,6 +22,8 @@ export class AnvilFaucet implements LocalFaucet {
     private readonly client: AnvilClient,
     private readonly devAccount: Address,
     private readonly tokens: Readonly<Record<string, Address>>,
+    /** The embedded anvil's journal: a funding is answered once its block is in it (anvil-journal.ts). */
+    private readonly durability?: ChainDurability | undefined,
   ) {}
 
   fundNative(address: string, amount: bigint): Promise<string> {
@@ -60,6 +63,11 @@ export class AnvilFaucet implements LocalFaucet {
       timeout: 30_000,
     });
     if (receipt.status !== 'success') throw new ChainError('rejected', `faucet transaction ${hash} reverted`);
+    if (
+      this.durability !== undefined &&
+      !(await this.durability.syncThrough(receipt.blockNumber, receipt.blockHash))
+    )
+      throw new ChainError('unavailable', `faucet transaction ${hash} was rewound before it was journaled`);
     return hash;
   }
 

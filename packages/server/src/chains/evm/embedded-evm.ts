@@ -10,7 +10,7 @@ import {
 } from '../rpc-endpoints.ts';
 import { type AnvilClient, createAnvilClient } from './anvil-client.ts';
 import { AnvilFaucet } from './anvil-faucet.ts';
-import { AnvilJournal, readJournal, replayJournal } from './anvil-journal.ts';
+import { AnvilJournal, type ChainDurability, readJournal, replayJournal } from './anvil-journal.ts';
 import { ANVIL_CHAIN_ID, type AnvilProcess, startAnvil } from './anvil-process.ts';
 import { EvmAdapter } from './evm-adapter.ts';
 import { evmNetworkId, WEI_DECIMALS } from './evm-networks.ts';
@@ -109,7 +109,7 @@ export async function startEmbeddedEvm(options: EmbeddedEvmOptions): Promise<Emb
       usdc: usdc.address,
       pollIntervalMs: options.pollIntervalMs ?? 100,
       endpoints,
-      awaitDurable: (block) => durable.syncThrough(block),
+      durability: durable,
     });
     return {
       anvil,
@@ -175,7 +175,8 @@ export function anvilAdapter(options: {
   operator: Address;
   usdc: Address | undefined;
   pollIntervalMs?: number;
-  awaitDurable?: (block: bigint) => Promise<void>;
+  /** The embedded anvil's journal, which reports of a landing (or an absence) wait for. */
+  durability?: ChainDurability;
 }): EvmAdapter {
   const info: NetworkInfo = {
     id: evmNetworkId(ANVIL_CHAIN_ID),
@@ -198,8 +199,9 @@ export function anvilAdapter(options: {
       options.client,
       options.operator,
       options.usdc === undefined ? {} : { USDC: options.usdc },
+      options.durability,
     ),
     ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
-    ...(options.awaitDurable === undefined ? {} : { awaitDurable: options.awaitDurable }),
+    ...(options.durability === undefined ? {} : { durability: options.durability }),
   });
 }

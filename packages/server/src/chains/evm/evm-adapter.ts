@@ -38,6 +38,7 @@ import type {
 } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
 import { DEFAULT_RPC_DOWN_MS, DEFAULT_RPC_TIMEOUT_MS, RpcEndpoints } from '../rpc-endpoints.ts';
+import type { ChainDurability } from './anvil-journal.ts';
 import { toChainError } from './evm-errors.ts';
 import { generateEvmKeypair } from './evm-keypair.ts';
 import { finalityConfirmationsOf } from './evm-networks.ts';
@@ -54,6 +55,8 @@ const DEFAULT_EXPIRY_BLOCKS = 150n;
 const DEFAULT_SCAN_BLOCKS = 256;
 /** Blocks fetched at once while scanning. */
 const SCAN_CONCURRENCY = 8;
+/** Reads of a transaction whose block was rewound right after the read, before it is taken as absent. */
+const REREADS = 3;
 /**
  * maxFeePerGas = 2 × the latest base fee + the tip: the base fee can rise 12.5% per full block, so
  * this stays includable through six full blocks in a row. Only what the block asks is charged.
@@ -110,10 +113,11 @@ export interface EvmAdapterOptions {
    */
   readonly finalityConfirmations?: bigint;
   /**
-   * Resolves once a block is durable (the embedded anvil's journal): a transaction is reported mined
-   * only then, so nothing reported confirmed can be lost by a crash of the chain.
+   * The embedded anvil's journal: a transaction is reported mined only once its block is in it, and
+   * absent only after it followed the chain past the read, so nothing reported confirmed can be lost
+   * by a crash of the chain, and nothing reported gone comes back from it (anvil-journal.ts).
    */
-  readonly awaitDurable?: ((block: bigint) => Promise<void>) | undefined;
+  readonly durability?: ChainDurability | undefined;
 }
 
 /**
@@ -140,7 +144,8 @@ export class EvmAdapter implements ChainAdapter {
   private readonly pollIntervalMs: number;
   private readonly expiryBlocks: bigint;
   private readonly scanBlocks: number;
-  private readonly awaitDurable: ((block: bigint) => Promise<void>) | undefined;
+  /** The embedded anvil's journal, which every read that reports a landing (or its absence) waits for. */
+  readonly durability: ChainDurability | undefined;
   private readonly finalityConfirmations: bigint;
   /** Aborted on close, so no wait outlives the adapter. */
   private readonly lifetime = new AbortController();
@@ -152,7 +157,7 @@ export class EvmAdapter implements ChainAdapter {
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
     this.expiryBlocks = options.expiryBlocks ?? DEFAULT_EXPIRY_BLOCKS;
     this.scanBlocks = options.scanBlocks ?? DEFAULT_SCAN_BLOCKS;
-    this.awaitDurable = options.awaitDurable;
+    this.durability = options.durability;
     this.finalityConfirmations = options.finalityConfirmations ?? finalityConfirmationsOf(options.chainId);
     this.nonces = this.nonceOperations(options.replaceAfterBlocks ?? DEFAULT_REPLACE_AFTER_BLOCKS);
     // cacheTime 0: viem would otherwise serve the block number from a 4 s cache.
@@ -378,11 +383,27 @@ export class EvmAdapter implements ChainAdapter {
   /** A mined transaction with its fee (gas used × effective gas price, plus the L1 fee on OP-stack chains). */
   async getTransaction(signature: string): Promise<ChainTransaction | undefined> {
     const hash = toHash(signature);
-    const [tx, receipt] = await Promise.all([
-      this.call(() => this.client.getTransaction({ hash })).catch(notFound),
-      this.call(() => this.client.getTransactionReceipt({ hash })).catch(notFound),
-    ]);
-    if (tx === undefined || receipt === undefined) return undefined;
+    for (let read = 1; ; read++) {
+      const [tx, receipt] = await Promise.all([
+        this.call(() => this.client.getTransaction({ hash })).catch(notFound),
+        this.call(() => this.client.getTransactionReceipt({ hash })).catch(notFound),
+      ]);
+      if (tx === undefined || receipt === undefined) {
+        await this.absent();
+        return undefined;
+      }
+      if (await this.landed(receipt.blockNumber, receipt.blockHash))
+        return this.transactionOf(hash, tx, receipt);
+      // Its block was rewound after the read: read again.
+      if (read >= REREADS) return undefined;
+    }
+  }
+
+  private async transactionOf(
+    hash: Hex,
+    tx: Awaited<ReturnType<PublicClient['getTransaction']>>,
+    receipt: Awaited<ReturnType<PublicClient['getTransactionReceipt']>>,
+  ): Promise<ChainTransaction> {
     const block = await this.call(() => this.client.getBlock({ blockNumber: receipt.blockNumber }));
     const from = getAddress(tx.from);
     const to = tx.to === null ? null : getAddress(tx.to);
@@ -439,11 +460,19 @@ export class EvmAdapter implements ChainAdapter {
     const receipts = await Promise.all(
       newest.map((f) => this.call(() => this.client.getTransactionReceipt({ hash: f.hash }))),
     );
-    return newest.map((f, i) => ({
-      signature: f.hash,
-      slot: f.block,
-      error: receipts[i]?.status === 'success' ? null : 'reverted',
-    }));
+    if (newest.length === 0) await this.absent();
+    // Each block found in the journal first; one rewound since the scan is left out.
+    const blocks = new Map<bigint, Promise<boolean>>();
+    for (const receipt of receipts) {
+      if (!blocks.has(receipt.blockNumber))
+        blocks.set(receipt.blockNumber, this.landed(receipt.blockNumber, receipt.blockHash));
+    }
+    const durable = await Promise.all(receipts.map((receipt) => blocks.get(receipt.blockNumber)));
+    return newest.flatMap((f, i) =>
+      durable[i] === true && receipts[i]?.blockNumber === f.block
+        ? [{ signature: f.hash, slot: f.block, error: receipts[i]?.status === 'success' ? null : 'reverted' }]
+        : [],
+    );
   }
 
   /** An ERC-20 contract: decimals and totalSupply must answer; undefined for anything else. */
@@ -611,10 +640,35 @@ export class EvmAdapter implements ChainAdapter {
     };
   }
 
+  /**
+   * Whether the block a read named is durable (in the embedded anvil's journal; always, elsewhere);
+   * false when it was rewound after the read.
+   */
+  private landed(block: bigint, hash: Hex): Promise<boolean> {
+    const durability = this.durability;
+    return durability === undefined
+      ? Promise.resolve(true)
+      : this.call(() => durability.syncThrough(block, hash));
+  }
+
+  /** Before a transaction is reported absent: the journal has followed any rewind the read saw. */
+  private async absent(): Promise<void> {
+    const durability = this.durability;
+    if (durability !== undefined) await this.call(() => durability.sync());
+  }
+
   private async statusOf(hash: Hex): Promise<ConfirmationOutcome | undefined> {
-    const receipt = await this.client.getTransactionReceipt({ hash }).catch(notFound);
-    if (receipt === undefined) return undefined;
-    await this.awaitDurable?.(receipt.blockNumber);
+    let receipt: Awaited<ReturnType<PublicClient['getTransactionReceipt']>> | undefined;
+    for (let read = 1; ; read++) {
+      receipt = await this.client.getTransactionReceipt({ hash }).catch(notFound);
+      if (receipt === undefined) {
+        await this.absent();
+        return undefined;
+      }
+      if (await this.landed(receipt.blockNumber, receipt.blockHash)) break;
+      // Its block was rewound after the read: read again.
+      if (read >= REREADS) return undefined;
+    }
     if (receipt.status !== 'success')
       return { status: 'failed', slot: receipt.blockNumber, error: 'reverted' };
     const finalized = await this.finalizedSlot().catch(() => null);

@@ -1,6 +1,7 @@
 import { canonicalAddress } from '../canonical-address.ts';
 import type { ChainFamilyModule } from '../chain-family.ts';
 import { connectEvm } from './connect-evm.ts';
+import { EvmAdapter } from './evm-adapter.ts';
 import { ExactEvmScheme } from './exact-evm-scheme.ts';
 
 /** EVM chains: hex addresses with an optional EIP-55 checksum, transaction hashes, blocks of seconds. */
@@ -21,7 +22,8 @@ export const evmFamily: ChainFamilyModule<Parameters<typeof connectEvm>[0]> = {
       : undefined,
   isTransactionId: (text) => /^0x[0-9a-fA-F]{64}$/.test(text),
   exactScheme: async (chain, feePayer, assets, { now, log }) => {
-    const scheme = new ExactEvmScheme(chain.endpoints, feePayer, chain.info.id, assets, now);
+    const durability = chain instanceof EvmAdapter ? chain.durability : undefined;
+    const scheme = new ExactEvmScheme(chain.endpoints, feePayer, chain.info.id, assets, now, durability);
     try {
       if (await scheme.detectPermit2())
         log?.(`x402 facilitator: Permit2 payments offered on ${chain.info.name}`);

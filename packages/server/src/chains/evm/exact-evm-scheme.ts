@@ -22,6 +22,7 @@ import {
   type SettlementDraft,
 } from '../exact-scheme.ts';
 import type { RpcEndpoints } from '../rpc-endpoints.ts';
+import type { ChainDurability } from './anvil-journal.ts';
 import { toChainError } from './evm-errors.ts';
 import { failoverTransport } from './failover-transport.ts';
 import { firstBlockSince } from './first-block-since.ts';
@@ -125,6 +126,11 @@ export class ExactEvmScheme implements ExactScheme {
      */
     private readonly assets: readonly string[],
     private readonly clock: () => number = Date.now,
+    /**
+     * The embedded anvil's journal: a settlement found landed is reported only once its block is in
+     * it, and one found absent only after it followed the chain (anvil-journal.ts).
+     */
+    private readonly durability?: ChainDurability | undefined,
   ) {
     this.client = createPublicClient({ transport: failoverTransport(endpoints, endpoints.timeoutMs) });
     this.chainId = Number(network.slice('eip155:'.length));
@@ -429,13 +435,23 @@ export class ExactEvmScheme implements ExactScheme {
   }
 
   /** The payment the call (an EIP-3009 transfer, or a settle through x402's Permit2 proxy) makes, landed. */
-  private findCarrier(
+  private async findCarrier(
     call: ContractCall,
     fromBlock: () => Promise<bigint>,
   ): Promise<LandedPayment | 'never' | undefined> {
-    return call.to != null && getAddress(call.to) === EXACT_PERMIT2_PROXY_ADDRESS
+    const found = await (call.to != null && getAddress(call.to) === EXACT_PERMIT2_PROXY_ADDRESS
       ? findLandedPermit2(this.client, call, fromBlock)
-      : findLandedAuthorization(this.client, call, fromBlock);
+      : findLandedAuthorization(this.client, call, fromBlock));
+    const durability = this.durability;
+    if (durability === undefined) return found;
+    try {
+      if (typeof found !== 'object') await durability.sync();
+      // Its block rewound after the search: not landed (a later look finds it wherever it is now).
+      else if (!(await durability.syncThrough(found.slot))) return undefined;
+    } catch (error) {
+      throw toChainError(error);
+    }
+    return found;
   }
 
   /**
