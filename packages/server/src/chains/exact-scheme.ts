@@ -1,4 +1,5 @@
 import type { ChainFamily } from '../domain/address.ts';
+import type { X402Reason } from '../domain/x402-reasons.ts';
 
 /**
  * The x402 `exact` scheme on one chain family (Solana: an SPL transferChecked the buyer signs and the
@@ -141,7 +142,7 @@ export interface ExactRequirements {
 
 export type ExactVerdict =
   | { readonly valid: true; readonly payer: string; readonly decimals: number }
-  | { readonly valid: false; readonly reason: string; readonly message: string; readonly payer?: string };
+  | { readonly valid: false; readonly reason: X402Reason; readonly message: string; readonly payer?: string };
 
 /**
  * A settlement ready to sign. The caller signs it inside the database transaction that claims the
@@ -176,6 +177,6 @@ export interface PreparedSettlementTx {
 export type ExactRefusal = Extract<ExactVerdict, { valid: false }>;
 
 /** A verdict refusing the payload with an x402 reason code. */
-export function refuse(reason: string, message: string, payer?: string): ExactRefusal {
+export function refuse(reason: X402Reason, message: string, payer?: string): ExactRefusal {
   return payer === undefined ? { valid: false, reason, message } : { valid: false, reason, message, payer };
 }

@@ -1,4 +1,5 @@
 import type { ExactRequirements } from '../chains/exact-scheme.ts';
+import type { X402Reason } from '../domain/x402-reasons.ts';
 import { caip2Of } from './network-names.ts';
 
 /**
@@ -44,7 +45,7 @@ const MAX_RESOURCE_LENGTH = 2048;
 
 export type ParsedPayment =
   | { readonly ok: true; readonly payment: X402Payment }
-  | { readonly ok: false; readonly reason: string; readonly message: string };
+  | { readonly ok: false; readonly reason: X402Reason; readonly message: string };
 
 const ATOMIC = /^\d{1,78}$/;
 

@@ -18,6 +18,7 @@ import {
   type Transaction,
 } from '@solana/kit';
 import { findAssociatedTokenPda } from '@solana-program/token';
+import type { X402Reason } from '../../domain/x402-reasons.ts';
 import {
   type ExactRefusal,
   type ExactRequirements,
@@ -434,7 +435,7 @@ export class ExactSvmScheme implements ExactScheme {
    * not checked by the simulation: the buyer's were verified above and the fee payer's is ours to add,
    * so co-signing here would only cost a signature per verification.
    */
-  private simulate({ transaction }: Decoded): Promise<{ reason: string; message: string } | undefined> {
+  private simulate({ transaction }: Decoded): Promise<{ reason: X402Reason; message: string } | undefined> {
     const wire = getBase64EncodedWireTransaction(transaction);
     // The same transaction verified by several callers at once (a retried verify, verify then settle,
     // one payment shown to many instances' sellers) is simulated once for all of them.
@@ -443,7 +444,7 @@ export class ExactSvmScheme implements ExactScheme {
 
   private async simulateWire(
     wire: ReturnType<typeof getBase64EncodedWireTransaction>,
-  ): Promise<{ reason: string; message: string } | undefined> {
+  ): Promise<{ reason: X402Reason; message: string } | undefined> {
     const { value } = await this.rpc
       .simulateTransaction(wire, {
         encoding: 'base64',

@@ -15,6 +15,7 @@ import { newId } from '../../domain/ids.ts';
 import { atomicToDecimalText } from '../../domain/money.ts';
 import type { NetworkInfo } from '../../domain/network.ts';
 import { feeDayOf, secondsUntilNextFeeDay } from '../../domain/sponsored-fees.ts';
+import type { X402Reason } from '../../domain/x402-reasons.ts';
 import type {
   Repositories,
   SettlementClaimant,
@@ -315,7 +316,11 @@ export class FacilitatorService {
       asker.idempotencyKey === undefined
         ? null
         : { accountId: asker.accountId, idempotencyKey: asker.idempotencyKey };
-    const fail = (reason: string, message: string, extra: { payer?: string; transaction?: string } = {}) => ({
+    const fail = (
+      reason: X402Reason,
+      message: string,
+      extra: { payer?: string; transaction?: string } = {},
+    ) => ({
       success: false,
       errorReason: reason,
       errorMessage: message,
@@ -400,7 +405,7 @@ export class FacilitatorService {
     payment: X402Payment,
   ):
     | { ok: true; route: Route; payment: X402Payment; requirements: ExactRequirements }
-    | { ok: false; reason: string; message: string } {
+    | { ok: false; reason: X402Reason; message: string } {
     if (payment.scheme !== 'exact') {
       return {
         ok: false,
@@ -886,7 +891,7 @@ export class FacilitatorService {
 
 type Resolved =
   | { ok: true; route: Route; payment: X402Payment; requirements: ExactRequirements }
-  | { ok: false; reason: string; message: string };
+  | { ok: false; reason: X402Reason; message: string };
 
 type Outcome =
   | { readonly kind: 'settled' | 'duplicate' | 'pending'; readonly settlement: SettlementRecord }

@@ -1,0 +1,71 @@
+/**
+ * Every reason code gate402's x402 facilitator and schemes answer (`invalidReason` / `errorReason` of
+ * /facilitator/verify and /settle, and `paymentProof` details of receives they back), in one typed list: a
+ * code not listed here does not compile. Names are x402's where the concept is x402's; the gate402-only
+ * ones are marked. The stock 2.27 EVM facilitator has since renamed some of its own (e.g.
+ * `invalid_exact_evm_signature`, `invalid_exact_evm_nonce_already_used`, `invalid_exact_evm_recipient_mismatch`
+ * for our `…_payload_…` names): changing ours is a wire change for sellers that match on them, so it is left
+ * for a release that says so. A remote facilitator's answer is passed through as it came, as a plain string.
+ */
+export const X402_REASONS = [
+  // The request: x402 core.
+  'invalid_payload',
+  'invalid_payment_requirements',
+  'invalid_scheme',
+  'invalid_network',
+  'invalid_x402_version',
+  'insufficient_funds',
+  'unsupported_asset',
+  'duplicate_settlement',
+  'settlement_pending',
+  'transaction_failed',
+  // gate402's own: what the built-in facilitator refuses to sponsor, and a payment in another asset.
+  'amount_below_minimum',
+  'fee_budget_exceeded',
+  'asset_mismatch',
+  // exact on EVM: EIP-3009 transferWithAuthorization.
+  'invalid_exact_evm_payload_authorization_nonce_used',
+  'invalid_exact_evm_payload_authorization_valid_after',
+  'invalid_exact_evm_payload_authorization_valid_before',
+  'invalid_exact_evm_payload_authorization_value_mismatch',
+  'invalid_exact_evm_payload_recipient_mismatch',
+  'invalid_exact_evm_payload_signature',
+  'invalid_exact_evm_payload_transaction_simulation_failed',
+  // exact on EVM: Permit2 through x402's proxy.
+  'invalid_permit2_recipient_mismatch',
+  'invalid_permit2_signature',
+  'invalid_permit2_spender',
+  'permit2_allowance_required',
+  'permit2_amount_mismatch',
+  'permit2_deadline_expired',
+  'permit2_invalid_nonce',
+  'permit2_not_yet_valid',
+  'permit2_proxy_not_deployed',
+  'permit2_simulation_failed',
+  'permit2_token_mismatch',
+  // exact on Solana: an SPL transferChecked the facilitator co-signs as fee payer.
+  'invalid_exact_svm_payload_amount_mismatch',
+  'invalid_exact_svm_payload_excessive_signers',
+  'invalid_exact_svm_payload_memo_mismatch',
+  'invalid_exact_svm_payload_mint_mismatch',
+  'invalid_exact_svm_payload_missing_fee_payer',
+  'invalid_exact_svm_payload_no_transfer_instruction',
+  'invalid_exact_svm_payload_recipient_mismatch',
+  'invalid_exact_svm_payload_signature_invalid',
+  'invalid_exact_svm_payload_transaction',
+  'invalid_exact_svm_payload_transaction_could_not_be_decoded',
+  'invalid_exact_svm_payload_transaction_fee_payer_transferring_funds',
+  'invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction',
+  'invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction_too_high',
+  'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction',
+  'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high',
+  'invalid_exact_svm_payload_transaction_instructions_length',
+  'invalid_exact_svm_payload_transaction_simulation_failed',
+  'invalid_exact_svm_payload_unknown_optional_instruction',
+] as const;
+
+export type X402Reason = (typeof X402_REASONS)[number];
+
+export function isX402Reason(value: unknown): value is X402Reason {
+  return typeof value === 'string' && (X402_REASONS as readonly string[]).includes(value);
+}
