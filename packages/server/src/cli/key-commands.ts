@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import type { ApiKeyRecord } from '../store/store.ts';
+import type { ApiKeyRecord } from '../domain/records/account-records.ts';
 import { type CliContext, requiredFlag, UsageError, unknownSubcommand, withAccounts } from './cli-context.ts';
 
 const FLAGS = {

@@ -1,4 +1,4 @@
-import type { EventRecord } from '../store/store.ts';
+import type { EventRecord } from '../domain/records/event-records.ts';
 import type { EventHub } from './event-hub.ts';
 
 const REPLAY_PAGE = 200;

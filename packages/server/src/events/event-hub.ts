@@ -1,4 +1,5 @@
-import type { EventRecord, Store } from '../store/store.ts';
+import type { EventRecord } from '../domain/records/event-records.ts';
+import type { Store } from '../store/store.ts';
 import type { EventSignal } from './event-signal.ts';
 
 /** Receives the events of one account, in seq order, as this instance reads them from the outbox. */

@@ -1,4 +1,4 @@
-import type { EventRecord } from '../store/store.ts';
+import type { EventRecord } from '../domain/records/event-records.ts';
 
 /**
  * What a stream subscriber and a webhook endpoint receive for one outbox event (spec §6: a JSON

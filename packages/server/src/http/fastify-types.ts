@@ -1,7 +1,7 @@
 import type { Feature } from '../domain/plan-access.ts';
+import type { ApiKeyRecord } from '../domain/records/account-records.ts';
 import type { RateLimitDecision } from '../ratelimit/rate-limiter.ts';
 import type { AccountView } from '../services/accounts/account-service.ts';
-import type { ApiKeyRecord } from '../store/store.ts';
 
 /** Who is calling, set by the authentication plugin on every authenticated request. */
 export interface Caller {

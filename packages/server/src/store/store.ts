@@ -1,6 +1,22 @@
 import type { ChainFamily } from '../domain/address.ts';
 import type { PaymentDirection, PaymentMode, PaymentStatus } from '../domain/payment-status.ts';
 import type { Plan } from '../domain/plan.ts';
+import type { AccountRecord, ApiKeyRecord, KeyWithAccount } from '../domain/records/account-records.ts';
+import type { DashboardSessionRecord, DashboardUserRecord } from '../domain/records/dashboard-records.ts';
+import type {
+  DeliveryAttempt,
+  EventHeader,
+  EventRecord,
+  WebhookDeliveryRecord,
+  WebhookRecord,
+} from '../domain/records/event-records.ts';
+import type { PaymentChanges, PaymentRecord, PaymentSummary } from '../domain/records/payment-records.ts';
+import type {
+  FacilitatorSignerRecord,
+  SettlementRecord,
+  SettlementStatus,
+} from '../domain/records/settlement-records.ts';
+import type { WalletChallengeRecord, WalletRecord } from '../domain/records/wallet-records.ts';
 
 /**
  * The storage port. Services depend on this interface only; SQL never leaves `store/`.
@@ -62,35 +78,6 @@ export interface Repositories {
   readonly dashboardSessions: DashboardSessionRepository;
 }
 
-export interface AccountRecord {
-  readonly id: string;
-  readonly name: string;
-  readonly plan: Plan;
-  /** Requests per minute; set for enterprise accounts only, whose rate is per account. */
-  readonly customRateLimit: number | null;
-  readonly createdAt: number;
-  readonly updatedAt: number;
-}
-
-export interface ApiKeyRecord {
-  readonly id: string;
-  readonly accountId: string;
-  readonly name: string;
-  /** The first characters of the key, safe to show. */
-  readonly displayPrefix: string;
-  /** SHA-256 of the whole key, hex. The key itself is never stored. */
-  readonly hash: string;
-  readonly createdAt: number;
-  readonly lastUsedAt: number | null;
-  readonly revokedAt: number | null;
-}
-
-/** What authentication needs in one read: the key and the account it belongs to. */
-export interface KeyWithAccount {
-  readonly key: ApiKeyRecord;
-  readonly account: AccountRecord;
-}
-
 export interface AccountRepository {
   insert(account: AccountRecord): Promise<void>;
   get(id: string): Promise<AccountRecord | undefined>;
@@ -117,20 +104,6 @@ export interface ApiKeyRepository {
   touch(id: string, at: number): Promise<void>;
 }
 
-export interface WalletRecord {
-  readonly id: string;
-  readonly accountId: string;
-  readonly family: ChainFamily;
-  /** The CAIP-2 network it was created for; the key pair serves every network of its family. */
-  readonly network: string | null;
-  readonly address: string;
-  /** An address the account controls elsewhere: it can receive, never send. */
-  readonly watchOnly: boolean;
-  /** The custodial secret key, sealed under the master key; null for watch-only wallets. */
-  readonly encryptedSecret: string | null;
-  readonly createdAt: number;
-}
-
 export interface WalletRepository {
   /** False when the address is already registered (by any account). */
   insert(wallet: WalletRecord): Promise<boolean>;
@@ -138,23 +111,6 @@ export interface WalletRepository {
   listByAccount(accountId: string): Promise<WalletRecord[]>;
   /** The wallet with this address, whichever account has it. */
   findByAddress(family: ChainFamily, address: string): Promise<WalletRecord | undefined>;
-}
-
-/** A gateway-issued text that the key of `address` signs to prove control of it (see wallet-challenge.ts). */
-export interface WalletChallengeRecord {
-  /** Random, in the text: the text finds its challenge by it. */
-  readonly nonce: string;
-  /** The only account that may answer it. */
-  readonly accountId: string;
-  readonly family: ChainFamily;
-  /** Canonical spelling. */
-  readonly address: string;
-  /** The exact text to sign. */
-  readonly message: string;
-  readonly createdAt: number;
-  readonly expiresAt: number;
-  /** When it was answered (a wallet registered with it); a challenge is answered once. */
-  readonly usedAt: number | null;
 }
 
 export interface WalletChallengeRepository {
@@ -168,91 +124,6 @@ export interface WalletChallengeRepository {
   /** Removes challenges that expired at or before `before`; how many. */
   deleteExpired(before: number): Promise<number>;
 }
-
-export interface PaymentRecord {
-  readonly id: string;
-  readonly accountId: string;
-  readonly direction: PaymentDirection;
-  readonly mode: PaymentMode;
-  readonly status: PaymentStatus;
-  readonly network: string;
-  /** The account's own wallet: the sender of a sent payment, the recipient of a received one. */
-  readonly walletAddress: string;
-  readonly sender: string;
-  readonly recipient: string;
-  readonly amount: bigint;
-  /** Network fee paid by the sender, when known. */
-  readonly fee: bigint | null;
-  readonly resource: string | null;
-  readonly metadata: Readonly<Record<string, unknown>> | null;
-  /** The transaction signature (Solana) or hash (EVM), once known. */
-  readonly signature: string | null;
-  /** The read-only address that finds a local-mode transaction on chain. */
-  readonly reference: string | null;
-  /**
-   * Base64 wire bytes of the signed transaction, kept so a restart resends the same bytes. Local mode:
-   * the unsigned bytes as built (never broadcast by the gateway), so a retried build answers the same.
-   */
-  readonly signedTransaction: string | null;
-  readonly lastValidBlockHeight: bigint | null;
-  /** Unix ms after which an unsigned local-mode transaction must not be sent. */
-  readonly expiresAt: number | null;
-  readonly slot: bigint | null;
-  readonly blockHeight: bigint | null;
-  readonly error: string | null;
-  /** For a received payment: the sender's payment id named in the proof. */
-  readonly sourcePaymentId: string | null;
-  readonly idempotencyKey: string | null;
-  readonly createdAt: number;
-  readonly updatedAt: number;
-  readonly confirmedAt: number | null;
-  /** EVM custodial sends: the nonce allocated to this payment; every variant of it carries it. */
-  readonly nonce?: bigint | null;
-  /**
-   * EVM custodial sends: hashes of earlier transactions of this payment that a replacement (same nonce,
-   * higher fees) took the place of, oldest first. Any of them may still be the one that lands.
-   */
-  readonly replacedSignatures?: readonly string[];
-  /**
-   * A payment in a token (x402 `exact`: an SPL mint or ERC-20 contract) rather than the native
-   * currency; `amount` is then in the token's atomic units. Absent: native currency.
-   */
-  readonly asset?: { readonly address: string; readonly decimals: number };
-}
-
-export type PaymentChanges = Partial<
-  Pick<
-    PaymentRecord,
-    | 'signature'
-    | 'signedTransaction'
-    | 'lastValidBlockHeight'
-    | 'slot'
-    | 'blockHeight'
-    | 'error'
-    | 'fee'
-    | 'confirmedAt'
-    | 'replacedSignatures'
-  >
->;
-
-/**
- * What a history entry shows of a payment (spec §2.4): lists read only these columns of each row, not
- * the whole record (its signed transaction, metadata, leases), a third of a page's cost.
- */
-export type PaymentSummary = Pick<
-  PaymentRecord,
-  | 'id'
-  | 'direction'
-  | 'status'
-  | 'network'
-  | 'sender'
-  | 'recipient'
-  | 'amount'
-  | 'resource'
-  | 'signature'
-  | 'createdAt'
-  | 'asset'
->;
 
 export interface HistoryQuery {
   readonly accountId: string;
@@ -370,20 +241,6 @@ export interface ProofRepository {
   isConsumed(proofKey: string): Promise<boolean>;
 }
 
-/** An event without its payload. */
-export type EventHeader = Omit<EventRecord, 'data'>;
-
-export interface EventRecord {
-  /** Monotonic position in the outbox. */
-  readonly seq: number;
-  readonly id: string;
-  readonly accountId: string;
-  readonly type: string;
-  readonly paymentId: string | null;
-  readonly data: Readonly<Record<string, unknown>>;
-  readonly createdAt: number;
-}
-
 /**
  * The outbox. `seq` is assigned in commit order (on PostgreSQL `append` serialises the appending
  * transactions from the append to their commit), so a reader that has seen every event up to seq N
@@ -412,26 +269,6 @@ export interface EventRepository {
   deleteBefore(before: number, keepAfterCursor: string, limit: number): Promise<number>;
 }
 
-export interface WebhookRecord {
-  readonly id: string;
-  readonly accountId: string;
-  readonly url: string;
-  /** Event types it receives; empty: every type. */
-  readonly eventTypes: readonly string[];
-  /** The Standard Webhooks signing secret (whsec_…), sealed under the master key. */
-  readonly sealedSecret: string;
-  readonly createdAt: number;
-  /**
-   * When it was last enabled (registered, or enabled again): it receives the events written from then
-   * on, none from before, so nothing that happened while it was disabled is sent afterwards.
-   */
-  readonly enabledAt: number;
-  /** When it was disabled (its receiver answered 410 Gone, or its account asked); null while enabled. */
-  readonly disabledAt: number | null;
-  /** Why it was disabled, for its account to read; null while enabled. */
-  readonly disabledReason: string | null;
-}
-
 export interface WebhookRepository {
   insert(webhook: WebhookRecord): Promise<void>;
   get(id: string): Promise<WebhookRecord | undefined>;
@@ -449,37 +286,6 @@ export interface WebhookRepository {
   disable(id: string, at: number, reason: string, pendingError: string): Promise<boolean>;
   /** Enables a disabled endpoint again at `at`; false when there is no such endpoint or it is enabled. */
   enable(id: string, at: number): Promise<boolean>;
-}
-
-export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
-
-export interface WebhookDeliveryRecord {
-  readonly id: string;
-  readonly webhookId: string;
-  readonly accountId: string;
-  readonly eventId: string;
-  readonly eventSeq: number;
-  readonly status: DeliveryStatus;
-  readonly attempts: number;
-  /** When the next attempt is due; null once it succeeded or was given up. */
-  readonly nextAttemptAt: number | null;
-  readonly lastStatusCode: number | null;
-  readonly lastError: string | null;
-  readonly lastAttemptAt: number | null;
-  readonly deliveredAt: number | null;
-  readonly createdAt: number;
-}
-
-/** The outcome of one attempt, written by the instance holding the delivery's lease. */
-export interface DeliveryAttempt {
-  readonly status: DeliveryStatus;
-  readonly attempts: number;
-  readonly nextAttemptAt: number | null;
-  readonly lastStatusCode: number | null;
-  readonly lastError: string | null;
-  /** Null when nothing was ever sent (e.g. failed unsent because its endpoint was disabled). */
-  readonly lastAttemptAt: number | null;
-  readonly deliveredAt: number | null;
 }
 
 export interface WebhookDeliveryRepository {
@@ -557,26 +363,12 @@ export interface IdempotencyRepository {
   purge(before: number): Promise<number>;
 }
 
-/** A fee-payer key of the built-in x402 facilitator, sealed like a custodial wallet key. */
-export interface FacilitatorSignerRecord {
-  readonly address: string;
-  readonly family: ChainFamily;
-  readonly encryptedSecret: string;
-  readonly createdAt: number;
-}
-
 export interface FacilitatorSignerRepository {
   /** False when the address is already there. */
   insert(signer: FacilitatorSignerRecord): Promise<boolean>;
   /** Oldest first. */
   list(family: ChainFamily): Promise<FacilitatorSignerRecord[]>;
 }
-
-/**
- * claimed: the signed transaction is stored, not known to be broadcast; submitted: broadcast, not yet
- * confirmed; settled: confirmed on chain; failed: landed with an error or can no longer land.
- */
-export type SettlementStatus = 'claimed' | 'submitted' | 'settled' | 'failed';
 
 /**
  * Which receipt answers for an x402 payload in local mode (POST /transaction/receive): one open
@@ -590,54 +382,6 @@ export interface X402ReceiptRepository {
   claim(identity: string, paymentId: string, previous: string | undefined, at: number): Promise<boolean>;
   /** The id of the payload's receipt, pending or not; undefined when none was claimed. */
   get(identity: string): Promise<string | undefined>;
-}
-
-/** One x402 settlement, keyed by what makes the payment unique (its transaction or authorization). */
-export interface SettlementRecord {
-  readonly key: string;
-  readonly network: string;
-  readonly payer: string;
-  readonly payTo: string;
-  readonly asset: string;
-  /** Atomic units of the asset. */
-  readonly amount: bigint;
-  /** The transaction that settles it (Solana signature, EVM hash): known before broadcast. */
-  readonly transactionId: string;
-  /** Base64 wire bytes, stored before the first broadcast so a retry resends exactly these. */
-  readonly signedTransaction: string;
-  readonly lastValidBlockHeight: bigint | null;
-  readonly status: SettlementStatus;
-  readonly error: string | null;
-  /** The received payment recorded for the payTo wallet's account, once settled (if any owns it). */
-  readonly paymentId: string | null;
-  readonly createdAt: number;
-  readonly updatedAt: number;
-  /**
-   * The POST /payment/receive with an Idempotency-Key that claimed it, stored with the claim (before the
-   * first broadcast): the settlement finisher gives the payment it records that key (see
-   * FacilitatorService.markSettled). Absent or null: claimed by another caller, or without a key.
-   */
-  readonly claimedBy?: SettlementClaimant | null;
-  /** What the payment was for (see X402Payment.resource), carried by the seller's payment. */
-  readonly resource?: string | null;
-  /**
-   * The account whose API key asked to settle it, stored with the claim: its payment is recorded for
-   * this account, and for nobody else, whoever moves the row (a retry, the finisher after a crash).
-   * Null: claimed before accounts were kept (see FacilitatorService.recorderOf).
-   */
-  readonly accountId?: string | null;
-  /**
-   * The network fee charged to `accountId`'s daily budget for it (see SponsoredFeeRepository): the
-   * worst case while open, the fee actually paid once landed, 0 once it can never land. Null: none kept.
-   */
-  readonly sponsoredFee?: SponsoredFee | null;
-}
-
-/** A fee charged to an account's budget of one UTC day, in atomic units of the network's native currency. */
-export interface SponsoredFee {
-  /** `YYYY-MM-DD`, UTC: the day whose budget it was charged to (a correction goes to the same day). */
-  readonly day: string;
-  readonly amount: bigint;
 }
 
 /**
@@ -663,12 +407,6 @@ export interface SponsoredFeeRepository {
   adjust(accountId: string, network: string, day: string, delta: bigint, at: number): Promise<void>;
   /** The day's total; 0 when nothing was charged. */
   spent(accountId: string, network: string, day: string): Promise<bigint>;
-}
-
-/** A request's account and its Idempotency-Key. */
-export interface SettlementClaimant {
-  readonly accountId: string;
-  readonly idempotencyKey: string;
 }
 
 export interface SettlementRepository {
@@ -699,18 +437,6 @@ export interface SettlementRepository {
   ): Promise<SettlementRecord | undefined>;
 }
 
-/** A person who logs in to the web dashboard; a way into exactly one account. */
-export interface DashboardUserRecord {
-  readonly id: string;
-  readonly accountId: string;
-  /** Lower-cased. */
-  readonly email: string;
-  /** `scrypt$N$r$p$salt$hash`; never the password. */
-  readonly passwordHash: string;
-  readonly createdAt: number;
-  readonly updatedAt: number;
-}
-
 export interface DashboardUserRepository {
   /** False when the email, or the account, already has a dashboard user; nothing is written then. */
   insert(user: DashboardUserRecord): Promise<boolean>;
@@ -718,16 +444,6 @@ export interface DashboardUserRepository {
   findByEmail(email: string): Promise<DashboardUserRecord | undefined>;
   findByAccount(accountId: string): Promise<DashboardUserRecord | undefined>;
   setPassword(id: string, passwordHash: string, updatedAt: number): Promise<void>;
-}
-
-/** A logged-in browser. Only the SHA-256 of the cookie value is stored. */
-export interface DashboardSessionRecord {
-  readonly idHash: string;
-  readonly userId: string;
-  /** Sent back by the browser in a header on every state-changing request. */
-  readonly csrfToken: string;
-  readonly createdAt: number;
-  readonly expiresAt: number;
 }
 
 export interface DashboardSessionRepository {

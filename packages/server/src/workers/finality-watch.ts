@@ -1,7 +1,8 @@
 import type { ChainAdapter, ConfirmationOutcome } from '../chains/chain-adapter.ts';
 import { ChainError } from '../chains/chain-error.ts';
+import type { PaymentRecord } from '../domain/records/payment-records.ts';
 import type { PaymentLedger } from '../services/payments/payment-ledger.ts';
-import type { PaymentRecord, PaymentRepository, SettlementRepository } from '../store/store.ts';
+import type { PaymentRepository, SettlementRepository } from '../store/store.ts';
 
 /** Told what the watch saw, per network (metrics). Cheap, never throws. */
 export interface FinalityObserver {

@@ -2,6 +2,7 @@ import type { ChainAdapter, ChainTransaction } from '../chains/chain-adapter.ts'
 import { ChainError } from '../chains/chain-error.ts';
 import type { NetworkRegistry } from '../chains/network-registry.ts';
 import { OPEN_STATUSES } from '../domain/payment-status.ts';
+import type { PaymentRecord } from '../domain/records/payment-records.ts';
 import { PeriodicWorker } from '../scheduling/periodic-worker.ts';
 import {
   findBuiltReceipt,
@@ -11,7 +12,7 @@ import {
 import type { PaymentLedger } from '../services/payments/payment-ledger.ts';
 import { isX402Receipt, type X402LocalReceiveService } from '../services/payments/x402/x402-local-receive.ts';
 import type { WalletService } from '../services/wallets/wallet-service.ts';
-import type { PaymentRecord, Store } from '../store/store.ts';
+import type { Store } from '../store/store.ts';
 import { type FinalityObserver, FinalityWatch } from './finality-watch.ts';
 import { SequencedSendReconciler } from './sequenced-send-reconciler.ts';
 

@@ -1,8 +1,9 @@
 import type { AccountNonces, ChainAdapter, ConfirmationOutcome } from '../chains/chain-adapter.ts';
 import { ChainError } from '../chains/chain-error.ts';
+import type { PaymentRecord } from '../domain/records/payment-records.ts';
 import type { PaymentLedger } from '../services/payments/payment-ledger.ts';
 import type { WalletService } from '../services/wallets/wallet-service.ts';
-import type { PaymentRecord, Store } from '../store/store.ts';
+import type { Store } from '../store/store.ts';
 
 export interface SequencedSendDeps {
   readonly store: Store;

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { newId } from '../../src/domain/ids.ts';
-import type { EventRecord, Store, WebhookDeliveryRecord, WebhookRecord } from '../../src/store/store.ts';
+import type {
+  EventRecord,
+  WebhookDeliveryRecord,
+  WebhookRecord,
+} from '../../src/domain/records/event-records.ts';
+import type { Store } from '../../src/store/store.ts';
 import { aTestAccount } from '../support/test-account.ts';
 
 /**

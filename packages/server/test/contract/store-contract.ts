@@ -2,13 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { generateApiKey } from '../../src/domain/api-key.ts';
 import { newId } from '../../src/domain/ids.ts';
-import type {
-  AccountRecord,
-  ApiKeyRecord,
-  PaymentRecord,
-  Store,
-  WalletRecord,
-} from '../../src/store/store.ts';
+import type { AccountRecord, ApiKeyRecord } from '../../src/domain/records/account-records.ts';
+import type { PaymentRecord } from '../../src/domain/records/payment-records.ts';
+import type { WalletRecord } from '../../src/domain/records/wallet-records.ts';
+import type { Store } from '../../src/store/store.ts';
 import { aTestAccount } from '../support/test-account.ts';
 import { aTestPayment } from '../support/test-payment.ts';
 

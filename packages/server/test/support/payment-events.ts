@@ -1,8 +1,8 @@
 import { newId } from '../../src/domain/ids.ts';
 import type { EventType } from '../../src/domain/payment-status.ts';
+import type { PaymentRecord } from '../../src/domain/records/payment-records.ts';
 import { newPayment } from '../../src/services/payments/new-payment.ts';
 import type { PaymentLedger } from '../../src/services/payments/payment-ledger.ts';
-import type { PaymentRecord } from '../../src/store/store.ts';
 
 /**
  * Payments recorded through the real ledger, which writes the payment and its outbox event in one

@@ -1,6 +1,6 @@
 import { newId } from '../../src/domain/ids.ts';
+import type { PaymentRecord } from '../../src/domain/records/payment-records.ts';
 import { newPayment } from '../../src/services/payments/new-payment.ts';
-import type { PaymentRecord } from '../../src/store/store.ts';
 
 /**
  * A payment record made at `at` for tests that need one in storage or a service but not on a chain: a

@@ -1,5 +1,5 @@
 import type { WebSocket } from 'ws';
-import type { EventRecord } from '../../store/store.ts';
+import type { EventRecord } from '../../domain/records/event-records.ts';
 import { AccountEventFeed } from '../account-event-feed.ts';
 import type { EventHub } from '../event-hub.ts';
 import { paymentEventMessage } from '../payment-event-message.ts';

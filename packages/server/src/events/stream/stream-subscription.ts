@@ -1,5 +1,5 @@
 import { EVENT_TYPES } from '../../domain/payment-status.ts';
-import type { EventRecord } from '../../store/store.ts';
+import type { EventRecord } from '../../domain/records/event-records.ts';
 
 /** What a connection asked to see: all of its account's events unless narrowed. */
 export interface StreamFilter {

@@ -2,9 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
 import { EVENT_TYPES } from '../../domain/payment-status.ts';
+import type {
+  DeliveryStatus,
+  WebhookDeliveryRecord,
+  WebhookRecord,
+} from '../../domain/records/event-records.ts';
 import { type OutboundPolicy, OutboundUrlError, resolveOutbound } from '../../outbound/ssrf-guard.ts';
 import type { SecretBox } from '../../services/custody/secret-box.ts';
-import type { DeliveryStatus, Store, WebhookDeliveryRecord, WebhookRecord } from '../../store/store.ts';
+import type { Store } from '../../store/store.ts';
 
 /** A webhook endpoint as the API shows it; the secret only once, when it is created. */
 export interface WebhookView {

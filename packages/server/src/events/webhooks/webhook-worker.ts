@@ -1,8 +1,13 @@
 import { Webhook } from 'standardwebhooks';
 import { newId } from '../../domain/ids.ts';
+import type {
+  DeliveryAttempt,
+  EventRecord,
+  WebhookDeliveryRecord,
+} from '../../domain/records/event-records.ts';
 import type { OutboundPolicy } from '../../outbound/ssrf-guard.ts';
 import { MAX_BACKOFF_MS } from '../../scheduling/periodic-worker.ts';
-import type { DeliveryAttempt, EventRecord, Store, WebhookDeliveryRecord } from '../../store/store.ts';
+import type { Store } from '../../store/store.ts';
 import type { EventHub } from '../event-hub.ts';
 import { paymentEventMessage } from '../payment-event-message.ts';
 import { nextAttemptAt, retryAfterMs } from './retry-schedule.ts';

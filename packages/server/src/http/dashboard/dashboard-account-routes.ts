@@ -3,9 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { GatewayError } from '../../domain/gateway-error.ts';
 import { RATE_WINDOW_MS } from '../../domain/plan.ts';
+import type { ApiKeyRecord } from '../../domain/records/account-records.ts';
 import type { RateLimiter } from '../../ratelimit/rate-limiter.ts';
 import type { AccountService } from '../../services/accounts/account-service.ts';
-import type { ApiKeyRecord } from '../../store/store.ts';
 import { dashboardUserOf } from './dashboard-session.ts';
 
 /** The account's plan and usage, and its API keys (spec §2.6 and §5: keys live in the dashboard). */

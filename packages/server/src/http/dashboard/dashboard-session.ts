@@ -1,11 +1,11 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../../domain/gateway-error.ts';
+import type { DashboardUserRecord } from '../../domain/records/dashboard-records.ts';
 import type {
   ActiveSession,
   DashboardAuthService,
 } from '../../services/dashboard-auth/dashboard-auth-service.ts';
-import type { DashboardUserRecord } from '../../store/store.ts';
 import { sendError } from '../plugins/errors.ts';
 import { readSessionCookie } from './session-cookie.ts';
 

@@ -1,7 +1,7 @@
 import { GatewayError } from '../../domain/gateway-error.ts';
 import type { Feature, PlanAccess } from '../../domain/plan-access.ts';
+import type { ApiKeyRecord } from '../../domain/records/account-records.ts';
 import type { RateLimitDecision, RateLimiter } from '../../ratelimit/rate-limiter.ts';
-import type { ApiKeyRecord } from '../../store/store.ts';
 import type { AccountService, AccountView, AuthenticatedKey } from './account-service.ts';
 
 /**

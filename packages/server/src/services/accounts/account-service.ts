@@ -3,7 +3,8 @@ import { generateApiKey, hashApiKey, hashApiKeyHex, isApiKeyShape } from '../../
 import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
 import { isPlan, MAX_RATE_LIMIT_PER_MINUTE, PLANS, type Plan, rateLimitOf } from '../../domain/plan.ts';
-import type { AccountRecord, ApiKeyRecord, Store } from '../../store/store.ts';
+import type { AccountRecord, ApiKeyRecord } from '../../domain/records/account-records.ts';
+import type { Store } from '../../store/store.ts';
 
 const MAX_NAME_LENGTH = 100;
 /** last_used_at is written at most this often per key, so authentication is not a write per request. */

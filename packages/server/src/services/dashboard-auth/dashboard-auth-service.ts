@@ -1,8 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
+import type { AccountRecord } from '../../domain/records/account-records.ts';
+import type { DashboardUserRecord } from '../../domain/records/dashboard-records.ts';
 import type { RateLimiter } from '../../ratelimit/rate-limiter.ts';
-import type { AccountRecord, DashboardUserRecord, Store } from '../../store/store.ts';
+import type { Store } from '../../store/store.ts';
 import { decoyHash, hashPassword, verifyPassword } from './password-hash.ts';
 
 export const MIN_PASSWORD_LENGTH = 10;

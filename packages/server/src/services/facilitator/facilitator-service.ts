@@ -14,15 +14,14 @@ import { GatewayError } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
 import { atomicToDecimalText } from '../../domain/money.ts';
 import type { NetworkInfo } from '../../domain/network.ts';
-import { feeDayOf, secondsUntilNextFeeDay } from '../../domain/sponsored-fees.ts';
-import type { X402Reason } from '../../domain/x402-reasons.ts';
 import type {
-  Repositories,
   SettlementClaimant,
   SettlementRecord,
   SettlementStatus,
-  Store,
-} from '../../store/store.ts';
+} from '../../domain/records/settlement-records.ts';
+import { feeDayOf, secondsUntilNextFeeDay } from '../../domain/sponsored-fees.ts';
+import type { X402Reason } from '../../domain/x402-reasons.ts';
+import type { Repositories, Store } from '../../store/store.ts';
 import { SOLANA_DEVNET_ID, v1NameOf } from '../../x402/network-names.ts';
 import { parsePaymentRequest, type X402Payment } from '../../x402/payment-request.ts';
 import type { SecretBox } from '../custody/secret-box.ts';

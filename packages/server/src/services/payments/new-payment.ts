@@ -1,4 +1,4 @@
-import type { PaymentRecord } from '../../store/store.ts';
+import type { PaymentRecord } from '../../domain/records/payment-records.ts';
 
 /** What every new payment must say; everything else starts empty. */
 export type NewPaymentFields = Pick<

@@ -3,7 +3,7 @@ import type { ChainAdapter } from '../../chains/chain-adapter.ts';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import { addressFamily } from '../../domain/address.ts';
 import { type GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
-import type { PaymentRecord } from '../../store/store.ts';
+import type { PaymentRecord } from '../../domain/records/payment-records.ts';
 import { invalidProof } from './proofs/proof-errors.ts';
 
 /**

@@ -1,7 +1,8 @@
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import { newId } from '../../domain/ids.ts';
 import { type EventType, type PaymentStatus, statusesBefore } from '../../domain/payment-status.ts';
-import type { PaymentChanges, PaymentLease, PaymentRecord, Repositories, Store } from '../../store/store.ts';
+import type { PaymentChanges, PaymentRecord } from '../../domain/records/payment-records.ts';
+import type { PaymentLease, Repositories, Store } from '../../store/store.ts';
 import { assetOfPayment } from './payment-asset.ts';
 import { paymentView } from './payment-view.ts';
 

@@ -1,5 +1,6 @@
 import { isFinal } from '../../domain/payment-status.ts';
-import type { PaymentRecord, PaymentRepository, Store } from '../../store/store.ts';
+import type { PaymentRecord } from '../../domain/records/payment-records.ts';
+import type { PaymentRepository, Store } from '../../store/store.ts';
 
 /** About 1–2 KiB a record (its signed transaction is most of it): a few MiB at the most. */
 const DEFAULT_CAPACITY = 4_096;

@@ -1,5 +1,5 @@
 import { toWholeUnits } from '../../domain/money.ts';
-import type { PaymentRecord } from '../../store/store.ts';
+import type { PaymentRecord } from '../../domain/records/payment-records.ts';
 import type { PaymentAsset } from './payment-asset.ts';
 
 /** A payment as the API shows it (spec §2.1): amounts in whole units of its asset, times in Unix ms. */

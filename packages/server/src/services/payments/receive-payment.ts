@@ -1,6 +1,7 @@
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import { newId } from '../../domain/ids.ts';
-import type { PaymentRecord, Store } from '../../store/store.ts';
+import type { PaymentRecord } from '../../domain/records/payment-records.ts';
+import type { Store } from '../../store/store.ts';
 import { decodeX402Header } from '../../x402/payment-header.ts';
 import type { WalletService } from '../wallets/wallet-service.ts';
 import { newPayment } from './new-payment.ts';

@@ -2,7 +2,7 @@
 // is checked (gate402 proofs, x402 payloads settled here or by another facilitator), so those checkers do not
 // import one another.
 import { toWholeUnits } from '../../domain/money.ts';
-import type { PaymentRecord } from '../../store/store.ts';
+import type { PaymentRecord } from '../../domain/records/payment-records.ts';
 import type { PaymentAsset } from './payment-asset.ts';
 
 /** Spec §2.3. */

@@ -2,12 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { MESSAGE_SIGNATURE_VERIFIERS } from '../../chains/message-signatures.ts';
 import type { ChainFamily } from '../../domain/address.ts';
 import { GatewayError } from '../../domain/gateway-error.ts';
+import type { WalletChallengeRecord } from '../../domain/records/wallet-records.ts';
 import {
   WALLET_CHALLENGE_TTL_MS,
   walletChallengeNonce,
   walletChallengeText,
 } from '../../domain/wallet-challenge.ts';
-import type { Store, WalletChallengeRecord } from '../../store/store.ts';
+import type { Store } from '../../store/store.ts';
 
 /** Expired challenges are kept this long, so a late answer is told "expired" rather than "unknown". */
 const EXPIRED_KEPT_MS = 86_400_000;

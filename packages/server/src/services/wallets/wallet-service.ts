@@ -5,7 +5,8 @@ import { addressFamily, CHAIN_FAMILIES, type ChainFamily } from '../../domain/ad
 import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
 import { toWholeUnits } from '../../domain/money.ts';
-import type { Store, WalletRecord } from '../../store/store.ts';
+import type { WalletRecord } from '../../domain/records/wallet-records.ts';
+import type { Store } from '../../store/store.ts';
 import type { SecretBox } from '../custody/secret-box.ts';
 import { type IssuedChallenge, WalletChallenges } from './wallet-challenges.ts';
 

@@ -1,7 +1,8 @@
 import type { Kysely, Selectable } from 'kysely';
 import { isPlan } from '../../domain/plan.ts';
+import type { AccountRecord } from '../../domain/records/account-records.ts';
 import type { AccountsTable, Database } from '../database-schema.ts';
-import type { AccountRecord, AccountRepository } from '../store.ts';
+import type { AccountRepository } from '../store.ts';
 
 export class KyselyAccountRepository implements AccountRepository {
   constructor(private readonly db: Kysely<Database>) {}

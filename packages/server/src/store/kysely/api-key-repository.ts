@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
+import type { ApiKeyRecord, KeyWithAccount } from '../../domain/records/account-records.ts';
 import type { ApiKeysTable, Database } from '../database-schema.ts';
-import type { ApiKeyRecord, ApiKeyRepository, KeyWithAccount } from '../store.ts';
+import type { ApiKeyRepository } from '../store.ts';
 import { toAccount } from './account-repository.ts';
 import { compiledOnce } from './compiled-query.ts';
 

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
+import type { DashboardSessionRecord, DashboardUserRecord } from '../../domain/records/dashboard-records.ts';
 import type { Database } from '../database-schema.ts';
-import type { DashboardSessionRecord, DashboardSessionRepository, DashboardUserRecord } from '../store.ts';
+import type { DashboardSessionRepository } from '../store.ts';
 import { toDashboardUser } from './dashboard-user-repository.ts';
 
 export class KyselyDashboardSessionRepository implements DashboardSessionRepository {

@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
+import type { DashboardUserRecord } from '../../domain/records/dashboard-records.ts';
 import type { DashboardUsersTable, Database } from '../database-schema.ts';
-import type { DashboardUserRecord, DashboardUserRepository } from '../store.ts';
+import type { DashboardUserRepository } from '../store.ts';
 
 export class KyselyDashboardUserRepository implements DashboardUserRepository {
   constructor(private readonly db: Kysely<Database>) {}

@@ -1,6 +1,7 @@
 import { type Insertable, type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely';
+import type { EventHeader, EventRecord } from '../../domain/records/event-records.ts';
 import type { Database, EventsTable } from '../database-schema.ts';
-import type { EventHeader, EventRecord, EventRepository } from '../store.ts';
+import type { EventRepository } from '../store.ts';
 import { compiledInsertOnce } from './compiled-query.ts';
 
 /** Every payment change appends one of these: compiled once (see compiledInsertOnce). */

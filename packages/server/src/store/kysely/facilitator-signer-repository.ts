@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { ChainFamily } from '../../domain/address.ts';
+import type { FacilitatorSignerRecord } from '../../domain/records/settlement-records.ts';
 import type { Database } from '../database-schema.ts';
-import type { FacilitatorSignerRecord, FacilitatorSignerRepository } from '../store.ts';
+import type { FacilitatorSignerRepository } from '../store.ts';
 
 export class KyselyFacilitatorSignerRepository implements FacilitatorSignerRepository {
   constructor(private readonly db: Kysely<Database>) {}

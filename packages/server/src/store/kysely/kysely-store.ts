@@ -1,6 +1,7 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
+import type { EventRecord } from '../../domain/records/event-records.ts';
 import type { Database } from '../database-schema.ts';
-import type { EventRecord, Repositories, Store } from '../store.ts';
+import type { Repositories, Store } from '../store.ts';
 import { KyselyAccountRepository } from './account-repository.ts';
 import { KyselyApiKeyRepository } from './api-key-repository.ts';
 import { KyselyDashboardSessionRepository } from './dashboard-session-repository.ts';

@@ -12,16 +12,9 @@ import {
   type PaymentMode,
   type PaymentStatus,
 } from '../../domain/payment-status.ts';
+import type { PaymentChanges, PaymentRecord, PaymentSummary } from '../../domain/records/payment-records.ts';
 import type { Database, PaymentCountsTable, PaymentsTable } from '../database-schema.ts';
-import type {
-  HistoryQuery,
-  PaymentChanges,
-  PaymentLease,
-  PaymentRecord,
-  PaymentRepository,
-  PaymentSearch,
-  PaymentSummary,
-} from '../store.ts';
+import type { HistoryQuery, PaymentLease, PaymentRepository, PaymentSearch } from '../store.ts';
 import { compiledInsertOnce, compiledOnce } from './compiled-query.ts';
 import { leaseRows } from './lease-rows.ts';
 

@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
+import type { SettlementRecord, SettlementStatus } from '../../domain/records/settlement-records.ts';
 import type { Database, X402SettlementsTable } from '../database-schema.ts';
-import type { SettlementRecord, SettlementRepository, SettlementStatus } from '../store.ts';
+import type { SettlementRepository } from '../store.ts';
 
 export class KyselySettlementRepository implements SettlementRepository {
   constructor(private readonly db: Kysely<Database>) {}

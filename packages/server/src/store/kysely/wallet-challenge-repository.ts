@@ -1,7 +1,8 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { ChainFamily } from '../../domain/address.ts';
+import type { WalletChallengeRecord } from '../../domain/records/wallet-records.ts';
 import type { Database, WalletChallengesTable } from '../database-schema.ts';
-import type { WalletChallengeRecord, WalletChallengeRepository } from '../store.ts';
+import type { WalletChallengeRepository } from '../store.ts';
 
 export class KyselyWalletChallengeRepository implements WalletChallengeRepository {
   constructor(private readonly db: Kysely<Database>) {}

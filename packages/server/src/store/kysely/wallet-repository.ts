@@ -1,7 +1,8 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { ChainFamily } from '../../domain/address.ts';
+import type { WalletRecord } from '../../domain/records/wallet-records.ts';
 import type { Database, WalletsTable } from '../database-schema.ts';
-import type { WalletRecord, WalletRepository } from '../store.ts';
+import type { WalletRepository } from '../store.ts';
 import { compiledOnce } from './compiled-query.ts';
 
 /** Every receive and send looks its wallet up: compiled once (see compiledOnce). */

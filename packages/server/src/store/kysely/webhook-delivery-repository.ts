@@ -1,11 +1,11 @@
 import { expressionBuilder, type Kysely, type Selectable } from 'kysely';
-import type { Database, WebhookDeliveriesTable } from '../database-schema.ts';
 import type {
   DeliveryAttempt,
   DeliveryStatus,
   WebhookDeliveryRecord,
-  WebhookDeliveryRepository,
-} from '../store.ts';
+} from '../../domain/records/event-records.ts';
+import type { Database, WebhookDeliveriesTable } from '../database-schema.ts';
+import type { WebhookDeliveryRepository } from '../store.ts';
 import { leaseRows } from './lease-rows.ts';
 
 export class KyselyWebhookDeliveryRepository implements WebhookDeliveryRepository {

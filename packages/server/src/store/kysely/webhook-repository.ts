@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
+import type { WebhookRecord } from '../../domain/records/event-records.ts';
 import type { Database, WebhooksTable } from '../database-schema.ts';
-import type { WebhookRecord, WebhookRepository } from '../store.ts';
+import type { WebhookRepository } from '../store.ts';
 
 export class KyselyWebhookRepository implements WebhookRepository {
   constructor(private readonly db: Kysely<Database>) {}

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Hex } from 'viem';
-import type { PaymentRecord } from '../../../src/store/store.ts';
+import type { PaymentRecord } from '../../../src/domain/records/payment-records.ts';
 import type { PaymentReconciler } from '../../../src/workers/payment-reconciler.ts';
 import { newEvmLocalWallet, signEvm } from '../../support/evm-local-signer.ts';
 import {

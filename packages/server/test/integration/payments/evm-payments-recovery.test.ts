@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type Hex, keccak256, parseGwei, parseTransaction } from 'viem';
 import { newId } from '../../../src/domain/ids.ts';
+import type { PaymentRecord } from '../../../src/domain/records/payment-records.ts';
 import { newPayment } from '../../../src/services/payments/new-payment.ts';
-import type { PaymentRecord } from '../../../src/store/store.ts';
 import {
   ETH,
   type EvmParty,

@@ -3,8 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { newId } from '../../../src/domain/ids.ts';
+import type { PaymentRecord } from '../../../src/domain/records/payment-records.ts';
 import { newPayment } from '../../../src/services/payments/new-payment.ts';
-import type { PaymentRecord } from '../../../src/store/store.ts';
 import { PaymentReconciler } from '../../../src/workers/payment-reconciler.ts';
 import {
   LAMPORTS,

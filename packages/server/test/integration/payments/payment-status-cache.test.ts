@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
 import { GatewayError } from '../../../src/domain/gateway-error.ts';
 import { isFinal, PAYMENT_STATUSES, type PaymentStatus } from '../../../src/domain/payment-status.ts';
+import type { PaymentRecord } from '../../../src/domain/records/payment-records.ts';
 import { AccountService } from '../../../src/services/accounts/account-service.ts';
 import { SecretBox } from '../../../src/services/custody/secret-box.ts';
 import { PaymentLedger } from '../../../src/services/payments/payment-ledger.ts';
@@ -11,7 +12,7 @@ import { PaymentQueryService } from '../../../src/services/payments/payment-quer
 import { PaymentStatusCache } from '../../../src/services/payments/payment-status-cache.ts';
 import { WalletService } from '../../../src/services/wallets/wallet-service.ts';
 import { openStore } from '../../../src/store/open-store.ts';
-import type { PaymentRecord, Store } from '../../../src/store/store.ts';
+import type { Store } from '../../../src/store/store.ts';
 import { SKIP_POSTGRES, type TempStorage, tempPostgres, tempSqlite } from '../../support/databases.ts';
 import { aTestPayment } from '../../support/test-payment.ts';
 

@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../../src/config.ts';
 import { newId } from '../../../src/domain/ids.ts';
+import type { WebhookDeliveryRecord } from '../../../src/domain/records/event-records.ts';
 import { createPaymentEvents } from '../../../src/events/payment-events.ts';
 import { RetentionJob } from '../../../src/events/retention-job.ts';
 import { openStore } from '../../../src/store/open-store.ts';
-import type { Store, WebhookDeliveryRecord } from '../../../src/store/store.ts';
+import type { Store } from '../../../src/store/store.ts';
 import { SKIP_POSTGRES, type TempStorage, tempPostgres, tempSqlite } from '../../support/databases.ts';
 
 const DAY = 86_400_000;

@@ -3,7 +3,7 @@ import type { NetworkRegistry } from '../../../chains/network-registry.ts';
 import { GatewayError } from '../../../domain/gateway-error.ts';
 import { newId } from '../../../domain/ids.ts';
 import { toWholeUnits } from '../../../domain/money.ts';
-import type { PaymentRecord } from '../../../store/store.ts';
+import type { PaymentRecord } from '../../../domain/records/payment-records.ts';
 import { decodeX402Header } from '../../../x402/payment-header.ts';
 import type { WalletService } from '../../wallets/wallet-service.ts';
 import { atomicFromField } from '../amounts.ts';
