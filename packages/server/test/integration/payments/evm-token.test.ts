@@ -17,7 +17,7 @@ import {
   USDC_LIKE_BYTECODE,
   USDC_LIKE_RUNTIME_CODE_HASH,
 } from '../../../src/chains/evm/usdc-like-artifact.ts';
-import { compileUsdcLike } from '../../../src/chains/evm/usdc-like-compiler.ts';
+import { compileUsdcLike } from '../../../tools/contracts/usdc-like-compiler.ts';
 import { startTestEvm, type TestEvm } from '../../support/test-anvil.ts';
 
 const ETH = 10n ** 18n;

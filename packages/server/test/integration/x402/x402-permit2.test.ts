@@ -33,8 +33,8 @@ import {
   EXACT_PERMIT2_PROXY_RUNTIME_CODE,
   EXACT_PERMIT2_PROXY_RUNTIME_CODE_HASH,
 } from '../../../src/chains/evm/permit2-proxy-artifact.ts';
-import { compileExactPermit2Proxy } from '../../../src/chains/evm/permit2-proxy-compiler.ts';
 import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
+import { compileExactPermit2Proxy } from '../../../tools/contracts/permit2-proxy-compiler.ts';
 import { callAs } from '../../support/api-caller.ts';
 import { startTestEvm, type TestEvm } from '../../support/test-anvil.ts';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.ts';

@@ -9,8 +9,8 @@ import { compileSolidity, writeArtifact } from './solidity-compiler.ts';
  *
  *   npm run compile:contracts -w packages/server
  */
-const SOURCE_FILE = fileURLToPath(new URL('../../../contracts/UsdcLike.sol', import.meta.url));
-const ARTIFACT_FILE = fileURLToPath(new URL('./usdc-like-artifact.ts', import.meta.url));
+const SOURCE_FILE = fileURLToPath(new URL('../../contracts/UsdcLike.sol', import.meta.url));
+const ARTIFACT_FILE = fileURLToPath(new URL('../../src/chains/evm/usdc-like-artifact.ts', import.meta.url));
 
 export interface CompiledContract {
   readonly abi: readonly unknown[];

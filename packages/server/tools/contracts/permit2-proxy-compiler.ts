@@ -9,8 +9,10 @@ import { compileSolidity, writeArtifact } from './solidity-compiler.ts';
  *
  *   npm run compile:contracts -w packages/server
  */
-const SOURCE_FILE = fileURLToPath(new URL('../../../contracts/ExactPermit2Proxy.sol', import.meta.url));
-const ARTIFACT_FILE = fileURLToPath(new URL('./permit2-proxy-artifact.ts', import.meta.url));
+const SOURCE_FILE = fileURLToPath(new URL('../../contracts/ExactPermit2Proxy.sol', import.meta.url));
+const ARTIFACT_FILE = fileURLToPath(
+  new URL('../../src/chains/evm/permit2-proxy-artifact.ts', import.meta.url),
+);
 
 export interface CompiledProxy {
   readonly abi: readonly unknown[];
