@@ -1,7 +1,6 @@
 import { canonicalAddress } from '../../chains/canonical-address.ts';
 import type { ChainAdapter, ConfirmationOutcome } from '../../chains/chain-adapter.ts';
 import { ChainError } from '../../chains/chain-error.ts';
-import { chainFamily } from '../../chains/chain-families.ts';
 import type {
   ExactRefusal,
   ExactRequirements,
@@ -22,35 +21,14 @@ import type {
 import { feeDayOf, secondsUntilNextFeeDay } from '../../domain/sponsored-fees.ts';
 import type { X402Reason } from '../../domain/x402-reasons.ts';
 import type { Repositories, Store } from '../../store/store.ts';
-import { SOLANA_DEVNET_ID, v1NameOf } from '../../x402/network-names.ts';
 import { parsePaymentRequest, type X402Payment } from '../../x402/payment-request.ts';
 import type { SecretBox } from '../custody/secret-box.ts';
 import { newPayment } from '../payments/new-payment.ts';
 import type { PaymentLedger } from '../payments/payment-ledger.ts';
 import { x402ReceiptProofKey } from '../payments/x402/x402-receipt-proof.ts';
+import type { SettleAnswer, SupportedAnswer, VerifyAnswer } from './facilitator-answers.ts';
+import { FacilitatorRoutes, type Route } from './facilitator-routes.ts';
 import { FeeBudget } from './fee-budget.ts';
-import { FeePayerKeys } from './fee-payer-keys.ts';
-
-/** x402 facilitator answers, exactly as x402 defines them (VerifyResponse, SettleResponse, SupportedResponse). */
-export interface VerifyAnswer {
-  isValid: boolean;
-  invalidReason?: string;
-  invalidMessage?: string;
-  payer?: string;
-}
-export interface SettleAnswer {
-  success: boolean;
-  errorReason?: string;
-  errorMessage?: string;
-  payer?: string;
-  transaction: string;
-  network: string;
-}
-export interface SupportedAnswer {
-  kinds: { x402Version: number; scheme: string; network: string; extra?: Record<string, unknown> }[];
-  extensions: string[];
-  signers: Record<string, string[]>;
-}
 
 export interface FacilitatorDeps {
   readonly store: Store;
@@ -85,17 +63,9 @@ export interface SettleAsker {
   readonly idempotencyKey?: string | undefined;
 }
 
-interface Route {
-  readonly chain: ChainAdapter;
-  readonly scheme: ExactScheme;
-}
-
 /** Why a settlement whose transaction was never mined is failed (EVM). */
 const NEVER_CARRIED =
   'the transaction was never mined, and the authorization expired unused (a block at its validBefore, or past the permit deadline, exists): it can never land now';
-
-/** Fee-payer balance the facilitator tops itself up to on local networks (SOL, ETH): 10 units. */
-const LOCAL_FEE_PAYER_FUNDING = 10n;
 
 /**
  * The built-in x402 facilitator: `exact` on every configured network. Settlement is exactly once across
@@ -117,54 +87,38 @@ const LOCAL_FEE_PAYER_FUNDING = 10n;
  * are refused before anything is signed (`amount_below_minimum`).
  */
 export class FacilitatorService {
-  private readonly routes = new Map<string, Route>();
+  private readonly routes: FacilitatorRoutes;
   private readonly now: () => number;
   private readonly budget: FeeBudget;
 
   constructor(private readonly deps: FacilitatorDeps) {
     this.now = deps.now ?? Date.now;
     this.budget = deps.feeBudget ?? new FeeBudget();
+    this.routes = new FacilitatorRoutes({ ...deps, now: this.now });
   }
 
   /** Loads (or creates) the fee-payer keys and sets up a scheme per network; funds them on local chains. */
-  async start(): Promise<void> {
-    const keys = new FeePayerKeys(this.deps.store, this.deps.secrets, this.now);
-    for (const chain of this.deps.networks.all()) {
-      const family = chain.info.family;
-      const key = await keys.ensure(family, () => chain.generateKeypair());
-      // Only the tokens the configuration lists are settled, on either family (see the schemes).
-      const assets = this.deps.networks.tokensOf(chain.info.id).map((t) => t.address);
-      const scheme = await chainFamily(family).exactScheme(chain, key, assets, {
-        now: this.now,
-        log: this.deps.log,
-      });
-      this.routes.set(chain.info.id, { chain, scheme });
-      if (chain.info.isLocal && chain.faucet !== undefined) await this.fund(chain, key.address);
-    }
-    const local = this.localnetAlias();
-    const route = local === undefined ? undefined : this.routes.get(local.info.id);
-    if (route !== undefined) this.routes.set(SOLANA_DEVNET_ID, route);
+  start(): Promise<void> {
+    return this.routes.start();
   }
 
   supported(): SupportedAnswer {
-    const kinds: SupportedAnswer['kinds'] = [];
-    const signers: Record<string, string[]> = {};
-    for (const [network, { scheme }] of this.routes) {
-      const extra = scheme.supportedExtra();
-      const kind = (x402Version: number, name: string) =>
-        kinds.push({
-          x402Version,
-          scheme: 'exact',
-          network: name,
-          ...(extra === undefined ? {} : { extra }),
-        });
-      kind(2, network);
-      const v1 = v1NameOf(network);
-      if (v1 !== undefined) kind(1, v1);
-      const family = chainFamily(scheme.family).signersNamespace;
-      signers[family] = [...new Set([...(signers[family] ?? []), ...scheme.signers()])];
-    }
-    return { kinds, extensions: [], signers };
+    return this.routes.supported();
+  }
+
+  /** The configured network (the devnet alias resolved) a payment is for; undefined when not served here. */
+  chainOf(network: string | undefined): ChainAdapter | undefined {
+    return this.routes.chainOf(network);
+  }
+
+  /** The `exact` scheme serving a network (CAIP-2, the devnet alias included); undefined when none. */
+  schemeFor(network: string): ExactScheme | undefined {
+    return this.routes.get(network)?.scheme;
+  }
+
+  /** This facilitator's Solana fee payer, which sellers name in `extra.feePayer`. */
+  feePayerOf(network: string | undefined): string | undefined {
+    return this.routes.feePayerOf(network);
   }
 
   async verify(paymentPayload: unknown, paymentRequirements: unknown): Promise<VerifyAnswer> {
@@ -261,34 +215,6 @@ export class FacilitatorService {
     // Another account's payment (it settled the payload, or its local receipt recorded it) is not named.
     const recorded = await this.deps.store.payments.get(settlement.paymentId);
     return recorded?.accountId === asker.accountId ? { ...answer, paymentId: recorded.id } : answer;
-  }
-
-  /** The configured network (the devnet alias resolved) a payment is for; undefined when not served here. */
-  chainOf(network: string | undefined): ChainAdapter | undefined {
-    if (network === undefined) return undefined;
-    const configured = this.deps.networks.get(network);
-    if (configured !== undefined) return configured;
-    return network === SOLANA_DEVNET_ID ? this.localnetAlias() : undefined;
-  }
-
-  /** The embedded localnet, when it also answers to devnet's id (X402_LOCALNET_AS_DEVNET). */
-  private localnetAlias(): ChainAdapter | undefined {
-    if (!this.deps.localnetAsDevnet || this.deps.networks.get(SOLANA_DEVNET_ID) !== undefined)
-      return undefined;
-    return this.deps.networks.all().find((c) => c.info.family === 'solana' && c.info.isLocal);
-  }
-
-  /** The `exact` scheme serving a network (CAIP-2, the devnet alias included); undefined when none. */
-  schemeFor(network: string): ExactScheme | undefined {
-    return this.routes.get(network)?.scheme;
-  }
-
-  /** This facilitator's Solana fee payer, which sellers name in `extra.feePayer`. */
-  feePayerOf(network: string | undefined): string | undefined {
-    const route = network === undefined ? undefined : this.routes.get(network);
-    return route !== undefined && chainFamily(route.scheme.family).sellersNameFeePayer
-      ? route.scheme.signers()[0]
-      : undefined;
   }
 
   /**
@@ -877,14 +803,6 @@ export class FacilitatorService {
           ...common,
         };
     }
-  }
-
-  private async fund(chain: ChainAdapter, address: string): Promise<void> {
-    const unit = 10n ** BigInt(chain.info.nativeCurrency.decimals);
-    const balance = await chain.getBalance(address);
-    if (balance >= unit) return;
-    await chain.faucet?.fundNative(address, LOCAL_FEE_PAYER_FUNDING * unit);
-    this.deps.log?.(`x402 facilitator: fee payer ${address} funded on ${chain.info.name}`);
   }
 }
 

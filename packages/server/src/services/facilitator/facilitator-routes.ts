@@ -1,0 +1,116 @@
+import type { ChainAdapter } from '../../chains/chain-adapter.ts';
+import { chainFamily } from '../../chains/chain-families.ts';
+import type { ExactScheme } from '../../chains/exact-scheme.ts';
+import type { NetworkRegistry } from '../../chains/network-registry.ts';
+import type { Store } from '../../store/store.ts';
+import { SOLANA_DEVNET_ID, v1NameOf } from '../../x402/network-names.ts';
+import type { SecretBox } from '../custody/secret-box.ts';
+import type { SupportedAnswer } from './facilitator-answers.ts';
+import { FeePayerKeys } from './fee-payer-keys.ts';
+
+/** The chain and the `exact` scheme that serve one network. */
+export interface Route {
+  readonly chain: ChainAdapter;
+  readonly scheme: ExactScheme;
+}
+
+export interface FacilitatorRoutesDeps {
+  readonly store: Store;
+  readonly networks: NetworkRegistry;
+  readonly secrets: SecretBox;
+  /** Serve the embedded Solana localnet under devnet's CAIP-2 id too (stock @x402/svm clients know no other). */
+  readonly localnetAsDevnet: boolean;
+  readonly now: () => number;
+  readonly log?: ((message: string) => void) | undefined;
+}
+
+/** Fee-payer balance the facilitator tops itself up to on local networks (SOL, ETH): 10 units. */
+const LOCAL_FEE_PAYER_FUNDING = 10n;
+
+/**
+ * Which networks the built-in facilitator serves and with what: one route (chain + exact scheme + fee
+ * payer) per configured network, set up at start, the embedded localnet also under devnet's id; and the
+ * answer of GET /facilitator/supported drawn from them.
+ */
+export class FacilitatorRoutes {
+  private readonly routes = new Map<string, Route>();
+
+  constructor(private readonly deps: FacilitatorRoutesDeps) {}
+
+  /** The route of a network (CAIP-2, the devnet alias included); undefined when none. */
+  get(network: string): Route | undefined {
+    return this.routes.get(network);
+  }
+
+  /** Loads (or creates) the fee-payer keys and sets up a scheme per network; funds them on local chains. */
+  async start(): Promise<void> {
+    const keys = new FeePayerKeys(this.deps.store, this.deps.secrets, this.deps.now);
+    for (const chain of this.deps.networks.all()) {
+      const family = chain.info.family;
+      const key = await keys.ensure(family, () => chain.generateKeypair());
+      // Only the tokens the configuration lists are settled, on either family (see the schemes).
+      const assets = this.deps.networks.tokensOf(chain.info.id).map((t) => t.address);
+      const scheme = await chainFamily(family).exactScheme(chain, key, assets, {
+        now: this.deps.now,
+        log: this.deps.log,
+      });
+      this.routes.set(chain.info.id, { chain, scheme });
+      if (chain.info.isLocal && chain.faucet !== undefined) await this.fund(chain, key.address);
+    }
+    const local = this.localnetAlias();
+    const route = local === undefined ? undefined : this.routes.get(local.info.id);
+    if (route !== undefined) this.routes.set(SOLANA_DEVNET_ID, route);
+  }
+
+  supported(): SupportedAnswer {
+    const kinds: SupportedAnswer['kinds'] = [];
+    const signers: Record<string, string[]> = {};
+    for (const [network, { scheme }] of this.routes) {
+      const extra = scheme.supportedExtra();
+      const kind = (x402Version: number, name: string) =>
+        kinds.push({
+          x402Version,
+          scheme: 'exact',
+          network: name,
+          ...(extra === undefined ? {} : { extra }),
+        });
+      kind(2, network);
+      const v1 = v1NameOf(network);
+      if (v1 !== undefined) kind(1, v1);
+      const family = chainFamily(scheme.family).signersNamespace;
+      signers[family] = [...new Set([...(signers[family] ?? []), ...scheme.signers()])];
+    }
+    return { kinds, extensions: [], signers };
+  }
+
+  /** The configured network (the devnet alias resolved) a payment is for; undefined when not served here. */
+  chainOf(network: string | undefined): ChainAdapter | undefined {
+    if (network === undefined) return undefined;
+    const configured = this.deps.networks.get(network);
+    if (configured !== undefined) return configured;
+    return network === SOLANA_DEVNET_ID ? this.localnetAlias() : undefined;
+  }
+
+  /** The embedded localnet, when it also answers to devnet's id (X402_LOCALNET_AS_DEVNET). */
+  private localnetAlias(): ChainAdapter | undefined {
+    if (!this.deps.localnetAsDevnet || this.deps.networks.get(SOLANA_DEVNET_ID) !== undefined)
+      return undefined;
+    return this.deps.networks.all().find((c) => c.info.family === 'solana' && c.info.isLocal);
+  }
+
+  /** This facilitator's Solana fee payer, which sellers name in `extra.feePayer`. */
+  feePayerOf(network: string | undefined): string | undefined {
+    const route = network === undefined ? undefined : this.routes.get(network);
+    return route !== undefined && chainFamily(route.scheme.family).sellersNameFeePayer
+      ? route.scheme.signers()[0]
+      : undefined;
+  }
+
+  private async fund(chain: ChainAdapter, address: string): Promise<void> {
+    const unit = 10n ** BigInt(chain.info.nativeCurrency.decimals);
+    const balance = await chain.getBalance(address);
+    if (balance >= unit) return;
+    await chain.faucet?.fundNative(address, LOCAL_FEE_PAYER_FUNDING * unit);
+    this.deps.log?.(`x402 facilitator: fee payer ${address} funded on ${chain.info.name}`);
+  }
+}
