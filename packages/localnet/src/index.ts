@@ -1,5 +1,6 @@
 // @gate402/localnet: an embedded Solana chain (LiteSVM) behind Solana's JSON-RPC and PubSub APIs.
 
+export { DropSlotsRefused } from './chain/chain.ts';
 export { runLocalnetCli } from './cli.ts';
 export { MAX_AIRDROP_LAMPORTS } from './faucet.ts';
 export type { Localnet, LocalnetLogger, LocalnetOptions, UsdcMintInfo } from './localnet.ts';

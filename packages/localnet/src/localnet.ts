@@ -34,6 +34,11 @@ export interface LocalnetOptions {
   readonly slotMs?: number;
   /** Slots from processed to finalized; default 32. */
   readonly finalizedDepth?: number;
+  /**
+   * Test only: enables the test hooks (`dropSlots`, RPC `localnet_dropSlots`); default false.
+   * They are refused on a public cluster's genesis whatever this says.
+   */
+  readonly testHooks?: boolean;
   readonly logger?: LocalnetLogger;
 }
 
@@ -64,6 +69,11 @@ export interface Localnet {
   airdrop(address: string, lamports: bigint): string;
   /** Manual mode (and tests): ends the current slot and produces `count` more. */
   advanceSlots(count: number): void;
+  /**
+   * Test hook (needs `testHooks`): drops the newest `count` ended slots and the open one, as a
+   * cluster abandons a fork; throws DropSlotsRefused when refused. Returns the dropped slots.
+   */
+  dropSlots(count: number): number[];
   /** Flushes state to disk and closes every socket. */
   close(): Promise<void>;
 }
@@ -100,7 +110,12 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
   const authority = new KeypairSigner(authorityKeypair);
 
   const chain = Chain.open(
-    { ...(dir === undefined ? {} : { ledgerDir: dir }), slotMs, finalizedDepth },
+    {
+      ...(dir === undefined ? {} : { ledgerDir: dir }),
+      slotMs,
+      finalizedDepth,
+      testHooks: options.testHooks === true,
+    },
     (genesis) => {
       const system = {
         data: new Uint8Array(),
@@ -176,6 +191,7 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
       return faucet.airdrop(to, lamports).signature;
     },
     advanceSlots: (count) => chain.advanceSlots(count),
+    dropSlots: (count) => chain.dropSlots(count),
     close: () => {
       closing ??= (async () => {
         await Promise.all([pubsub.closeAll(), stop(rpcServer), stop(wsServer)]);

@@ -9,16 +9,28 @@ export const MAX_PROCESSING_AGE = 150;
 export class BlockhashWindow {
   // Keyed by raw bytes: the check runs for every transaction.
   private readonly heightOfHash = new Map<string, number>();
-  private readonly order: string[] = [];
+  /** Oldest first, with the slot of each block (slot numbers may have gaps: dropped slots). */
+  private order: { key: string; slot: number; height: number }[] = [];
 
-  push(hash: Uint8Array, blockHeight: number): void {
+  push(hash: Uint8Array, blockHeight: number, slot: number): void {
     const key = rawKey(hash);
     this.heightOfHash.set(key, blockHeight);
-    this.order.push(key);
+    this.order.push({ key, slot, height: blockHeight });
     while (this.order.length > MAX_PROCESSING_AGE + 1) {
       const oldest = this.order.shift();
-      if (oldest !== undefined) this.heightOfHash.delete(oldest);
+      if (oldest !== undefined) this.heightOfHash.delete(oldest.key);
     }
+  }
+
+  /** The slot of the oldest blockhash still held (undefined when empty). */
+  oldestSlot(): number | undefined {
+    return this.order[0]?.slot;
+  }
+
+  /** Forgets the blockhashes of blocks above `blockHeight` (their slots were dropped). */
+  forgetAbove(blockHeight: number): void {
+    for (const entry of this.order) if (entry.height > blockHeight) this.heightOfHash.delete(entry.key);
+    this.order = this.order.filter((entry) => entry.height <= blockHeight);
   }
 
   /** Whether a transaction naming `hash` may still be processed at `currentHeight`. */

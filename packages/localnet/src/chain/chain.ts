@@ -60,6 +60,20 @@ export interface ChainOptions {
   readonly slotMs: number;
   /** How many slots after landing a transaction is finalized. */
   readonly finalizedDepth: number;
+  /** Test hooks (`dropSlots`); off by default. */
+  readonly testHooks?: boolean;
+}
+
+/** Genesis hashes of Solana's public clusters (mainnet-beta, devnet, testnet): no test hook runs there. */
+const PUBLIC_GENESIS_HASHES = new Set([
+  '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d',
+  'EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG',
+  '4uhcVJyU9pJkvQyS88uRDiswHXSCkY3zQawwpjk2NsNY',
+]);
+
+/** Why `dropSlots` refused; nothing was changed. */
+export class DropSlotsRefused extends Error {
+  override readonly name = 'DropSlotsRefused';
 }
 
 export interface ChainListener {
@@ -205,6 +219,14 @@ export class Chain {
   /** LiteSVM's own programs, program data and sysvars (see builtinAccounts), read once. */
   private builtins: { address: string; lamports: bigint }[] | undefined;
   private closed = false;
+  /**
+   * The finalized slot never moves back: after `dropSlots` the block `finalizedDepth` below the
+   * processed one can be older than what was finalized, so the finalized slot is at least this
+   * (persisted as `finalized_floor`).
+   */
+  private finalizedFloor: number;
+  /** The first slot with pre-images (they are kept in memory only): `dropSlots` cannot go below it. */
+  private rollbackFrom = Number.MAX_SAFE_INTEGER;
 
   private constructor(
     private readonly options: ChainOptions,
@@ -216,6 +238,7 @@ export class Chain {
     this.ledger = ledger;
     this.genesisHash = genesisHash;
     this.seq = ledger.lastSeq();
+    this.finalizedFloor = Number(ledger.getMeta('finalized_floor') ?? -1);
     // LiteSVM's own blockhash check and history are replaced by the window and the ledger.
     svm.setBlockhashCheck(false);
     svm.setTransactionHistory(0n);
@@ -232,7 +255,7 @@ export class Chain {
       .reverse();
     const window = blocks.slice(-(MAX_PROCESSING_AGE + 1));
     for (const block of window)
-      this.window.push(decodeBase58(block.blockhash) as Uint8Array, block.blockHeight);
+      this.window.push(decodeBase58(block.blockhash) as Uint8Array, block.blockHeight, block.slot);
     this.recentBlocks = blocks.slice(-(options.finalizedDepth + 2));
     const oldest = window[0];
     if (oldest) {
@@ -270,8 +293,10 @@ export class Chain {
       }
       const chain = new Chain(options, svm, ledger, existingGenesis);
       // The slot after the last committed one: the open slot a crash lost gets the same number and
-      // blockhash again (both derive from the parent), so blockhashes handed out stay valid.
-      chain.startSlot(chain.recentBlocks.length > 0 ? chain.slot + 1 : 0);
+      // blockhash again (both derive from the parent), so blockhashes handed out stay valid. After
+      // dropped slots the numbers continue after the highest dropped one (`next_slot`).
+      const nextSlot = Number(ledger.getMeta('next_slot') ?? 0);
+      chain.startSlot(chain.recentBlocks.length > 0 ? Math.max(chain.slot + 1, nextSlot) : 0);
       return chain;
     }
     // A new chain: a random genesis hash keeps it distinct from every other cluster.
@@ -326,7 +351,32 @@ export class Chain {
     const depth =
       commitment === 'processed' ? 0 : commitment === 'confirmed' ? 1 : this.options.finalizedDepth;
     const blocks = this.recentBlocks;
-    return blocks[Math.max(0, blocks.length - 1 - depth)] as BlockRecord;
+    const block = blocks[Math.max(0, blocks.length - 1 - depth)] as BlockRecord;
+    if (commitment !== 'finalized' || block.slot >= this.finalizedFloor) return block;
+    return (
+      blocks.find((b) => b.slot === this.finalizedFloor) ?? this.ledger.block(this.finalizedFloor) ?? block
+    );
+  }
+
+  /** The finalized (root) slot when `slot` was the processed one: `finalizedDepth` blocks below it. */
+  rootOf(slot: number): number {
+    const root =
+      slot === this.slot ? this.slotAt('finalized') : this.ledger.slotAtDepth(slot, this.finalizedDepth);
+    return Math.max(root ?? slot - this.finalizedDepth, this.finalizedFloor);
+  }
+
+  /** Slots that have a block in [start, end] (dropped slots have none), at most `limit`. */
+  blockSlots(start: number, end: number, limit: number): number[] {
+    return this.ledger.slotsInRange(start, end, limit);
+  }
+
+  /** Whether `slot` was dropped or skipped: older than the processed slot and without a block. */
+  isSkipped(slot: number): boolean {
+    return slot < this.slot && this.block(slot) === undefined;
+  }
+
+  get testHooks(): boolean {
+    return this.options.testHooks === true;
   }
 
   latestBlock(): BlockRecord {
@@ -686,10 +736,15 @@ export class Chain {
 
   commitmentOf(slot: number): { confirmations: number | null; confirmationStatus: Commitment } {
     const current = this.slot;
-    if (slot <= current - this.options.finalizedDepth)
+    // `finalizedDepth` blocks on top (a young chain's finalized slot is its first, yet not final), or
+    // at or below the floor a drop kept.
+    const deep = this.recentBlocks.length > this.options.finalizedDepth;
+    if ((deep && slot <= this.slotAt('finalized')) || slot <= this.finalizedFloor)
       return { confirmations: null, confirmationStatus: 'finalized' };
+    // Blocks on top of it (slot numbers may have gaps where slots were dropped).
+    const block = this.recentBlocks.find((b) => b.slot === slot);
     return {
-      confirmations: current - slot,
+      confirmations: block ? this.latestBlock().blockHeight - block.blockHeight : current - slot,
       confirmationStatus: slot <= current - 1 ? 'confirmed' : 'processed',
     };
   }
@@ -748,6 +803,82 @@ export class Chain {
     for (let slot = this.slot - count + 1; slot <= this.slot; slot++) {
       for (const listener of this.listeners) listener.onSlot(slot);
     }
+  }
+
+  /**
+   * Test hook: drops the newest `count` ended slots and the open slot, as a cluster abandons a fork
+   * (a `confirmed` block can be skipped). Their blocks and transactions are removed, every account
+   * they changed goes back to its state at the end of the newest remaining slot (the pre-images,
+   * newest slot first), their signatures are forgotten (they may land again) and their blockhashes
+   * leave the window, all durably in one SQLite transaction. The next slot's number continues
+   * after the highest dropped one, its block height is the remaining parent's plus one (so the
+   * processed block height goes back by `count`), and the finalized slot stays where it was.
+   * Refused (DropSlotsRefused, nothing changed) without `testHooks`, on a public cluster's genesis,
+   * for slots before this process started (their pre-images are not kept), and for a `count`
+   * that would reach the finalized slot. Returns the dropped slots, oldest first.
+   */
+  dropSlots(count: number): number[] {
+    this.assertOpen();
+    if (!this.testHooks) throw new DropSlotsRefused('test hooks are off (start the localnet with testHooks)');
+    if (PUBLIC_GENESIS_HASHES.has(this.genesisHash))
+      throw new DropSlotsRefused('refused on the genesis of a public Solana cluster');
+    if (!Number.isSafeInteger(count) || count < 1)
+      throw new DropSlotsRefused('the number of slots to drop must be a positive integer');
+    const ended = this.recentBlocks.slice(0, -1);
+    const finalized = this.slotAt('finalized');
+    const dropped = ended.slice(-count);
+    const first = dropped[0];
+    if (dropped.length < count || first === undefined || first.slot <= finalized)
+      throw new DropSlotsRefused(
+        `dropping ${count} slot(s) would reach the finalized slot ${finalized} (finalized never moves back)`,
+      );
+    if (first.slot < this.rollbackFrom)
+      throw new DropSlotsRefused(
+        `slot ${first.slot} ended before this localnet started: it cannot be dropped`,
+      );
+    const parent = ended[ended.length - 1 - count] as BlockRecord;
+    const highest = this.slot;
+    // Newest slot first: an account ends with its pre-image in the oldest dropped slot that changed it.
+    const restored = new Map<string, AccountSnapshot | null>();
+    for (const slot of [highest, ...dropped.map((b) => b.slot).reverse()])
+      for (const [address, account] of this.preImages.get(slot) ?? []) restored.set(address, account);
+    for (const [name] of SLOT_SYSVARS) restored.delete(name);
+    this.ledger.setMeta('next_slot', String(highest + 1));
+    this.ledger.setMeta('finalized_floor', String(finalized));
+    this.ledger.dropAfter(parent.slot, restored);
+
+    for (const [address, account] of restored) {
+      const key = decodeBase58(address) as Uint8Array;
+      this.svm.setAccount(
+        key,
+        account === null
+          ? new Account(0n, new Uint8Array(), new Uint8Array(32), false, 0n)
+          : new Account(
+              account.lamports,
+              account.data,
+              decodeBase58(account.owner) as Uint8Array,
+              account.executable,
+              account.rentEpoch,
+            ),
+      );
+    }
+    this.finalizedFloor = finalized;
+    this.seq = this.ledger.lastSeq();
+    this.changedAccounts = new Map();
+    for (const slot of this.preImages.keys()) if (slot > parent.slot) this.preImages.delete(slot);
+    for (const slot of this.minPriorityFeeBySlot.keys())
+      if (slot > parent.slot) this.minPriorityFeeBySlot.delete(slot);
+    this.recentSignatures.forgetAfter(parent.slot);
+    this.window.forgetAbove(parent.blockHeight);
+    this.tokenAccountCache.clear();
+    this.decimalsOfMint.clear();
+    this.builtins = undefined;
+    // startSlot adds the parent again.
+    this.slotHashes = this.slotHashes.filter((entry) => entry.slot < BigInt(parent.slot));
+    this.recentBlocks = this.ledger.recentBlocks(this.options.finalizedDepth + 2).reverse();
+    this.startSlot(highest + 1);
+    for (const listener of this.listeners) listener.onSlot(this.slot);
+    return dropped.map((b) => b.slot).concat(highest);
   }
 
   /** Stops the clock and commits the open slot, so a restart continues after it. Idempotent. */
@@ -820,11 +951,14 @@ export class Chain {
     // The sysvars change as the slot starts: keep the parent slot's, for reads at confirmed/finalized.
     if (parent) for (const [name, key] of SLOT_SYSVARS) this.notePreImage(name, key);
     this.svm.setSlotHashes(this.slotHashes);
-    // Reads at finalized (slot - finalizedDepth) need the pre-images of the slots after it.
-    for (const old of this.preImages.keys())
-      if (old <= slot - this.options.finalizedDepth) this.preImages.delete(old);
-    this.window.push(hash, block.blockHeight);
-    this.recentSignatures.forgetBefore(slot - MAX_PROCESSING_AGE - 1);
+    // Reads at finalized (and dropSlots) need the pre-images of the slots after the finalized one.
+    const finalized = this.slotAt('finalized');
+    for (const old of this.preImages.keys()) if (old <= finalized) this.preImages.delete(old);
+    if (this.rollbackFrom > slot) this.rollbackFrom = slot;
+    this.window.push(hash, block.blockHeight, slot);
+    // A signature whose blockhash is still valid landed no earlier than that blockhash's slot (slot
+    // numbers may have gaps, so not `slot - MAX_PROCESSING_AGE`).
+    this.recentSignatures.forgetBefore(this.window.oldestSlot() ?? slot);
     this.svm.setClock(
       new Clock(
         BigInt(slot),

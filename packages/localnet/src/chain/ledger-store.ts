@@ -156,6 +156,20 @@ export class LedgerStore {
       blocksInRange: this.db.prepare<[number, number], BlockRow>(
         'SELECT * FROM blocks WHERE slot >= ? AND slot <= ? ORDER BY slot',
       ),
+      slotsInRange: this.db.prepare<[number, number, number], { slot: number }>(
+        'SELECT slot FROM blocks WHERE slot >= ? AND slot <= ? ORDER BY slot LIMIT ?',
+      ),
+      slotAtDepth: this.db.prepare<[number, number], { slot: number }>(
+        'SELECT slot FROM blocks WHERE slot <= ? ORDER BY slot DESC LIMIT 1 OFFSET ?',
+      ),
+      transactionsAfter: this.db.prepare<[number], { seq: number; account_keys: string }>(
+        'SELECT seq, account_keys FROM transactions WHERE slot > ?',
+      ),
+      deleteAddressSignature: this.db.prepare(
+        'DELETE FROM address_signatures WHERE address_key = ? AND seq = ?',
+      ),
+      deleteTransactionsAfter: this.db.prepare('DELETE FROM transactions WHERE slot > ?'),
+      deleteBlocksAfter: this.db.prepare('DELETE FROM blocks WHERE slot > ?'),
       signaturesForAddress: this.db.prepare<[number, number, number, number, number], TransactionRow>(
         `SELECT t.* FROM address_signatures a JOIN transactions t ON t.seq = a.seq
          WHERE a.address_key = ? AND a.seq < ? AND a.seq > ? AND t.slot <= ? ORDER BY a.seq DESC LIMIT ?`,
@@ -251,7 +265,25 @@ export class LedgerStore {
    * it was written, and the buffer is kept.
    */
   commit(accounts: ReadonlyMap<string, AccountSnapshot | null> = new Map()): void {
+    this.write(accounts, undefined);
+  }
+
+  /**
+   * Test hook (Chain.dropSlots): in one durable SQLite transaction, removes every block and
+   * transaction after `slot` (with their address index rows), stores `accounts` (their rolled-back
+   * state) and the buffered metadata. Buffered transactions and blocks after `slot` are discarded.
+   */
+  dropAfter(slot: number, accounts: ReadonlyMap<string, AccountSnapshot | null>): void {
+    this.pendingTransactions = new Map(
+      [...this.pendingTransactions].filter(([, record]) => record.slot <= slot),
+    );
+    this.pendingBlocks = this.pendingBlocks.filter((block) => block.slot <= slot);
+    this.write(accounts, slot);
+  }
+
+  private write(accounts: ReadonlyMap<string, AccountSnapshot | null>, dropAfter: number | undefined): void {
     if (
+      dropAfter === undefined &&
       this.pendingTransactions.size === 0 &&
       this.pendingBlocks.length === 0 &&
       this.pendingMeta.size === 0 &&
@@ -263,6 +295,7 @@ export class LedgerStore {
     const meta = this.pendingMeta;
     const { insertBlock, insertTransaction, setMeta, upsertAccount, deleteAccount } = this.statements;
     this.db.transaction(() => {
+      if (dropAfter !== undefined) this.deleteAfter(dropAfter);
       for (const [key, value] of meta) setMeta.run(key, value);
       for (const [address, account] of accounts) {
         if (account === null || account.lamports === 0n) deleteAccount.run(address);
@@ -296,6 +329,26 @@ export class LedgerStore {
     this.pendingBlocks = [];
     this.pendingTransactions = new Map();
     this.pendingMeta = new Map();
+  }
+
+  private deleteAfter(slot: number): void {
+    const { transactionsAfter, deleteAddressSignature, deleteTransactionsAfter, deleteBlocksAfter } =
+      this.statements;
+    for (const row of transactionsAfter.all(slot))
+      for (const key of new Set(row.account_keys.split(',')))
+        deleteAddressSignature.run(keyHash(key), row.seq);
+    deleteTransactionsAfter.run(slot);
+    deleteBlocksAfter.run(slot);
+  }
+
+  /** Slots that have a committed block in [start, end], ascending, at most `limit`. */
+  slotsInRange(start: number, end: number, limit: number): number[] {
+    return this.statements.slotsInRange.all(start, end, limit).map((row) => row.slot);
+  }
+
+  /** The committed block `depth` blocks below the one of `slot` (0: that slot's, or the newest before it). */
+  slotAtDepth(slot: number, depth: number): number | undefined {
+    return this.statements.slotAtDepth.get(slot, depth)?.slot;
   }
 
   /**

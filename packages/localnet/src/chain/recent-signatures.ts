@@ -37,4 +37,13 @@ export class RecentSignatures {
       this.bySlot.delete(at);
     }
   }
+
+  /** Forgets the signatures landed after `slot` (their slots were dropped). */
+  forgetAfter(slot: number): void {
+    for (const [at, list] of this.bySlot) {
+      if (at <= slot) continue;
+      for (const prefix of list) this.prefixes.delete(prefix);
+      this.bySlot.delete(at);
+    }
+  }
 }

@@ -347,13 +347,20 @@ export class PubSubServer implements ChainListener {
   }
 
   onSlot(slot: number): void {
-    const root = slot - this.chain.finalizedDepth;
+    // Slot numbers may have gaps (dropped slots, a test hook): the root is `finalizedDepth` blocks
+    // below, never moves back, and a root is announced (and finalized deliveries made) once.
+    const rootSlot = slot < this.chain.finalizedDepth ? -1 : this.chain.rootOf(slot);
+    const newRoot = rootSlot > this.lastRoot;
+    if (newRoot) this.lastRoot = rootSlot;
+    const root = newRoot ? rootSlot : -1;
+    const parent = this.chain.block(slot)?.parentSlot ?? Math.max(0, slot - 1);
     for (const sub of this.slotSubscriptions) {
-      this.notify(sub, 'slotNotification', { parent: Math.max(0, slot - 1), root: Math.max(0, root), slot });
+      this.notify(sub, 'slotNotification', { parent, root: Math.max(0, this.lastRoot), slot });
     }
     if (root >= 0) for (const sub of this.rootSubscriptions) this.notify(sub, 'rootNotification', root);
     if (this.slotsUpdatesSubscriptions.size > 0) this.notifySlotsUpdates(slot, root);
-    // Slot `slot - 1` was just committed: it is processed and confirmed at once.
+    // Slot `slot - 1` was just committed: it is processed and confirmed at once (after dropped
+    // slots it is a dropped one, and nothing is delivered).
     this.deliverSlot(slot - 1, 'processed');
     this.deliverSlot(slot - 1, 'confirmed');
     if (root >= 0) this.deliverSlot(root, 'finalized');
@@ -362,6 +369,9 @@ export class PubSubServer implements ChainListener {
       if (root >= 0) this.notifyBlock(root, 'finalized');
     }
   }
+
+  /** The last root announced (-1: none yet). */
+  private lastRoot = -1;
 
   /**
    * Notifies about the transactions of a slot that just reached `level`, reading them back from

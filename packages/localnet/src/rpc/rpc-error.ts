@@ -27,6 +27,9 @@ export const signatureVerificationFailure = () =>
   new RpcError(-32003, 'Transaction signature verification failure');
 export const blockNotAvailable = (slot: number) =>
   new RpcError(-32004, `Block not available for slot ${slot}`);
+/** Agave's answer for a slot that has no block: skipped (here also: dropped by the test hook). */
+export const slotSkipped = (slot: number) =>
+  new RpcError(-32007, `Slot ${slot} was skipped, or missing due to ledger jump to recent snapshot`);
 export const unsupportedTransactionVersion = (version: number) =>
   new RpcError(
     -32015,

@@ -3,6 +3,7 @@ import { accountMethods } from './methods/account-methods.ts';
 import { blockMethods } from './methods/block-methods.ts';
 import { clusterMethods } from './methods/cluster-methods.ts';
 import { economicsMethods } from './methods/economics-methods.ts';
+import { testHookMethods } from './methods/test-hook-methods.ts';
 import { transactionMethods } from './methods/transaction-methods.ts';
 import { validatorMethods } from './methods/validator-methods.ts';
 import type { RpcMethod } from './rpc-method.ts';
@@ -14,4 +15,5 @@ export const rpcMethods: Readonly<Record<string, RpcMethod>> = {
   ...blockMethods,
   ...validatorMethods,
   ...economicsMethods,
+  ...testHookMethods,
 };

@@ -1,7 +1,7 @@
 // Blocks: one per slot, available once confirmed.
 import type { BlockRecord, TransactionRecord } from '../../chain/transaction-record.ts';
 import { type Config, config, integer, type Params } from '../params.ts';
-import { blockNotAvailable, invalidParams } from '../rpc-error.ts';
+import { blockNotAvailable, invalidParams, slotSkipped } from '../rpc-error.ts';
 import type { RpcContext, RpcMethod } from '../rpc-method.ts';
 import { encodeTransactionWithMeta } from '../transaction-encoding.ts';
 import { historyCommitment, maxSupportedVersion, transactionEncoding } from './transaction-methods.ts';
@@ -63,15 +63,26 @@ function getBlock(params: Params, { chain }: RpcContext) {
     slot <= chain.slotAt(commitment) && chain.reachedCommitment(slot, commitment)
       ? chain.block(slot)
       : undefined;
-  if (!block) throw blockNotAvailable(slot);
+  if (!block) throw missingBlock(chain, slot, commitment);
   return encodeBlock(block, options.details === 'none' ? [] : chain.transactionsInSlot(slot), options);
 }
 
-function slotRange(start: number, end: number): number[] {
+/** A slot at or below the commitment's without a block was skipped (dropped); a later one is not there yet. */
+function missingBlock(
+  chain: RpcContext['chain'],
+  slot: number,
+  commitment: Parameters<RpcContext['chain']['slotAt']>[0],
+) {
+  return slot <= chain.slotAt(commitment) && chain.isSkipped(slot)
+    ? slotSkipped(slot)
+    : blockNotAvailable(slot);
+}
+
+/** The slots in [start, end] that have a block: skipped (dropped) slots are left out, as Agave. */
+function slotRange(chain: RpcContext['chain'], start: number, end: number): number[] {
   if (end - start > MAX_BLOCK_RANGE) throw invalidParams(`Slot range too large; max ${MAX_BLOCK_RANGE}`);
-  const out: number[] = [];
-  for (let slot = start; slot <= end; slot++) out.push(slot);
-  return out;
+  if (end < start) return [];
+  return chain.blockSlots(start, end, MAX_BLOCK_RANGE + 1);
 }
 
 export const blockMethods: Record<string, RpcMethod> = {
@@ -80,21 +91,26 @@ export const blockMethods: Record<string, RpcMethod> = {
   getBlockTime: (params, { chain }) => {
     const slot = integer(params[0], 'u64');
     const block = slot <= chain.slotAt('confirmed') ? chain.block(slot) : undefined;
-    if (!block) throw blockNotAvailable(slot);
+    if (!block) throw missingBlock(chain, slot, 'confirmed');
     return block.blockTime;
   },
 
   getBlocks: (params, { chain }) => {
     const start = integer(params[0], 'u64');
-    const last = chain.slotAt(historyCommitment(config(params, typeof params[1] === 'object' ? 1 : 2)));
+    const last = chain.slotAt(
+      historyCommitment(config(params, typeof params[1] === 'object' && params[1] !== null ? 1 : 2)),
+    );
     const end = typeof params[1] === 'number' ? Math.min(integer(params[1], 'u64'), last) : last;
-    return slotRange(start, end);
+    return slotRange(chain, start, end);
   },
 
   getBlocksWithLimit: (params, { chain }) => {
     const start = integer(params[0], 'u64');
     const limit = integer(params[1], 'usize');
     const last = chain.slotAt(historyCommitment(config(params, 2)));
-    return slotRange(start, Math.min(last, start + limit - 1));
+    if (Math.min(last, start + limit - 1) - start > MAX_BLOCK_RANGE)
+      throw invalidParams(`Slot range too large; max ${MAX_BLOCK_RANGE}`);
+    // The first `limit` blocks from `start`: after dropped slots they reach past start + limit - 1.
+    return limit === 0 || start > last ? [] : chain.blockSlots(start, last, limit);
   },
 };
