@@ -21,7 +21,12 @@ export interface TempStorage {
 
 export function tempDir(prefix = 'gate402-test-'): { path: string; dispose(): void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
-  return { path, dispose: () => rmSync(path, { recursive: true, force: true }) };
+  // Retried: a chain process a gateway started (anvil) may still write its state into the folder for a
+  // moment after the gateway was stopped, and a removal racing it meets ENOTEMPTY.
+  return {
+    path,
+    dispose: () => rmSync(path, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }),
+  };
 }
 
 export function tempSqlite(): TempStorage {
