@@ -152,6 +152,16 @@ export class X402ReceiveService {
         return earlier;
       }
     }
+    if (!answer.success && answer.errorReason === 'duplicate_settlement' && answer.paymentId !== undefined) {
+      // Its settlement left the chain and could not land again (FinalityWatch): refused as a gateway
+      // proof of a reverted payment is, not as a payment still standing.
+      const earlier = await this.deps.store.payments.get(answer.paymentId);
+      if (earlier?.status === 'reverted')
+        throw verificationFailed(
+          'the payment this proof settled was reverted by a chain reorganisation',
+          'reverted',
+        );
+    }
     if (!answer.success) throw refusal(answer.errorReason, answer.errorMessage, answer.transaction);
     const recorded =
       answer.paymentId === undefined ? undefined : await this.deps.store.payments.get(answer.paymentId);
