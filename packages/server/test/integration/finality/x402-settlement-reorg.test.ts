@@ -178,6 +178,13 @@ describe('reorgs on anvil: an x402 settlement of the built-in facilitator whose 
     assert.equal(await usdcOf(seller.wallet), sellerUsdc - 20000n);
 
     await reconciler.runOnce(); // resends: the fee payer's nonce is unused, the transfer fails on-chain
+    // The resent bytes are mined on their own time: wait for their receipt before the next look.
+    const failed = await f.anvil.waitForTransactionReceipt({
+      hash: r.signature as Hex,
+      pollingInterval: 20,
+      timeout: 5_000,
+    });
+    assert.equal(failed.status, 'reverted');
     await reconciler.runOnce(); // sees it failed: reverted
     const p = await stored(r.paymentId);
     assert.equal(p.status, 'reverted', p.error ?? '');
