@@ -23,6 +23,14 @@ export {
   paymentResponseOf,
 } from './paying-fetch.ts';
 export {
+  type PaymentEvent,
+  type PaymentEventType,
+  type VerifyWebhookOptions,
+  verifyPaymentWebhook,
+  type WebhookHeaders,
+  WebhookVerificationError,
+} from './payment-webhook.ts';
+export {
   type ExactPayment,
   type Gate402Payment,
   Gate402Paywall,

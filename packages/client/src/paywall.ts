@@ -44,6 +44,13 @@ export interface ProtectOptions {
 }
 
 interface PaymentBase {
+  /**
+   * The gateway's record of this payment in the seller's account: GET /payment/status/{paymentId}, and
+   * what its later events name. A payment can still leave the chain after the request was served (a
+   * reorg): tie what you grant to this id and take it back on `payment.reverted` (verifyPaymentWebhook).
+   * Absent only when the gateway's answer did not name one (a gateway before 0.1).
+   */
+  readonly paymentId?: string;
   readonly network: string;
   /** Who paid. */
   readonly payer: string;
@@ -238,6 +245,7 @@ export class ProtectedResource {
     const payment: NativePayment = {
       scheme: GATE402_NATIVE_SCHEME,
       asset: NATIVE_ASSET,
+      paymentId: receipt.paymentId,
       network: receipt.network,
       payer: receipt.sender,
       transaction: receipt.signature,
@@ -295,6 +303,7 @@ export class ProtectedResource {
         transaction: settlement.transaction,
         network: settlement.network,
         ...(settlement.payer === undefined ? {} : { payer: settlement.payer }),
+        ...(settlement.paymentId === undefined ? {} : { paymentId: settlement.paymentId }),
       };
     }
     if (!settlement.success) {
@@ -310,6 +319,7 @@ export class ProtectedResource {
     const payment: ExactPayment = {
       scheme: EXACT_SCHEME,
       asset: requirement.asset,
+      ...(settlement.paymentId === undefined ? {} : { paymentId: settlement.paymentId }),
       network: settlement.network,
       payer: settlement.payer ?? '',
       transaction: settlement.transaction,
@@ -319,7 +329,9 @@ export class ProtectedResource {
           : fromAtomicUnits(BigInt(requirement.amount), token.decimals),
       settlement,
     };
-    return paid(payment, 2, settlement as SettleResponse);
+    // The buyer is told the settlement, not the seller's own record of it.
+    const { paymentId: _own, ...response } = settlement;
+    return paid(payment, 2, response as SettleResponse);
   }
 
   #exactRequirement(nativeNetwork: string): Promise<PaymentRequirements> | undefined {

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
 import { Gate402Client } from '../src/index.ts';
 import { type InProcessGateway, startGateway } from './support/gateway.ts';
 
@@ -80,6 +82,7 @@ describe('README examples run as written', () => {
       'seller-express.ts',
       'seller-fastify.ts',
       'seller-hono.ts',
+      'seller-revoke.ts',
     ]);
   });
 
@@ -88,6 +91,43 @@ describe('README examples run as written', () => {
     assert.match(output, /^sent confirmed 0\.01 SOL$/m);
     assert.match(output, /^status (confirmed|finalized) true$/m);
     assert.match(output, /^refused INVALID_PARAMETERS \{ amount: 'must be between 0\.001 and 100' \}$/m);
+  });
+
+  it('seller-revoke.ts: grants on the payment, revokes on a signed payment.reverted, refuses a forged one', async () => {
+    const port = await freePort();
+    const secret = `whsec_${randomBytes(32).toString('base64')}`;
+    const server = start('seller-revoke.ts', { PORT: String(port), GATE402_WEBHOOK_SECRET: secret });
+    await new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (server.output().includes('listening on')) resolve();
+        else if (server.exitCode !== null) reject(new Error(`seller-revoke.ts stopped:\n${server.output()}`));
+        else setTimeout(check, 50);
+      };
+      check();
+    });
+    const url = `http://localhost:${port}/report`;
+    const output = await run('buyer.ts', { RESOURCE_URL: url });
+    assert.match(output, /^200 \{"report":"the numbers","paymentId":"[\w-]+"\}$/m, output);
+
+    const deliver = (key: string, id: string) => {
+      const body = JSON.stringify({ id, type: 'payment.reverted', data: { paymentId: 'pay_x' } });
+      const at = new Date();
+      return fetch(`http://localhost:${port}/gate402-events`, {
+        method: 'POST',
+        headers: {
+          'webhook-id': id,
+          'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+          'webhook-signature': new Webhook(key).sign(id, at, body),
+        },
+        body,
+      });
+    };
+    const forged = await deliver(`whsec_${randomBytes(32).toString('base64')}`, 'evt_forged');
+    assert.equal(forged.status, 400);
+    assert.equal((await deliver(secret, 'evt_1')).status, 204);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.match(server.output(), /^payment\.reverted pay_x$/m);
+    server.kill();
   });
 
   for (const seller of ['seller-express.ts', 'seller-fastify.ts', 'seller-hono.ts']) {

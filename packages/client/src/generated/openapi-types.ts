@@ -611,6 +611,7 @@ export interface operations {
                         errorReason?: string;
                         network: string;
                         payer?: string;
+                        paymentId?: string;
                         success: boolean;
                         transaction: string;
                     };

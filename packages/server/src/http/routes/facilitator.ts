@@ -53,6 +53,12 @@ const SettleResponse = Type.Object(
       description: 'The settling transaction (Solana signature, EVM hash); empty when none.',
     }),
     network: Type.String({ description: 'As the request named it (v1 name or CAIP-2 id).' }),
+    paymentId: Type.Optional(
+      Type.String({
+        description:
+          "gate402's record of this payment in your account (GET /payment/status/{paymentId}), on a success or a `duplicate_settlement` of your own settlement; not in the x402 standard, which lets a client ignore it. Its events (payment.finalized, payment.reverted) name the same id: grant on the settle, revoke on payment.reverted.",
+      }),
+    ),
   },
   { $id: 'X402SettleResponse', title: 'X402SettleResponse' },
 );

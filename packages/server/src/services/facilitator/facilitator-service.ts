@@ -182,19 +182,18 @@ export class FacilitatorService {
 
   /**
    * Settles for `accountId`, the account whose key asked (POST /facilitator/settle): the payment is
-   * recorded for it alone, and the fee is charged to its budget. Throws FEE_BUDGET_EXCEEDED when the
+   * recorded for it alone, and the fee is charged to its budget; the answer names that payment
+   * (`paymentId`) so a seller can tie what it grants to the payment's later events (payment.reverted). Throws FEE_BUDGET_EXCEEDED when the
    * budget has no room: nothing was claimed or broadcast.
    */
   async settle(
     paymentPayload: unknown,
     paymentRequirements: unknown,
     accountId: string,
-  ): Promise<SettleAnswer> {
+  ): Promise<SettleAnswer & { paymentId?: string }> {
     const resolved = this.resolve(paymentPayload, paymentRequirements);
-    const networkAsSent = resolved.ok
-      ? resolved.payment.networkAsSent
-      : stringField(paymentRequirements, 'network');
-    return this.settleResolved(resolved, networkAsSent, { accountId });
+    if (resolved.ok) return this.settlePayment(resolved.payment, { accountId });
+    return this.settleResolved(resolved, stringField(paymentRequirements, 'network'), { accountId });
   }
 
   /**
