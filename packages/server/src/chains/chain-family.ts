@@ -47,8 +47,22 @@ export interface ChainFamilyModule<Settings = unknown> {
     assets: readonly string[],
     options: { readonly now: () => number; readonly log?: ((message: string) => void) | undefined },
   ): Promise<ExactScheme>;
+  /** The CAIP-2 namespace of this family's network ids (`solana`, `eip155`). */
+  readonly caip2Namespace: string;
   /** The CAIP-2 wildcard under which GET /facilitator/supported lists this family's signers. */
   readonly signersNamespace: string;
+  /**
+   * The public network id this family's embedded local chain may also answer to (X402_LOCALNET_AS_DEVNET),
+   * for stock x402 buyers that accept only public ids: Solana devnet. Undefined when there is none.
+   */
+  readonly localStandsInFor: string | undefined;
+  /**
+   * Whether an `exact` buyer signs over the token's EIP-712 domain, named in the requirements' `extra`
+   * (`{name, version}`); an x402 v1 payload does not repeat its requirements, so it is rebuilt from the token.
+   */
+  readonly signsTokenDomain: boolean;
+  /** Where a person can look at transaction `id` on the network with CAIP-2 `reference`; undefined for none. */
+  explorerTransactionUrl(reference: string, id: string): string | undefined;
   /** Whether sellers name the facilitator's fee payer in `extra.feePayer` (Solana), so it is published. */
   readonly sellersNameFeePayer: boolean;
   /** The faucet's explanation when the chain refuses a native top-up to `address`, by field. */

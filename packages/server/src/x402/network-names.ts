@@ -1,10 +1,12 @@
+import { SOLANA_DEVNET_ID, SOLANA_MAINNET_ID } from '../chains/solana/solana-clusters.ts';
+
 /**
  * x402 v1 names networks by name, v2 by CAIP-2 id. These are the v1 names x402 clients send for the
  * networks gate402 can serve (Solana clusters by genesis hash, EVM chains by chain id).
  */
 export const V1_NETWORK_NAMES: Readonly<Record<string, string>> = {
-  solana: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp',
-  'solana-devnet': 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1',
+  solana: SOLANA_MAINNET_ID,
+  'solana-devnet': SOLANA_DEVNET_ID,
   base: 'eip155:8453',
   'base-sepolia': 'eip155:84532',
   ethereum: 'eip155:1',
@@ -18,7 +20,7 @@ export const V1_NETWORK_NAMES: Readonly<Record<string, string>> = {
 };
 
 /** Solana devnet's CAIP-2 id: the id stock `@x402/svm` clients use to reach the embedded localnet. */
-export const SOLANA_DEVNET_ID = 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1';
+export { SOLANA_DEVNET_ID } from '../chains/solana/solana-clusters.ts';
 
 /** The CAIP-2 id a v1 network name or a v2 id stands for; undefined for names x402 does not define. */
 export function caip2Of(network: string): string | undefined {

@@ -2,6 +2,7 @@ import { canonicalAddress } from '../canonical-address.ts';
 import type { ChainFamilyModule } from '../chain-family.ts';
 import { connectEvm } from './connect-evm.ts';
 import { EvmAdapter } from './evm-adapter.ts';
+import { evmExplorerUrl } from './evm-explorers.ts';
 import { ExactEvmScheme } from './exact-evm-scheme.ts';
 
 /** EVM chains: hex addresses with an optional EIP-55 checksum, transaction hashes, blocks of seconds. */
@@ -34,8 +35,12 @@ export const evmFamily: ChainFamilyModule<Parameters<typeof connectEvm>[0]> = {
     }
     return scheme;
   },
+  caip2Namespace: 'eip155',
   signersNamespace: 'eip155:*',
   sellersNameFeePayer: false,
+  localStandsInFor: undefined,
+  signsTokenDomain: true,
+  explorerTransactionUrl: evmExplorerUrl,
   faucetNativeRefusal: (symbol) => ({ address: `a contract address must accept ${symbol}` }),
 };
 

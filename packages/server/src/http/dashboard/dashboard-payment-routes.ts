@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { explorerTransactionUrl } from '../../domain/explorer-link.ts';
+import { explorerTransactionUrl } from '../../chains/chain-families.ts';
 import { PAYMENT_STATUSES } from '../../domain/payment-status.ts';
 import type { PaymentQueryService } from '../../services/payments/payment-query.ts';
 import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';

@@ -3,7 +3,7 @@ import { chainFamily } from '../../chains/chain-families.ts';
 import type { ExactScheme } from '../../chains/exact-scheme.ts';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import type { Store } from '../../store/store.ts';
-import { SOLANA_DEVNET_ID, v1NameOf } from '../../x402/network-names.ts';
+import { v1NameOf } from '../../x402/network-names.ts';
 import type { SecretBox } from '../custody/secret-box.ts';
 import type { SupportedAnswer } from './facilitator-answers.ts';
 import { FeePayerKeys } from './fee-payer-keys.ts';
@@ -57,9 +57,10 @@ export class FacilitatorRoutes {
       this.routes.set(chain.info.id, { chain, scheme });
       if (chain.info.isLocal && chain.faucet !== undefined) await this.fund(chain, key.address);
     }
-    const local = this.localnetAlias();
-    const route = local === undefined ? undefined : this.routes.get(local.info.id);
-    if (route !== undefined) this.routes.set(SOLANA_DEVNET_ID, route);
+    for (const [alias, local] of this.localAliases()) {
+      const route = this.routes.get(local.info.id);
+      if (route !== undefined) this.routes.set(alias, route);
+    }
   }
 
   supported(): SupportedAnswer {
@@ -88,14 +89,22 @@ export class FacilitatorRoutes {
     if (network === undefined) return undefined;
     const configured = this.deps.networks.get(network);
     if (configured !== undefined) return configured;
-    return network === SOLANA_DEVNET_ID ? this.localnetAlias() : undefined;
+    return this.localAliases().get(network);
   }
 
-  /** The embedded localnet, when it also answers to devnet's id (X402_LOCALNET_AS_DEVNET). */
-  private localnetAlias(): ChainAdapter | undefined {
-    if (!this.deps.localnetAsDevnet || this.deps.networks.get(SOLANA_DEVNET_ID) !== undefined)
-      return undefined;
-    return this.deps.networks.all().find((c) => c.info.family === 'solana' && c.info.isLocal);
+  /**
+   * The public ids embedded local chains also answer to (X402_LOCALNET_AS_DEVNET: the localnet as Solana
+   * devnet, as its family says), unless the gateway serves that public network itself.
+   */
+  private localAliases(): Map<string, ChainAdapter> {
+    const aliases = new Map<string, ChainAdapter>();
+    if (!this.deps.localnetAsDevnet) return aliases;
+    for (const chain of this.deps.networks.all()) {
+      const alias = chainFamily(chain.info.family).localStandsInFor;
+      if (!chain.info.isLocal || alias === undefined || this.deps.networks.get(alias) !== undefined) continue;
+      if (!aliases.has(alias)) aliases.set(alias, chain);
+    }
+    return aliases;
   }
 
   /** This facilitator's Solana fee payer, which sellers name in `extra.feePayer`. */

@@ -393,7 +393,7 @@ export class X402ReceiveService {
       );
     }
     const extra: Record<string, unknown> = { ...(accepted?.extra ?? {}) };
-    if (chain.info.family === 'solana') {
+    if (chainFamily(chain.info.family).sellersNameFeePayer) {
       // Local mode: the seller's wallet signs as fee payer. Otherwise a v1 payload does not repeat the
       // requirements, so the fee payer is the one of the facilitator that will co-sign it.
       const feePayer =
@@ -403,7 +403,7 @@ export class X402ReceiveService {
             ? await this.feePayerFor(input, network ?? networkAsSent, networkAsSent)
             : undefined;
       if (feePayer !== undefined) extra.feePayer = feePayer;
-    } else if (accepted === undefined) {
+    } else if (accepted === undefined && chainFamily(chain.info.family).signsTokenDomain) {
       Object.assign(extra, { name: (await chain.getTokenInfo(asset))?.name ?? 'USD Coin', version: '2' });
     }
     const resource = input.resource ?? paidFor;

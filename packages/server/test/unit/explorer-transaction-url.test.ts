@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { explorerTransactionUrl } from '../../src/domain/explorer-link.ts';
+import { explorerTransactionUrl } from '../../src/chains/chain-families.ts';
 
 describe('explorer links', () => {
   it('points public networks at their explorer and local ones nowhere', () => {
