@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LiteSvm } from 'litesvm/dist/internal.js';
 import WebSocket from 'ws';
-import { systemTransfer } from '../packages/localnet/src/faucet.ts';
+import { systemTransfer } from '../packages/localnet/src/chain/faucet.ts';
 import { startLocalnet } from '../packages/localnet/src/index.ts';
 import { generateKeypairBytes } from '../packages/localnet/src/keypair-file.ts';
 import { decodeBase58, encodeBase58 } from '../packages/localnet/src/wire/base58.ts';

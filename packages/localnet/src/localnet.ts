@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Chain } from './chain/chain.ts';
-import { FAUCET_GENESIS_LAMPORTS, Faucet, LAMPORTS_PER_SOL } from './faucet.ts';
+import { FAUCET_GENESIS_LAMPORTS, Faucet, LAMPORTS_PER_SOL } from './chain/faucet.ts';
 import { loadOrCreateKeypair } from './keypair-file.ts';
 import { placeNativeMints } from './native-mints.ts';
 import { Dispatcher } from './rpc/dispatcher.ts';

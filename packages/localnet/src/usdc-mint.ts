@@ -2,8 +2,8 @@
 // gateway's faucet can mint test dollars. Mints go through the chain as real transactions.
 import { type Address, getProgramDerivedAddress } from '@solana/kit';
 import type { Chain } from './chain/chain.ts';
+import { SYSTEM_PROGRAM } from './chain/faucet.ts';
 import { encodeMint, TOKEN_PROGRAM } from './chain/token-account.ts';
-import { SYSTEM_PROGRAM } from './faucet.ts';
 import { decodeBase58, encodeBase58 } from './wire/base58.ts';
 import { buildLegacyTransaction, type KeypairSigner } from './wire/legacy-transaction.ts';
 import { decodeWireTransaction } from './wire/wire-transaction.ts';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { systemTransfer } from '../src/faucet.ts';
+import { systemTransfer } from '../src/chain/faucet.ts';
 import { generateKeypairBytes } from '../src/keypair-file.ts';
 import { decodeBase58, encodeBase58 } from '../src/wire/base58.ts';
 import { buildLegacyTransaction, KeypairSigner } from '../src/wire/legacy-transaction.ts';

@@ -21,7 +21,6 @@ import {
   LiteSvm,
   type TransactionMetadata,
 } from 'litesvm/dist/internal.js';
-import { scaledUiAmounts } from '../rpc/ui-amount.ts';
 import { AddressNames } from '../wire/address-names.ts';
 import { decodeBase58, encodeBase58 } from '../wire/base58.ts';
 import { rawKey, rawKeyOf } from '../wire/raw-key.ts';
@@ -29,6 +28,7 @@ import { isStaticWritable, type WireTransaction } from '../wire/wire-transaction
 import type { AccountSnapshot } from './account-snapshot.ts';
 import { BlockhashWindow, MAX_PROCESSING_AGE } from './blockhash-window.ts';
 import { transactionFee } from './fee.ts';
+import { scaledUiAmounts } from './ui-amount.ts';
 
 export type { AccountSnapshot } from './account-snapshot.ts';
 

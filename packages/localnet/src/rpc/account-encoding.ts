@@ -2,6 +2,7 @@
 // return it, in base58, base64 or jsonParsed (token accounts and mints; others fall back to base64).
 import type { AccountSnapshot, Chain } from '../chain/chain.ts';
 import { decodeMint, decodeTokenAccount, TOKEN_2022_PROGRAM, uiTokenAmount } from '../chain/token-account.ts';
+import { uiAmountsOfMint } from '../chain/ui-amount.ts';
 import { encodeBase58 } from '../wire/base58.ts';
 import {
   ADDRESS_LOOKUP_TABLE_PROGRAM,
@@ -13,7 +14,6 @@ import { type Config, encodingParam, integer } from './params.ts';
 import { invalidParams } from './rpc-error.ts';
 import { parseSysvar } from './sysvar-parser.ts';
 import { parseTokenExtensions } from './token-extensions.ts';
-import { uiAmountsOfMint } from './ui-amount.ts';
 
 const SYSVAR_OWNER = 'Sysvar1111111111111111111111111111111111111';
 /** spl-token's Multisig: m, n, is_initialized, then 11 signer slots. */

@@ -1,7 +1,7 @@
 // What every RPC method handler receives, and the `{context, value}` wrapper Agave puts around
 // most answers.
 import type { Chain, Commitment } from '../chain/chain.ts';
-import type { Faucet } from '../faucet.ts';
+import type { Faucet } from '../chain/faucet.ts';
 import { type Config, optionalInteger, type Params, commitment as readCommitment } from './params.ts';
 import { minContextSlotNotReached } from './rpc-error.ts';
 

@@ -9,13 +9,13 @@ import {
   TOKEN_PROGRAM,
   uiTokenAmount,
 } from '../../chain/token-account.ts';
+import { uiAmountsOfMint, uiAmountsOfMintAccount } from '../../chain/ui-amount.ts';
 import { decodeBase58, encodeBase58 } from '../../wire/base58.ts';
 import { accountView, encodeAccount } from '../account-encoding.ts';
 import { config, integer, type Params, pubkey, pubkeyParam } from '../params.ts';
 import { invalidParams } from '../rpc-error.ts';
 import { contextSlot, type RpcContext, type RpcMethod, withContext } from '../rpc-method.ts';
 import { decodeStrictBase64 } from '../transaction-input.ts';
-import { uiAmountsOfMint, uiAmountsOfMintAccount } from '../ui-amount.ts';
 
 const MAX_MULTIPLE_ACCOUNTS = 100;
 const MAX_FILTERS = 4;

@@ -1,9 +1,9 @@
 // Sending, simulating and looking up transactions; fees; the airdrop faucet.
 import { MAX_PROCESSING_AGE } from '../../chain/blockhash-window.ts';
 import { type AccountSnapshot, TransactionRejected } from '../../chain/chain.ts';
+import { MAX_AIRDROP_LAMPORTS } from '../../chain/faucet.ts';
 import { transactionFee } from '../../chain/fee.ts';
 import { describeTransactionError } from '../../chain/transaction-error.ts';
-import { MAX_AIRDROP_LAMPORTS } from '../../faucet.ts';
 import { encodeBase58 } from '../../wire/base58.ts';
 import { decodeWireTransaction, WireDecodeError, WireSanitizeError } from '../../wire/wire-transaction.ts';
 import { accountView, encodeAccount } from '../account-encoding.ts';

@@ -1,10 +1,11 @@
 // The airdrop faucet: a funded operator keypair whose transfers go through the chain like any
 // other transaction, so an airdrop has a real signature that clients can confirm and look up.
-import type { Chain } from './chain/chain.ts';
-import type { TransactionRecord } from './chain/transaction-record.ts';
-import { decodeBase58 } from './wire/base58.ts';
-import { buildLegacyTransaction, type KeypairSigner } from './wire/legacy-transaction.ts';
-import { decodeWireTransaction } from './wire/wire-transaction.ts';
+
+import { decodeBase58 } from '../wire/base58.ts';
+import { buildLegacyTransaction, type KeypairSigner } from '../wire/legacy-transaction.ts';
+import { decodeWireTransaction } from '../wire/wire-transaction.ts';
+import type { Chain } from './chain.ts';
+import type { TransactionRecord } from './transaction-record.ts';
 
 export const LAMPORTS_PER_SOL = 1_000_000_000n;
 /** Per-request bound, as a real faucet has one. */

@@ -4,10 +4,11 @@
 // scaled amount floored to whole base units) printed with the mint's decimals (Rust's `{:.N}`, half to
 // even on the exact value) and trailing zeros trimmed, and `uiAmount` is that string read back as an
 // f64. Other mints: `uiTokenAmount`.
-import type { AccountSnapshot } from '../chain/account-snapshot.ts';
-import { decodeMint, TOKEN_2022_PROGRAM, type UiTokenAmount, uiTokenAmount } from '../chain/token-account.ts';
+
 import { decodeBase58 } from '../wire/base58.ts';
-import { fixedExtension } from './token-extensions.ts';
+import type { AccountSnapshot } from './account-snapshot.ts';
+import { decodeMint, TOKEN_2022_PROGRAM, type UiTokenAmount, uiTokenAmount } from './token-account.ts';
+import { fixedExtension } from './token-extension-tlv.ts';
 
 const INTEREST_BEARING_CONFIG = 10;
 const SCALED_UI_AMOUNT_CONFIG = 25;
