@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:https';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyServerFactory,
+  type RawServerDefault,
+} from 'fastify';
 import type { NetworkRegistry } from './chains/network-registry.ts';
 import { type Config, SETTINGS } from './config.ts';
 import { invalidParameters } from './domain/gateway-error.ts';
@@ -18,6 +24,7 @@ import {
   MAX_PATH_PARAMETER_LENGTH,
 } from './http/plugins/errors.ts';
 import { installExactJson } from './http/plugins/exact-json.ts';
+import { installHsts } from './http/plugins/hsts.ts';
 import { installIdempotency } from './http/plugins/idempotency.ts';
 import { installMetrics } from './http/plugins/metrics.ts';
 import { installOpenApi } from './http/plugins/openapi.ts';
@@ -36,6 +43,7 @@ import { verifyRoutes } from './http/routes/verify.ts';
 import { walletRoutes } from './http/routes/wallets.ts';
 import { webhookRoutes } from './http/routes/webhooks.ts';
 import { wellKnownRoutes } from './http/routes/well-known.ts';
+import type { TlsCertificates } from './http/tls/tls-certificates.ts';
 import type { GatewayMetrics } from './metrics/gateway-metrics.ts';
 import './http/fastify-types.ts';
 import { installPaymentStream, STREAM_PATH } from './events/stream/payment-stream.ts';
@@ -68,6 +76,29 @@ export interface AppDeps {
   readonly logger?: FastifyBaseLogger;
   /** The web dashboard at /dashboard: its log-ins and the directory of its built files. */
   readonly dashboard?: { readonly auth: DashboardAuthService; readonly distDir: string };
+  /** Serve HTTPS (and the stream as WSS) with this certificate, sending HSTS. Default: plain HTTP. */
+  readonly tls?: TlsCertificates;
+}
+
+/**
+ * An https server, not Fastify's `https` option, so the certificates hold on to it and can swap its
+ * secure context on reload. Everything else about the server is as for plain HTTP (timeouts are set on
+ * it below, as on the http one).
+ */
+function httpsServerFactory(
+  tls: TlsCertificates,
+  requestTimeoutMs: number,
+): FastifyServerFactory<RawServerDefault> {
+  return (handler) => {
+    const server = createServer(
+      // The TLS handshake comes before the request timer starts: without its own limit, a client that
+      // connects and never finishes the handshake would hold the socket for Node's default 120 s.
+      { ...tls.current.options, handshakeTimeout: requestTimeoutMs },
+      handler,
+    );
+    tls.attach(server);
+    return server;
+  };
 }
 
 /** Request ids we accept from a caller's X-Request-Id: short and printable, so logs stay clean. */
@@ -83,6 +114,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     keepAliveTimeoutMs: deps.config.keepAliveTimeoutMs ?? SETTINGS.keepAliveTimeoutMs.fallback({}),
   });
   const trustProxy = deps.config.trustProxy;
+  const tls = deps.tls;
   const app = Fastify({
     ...(deps.logger === undefined ? { logger: false } : { loggerInstance: deps.logger }),
     bodyLimit: deps.config.bodyLimitBytes,
@@ -105,6 +137,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAMETER_LENGTH },
+    ...(tls === undefined ? {} : { serverFactory: httpsServerFactory(tls, timeouts.requestTimeout) }),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Fastify's requestTimeout alone does not time out a request whose body never comes (connection-limits.ts).
@@ -134,6 +167,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
     done();
   });
+  if (tls !== undefined) installHsts(app);
 
   installValidation(app);
   installExactJson(app);
@@ -169,7 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(tokenRoutes, services);
   await app.register(portfolioRoutes, services);
   await app.register(facilitatorRoutes, services);
-  await app.register(asyncApiRoutes, { version: GATE402_VERSION });
+  await app.register(asyncApiRoutes, { version: GATE402_VERSION, secure: tls !== undefined });
   if (deps.events !== undefined) {
     await app.register(webhookRoutes, { webhooks: deps.events.webhooks });
     installPaymentStream(app, {

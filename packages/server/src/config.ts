@@ -1,3 +1,4 @@
+import { accessSync, constants, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { CHAIN_FAMILIES } from './domain/address.ts';
@@ -38,6 +39,27 @@ export const SETTINGS = {
     description: 'Address to listen on; 0.0.0.0 to accept connections from other machines.',
     fallback: () => '127.0.0.1',
     parse: (raw) => raw,
+  }),
+  tlsCertFile: setting<string | undefined>({
+    env: 'TLS_CERT_FILE',
+    description:
+      'PEM file of the certificate the gateway serves HTTPS and WSS with (may hold its intermediate certificates after it, as a fullchain.pem does). Set with TLS_KEY_FILE, or neither: unset, plain HTTP. Read again on SIGHUP (see docs/tls.md).',
+    fallback: () => undefined,
+    parse: readableFile,
+  }),
+  tlsKeyFile: setting<string | undefined>({
+    env: 'TLS_KEY_FILE',
+    description:
+      "PEM file of the certificate's private key, unencrypted (keep it readable by the gateway's user only). Set with TLS_CERT_FILE, or neither. Read again on SIGHUP.",
+    fallback: () => undefined,
+    parse: readableFile,
+  }),
+  tlsCaFile: setting<string | undefined>({
+    env: 'TLS_CA_FILE',
+    description:
+      "PEM file of intermediate CA certificates sent after TLS_CERT_FILE's certificate, for a certificate file that holds the certificate alone. Only with TLS_CERT_FILE. Read again on SIGHUP.",
+    fallback: () => undefined,
+    parse: readableFile,
   }),
   dataDir: setting({
     env: 'DATA_DIR',
@@ -399,8 +421,25 @@ export function loadConfig(env: Env = process.env): Config {
       problems.push(`${s.env}: ${(error as Error).message}`);
     }
   }
+  problems.push(...tlsProblems(env));
   if (problems.length > 0) throw new ConfigError(problems);
   return config as Config;
+}
+
+/**
+ * The TLS files come as a pair: a certificate without its key (or the reverse) would otherwise start a
+ * plain-HTTP gateway the operator believes is on HTTPS.
+ */
+function tlsProblems(env: Env): string[] {
+  const given = (name: string) => (env[name]?.trim() ?? '') !== '';
+  const cert = given(SETTINGS.tlsCertFile.env);
+  const key = given(SETTINGS.tlsKeyFile.env);
+  if (cert && !key) return ['TLS_KEY_FILE: must be set with TLS_CERT_FILE (both or neither)'];
+  if (key && !cert) return ['TLS_CERT_FILE: must be set with TLS_KEY_FILE (both or neither)'];
+  if (given(SETTINGS.tlsCaFile.env) && !cert) {
+    return ['TLS_CA_FILE: is only used with TLS_CERT_FILE and TLS_KEY_FILE, which are not set'];
+  }
+  return [];
 }
 
 function setting<T>(s: Setting<T>): Setting<T> {
@@ -430,6 +469,21 @@ function boolean(raw: string): boolean {
   if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
   if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
   throw new Error(`must be true or false, got "${raw}"`);
+}
+
+/** A path to a regular file this process may read, made absolute (so a reload reads the same file). */
+function readableFile(raw: string): string {
+  const path = resolve(raw);
+  try {
+    accessSync(path, constants.R_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new Error(
+      code === 'ENOENT' ? `${path} does not exist` : `${path} cannot be read (${code ?? 'error'})`,
+    );
+  }
+  if (!statSync(path).isFile()) throw new Error(`${path} is not a file`);
+  return path;
 }
 
 /** Never echoes the value: it is a secret. */

@@ -9,6 +9,8 @@ import type { NetworkRegistry } from './chains/network-registry.ts';
 import type { Config } from './config.ts';
 import { createPaymentEvents, type PaymentEvents } from './events/payment-events.ts';
 import type { ReadinessCheck } from './http/routes/health.ts';
+import { TlsCertificates, type TlsReload } from './http/tls/tls-certificates.ts';
+import { tlsFiles } from './http/tls/tls-credentials.ts';
 import { GatewayMetrics } from './metrics/gateway-metrics.ts';
 import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.ts';
 import type { RateLimiter } from './ratelimit/rate-limiter.ts';
@@ -90,8 +92,15 @@ export interface Gateway {
   readonly jobs: readonly Job[];
   /** Starts the jobs named (default: all of them). */
   startJobs(names?: readonly JobName[]): void;
-  /** Listens on HOST:PORT and answers the base URL, e.g. http://127.0.0.1:8402. */
+  /** The certificate served with TLS_CERT_FILE; undefined on plain HTTP. */
+  readonly tls: TlsCertificates | undefined;
+  /** Listens on HOST:PORT and answers the base URL, e.g. http://127.0.0.1:8402 (https:// with TLS). */
   listen(): Promise<string>;
+  /**
+   * Reads the TLS files again and serves them to new connections, established ones untouched (what
+   * SIGHUP does); bad files keep the old certificate. Logged either way. Undefined on plain HTTP.
+   */
+  reloadTls(): TlsReload | undefined;
   /** Stops the jobs and the HTTP server (letting requests in flight finish), then what it opened. */
   close(): Promise<void>;
 }
@@ -138,6 +147,11 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
     for (const close of closers.splice(0)) await close().catch(() => {});
   };
   try {
+    // Before anything is opened: a certificate that does not check out stops the start at once, with
+    // the setting named, rather than after storage was migrated and the chains started.
+    const files = tlsFiles(config);
+    const tls = files === undefined ? undefined : new TlsCertificates(files);
+    if (tls !== undefined) logCertificate(logger, tls, 'serving TLS');
     let store = overrides.store;
     let masterKey = overrides.masterKey;
     if (store === undefined || masterKey === undefined) {
@@ -256,6 +270,7 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
       ...(metrics === undefined || config.metricsToken === undefined
         ? {}
         : { metrics: { registry: metrics, token: config.metricsToken } }),
+      ...(tls === undefined ? {} : { tls }),
     });
     overrides.extraRoutes?.(app);
     closers.unshift(() => app.close());
@@ -315,17 +330,42 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
           started.add(job);
         }
       },
+      tls,
       listen: async () => {
         await appRef.listen({ port: config.port, host: config.host });
         const address = appRef.server.address();
         const port = typeof address === 'object' && address !== null ? address.port : config.port;
-        return `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+        const scheme = tls === undefined ? 'http' : 'https';
+        return `${scheme}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+      },
+      reloadTls: () => {
+        if (tls === undefined) return undefined;
+        const result = tls.reload();
+        if (result.ok) logCertificate(logger, tls, 'TLS certificate reloaded');
+        else
+          logger.error(
+            { problem: result.problem },
+            'TLS certificate not reloaded; still serving the previous one',
+          );
+        return result;
       },
       close: closeAll,
     };
   } catch (error) {
     await closeAll();
     throw error;
+  }
+}
+
+/** Which certificate is served, and a warning when it has expired (browsers refuse it). */
+function logCertificate(logger: Logger, tls: TlsCertificates, message: string): void {
+  const { fingerprint256, subject, subjectAltName, validTo } = tls.current.certificate;
+  logger.info({ fingerprint256, subject, subjectAltName, validTo: validTo.toISOString() }, message);
+  if (validTo.getTime() < Date.now()) {
+    logger.warn(
+      { validTo: validTo.toISOString() },
+      'the TLS certificate has expired; clients will refuse it',
+    );
   }
 }
 

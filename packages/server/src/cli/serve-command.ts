@@ -3,7 +3,10 @@ import type { CliContext } from './cli-context.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
-/** `gate402 serve`: runs the gateway until SIGINT or SIGTERM, then shuts down gracefully. */
+/**
+ * `gate402 serve`: runs the gateway until SIGINT or SIGTERM, then shuts down gracefully. With TLS, SIGHUP
+ * reads the certificate files again (after a renewal) without dropping a connection.
+ */
 export async function serveCommand(ctx: CliContext): Promise<void> {
   const logger = createLogger(ctx.config);
   const server = await startServer(ctx.config, logger);
@@ -27,6 +30,10 @@ export async function serveCommand(ctx: CliContext): Promise<void> {
     );
   }
   process.stdout.write(`\n${lines.join('\n')}\n\n`);
+
+  // Only with TLS: on plain HTTP there is nothing to reload, and SIGHUP keeps its usual meaning.
+  const reload = () => server.gateway.reloadTls();
+  if (server.gateway.tls !== undefined) process.on('SIGHUP', reload);
 
   await new Promise<void>((resolve) => {
     const shutdown = (signal: NodeJS.Signals) => {

@@ -4,8 +4,9 @@ import { NetworkRegistry } from '../../src/chains/network-registry.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { PlanAccess } from '../../src/domain/plan-access.ts';
 import type { PaymentEvents, PaymentEventsConfig } from '../../src/events/payment-events.ts';
-import { createGateway, createLogger } from '../../src/gateway.ts';
+import { createGateway, createLogger, type Gateway } from '../../src/gateway.ts';
 import type { ReadinessCheck } from '../../src/http/routes/health.ts';
+import type { TlsFiles } from '../../src/http/tls/tls-credentials.ts';
 import type { GatewayMetrics } from '../../src/metrics/gateway-metrics.ts';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.ts';
 import type { RateLimiter } from '../../src/ratelimit/rate-limiter.ts';
@@ -25,6 +26,8 @@ export interface TestGateway {
   readonly masterKey: Uint8Array;
   /** The stream and webhooks, when the gateway was started with `events`. */
   readonly events: PaymentEvents | undefined;
+  /** The whole gateway, for what goes beyond the app: `listen()` (on a free port), `reloadTls()`. */
+  readonly gateway: Gateway;
   /** Creates an account with one key and returns both; the key is the secret. */
   newCaller(
     plan?: 'standard' | 'premium' | 'enterprise',
@@ -66,6 +69,8 @@ export interface TestGatewayOptions {
   readonly feeBudget?: FeeBudgetSettings;
   /** Routes a test adds before the app is sealed, e.g. one that throws. */
   readonly extraRoutes?: (app: FastifyInstance) => void;
+  /** Serve HTTPS with these files (TLS_CERT_FILE, TLS_KEY_FILE, TLS_CA_FILE) once `gateway.listen()`. */
+  readonly tls?: TlsFiles;
 }
 
 /** The real app on a real SQLite file (or the storage given), driven through app.inject(). */
@@ -79,6 +84,15 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     bodyLimitBytes: options.bodyLimitBytes ?? defaults.bodyLimitBytes,
     planAccess: options.planAccess ?? defaults.planAccess,
     trustProxy: false,
+    // `gateway.listen()` takes a free port; app.inject() never listens.
+    port: 0,
+    ...(options.tls === undefined
+      ? {}
+      : {
+          tlsCertFile: options.tls.certFile,
+          tlsKeyFile: options.tls.keyFile,
+          tlsCaFile: options.tls.caFile,
+        }),
     ...(options.metrics === undefined ? {} : { metricsToken: options.metrics.token }),
   };
   const gateway = await createGateway(config, {
@@ -127,6 +141,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     accounts,
     masterKey,
     events,
+    gateway,
     newCaller: async (plan = 'standard', rateLimit) => {
       const account = await accounts.createAccount({
         name: `test ${plan}`,

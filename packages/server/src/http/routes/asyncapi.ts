@@ -8,12 +8,19 @@ import { STREAM_CLOSE } from '../../events/stream/stream-close-codes.ts';
  * describe a WebSocket). Written by hand from the same constants the stream uses (path, event types,
  * close codes); test/payment-stream.test.ts checks it against what the stream does.
  */
-export async function asyncApiRoutes(app: FastifyInstance, opts: { version: string }) {
-  const document = asyncApiDocument(opts.version);
+export async function asyncApiRoutes(
+  app: FastifyInstance,
+  opts: {
+    version: string;
+    /** The gateway serves TLS itself: the stream is wss. */
+    secure?: boolean;
+  },
+) {
+  const document = asyncApiDocument(opts.version, opts.secure === true);
   app.get('/asyncapi.json', { schema: { hide: true } }, async () => document);
 }
 
-export function asyncApiDocument(version: string) {
+export function asyncApiDocument(version: string, secure = false) {
   const payment = {
     type: 'object',
     description: 'The payment as GET /payment/status shows it (spec §2.1), when the event was written.',
@@ -63,7 +70,11 @@ export function asyncApiDocument(version: string) {
       ].join('\n\n'),
     },
     servers: {
-      gateway: { host: '{host}', protocol: 'ws', variables: { host: { default: '127.0.0.1:8402' } } },
+      gateway: {
+        host: '{host}',
+        protocol: secure ? 'wss' : 'ws',
+        variables: { host: { default: '127.0.0.1:8402' } },
+      },
     },
     channels: {
       payments: {
