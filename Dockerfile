@@ -18,9 +18,11 @@ COPY packages/dashboard/package.json packages/dashboard/
 # --ignore-scripts here: the dashboard's build needs its sources, so scripts run after the COPY below.
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY . .
-# What an install runs after fetching: native builds (better-sqlite3, anvil) and the dashboard build.
+# What an install runs after fetching: native builds (better-sqlite3, anvil), the dashboard build and the
+# packages' compilation to JavaScript (what bin/gate402.js runs).
 RUN npm rebuild --no-audit --no-fund \
  && npm run build -w packages/dashboard \
+ && npm run build \
  && npm prune --omit=dev --no-audit --no-fund
 
 # ---- runtime: the installed tree only, as the unprivileged node user.
@@ -40,5 +42,5 @@ EXPOSE 8402
 # --start-period: dockerfilelint 1.8 misreads hyphenated HEALTHCHECK options).
 HEALTHCHECK --interval=15s --timeout=3s --retries=5 \
   CMD node -e "fetch('http://127.0.0.1:' + (process.env.PORT || 8402) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
-# What `npm start` runs, without npm in between, so SIGTERM reaches the gateway (graceful close).
+# The compiled gateway, without npm in between, so SIGTERM reaches the gateway (graceful close).
 CMD ["node", "packages/server/bin/gate402.js", "serve"]

@@ -16,7 +16,12 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const eventsBenchmark: Benchmark = async () => {
   const server = spawn(
     process.execPath,
-    ['--import', 'tsx', new URL('./servers/events-gateway.ts', import.meta.url).pathname],
+    [
+      '--conditions=source',
+      '--import',
+      'tsx',
+      new URL('./servers/events-gateway.ts', import.meta.url).pathname,
+    ],
     { stdio: ['pipe', 'pipe', 'inherit'] },
   );
   const values: Record<string, string> = {};

@@ -59,6 +59,8 @@ if (files.length === 0) {
 const result = spawnSync(
   process.execPath,
   [
+    // The sources, through tsx, with workspace packages resolved to their sources (export condition).
+    '--conditions=source',
     '--import',
     'tsx',
     '--test',

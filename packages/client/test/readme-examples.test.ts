@@ -53,7 +53,7 @@ describe('README examples run as written', () => {
   });
 
   function start(name: string, extra: NodeJS.ProcessEnv = {}): ChildProcess & { output: () => string } {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(dir, name)], {
+    const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', join(dir, name)], {
       cwd: dir,
       env: { ...env, ...extra },
     });

@@ -26,6 +26,7 @@ async function start(ledger: string): Promise<Node> {
   const child = spawn(
     process.execPath,
     [
+      '--conditions=source',
       '--import',
       'tsx',
       entry,

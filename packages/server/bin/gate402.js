@@ -1,8 +1,4 @@
 #!/usr/bin/env node
-// The `gate402` command. The sources are TypeScript, run through tsx's loader: no build step, so
-// `npm install` is all the set-up there is.
-import { register } from 'tsx/esm/api';
-
-register();
-const { main } = await import('../src/cli/main.ts');
-process.exitCode = await main(process.argv.slice(2));
+// The `gate402` command: the compiled JavaScript (npm run build, run by `npm install` through the
+// repository's `prepare` and by `npm pack`). In the repository, `npm start` runs the TypeScript sources.
+import '../dist/cli/gate402.js';

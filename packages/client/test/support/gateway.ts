@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig, type RunningServer, startServer } from '@gate402/server';
+import { loadConfig, type RunningServer, startServer } from 'gate402';
 
 export interface InProcessGateway {
   /** The gateway's base URL, e.g. http://127.0.0.1:40123. */

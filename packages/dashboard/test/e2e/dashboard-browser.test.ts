@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { loadConfig, type RunningServer, startServer } from '@gate402/server';
+import { loadConfig, type RunningServer, startServer } from 'gate402';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { buildDashboard, isDashboardBuilt } from '../../node/index.ts';
 

@@ -6,12 +6,11 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { generateKeyPairSigner, getBase58Decoder } from '@solana/kit';
 import { tempDir } from '../support/databases.ts';
 import { startFaultProxy } from '../support/fault-proxy.ts';
+import { GATE402_COMMAND } from '../support/gate402-command.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/gate402.js', import.meta.url));
 const TOKEN_PROGRAM = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
 const ERC20_BALANCE_OF = '0x70a08231';
 
@@ -37,7 +36,10 @@ interface Run {
 /** Runs `gate402 …` without blocking this process, which may itself be serving a fake chain. */
 function cli(args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: baseEnv(env), stdio: 'pipe' });
+    const child = spawn(process.execPath, [...GATE402_COMMAND, ...args], {
+      env: baseEnv(env),
+      stdio: 'pipe',
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -88,7 +90,7 @@ function listenOnce(port: number): Promise<number> {
 }
 
 async function serve(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [BIN, 'serve'], {
+  const child = spawn(process.execPath, [...GATE402_COMMAND, 'serve'], {
     env: baseEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });

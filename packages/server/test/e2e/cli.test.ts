@@ -3,8 +3,8 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { DATABASE_URL, SKIP_POSTGRES, tempDir, tempPostgres } from '../support/databases.ts';
+import { GATE402_COMMAND } from '../support/gate402-command.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/gate402.js', import.meta.url));
 const REPO_ROOT = fileURLToPath(new URL('../../../..', import.meta.url));
 
 function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
@@ -15,7 +15,7 @@ function baseEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 function cli(args: string[], env: Record<string, string>) {
-  const run = spawnSync(process.execPath, [BIN, ...args], {
+  const run = spawnSync(process.execPath, [...GATE402_COMMAND, ...args], {
     env: baseEnv(env),
     encoding: 'utf8',
     timeout: 30_000,
@@ -33,7 +33,7 @@ function cliJson(args: string[], env: Record<string, string>) {
 async function serve(
   env: Record<string, string>,
 ): Promise<{ child: ChildProcess; url: string; output: () => string }> {
-  const child = spawn(process.execPath, [BIN, 'serve'], {
+  const child = spawn(process.execPath, [...GATE402_COMMAND, 'serve'], {
     env: baseEnv({ PORT: '0', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });

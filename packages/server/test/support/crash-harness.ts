@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { fileURLToPath } from 'node:url';
-
-const BIN = fileURLToPath(new URL('../../bin/gate402.js', import.meta.url));
+import { GATE402_COMMAND } from './gate402-command.ts';
 
 /**
  * A gateway run as `gate402 serve` in a child process that a test can SIGKILL and start again on the
@@ -59,14 +57,17 @@ export class CrashableGateway {
 
   /** Runs a `gate402 … --json` command on the same storage and returns its JSON answer. */
   cli<T>(args: string[]): T {
-    const run = spawnSync(process.execPath, [BIN, ...args, '--json'], { env: this.env, encoding: 'utf8' });
+    const run = spawnSync(process.execPath, [...GATE402_COMMAND, ...args, '--json'], {
+      env: this.env,
+      encoding: 'utf8',
+    });
     assert.equal(run.status, 0, run.stderr);
     return JSON.parse(run.stdout) as T;
   }
 
   /** Starts `gate402 serve` and resolves once it listens. */
   async start(): Promise<void> {
-    const child = spawn(process.execPath, [BIN, 'serve'], {
+    const child = spawn(process.execPath, [...GATE402_COMMAND, 'serve'], {
       env: this.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -1,7 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
-const BIN = fileURLToPath(new URL('../../bin/gate402.js', import.meta.url));
+import { GATE402_COMMAND } from './gate402-command.ts';
 
 /**
  * Runs `gate402 ARGS --json` on the storage in `dataDir`, as an operator would, and answers its exit
@@ -20,7 +18,7 @@ export function gate402Json(dataDir: string, args: string[], env: Record<string,
 /** As gate402Json, without --json: what an operator reads. */
 export function gate402Text(dataDir: string, args: string[], env: Record<string, string> = {}) {
   const { DATABASE_URL: _d, REDIS_URL: _r, ...inherited } = process.env;
-  const result = spawnSync(process.execPath, [BIN, ...args], {
+  const result = spawnSync(process.execPath, [...GATE402_COMMAND, ...args], {
     env: { ...inherited, DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...env },
     encoding: 'utf8',
     timeout: 30_000,

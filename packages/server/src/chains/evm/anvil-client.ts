@@ -1,4 +1,14 @@
-import { createTestClient, publicActions, walletActions } from 'viem';
+import {
+  type Client,
+  createTestClient,
+  type PublicActions,
+  publicActions,
+  type TestActions,
+  type TestRpcSchema,
+  type Transport,
+  type WalletActions,
+  walletActions,
+} from 'viem';
 import type { RpcEndpoints } from '../rpc-endpoints.ts';
 import { failoverTransport } from './failover-transport.ts';
 
@@ -8,7 +18,7 @@ import { failoverTransport } from './failover-transport.ts';
  * through the chain's endpoint list, so a faucet call to an anvil that stopped answering fails within
  * the per-call time limit as ChainError `unavailable` (503 CHAIN_UNAVAILABLE) instead of hanging.
  */
-export function createAnvilClient(endpoints: RpcEndpoints) {
+export function createAnvilClient(endpoints: RpcEndpoints): AnvilClient {
   return createTestClient({
     mode: 'anvil',
     transport: failoverTransport(endpoints, endpoints.timeoutMs),
@@ -18,4 +28,11 @@ export function createAnvilClient(endpoints: RpcEndpoints) {
     .extend(walletActions);
 }
 
-export type AnvilClient = ReturnType<typeof createAnvilClient>;
+/** Named in full (not inferred) so the published declarations do not reach into viem's private paths. */
+export type AnvilClient = Client<
+  Transport,
+  undefined,
+  undefined,
+  TestRpcSchema<'anvil'>,
+  TestActions & PublicActions<Transport, undefined> & WalletActions<undefined, undefined>
+>;

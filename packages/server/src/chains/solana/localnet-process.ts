@@ -38,12 +38,14 @@ export async function startLocalnetProcess(
   options: LocalnetChildOptions,
   log: (level: 'info' | 'error', message: string) => void,
 ): Promise<RunningLocalnet> {
+  // Compiled (dist/*.js), the child is JavaScript too; run from the TypeScript sources (the repository),
+  // it runs under the same loader and export condition, found from here rather than from the cwd.
+  const fromSource = import.meta.url.endsWith('.ts');
   const child = fork(
-    fileURLToPath(new URL('./localnet-child.ts', import.meta.url)),
+    fileURLToPath(new URL(fromSource ? './localnet-child.ts' : './localnet-child.js', import.meta.url)),
     [JSON.stringify(options)],
     {
-      // The same TypeScript loader the gateway runs under, found from here rather than from the cwd.
-      execArgv: ['--import', import.meta.resolve('tsx')],
+      execArgv: fromSource ? ['--conditions=source', '--import', import.meta.resolve('tsx')] : [],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     },
   );

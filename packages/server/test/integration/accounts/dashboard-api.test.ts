@@ -10,6 +10,7 @@ import { newId } from '../../../src/domain/ids.ts';
 import { MAX_LIVE_STREAMS_PER_SESSION } from '../../../src/http/dashboard/live-stream-registry.ts';
 import { newPayment } from '../../../src/services/payments/new-payment.ts';
 import { type DashboardApp, startDashboardApp } from '../../support/dashboard-app.ts';
+import { GATE402_COMMAND } from '../../support/gate402-command.ts';
 import { lastCharacterChanged } from '../../support/last-character-changed.ts';
 import { WebhookReceiver } from '../../support/webhook-receiver.ts';
 
@@ -1211,12 +1212,11 @@ describe('dashboard: sign-up switched off, and the CLI', () => {
 
   it('gate402 dashboard set-password reads the password from stdin and never takes it as an argument', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'gate402-dashboard-cli-'));
-    const bin = new URL('../../../bin/gate402.js', import.meta.url).pathname;
     const env = { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '', LOG_LEVEL: 'silent' };
     try {
       const created = spawnSync(
         process.execPath,
-        [bin, 'accounts', 'create', '--name', 'cli', '--plan', 'standard', '--json'],
+        [...GATE402_COMMAND, 'accounts', 'create', '--name', 'cli', '--plan', 'standard', '--json'],
         {
           env,
           encoding: 'utf8',
@@ -1226,17 +1226,30 @@ describe('dashboard: sign-up switched off, and the CLI', () => {
       const accountId = JSON.parse(created.stdout).id;
       const set = spawnSync(
         process.execPath,
-        [bin, 'dashboard', 'set-password', '--account', accountId, '--email', 'cli@example.test', '--json'],
+        [
+          ...GATE402_COMMAND,
+          'dashboard',
+          'set-password',
+          '--account',
+          accountId,
+          '--email',
+          'cli@example.test',
+          '--json',
+        ],
         { env, encoding: 'utf8', input: `${PASSWORD}\n` },
       );
       assert.equal(set.status, 0, set.stderr);
       assert.deepEqual(JSON.parse(set.stdout), { accountId, email: 'cli@example.test', created: true });
       assert.ok(!set.stdout.includes(PASSWORD));
-      const short = spawnSync(process.execPath, [bin, 'dashboard', 'set-password', '--account', accountId], {
-        env,
-        encoding: 'utf8',
-        input: 'short\n',
-      });
+      const short = spawnSync(
+        process.execPath,
+        [...GATE402_COMMAND, 'dashboard', 'set-password', '--account', accountId],
+        {
+          env,
+          encoding: 'utf8',
+          input: 'short\n',
+        },
+      );
       assert.equal(short.status, 1);
       assert.match(short.stderr, /password: must be 10 to 200 characters/);
     } finally {
