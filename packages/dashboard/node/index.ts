@@ -11,7 +11,7 @@ export function isDashboardBuilt(): boolean {
 }
 
 /**
- * Builds the dashboard with Vite. `npm install` does this already (the package's `prepare` script);
+ * Builds the dashboard with Vite. `npm install` does this already (the repository's `prepare` script);
  * the gateway calls it at start only when the files are missing, e.g. after `npm install --ignore-scripts`.
  */
 export async function buildDashboard(): Promise<void> {
