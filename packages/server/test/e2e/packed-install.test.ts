@@ -167,6 +167,22 @@ describe('the packed packages, installed outside the repository', () => {
     }
   });
 
+  it('passes publint and Are the Types Wrong (ESM only: Node >= 20.19 can require() it too)', () => {
+    const bin = (name: string) => join(ROOT, 'node_modules/.bin', name);
+    for (const workspace of WORKSPACES) {
+      const lint = spawnSync(bin('publint'), ['--strict', join(ROOT, workspace)], { encoding: 'utf8' });
+      assert.equal(lint.status, 0, `publint ${workspace}:\n${lint.stdout}${lint.stderr}`);
+      assert.match(lint.stdout, /All good!/, `publint ${workspace}:\n${lint.stdout}`);
+    }
+    for (const [name, tarball] of tarballs) {
+      if (name === '@gate402/dashboard') continue; // no types: the gateway serves its files
+      const types = spawnSync(bin('attw'), [tarball, '--profile', 'esm-only', '--format', 'ascii'], {
+        encoding: 'utf8',
+      });
+      assert.equal(types.status, 0, `attw ${name}:\n${types.stdout}${types.stderr}`);
+    }
+  });
+
   it('the installed gate402 command (node_modules/.bin/gate402) serves: /healthz and /readyz answer', async () => {
     const server = start([join(project, 'node_modules/gate402/bin/gate402.js'), 'serve']);
     const healthy = async () => (await fetch(`${url}/healthz`).catch(() => undefined))?.ok === true;
