@@ -69,6 +69,8 @@ export interface TestGatewayOptions {
   readonly feeBudget?: FeeBudgetSettings;
   /** Routes a test adds before the app is sealed, e.g. one that throws. */
   readonly extraRoutes?: (app: FastifyInstance) => void;
+  /** REQUEST_TIMEOUT_MS: time to send a whole request (and, with TLS, to finish the handshake). */
+  readonly requestTimeoutMs?: number;
   /** Serve HTTPS with these files (TLS_CERT_FILE, TLS_KEY_FILE, TLS_CA_FILE) once `gateway.listen()`. */
   readonly tls?: TlsFiles;
 }
@@ -86,6 +88,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     trustProxy: false,
     // `gateway.listen()` takes a free port; app.inject() never listens.
     port: 0,
+    requestTimeoutMs: options.requestTimeoutMs ?? defaults.requestTimeoutMs,
     ...(options.tls === undefined
       ? {}
       : {

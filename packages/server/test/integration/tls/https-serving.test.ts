@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
 import { HSTS_HEADER } from '../../../src/http/plugins/hsts.ts';
@@ -156,5 +156,42 @@ describe('TLS_CA_FILE: intermediate certificates sent after a certificate file t
     } finally {
       await gw.close();
     }
+  });
+});
+
+describe('slow TLS clients', () => {
+  const REQUEST_TIMEOUT_MS = 500;
+  const dir = tempDir();
+  let certificate: TestCertificate;
+  let gw: TestGateway;
+  let port: number;
+  before(async () => {
+    certificate = selfSignedCertificate(dir.path, 'slow');
+    gw = await startTestGateway({ tls: certificate, requestTimeoutMs: REQUEST_TIMEOUT_MS });
+    port = Number(new URL(await gw.gateway.listen()).port);
+  });
+  after(async () => {
+    await gw.close();
+    dir.dispose();
+  });
+
+  /** Milliseconds until the server closed a connection that `start` opened and then left silent. */
+  const closedAfter = (start: () => Socket) =>
+    new Promise<number>((resolve) => {
+      const started = Date.now();
+      const socket = start();
+      socket.on('error', () => {});
+      // Still open well past the timeout: the test fails with the time, rather than hanging for 120 s.
+      const giveUp = setTimeout(() => socket.destroy(), REQUEST_TIMEOUT_MS * 4);
+      socket.on('close', () => {
+        clearTimeout(giveUp);
+        resolve(Date.now() - started);
+      });
+    });
+
+  it('closes a connection that never starts the TLS handshake within REQUEST_TIMEOUT_MS', async () => {
+    // Without its own limit the handshake would wait Node's 120 s, before any request timer starts.
+    const ms = await closedAfter(() => connect(port, '127.0.0.1'));
+    assert.ok(ms >= REQUEST_TIMEOUT_MS - 50 && ms < REQUEST_TIMEOUT_MS * 2, `closed after ${ms} ms`);
   });
 });
