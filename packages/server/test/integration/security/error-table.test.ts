@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { bearer, startTestGateway } from '../../support/test-gateway.ts';
 
-const readme = readFileSync(new URL('../../../../../README.md', import.meta.url), 'utf8');
+const errorsPage = readFileSync(new URL('../../../../../docs/reference/errors.md', import.meta.url), 'utf8');
 const srcDir = fileURLToPath(new URL('../../../src/', import.meta.url));
 
 /** Every .ts file of the server but the catalogue itself, as one text. */
@@ -22,20 +22,16 @@ function sourcesWithoutCatalogue(): string {
   return texts.join('\n');
 }
 
-/** The rows of README's error table: `| status | \`CODE\` | when |`. */
+/** The rows of the error reference: `| status | \`CODE\` | when | message |`. */
 function errorRows(): { status: number; code: string; when: string }[] {
-  const section = readme.slice(
-    readme.indexOf('\n## Errors'),
-    readme.indexOf('\n## ', readme.indexOf('\n## Errors') + 1),
-  );
-  return [...section.matchAll(/^\| (\d{3}) \| `([A-Z_]+)` \| (.*) \|$/gm)].map((m) => ({
+  return [...errorsPage.matchAll(/^\| (\d{3}) \| `([A-Z_]+)` \| (.*) \|$/gm)].map((m) => ({
     status: Number(m[1]),
     code: m[2] ?? '',
     when: m[3] ?? '',
   }));
 }
 
-describe("README's error table matches what the code answers", () => {
+describe('the error reference matches what the code answers', () => {
   it('lists codes that some code answers, or says the gateway never sends them', () => {
     const sources = sourcesWithoutCatalogue();
     const rows = errorRows();
