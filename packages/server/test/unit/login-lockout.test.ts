@@ -5,7 +5,7 @@ import { type DashboardApp, startDashboardApp } from '../support/dashboard-app.t
 const PASSWORD = 'correct horse battery';
 const VICTIM = 'victim@example.test';
 
-/** Failed log-ins cannot lock a user out: README, "The web dashboard". */
+/** Failed log-ins cannot lock a user out: docs/dashboard.md. */
 describe('dashboard log-in: limited guessing without a lock-out', () => {
   let gw: DashboardApp;
   before(async () => {

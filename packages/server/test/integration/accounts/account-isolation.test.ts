@@ -34,7 +34,7 @@ import { svmExactRequirements, svmPayload } from '../../support/x402-buyer.ts';
  * Account isolation, tried the way an attacker would: Bob holds a valid API key (and a dashboard log-in)
  * of his own account and tries to read or change anything of Alice's — by id, by address (in any
  * spelling), through filters, the stream, webhooks, Idempotency-Keys and error answers. Another
- * account's resource must answer exactly like one that does not exist (spec §7; README "Isolation").
+ * account's resource must answer exactly like one that does not exist (spec §7; docs/custodial-payments.md, "Isolation").
  * Complements the per-feature checks in payments, evm-payments, webhooks and dashboard-api tests.
  */
 
