@@ -39,8 +39,10 @@ USER node
 EXPOSE 8402
 # Liveness only: readiness (/readyz) also depends on storage, Redis and the chains, which an orchestrator
 # or load balancer should ask separately. Five 15 s retries give a first start time to migrate (no
-# --start-period: dockerfilelint 1.8 misreads hyphenated HEALTHCHECK options).
+# --start-period: dockerfilelint 1.8 misreads hyphenated HEALTHCHECK options). With TLS_CERT_FILE the
+# gateway answers HTTPS only; its certificate names the public host, not 127.0.0.1, and this asks the
+# process on its own loopback, so the certificate is not verified here.
 HEALTHCHECK --interval=15s --timeout=3s --retries=5 \
-  CMD node -e "fetch('http://127.0.0.1:' + (process.env.PORT || 8402) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
+  CMD node -e "require(process.env.TLS_CERT_FILE ? 'node:https' : 'node:http').get({ host: '127.0.0.1', port: process.env.PORT || 8402, path: '/healthz', rejectUnauthorized: false }, (r) => process.exit(r.statusCode === 200 ? 0 : 1)).on('error', () => process.exit(1))"
 # The compiled gateway, without npm in between, so SIGTERM reaches the gateway (graceful close).
 CMD ["node", "packages/server/bin/gate402.js", "serve"]
