@@ -60,12 +60,22 @@ describe("the README's five-minute walkthrough", () => {
     // Nothing to fill in: every value comes from an earlier command (the gateway's URL aside, which the
     // test moves to a free port).
     assert.equal(script.match(/^GW=http:\/\/127\.0\.0\.1:8402$/gm)?.length, 1, script);
+    // `npx gate402` runs the compiled command; the test runs the sources beside it, as every other test
+    // does (the packaging test checks the compiled one), so a stale build cannot pass or fail it.
+    const gate402 = [process.execPath, ...GATE402_COMMAND].map((arg) => `'${arg}'`).join(' ');
+    assert.match(script, /npx gate402 /);
     const dir = tempDir();
     const gateway = await serve(dir.path);
     try {
       const ran = spawnSync(
         'bash',
-        ['-e', '-o', 'pipefail', '-c', script.replace(/^GW=.*$/m, `GW=${gateway.url}`)],
+        [
+          '-e',
+          '-o',
+          'pipefail',
+          '-c',
+          script.replace(/^GW=.*$/m, `GW=${gateway.url}`).replaceAll('npx gate402 ', `${gate402} `),
+        ],
         {
           cwd: ROOT,
           env: sqliteEnv(dir.path),
