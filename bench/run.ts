@@ -11,6 +11,7 @@ const BENCHMARKS: Record<string, () => Promise<{ default: Benchmark }>> = {
   localnet: () => import('./localnet.ts'),
   events: () => import('./events.ts'),
   facilitator: () => import('./facilitator.ts'),
+  install: () => import('./install.ts'),
 };
 
 const only = process.argv.slice(2);
