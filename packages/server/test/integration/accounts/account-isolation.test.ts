@@ -35,7 +35,7 @@ import { svmExactRequirements, svmPayload } from '../../support/x402-buyer.ts';
  * of his own account and tries to read or change anything of Alice's — by id, by address (in any
  * spelling), through filters, the stream, webhooks, Idempotency-Keys and error answers. Another
  * account's resource must answer exactly like one that does not exist (spec §7; docs/custodial-payments.md, "Isolation").
- * Complements the per-feature checks in payments, evm-payments, webhooks and dashboard-api tests.
+ * Complements the per-feature checks in custodial-payments, webhooks and dashboard-api tests.
  */
 
 const MISSING_PAYMENT = 'pay_01JD0Q3ZK8M4F6X3V5N7R9T2AB';
