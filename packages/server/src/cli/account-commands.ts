@@ -9,7 +9,7 @@ import {
   withAccounts,
 } from './cli-context.ts';
 
-const FLAGS = {
+export const FLAGS = {
   name: { type: 'string' },
   plan: { type: 'string' },
   'rate-limit': { type: 'string' },

@@ -4,7 +4,7 @@ import { DashboardAuthService } from '../services/dashboard-auth/dashboard-auth-
 import { openStore, storageLocation } from '../store/open-store.ts';
 import { type CliContext, requiredFlag, UsageError, unknownSubcommand } from './cli-context.ts';
 
-const FLAGS = {
+export const FLAGS = {
   account: { type: 'string' },
   email: { type: 'string' },
   json: { type: 'boolean' },

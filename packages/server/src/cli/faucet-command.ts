@@ -10,7 +10,7 @@ import { AmountError, decimalTextToAtomic, toAtomic } from '../domain/money.ts';
 import { FaucetService } from '../services/wallets/faucet-service.ts';
 import { type CliContext, requiredFlag } from './cli-context.ts';
 
-const FLAGS = {
+export const FLAGS = {
   to: { type: 'string' },
   amount: { type: 'string' },
   token: { type: 'string' },

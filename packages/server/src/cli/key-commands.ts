@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import type { ApiKeyRecord } from '../domain/records/account-records.ts';
 import { type CliContext, requiredFlag, UsageError, unknownSubcommand, withAccounts } from './cli-context.ts';
 
-const FLAGS = {
+export const FLAGS = {
   account: { type: 'string' },
   name: { type: 'string' },
   json: { type: 'boolean' },

@@ -2,50 +2,41 @@ import { ConfigError } from '../config.ts';
 import { GatewayError, toErrorBody } from '../domain/gateway-error.ts';
 import { GATE402_VERSION } from '../version.ts';
 import { type CliContext, createContext, UsageError } from './cli-context.ts';
-import {
-  ACCOUNTS_USAGE,
-  DASHBOARD_USAGE,
-  FAUCET_USAGE,
-  KEYS_USAGE,
-  WALLETS_USAGE,
-  WEBHOOKS_USAGE,
-} from './usage.ts';
-
-const USAGE = `gate402 ${GATE402_VERSION}: self-hostable x402 payment gateway
-
-Usage:
-  gate402 serve                     run the gateway (what \`npm start\` runs)
-  gate402 migrate                   bring storage to the newest schema
-  gate402 localnet [--port N] [--ledger DIR] [--slot-ms N]
-                                    run the Solana localnet alone, like solana-test-validator
-${ACCOUNTS_USAGE.replace(/^/gm, '  ')}
-${KEYS_USAGE.replace(/^/gm, '  ')}
-${WALLETS_USAGE.replace(/^/gm, '  ')}
-${WEBHOOKS_USAGE.replace(/^/gm, '  ')}
-${DASHBOARD_USAGE.replace(/^/gm, '  ')}
-${FAUCET_USAGE.replace(/^/gm, '  ')}
-
-Storage is the same as the server's: DATABASE_URL if set, else the SQLite file in DATA_DIR (default ./data).
-With --json a command prints only JSON.`;
+import { helpFor, mainHelp } from './usage.ts';
 
 /** Runs one command; returns the exit code (0 ok, 1 refused, 2 wrong usage or configuration). */
 export async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   const json = args.includes('--json');
-  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
-    process.stdout.write(`${USAGE}\n`);
-    return command === undefined ? 2 : 0;
+  if (command === undefined) {
+    process.stderr.write(`${mainHelp()}\n`);
+    return 2;
   }
   if (command === '--version' || command === 'version') {
     process.stdout.write(`${GATE402_VERSION}\n`);
     return 0;
+  }
+  // Help before anything else: it reads no configuration, so it works whatever the environment holds.
+  const help = helpRequest(command, args);
+  if (help !== undefined) {
+    const text = helpFor(help);
+    if (text === undefined) return report(new UsageError(`unknown command: ${help.join(' ')}`), json);
+    process.stdout.write(`${text}\n`);
+    return 0;
+  }
+  if (command === 'localnet') {
+    // Its own parser and messages; a usage error there sets the exit code rather than throwing.
+    const { runLocalnetCli } = await import('@gate402/localnet');
+    await runLocalnetCli(args);
+    return Number(process.exitCode ?? 0);
   }
   try {
     const ctx = createContext(json);
     await run(ctx, command, args);
     return 0;
   } catch (error) {
-    return report(error, json);
+    const sub = args[0];
+    return report(error, json, sub === undefined || sub.startsWith('-') ? [command] : [command, sub]);
   }
 }
 
@@ -65,11 +56,6 @@ async function run(ctx: CliContext, command: string, args: string[]): Promise<vo
         { migrated },
         migrated.length > 0 ? `applied: ${migrated.join(', ')}` : 'already current',
       );
-    }
-    case 'localnet': {
-      const { runLocalnetCli } = await import('@gate402/localnet');
-      await runLocalnetCli(args);
-      return;
     }
     case 'accounts':
       return (await import('./account-commands.ts')).accountsCommand(ctx, args);
@@ -100,9 +86,26 @@ function noArguments(command: string, args: string[]): void {
   );
 }
 
-function report(error: unknown, json: boolean): number {
+/**
+ * The command words whose help was asked for: `gate402 help keys create`, `gate402 keys --help`,
+ * `gate402 keys create -h`. Options after `--` are arguments, not a request for help.
+ */
+function helpRequest(command: string, args: readonly string[]): string[] | undefined {
+  if (command === 'help' || command === '--help' || command === '-h') {
+    return args.filter((arg) => !arg.startsWith('-'));
+  }
+  const end = args.indexOf('--');
+  const options = end === -1 ? args : args.slice(0, end);
+  if (!options.includes('--help') && !options.includes('-h')) return undefined;
+  const sub = options[0];
+  return sub === undefined || sub.startsWith('-') ? [command] : [command, sub];
+}
+
+function report(error: unknown, json: boolean, words: readonly string[] = []): number {
   if (error instanceof UsageError || isParseArgsError(error)) {
-    process.stderr.write(`gate402: ${(error as Error).message}\n\n${USAGE}\n`);
+    // The help of the command that was misused (its group's, or all of them, when it is not known).
+    const usage = (words.length === 0 ? undefined : helpFor(words)) ?? mainHelp();
+    process.stderr.write(`gate402: ${(error as Error).message}\n\n${usage}\n`);
     return 2;
   }
   if (error instanceof ConfigError) {

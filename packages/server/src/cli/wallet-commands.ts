@@ -7,7 +7,7 @@ import { WalletService } from '../services/wallets/wallet-service.ts';
 import { openStore, storageLocation } from '../store/open-store.ts';
 import { type CliContext, requiredFlag, UsageError, unknownSubcommand } from './cli-context.ts';
 
-const FLAGS = {
+export const FLAGS = {
   account: { type: 'string' },
   chain: { type: 'string' },
   address: { type: 'string' },

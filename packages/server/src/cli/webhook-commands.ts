@@ -5,7 +5,7 @@ import { SecretBox } from '../services/custody/secret-box.ts';
 import { openStore, storageLocation } from '../store/open-store.ts';
 import { type CliContext, requiredFlag, UsageError, unknownSubcommand } from './cli-context.ts';
 
-const FLAGS = {
+export const FLAGS = {
   account: { type: 'string' },
   url: { type: 'string' },
   events: { type: 'string' },
