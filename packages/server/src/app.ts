@@ -34,6 +34,7 @@ import { asyncApiRoutes } from './http/routes/asyncapi.ts';
 import { facilitatorRoutes } from './http/routes/facilitator.ts';
 import { faucetRoutes } from './http/routes/faucet.ts';
 import { healthRoutes, type ReadinessCheck } from './http/routes/health.ts';
+import { homeRoutes } from './http/routes/home.ts';
 import { networkRoutes } from './http/routes/networks.ts';
 import { paymentRoutes } from './http/routes/payments.ts';
 import { portfolioRoutes } from './http/routes/portfolio.ts';
@@ -192,6 +193,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   installIdempotency(app, deps.store);
 
   await app.register(healthRoutes, { checks: deps.readiness });
+  await app.register(homeRoutes, { version: GATE402_VERSION, dashboard: deps.dashboard !== undefined });
   await app.register(wellKnownRoutes, { proofs: services.proofs });
   await app.register(accountRoutes);
   await app.register(networkRoutes, { networks: deps.networks });

@@ -26,6 +26,8 @@ interface Setting<T> {
 type Env = Readonly<Record<string, string | undefined>>;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 export const SETTINGS = {
   port: setting({
@@ -199,6 +201,13 @@ export const SETTINGS = {
     fallback: () => 'info' as (typeof LOG_LEVELS)[number],
     parse: oneOf(LOG_LEVELS),
   }),
+  logFormat: setting<LogFormat | undefined>({
+    env: 'LOG_FORMAT',
+    description:
+      'json: one JSON object per line (for log collectors); pretty: one human-readable line per entry (time, level, message, fields). Unset: pretty when standard output is a terminal, else json.',
+    fallback: () => undefined,
+    parse: oneOf(LOG_FORMATS),
+  }),
   bodyLimitBytes: setting({
     env: 'BODY_LIMIT_BYTES',
     description: 'Largest request body accepted, in bytes; larger bodies get 413.',
@@ -215,7 +224,7 @@ export const SETTINGS = {
   demoAccount: setting({
     env: 'GATE402_DEMO',
     description:
-      'Create a demo account and print its key when storage has no account yet. Default: true on SQLite, false on PostgreSQL.',
+      'When storage has no account yet, create a demo account on the plan granting the most features (Enterprise, every feature, by default) and print its API key and a dashboard log-in once, to stdout only. Default: true on SQLite, false on PostgreSQL.',
     fallback: (env) => !env.DATABASE_URL,
     parse: boolean,
   }),

@@ -6,11 +6,14 @@ import { type DestinationStream, type Logger, pino } from 'pino';
 import { buildApp } from './app.ts';
 import { connectNetworks } from './chains/connect-networks.ts';
 import type { NetworkRegistry } from './chains/network-registry.ts';
-import type { Config } from './config.ts';
+import type { Config, LogFormat } from './config.ts';
+import { PLAN_RATE_LIMITS, PLANS, type Plan } from './domain/plan.ts';
+import type { PlanAccess } from './domain/plan-access.ts';
 import { createPaymentEvents, type PaymentEvents } from './events/payment-events.ts';
 import type { ReadinessCheck } from './http/routes/health.ts';
 import { TlsCertificates, type TlsReload } from './http/tls/tls-certificates.ts';
 import { tlsFiles } from './http/tls/tls-credentials.ts';
+import { chooseLogFormat, prettyLogStream } from './log-format.ts';
 import { GatewayMetrics } from './metrics/gateway-metrics.ts';
 import { MemoryRateLimiter } from './ratelimit/memory-rate-limiter.ts';
 import type { RateLimiter } from './ratelimit/rate-limiter.ts';
@@ -73,7 +76,11 @@ export interface GatewayOverrides {
 
 export interface DemoAccount {
   readonly accountId: string;
+  /** The plan granting the most features in PLAN_ACCESS (Enterprise by default: every feature). */
+  readonly plan: Plan;
   readonly key: string;
+  /** A dashboard log-in to the same account; absent when the dashboard is not served. */
+  readonly dashboardLogin: { readonly email: string; readonly password: string } | undefined;
 }
 
 /** One gateway instance: its parts, its jobs, and the one way to start and stop them. */
@@ -128,9 +135,24 @@ export const REDACTED_LOG_PATHS = [
   ...SECRET_FIELDS.flatMap((f) => [f, `*.${f}`]),
 ];
 
-export function createLogger(config: Pick<Config, 'logLevel'>, destination?: DestinationStream): Logger {
+/**
+ * The gateway's logger at LOG_LEVEL. Entries go to `destination` as JSON lines, or to stdout in the
+ * format LOG_FORMAT names; unset, human-readable lines when stdout is a terminal (colored), else JSON.
+ * `logFormat: 'pretty'` with a destination writes readable lines to it, uncolored.
+ */
+export function createLogger(
+  config: Pick<Config, 'logLevel'> & { readonly logFormat?: LogFormat | undefined },
+  destination?: DestinationStream,
+): Logger {
   const options = { level: config.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } };
-  return destination === undefined ? pino(options) : pino(options, destination);
+  if (destination !== undefined) {
+    return config.logFormat === 'pretty'
+      ? pino(options, prettyLogStream(destination, { colors: false }))
+      : pino(options, destination);
+  }
+  const stdoutIsTty = process.stdout.isTTY === true;
+  if (chooseLogFormat(config.logFormat, stdoutIsTty) === 'json') return pino(options);
+  return pino(options, prettyLogStream(process.stdout, { colors: stdoutIsTty }));
 }
 
 /**
@@ -208,8 +230,6 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
       ...overrides.services,
     });
     if (overrides.startFacilitator !== false) await services.facilitator.start();
-    const demoWanted = overrides.demoAccount ?? config.demoAccount;
-    const demo = demoWanted ? await ensureDemoAccount(store, services.accounts) : undefined;
 
     const events =
       overrides.events === false
@@ -249,6 +269,10 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
               ? {}
               : { sessionPurgeIntervalMs: dashboardOptions.sessionPurgeIntervalMs }),
           });
+    const demoWanted = overrides.demoAccount ?? config.demoAccount;
+    const demo = demoWanted
+      ? await ensureDemoAccount(store, services.accounts, dashboardAuth, config.planAccess)
+      : undefined;
     const httpLogger = overrides.httpLogger === undefined ? logger : overrides.httpLogger;
     const app = await buildApp({
       config,
@@ -407,10 +431,43 @@ async function createRateLimiter(
   return redis;
 }
 
-/** On storage with no account at all, a Standard demo account and key, so the README's curl line works. */
-async function ensureDemoAccount(store: Store, accounts: AccountService): Promise<DemoAccount | undefined> {
+/** The demo account's dashboard log-in; `.local` is reserved for local names, so it is nobody's mailbox. */
+export const DEMO_EMAIL = 'demo@gate402.local';
+
+/**
+ * On storage with no account at all, a demo account that can try everything: the plan granting the most
+ * features (Enterprise, at Premium's rate, by default; a narrower PLAN_ACCESS is honoured), an API key,
+ * and a dashboard log-in with a random password, so signing up is not the only way into the dashboard
+ * and the dashboard shows what the key did. The secrets are returned for the start banner only (stdout,
+ * never the logger); the password is stored hashed like any other.
+ */
+async function ensureDemoAccount(
+  store: Store,
+  accounts: AccountService,
+  dashboardAuth: DashboardAuthService | undefined,
+  planAccess: PlanAccess,
+): Promise<DemoAccount | undefined> {
   if ((await store.accounts.count()) > 0) return undefined;
-  const account = await accounts.createAccount({ name: 'demo', plan: 'standard' });
+  const plan = fullestPlan(planAccess);
+  const account = await accounts.createAccount({
+    name: 'demo',
+    plan,
+    ...(plan === 'enterprise' ? { rateLimit: PLAN_RATE_LIMITS.premium } : {}),
+  });
   const created: CreatedApiKey = await accounts.createKey(account.id, 'demo');
-  return { accountId: account.id, key: created.key };
+  let dashboardLogin: DemoAccount['dashboardLogin'];
+  if (dashboardAuth !== undefined) {
+    // 120 random bits: a password nobody guesses, short enough to type from the banner.
+    const password = randomBytes(15).toString('base64url');
+    await dashboardAuth.setPassword({ accountId: account.id, email: DEMO_EMAIL, password });
+    dashboardLogin = { email: DEMO_EMAIL, password };
+  }
+  return { accountId: account.id, plan, key: created.key, dashboardLogin };
+}
+
+/** The plan granting the most features; on a tie the higher plan (PLANS is in ascending order). */
+export function fullestPlan(planAccess: PlanAccess): Plan {
+  let best: Plan = PLANS[0];
+  for (const plan of PLANS) if (planAccess[plan].size >= planAccess[best].size) best = plan;
+  return best;
 }

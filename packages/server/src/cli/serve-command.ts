@@ -1,4 +1,5 @@
-import { createLogger, startServer } from '../server.ts';
+import { FEATURES, type PlanAccess } from '../domain/plan-access.ts';
+import { createLogger, type DemoAccount, startServer } from '../server.ts';
 import type { CliContext } from './cli-context.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -16,19 +17,8 @@ export async function serveCommand(ctx: CliContext): Promise<void> {
     `gate402 is listening on ${server.url}  (API docs: ${server.url}/docs)`,
     `Web dashboard: ${server.url}/dashboard`,
   ];
-  if (server.demo !== undefined) {
-    lines.push(
-      '',
-      `A demo account (${server.demo.accountId}, Standard plan) was created with this API key.`,
-      'It is shown only now; keep it somewhere safe:',
-      '',
-      `  ${server.demo.key}`,
-      '',
-      'Try it:',
-      '',
-      `  curl -H "Authorization: Bearer ${server.demo.key}" ${server.url}/account`,
-    );
-  }
+  if (server.demo !== undefined)
+    lines.push('', ...demoBanner(server.demo, server.url, ctx.config.planAccess));
   process.stdout.write(`\n${lines.join('\n')}\n\n`);
 
   // Only with TLS: on plain HTTP there is nothing to reload, and SIGHUP keeps its usual meaning.
@@ -51,4 +41,32 @@ export async function serveCommand(ctx: CliContext): Promise<void> {
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
   });
+}
+
+/**
+ * The demo account's secrets, printed once to stdout and never through the logger (whose lines may be
+ * shipped elsewhere): only the person who started the gateway sees them.
+ */
+export function demoBanner(demo: DemoAccount, url: string, planAccess: PlanAccess): string[] {
+  const plan = `${demo.plan[0]?.toUpperCase()}${demo.plan.slice(1)} plan`;
+  const granted = planAccess[demo.plan].size;
+  const features =
+    granted === FEATURES.length ? 'every feature' : `${granted} of ${FEATURES.length} features`;
+  return [
+    `A demo account (${demo.accountId}, ${plan}: ${features}) was created.`,
+    'Its secrets are shown only now; keep them somewhere safe.',
+    '',
+    `  API key:            ${demo.key}`,
+    ...(demo.dashboardLogin === undefined
+      ? []
+      : [
+          `  Dashboard log-in:   ${demo.dashboardLogin.email}`,
+          `  Dashboard password: ${demo.dashboardLogin.password}`,
+          `                      (log in at ${url}/dashboard; change it on its Password page)`,
+        ]),
+    '',
+    'Try it:',
+    '',
+    `  curl -H "Authorization: Bearer ${demo.key}" ${url}/account`,
+  ];
 }

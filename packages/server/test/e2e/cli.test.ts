@@ -210,7 +210,7 @@ describe('the gate402 command', () => {
       assert.ok(server.output().includes(`curl -H "Authorization: Bearer ${key}" ${server.url}/account`));
       const res = await getAccount(server.url, key);
       assert.equal(res.status, 200);
-      assert.equal(res.body.plan, 'standard');
+      assert.equal(res.body.plan, 'enterprise');
     } finally {
       assert.equal(await stop(server.child), 0);
       fresh.dispose();

@@ -10,10 +10,11 @@ import { openStream } from '../../support/stream-client.ts';
 const PASSWORD = 'correct horse battery';
 
 /**
- * Routes nobody's plan decides: health, documents, the dashboard's page files, and /metrics (its own
+ * Routes nobody's plan decides: the home page (/), health, documents, the dashboard's page files, and /metrics (its own
  * token). Anything else the app serves must be a door of the access policy.
  */
 const PUBLIC = [
+  /^\/$/,
   /^\/healthz$/,
   /^\/readyz$/,
   /^\/\.well-known\//,
