@@ -1,4 +1,4 @@
-import { relative } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { SETTINGS } from '../../packages/server/src/config.ts';
 import { ERROR_CATALOGUE, type ErrorCode } from '../../packages/server/src/domain/error-catalogue.ts';
 import { PLAN_RATE_LIMITS, PLANS } from '../../packages/server/src/domain/plan.ts';
@@ -44,6 +44,28 @@ function formatValue(value: unknown): string {
   return `\`${String(value)}\``;
 }
 
+/** A value no setting takes: its refusal, in the parser's own words, says what the setting accepts. */
+const PROBE = '\u00a7';
+
+/**
+ * What a setting accepts, read from its parser's refusal of PROBE (the message an operator sees at start,
+ * less its quote of the bad value); empty when the parser takes anything.
+ */
+function accepted(parse: (raw: string) => unknown): string {
+  try {
+    parse(PROBE);
+    return '';
+  } catch (error) {
+    const message = (error instanceof Error ? error.message : String(error))
+      .replace(`, got "${PROBE}"`, '')
+      .replace(`; "${PROBE}" is neither`, '')
+      .replace(/^must be /, '');
+    // A file setting refuses the probe as a path that does not exist (where the generator ran).
+    if (message.startsWith(resolve(PROBE))) return 'a path to a readable file';
+    return message.includes(PROBE) ? '' : message;
+  }
+}
+
 export function renderConfiguration(): string {
   const known = new Set(Object.values(SETTINGS).map((s) => s.env));
   const stray = Object.keys(SETTING_NOTES).filter((env) => !known.has(env));
@@ -52,7 +74,7 @@ export function renderConfiguration(): string {
   const rows = Object.values(SETTINGS).map((s) => {
     const note = SETTING_NOTES[s.env];
     const meaning = note === undefined ? s.description : `${s.description} ${note}`;
-    return `| \`${s.env}\` | ${cell(renderDefault(s.fallback))} | ${cell(meaning)} |`;
+    return `| \`${s.env}\` | ${cell(renderDefault(s.fallback))} | ${cell(accepted(s.parse))} | ${cell(meaning)} |`;
   });
   const plans = PLANS.map((plan) => {
     const rate =
@@ -67,10 +89,10 @@ export function renderConfiguration(): string {
     '',
     'Every setting is read once at start from the environment (`packages/server/src/config.ts` is the only',
     'reader of `process.env`); a bad value stops the start with a message naming every bad variable. An unset',
-    'or empty variable takes its default.',
+    'or empty variable takes its default. "Accepts" is what the start checks, in the words of its refusal.',
     '',
-    '| Variable | Default | Meaning |',
-    '|---|---|---|',
+    '| Variable | Default | Accepts | Meaning |',
+    '|---|---|---|---|',
     ...rows,
     '',
     '## Plans',
