@@ -229,7 +229,12 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
       ...(metrics === undefined ? {} : { confirmations: metrics, sponsoredFees: metrics }),
       ...overrides.services,
     });
-    if (overrides.startFacilitator !== false) await services.facilitator.start();
+    // The facilitator's start (fee-payer keys, funding them on local chains, Permit2 detection) waits on
+    // the chains; the app is built meanwhile (CPU work), and the gateway is handed out once both are done.
+    const facilitatorStarted =
+      overrides.startFacilitator === false ? Promise.resolve() : services.facilitator.start();
+    // Awaited below; a failure before that (the app not building) is reported by that failure instead.
+    facilitatorStarted.catch(() => {});
 
     const events =
       overrides.events === false
@@ -299,6 +304,7 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
     overrides.extraRoutes?.(app);
     closers.unshift(() => app.close());
     await app.ready();
+    await facilitatorStarted;
 
     // Every periodic job of an instance, in one list: nothing else in the gateway starts a timer loop.
     const jobs: Job[] = [
