@@ -17,7 +17,7 @@ import { aTestPayment } from '../../support/test-payment.ts';
  * A Solana-like chain (no nonces: a transaction is valid until the height passes its blockhash's
  * lastValidBlockHeight) that can drop its newest slots, and a node that can lag: its finalized slot and
  * the signatures it knows held back — the lag is what the embedded localnet cannot play; real slot drops
- * on it are tested in solana-reorg.test.ts.
+ * on it are tested in reorg.test.ts.
  */
 class ForkableChain implements FinalityChain {
   slot = 100n;
