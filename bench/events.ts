@@ -17,7 +17,7 @@ const eventsBenchmark: Benchmark = async () => {
   const server = spawn(
     process.execPath,
     [
-      '--conditions=source',
+      '--conditions=@gate402/source',
       '--import',
       'tsx',
       new URL('./servers/events-gateway.ts', import.meta.url).pathname,

@@ -12,7 +12,7 @@ export async function startServerProcess(
   script: string,
   expect: string[],
 ): Promise<{ child: ChildProcess; values: Record<string, string> }> {
-  const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', script], {
+  const child = spawn(process.execPath, ['--conditions=@gate402/source', '--import', 'tsx', script], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const values: Record<string, string> = {};

@@ -39,7 +39,7 @@ const benchmark: Benchmark = async () => {
   const profileDir = process.env.LOCALNET_BENCH_CPU_PROF;
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   const child = fork(fileURLToPath(import.meta.url), ['--serve', dir], {
-    execArgv: ['--conditions=source', '--import', 'tsx', '--expose-gc', ...profile],
+    execArgv: ['--conditions=@gate402/source', '--import', 'tsx', '--expose-gc', ...profile],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   let deadline: NodeJS.Timeout | undefined;

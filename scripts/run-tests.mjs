@@ -60,7 +60,7 @@ const result = spawnSync(
   process.execPath,
   [
     // The sources, through tsx, with workspace packages resolved to their sources (export condition).
-    '--conditions=source',
+    '--conditions=@gate402/source',
     '--import',
     'tsx',
     '--test',

@@ -53,10 +53,14 @@ describe('README examples run as written', () => {
   });
 
   function start(name: string, extra: NodeJS.ProcessEnv = {}): ChildProcess & { output: () => string } {
-    const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', join(dir, name)], {
-      cwd: dir,
-      env: { ...env, ...extra },
-    });
+    const child = spawn(
+      process.execPath,
+      ['--conditions=@gate402/source', '--import', 'tsx', join(dir, name)],
+      {
+        cwd: dir,
+        env: { ...env, ...extra },
+      },
+    );
     children.push(child);
     let output = '';
     child.stdout?.on('data', (chunk) => {

@@ -26,7 +26,7 @@ async function start(ledger: string): Promise<Node> {
   const child = spawn(
     process.execPath,
     [
-      '--conditions=source',
+      '--conditions=@gate402/source',
       '--import',
       'tsx',
       entry,

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
  * command (bin/gate402.js) is checked by the packaging test, from the packed tarballs.
  */
 export const GATE402_COMMAND: readonly string[] = [
-  '--conditions=source',
+  '--conditions=@gate402/source',
   '--import',
   'tsx',
   fileURLToPath(new URL('../../src/cli/gate402.ts', import.meta.url)),

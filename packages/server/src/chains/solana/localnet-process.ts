@@ -45,7 +45,7 @@ export async function startLocalnetProcess(
     fileURLToPath(new URL(fromSource ? './localnet-child.ts' : './localnet-child.js', import.meta.url)),
     [JSON.stringify(options)],
     {
-      execArgv: fromSource ? ['--conditions=source', '--import', import.meta.resolve('tsx')] : [],
+      execArgv: fromSource ? ['--conditions=@gate402/source', '--import', import.meta.resolve('tsx')] : [],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     },
   );

@@ -55,7 +55,7 @@ describe('anvil launcher', () => {
     `;
     const child = spawn(
       process.execPath,
-      ['--conditions=source', '--import', 'tsx', '--input-type=module', '-e', script],
+      ['--conditions=@gate402/source', '--import', 'tsx', '--input-type=module', '-e', script],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
       },

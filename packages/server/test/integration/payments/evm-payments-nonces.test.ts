@@ -100,7 +100,17 @@ describe('EVM nonce allocation: two processes on one SQLite file', () => {
             new Promise<string[]>((resolve, reject) => {
               execFile(
                 process.execPath,
-                ['--conditions=source', '--import', 'tsx', ALLOCATOR, file, NETWORK, WALLET, '40', startAt],
+                [
+                  '--conditions=@gate402/source',
+                  '--import',
+                  'tsx',
+                  ALLOCATOR,
+                  file,
+                  NETWORK,
+                  WALLET,
+                  '40',
+                  startAt,
+                ],
                 { timeout: 60_000 },
                 (error, stdout, stderr) =>
                   error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(JSON.parse(stdout)),
