@@ -25,7 +25,10 @@ export interface PaymentEvent {
 }
 
 export interface VerifyWebhookOptions {
-  /** How far the `webhook-timestamp` may be from now, in seconds; default 300 (replays are refused). */
+  /**
+   * How far the `webhook-timestamp` may be from now, in seconds; default 300. A delivery replayed later
+   * than that is refused; within it, drop repeats by the event's `id` (the same on every attempt).
+   */
   readonly toleranceSeconds?: number;
   /** Unix ms; for tests. */
   readonly now?: () => number;
@@ -52,7 +55,8 @@ export type WebhookHeaders = Headers | Readonly<Record<string, string | readonly
  * });
  * ```
  *
- * @throws WebhookVerificationError when the signature, the timestamp or the body is not right.
+ * @throws WebhookVerificationError when the delivery's signature, timestamp or body is not right: answer 400.
+ * @throws TypeError when the call itself is wrong (no secret, a parsed body): a bug to fix, not a delivery.
  */
 export function verifyPaymentWebhook(
   secret: string,
@@ -60,6 +64,19 @@ export function verifyPaymentWebhook(
   body: string | Uint8Array,
   options: VerifyWebhookOptions = {},
 ): PaymentEvent {
+  // Mistakes in the caller's code are TypeErrors, not a delivery to refuse: a secret left unset would
+  // otherwise refuse every real delivery as forged, and a body already parsed as JSON cannot be checked.
+  const key = secretKey(secret);
+  if (typeof body !== 'string' && !(body instanceof Uint8Array))
+    throw new TypeError(
+      'verifyPaymentWebhook needs the raw body (a string or bytes), not parsed JSON: use express.text({ type: "*/*" }) or the like',
+    );
+  if (typeof headers !== 'object' || headers === null)
+    throw new TypeError('verifyPaymentWebhook needs the request headers');
+  const tolerance = options.toleranceSeconds ?? 300;
+  if (!Number.isFinite(tolerance) || tolerance < 0)
+    throw new TypeError('toleranceSeconds must be a number of seconds, 0 or more');
+
   const id = headerOf(headers, 'webhook-id');
   const timestamp = headerOf(headers, 'webhook-timestamp');
   const signatures = headerOf(headers, 'webhook-signature');
@@ -67,17 +84,20 @@ export function verifyPaymentWebhook(
     throw new WebhookVerificationError('missing webhook-id, webhook-timestamp or webhook-signature header');
   if (!/^\d{1,15}$/.test(timestamp))
     throw new WebhookVerificationError('webhook-timestamp is not a Unix time in seconds');
-  const tolerance = options.toleranceSeconds ?? 300;
   const now = Math.floor((options.now?.() ?? Date.now()) / 1000);
   if (Math.abs(now - Number(timestamp)) > tolerance)
     throw new WebhookVerificationError(`webhook-timestamp is more than ${tolerance} s from now`);
 
-  const text = typeof body === 'string' ? body : Buffer.from(body).toString('utf8');
-  const expected = createHmac('sha256', secretKey(secret)).update(`${id}.${timestamp}.${text}`).digest();
+  // The bytes as received are what was signed: no decoding and re-encoding before the HMAC.
+  const bytes =
+    typeof body === 'string'
+      ? Buffer.from(body, 'utf8')
+      : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  const expected = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(bytes).digest();
   // Space-separated `v1,<base64>` entries: several while the endpoint's secret is being rotated.
   const matches = signatures.split(' ').some((entry) => {
     const [version, value] = entry.split(',', 2);
-    if (version !== 'v1' || value === undefined) return false;
+    if (version !== 'v1' || value === undefined || !BASE64.test(value)) return false;
     const given = Buffer.from(value, 'base64');
     return given.length === expected.length && timingSafeEqual(given, expected);
   });
@@ -85,7 +105,7 @@ export function verifyPaymentWebhook(
 
   let event: PaymentEvent;
   try {
-    event = JSON.parse(text) as PaymentEvent;
+    event = JSON.parse(bytes.toString('utf8')) as PaymentEvent;
   } catch {
     throw new WebhookVerificationError('the body is not JSON');
   }
@@ -94,15 +114,28 @@ export function verifyPaymentWebhook(
   return event;
 }
 
+/** Standard base64, padded: a signature with anything else in it is not one. */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** A header's value; several values of one header (an array) are read as one, space-separated. */
 function headerOf(headers: WebhookHeaders, name: string): string | undefined {
   if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined;
-  const value = (headers as Record<string, string | readonly string[] | undefined>)[name];
-  return typeof value === 'string' ? value : value?.[0];
+  const value = (headers as Record<string, unknown>)[name];
+  if (typeof value === 'string') return value;
+  if (!Array.isArray(value)) return undefined;
+  const parts = value.filter((part): part is string => typeof part === 'string');
+  return parts.length === 0 ? undefined : parts.join(' ');
 }
 
+/** The key of a `whsec_…` secret; a TypeError when there is none, so a missing setting is loud. */
 function secretKey(secret: string): Buffer {
+  if (typeof secret !== 'string' || secret.length === 0)
+    throw new TypeError(
+      'the webhook secret is empty: set it to the secret POST /webhooks answered (whsec_…)',
+    );
   const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret;
   const key = Buffer.from(encoded, 'base64');
-  if (key.length === 0) throw new WebhookVerificationError('the webhook secret is empty or not base64');
+  if (key.length === 0 || !BASE64.test(encoded))
+    throw new TypeError('the webhook secret is not a whsec_… secret (base64 after the prefix)');
   return key;
 }

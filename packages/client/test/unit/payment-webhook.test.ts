@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { verifyPaymentWebhook, WebhookVerificationError } from '../../src/payment-webhook.ts';
+
+const NOT_UTF8 = Buffer.from([0x7b, 0x22, 0x69, 0x64, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]);
 
 const secret = `whsec_${randomBytes(32).toString('base64')}`;
 const NOW = Date.parse('2026-11-28T12:00:00Z');
@@ -57,6 +59,47 @@ describe('verifyPaymentWebhook', () => {
     const { 'webhook-signature': _, ...unsigned } = delivery();
     refused(() => verify(unsigned), /missing/);
     refused(() => verify({ ...delivery(), 'webhook-signature': 'v2,abc' }), /no webhook-signature/);
+  });
+
+  it('checks the bytes as received: a body that is not UTF-8 is checked as it came, not decoded first', () => {
+    const timestamp = String(NOW / 1000);
+    const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+    const mac = createHmac('sha256', key).update(`evt_bytes.${timestamp}.`).update(NOT_UTF8).digest('base64');
+    const headers = {
+      'webhook-id': 'evt_bytes',
+      'webhook-timestamp': timestamp,
+      'webhook-signature': `v1,${mac}`,
+    };
+    refused(() => verify(headers, NOT_UTF8), /not the event webhook-id names/);
+    // The same bytes decoded and encoded again are other bytes: refused at the signature.
+    refused(() => verify(headers, NOT_UTF8.toString('utf8')), /no webhook-signature matches/);
+  });
+
+  it('reads a header given as an array, and ignores a signature with junk around its base64', () => {
+    const headers = delivery();
+    assert.deepEqual(
+      verify({ ...headers, 'webhook-signature': ['v1,AAAA', headers['webhook-signature']] } as never),
+      event,
+    );
+    refused(
+      () => verify({ ...headers, 'webhook-signature': `${headers['webhook-signature']}$$$` }),
+      /no webhook-signature/,
+    );
+  });
+
+  it('throws a TypeError, not a refusal, for a call that is wrong: no secret, a parsed body, no headers, a bad tolerance', () => {
+    const typeError = (run: () => unknown, message: RegExp) =>
+      assert.throws(run, (e: unknown) => e instanceof TypeError && message.test(e.message));
+    typeError(() => verifyPaymentWebhook('', delivery(), body), /secret is empty/);
+    typeError(() => verifyPaymentWebhook(undefined as never, delivery(), body), /secret is empty/);
+    typeError(() => verifyPaymentWebhook('whsec_***', delivery(), body), /not a whsec_/);
+    typeError(() => verifyPaymentWebhook(secret, delivery(), JSON.parse(body)), /raw body/);
+    typeError(() => verifyPaymentWebhook(secret, delivery(), { length: 5e8 } as never), /raw body/);
+    typeError(() => verifyPaymentWebhook(secret, undefined as never, body), /headers/);
+    typeError(
+      () => verifyPaymentWebhook(secret, delivery(), body, { toleranceSeconds: Number.NaN }),
+      /toleranceSeconds/,
+    );
   });
 
   it('refuses a delivery older or newer than the tolerance (a replay), and a timestamp that is not one', () => {

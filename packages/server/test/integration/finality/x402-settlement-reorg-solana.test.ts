@@ -157,7 +157,8 @@ describe('reorgs on the localnet: an x402 settlement of the built-in facilitator
     assert.ok(landed && landed.status !== 'failed' && 'slot' in landed);
     assert.ok(landed.slot > before.slot, 'a new slot');
     const moved = await stored(paymentId);
-    assert.equal(moved.status, 'confirmed');
+    // Confirmed in its new slot, or already finalized there if the machine was slow meanwhile.
+    assert.ok(['confirmed', 'finalized'].includes(moved.status), moved.status);
     assert.equal(moved.signature, signature, 'the same transaction: the same signed bytes');
     assert.equal(moved.slot, landed.slot);
     assert.equal(moved.error, null);
