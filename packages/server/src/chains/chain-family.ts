@@ -1,3 +1,4 @@
+import type { Config } from '../config.ts';
 import type { ChainFamily } from '../domain/address.ts';
 import type { ChainAdapter } from './chain-adapter.ts';
 import type { ExactScheme } from './exact-scheme.ts';
@@ -7,6 +8,17 @@ import type { RpcObserver } from './rpc-endpoints.ts';
 export interface FamilyConnection {
   readonly adapters: readonly ChainAdapter[];
   close(): Promise<void>;
+}
+
+/**
+ * How the CLI's faucet reaches this family's local chain from another process (where a running gateway
+ * started it, or as configured): `connect` throws ChainError `unavailable` when nothing answers there.
+ */
+export interface FaucetChainPlan {
+  /** For people: "local Solana chain", "local EVM chain (anvil)". */
+  readonly where: string;
+  readonly rpcUrl: string;
+  connect(): Promise<{ readonly adapter: ChainAdapter; readonly tokensRefused: string | undefined }>;
 }
 
 /** A recipient a family's rules refuse, with the field's detail for the spec's error body. */
@@ -65,6 +77,11 @@ export interface ChainFamilyModule<Settings = unknown> {
   explorerTransactionUrl(reference: string, id: string): string | undefined;
   /** Whether sellers name the facilitator's fee payer in `extra.feePayer` (Solana), so it is published. */
   readonly sellersNameFeePayer: boolean;
+  /**
+   * Where the CLI's faucet finds this family's local chain; throws the spec's error (or a ConfigError)
+   * when the configuration rules the faucet out there.
+   */
+  faucetChain(config: Config): FaucetChainPlan;
   /** The faucet's explanation when the chain refuses a native top-up to `address`, by field. */
   faucetNativeRefusal(symbol: string): Readonly<Record<string, string>>;
 }

@@ -1,9 +1,9 @@
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ChainAdapter } from '../chains/chain-adapter.ts';
 import { ChainError } from '../chains/chain-error.ts';
+import { chainFamily, chainFamilyOfNetwork } from '../chains/chain-families.ts';
 import { ADDRESS_RULE, NetworkRegistry } from '../chains/network-registry.ts';
-import { type Config, ConfigError } from '../config.ts';
+import type { Config } from '../config.ts';
 import { addressFamily, type ChainFamily } from '../domain/address.ts';
 import { GatewayError, invalidParameters } from '../domain/gateway-error.ts';
 import { AmountError, decimalTextToAtomic, toAtomic } from '../domain/money.ts';
@@ -72,46 +72,8 @@ export async function faucetCommand(ctx: CliContext, args: string[]): Promise<vo
 
 /** The local chain of `family`, where a running gateway would have started it. */
 async function connect(config: Config, family: ChainFamily): Promise<LocalChain> {
-  // The server's own time limits: a chain that stopped answering fails within RPC_TIMEOUT_MS.
-  const rpcLimits = { timeoutMs: config.rpcTimeoutMs, downMs: config.rpcDownMs };
-  if (family === 'solana') {
-    // Every configured endpoint, in order, with failover, as the server has them.
-    const [configured, ...backups] = config.solanaRpcUrls;
-    const rpcUrl = configured ?? loopbackUrl('LOCALNET_PORT', config.localnetPort);
-    // The embedded localnet's PubSub listens on the next port.
-    const wsUrl =
-      configured === undefined
-        ? `ws://127.0.0.1:${config.localnetPort + 1}`
-        : (config.solanaWsUrls[0] ?? rpcUrl.replace(/^http/, 'ws'));
-    const where = configured === undefined ? 'local Solana chain' : 'Solana chain (SOLANA_RPC_URL)';
-    // Each family's SDK is loaded only when its chain is asked: bad input is refused without either.
-    const { connectLocalSolana } = await import('../chains/solana/connect-local-solana.ts');
-    return reach(where, rpcUrl, () =>
-      connectLocalSolana({
-        rpcUrls: [rpcUrl, ...backups],
-        wsUrl,
-        mintAuthorityFile: join(config.dataDir, 'localnet', 'mint-authority.json'),
-        rpcLimits,
-      }),
-    );
-  }
-  if (config.evmRpcUrls.length > 0) {
-    throw new GatewayError('FORBIDDEN', {
-      message:
-        'The faucet works only on the embedded anvil, and EVM_RPC_URLS names other networks (unset it to use anvil).',
-    });
-  }
-  const rpcUrl = loopbackUrl('ANVIL_PORT', config.anvilPort);
-  const { connectLocalAnvil } = await import('../chains/evm/connect-local-anvil.ts');
-  const anvil = await reach('local EVM chain (anvil)', rpcUrl, () =>
-    connectLocalAnvil({ rpcUrl, dataDir: config.dataDir, rpcLimits }),
-  );
-  if (anvil.adapter === undefined) {
-    throw new GatewayError('FORBIDDEN', {
-      message: `The faucet works only on anvil (chain id 31337), and something else answers at ${rpcUrl}.`,
-    });
-  }
-  return { adapter: anvil.adapter, tokensRefused: anvil.tokensRefused };
+  const plan = chainFamily(family).faucetChain(config);
+  return reach(plan.where, plan.rpcUrl, () => plan.connect());
 }
 
 async function reach<T>(where: string, rpcUrl: string, open: () => Promise<T>): Promise<T> {
@@ -129,20 +91,8 @@ async function reach<T>(where: string, rpcUrl: string, open: () => Promise<T>): 
   }
 }
 
-/** The embedded chains' ports are fixed by configuration; with 0 the server picked one nobody can know. */
-function loopbackUrl(variable: string, port: number): string {
-  if (port === 0) {
-    throw new ConfigError([
-      `${variable}: is 0 (any free port), so the faucet cannot find the chain; set the port the server uses`,
-    ]);
-  }
-  return `http://127.0.0.1:${port}`;
-}
-
 function networkFamily(network: string): ChainFamily | undefined {
-  if (network.startsWith('solana:')) return 'solana';
-  if (network.startsWith('eip155:')) return 'evm';
-  return undefined;
+  return chainFamilyOfNetwork(network)?.family;
 }
 
 /**

@@ -1,5 +1,7 @@
+import { GatewayError } from '../../domain/gateway-error.ts';
 import { canonicalAddress } from '../canonical-address.ts';
 import type { ChainFamilyModule } from '../chain-family.ts';
+import { loopbackUrl } from '../loopback-url.ts';
 import { connectEvm } from './connect-evm.ts';
 import { EvmAdapter } from './evm-adapter.ts';
 import { evmExplorerUrl } from './evm-explorers.ts';
@@ -41,6 +43,33 @@ export const evmFamily: ChainFamilyModule<Parameters<typeof connectEvm>[0]> = {
   localStandsInFor: undefined,
   signsTokenDomain: true,
   explorerTransactionUrl: evmExplorerUrl,
+  faucetChain: (config) => {
+    if (config.evmRpcUrls.length > 0) {
+      throw new GatewayError('FORBIDDEN', {
+        message:
+          'The faucet works only on the embedded anvil, and EVM_RPC_URLS names other networks (unset it to use anvil).',
+      });
+    }
+    const rpcUrl = loopbackUrl('ANVIL_PORT', config.anvilPort);
+    return {
+      where: 'local EVM chain (anvil)',
+      rpcUrl,
+      connect: async () => {
+        const { connectLocalAnvil } = await import('./connect-local-anvil.ts');
+        const anvil = await connectLocalAnvil({
+          rpcUrl,
+          dataDir: config.dataDir,
+          rpcLimits: { timeoutMs: config.rpcTimeoutMs, downMs: config.rpcDownMs },
+        });
+        if (anvil.adapter === undefined) {
+          throw new GatewayError('FORBIDDEN', {
+            message: `The faucet works only on anvil (chain id 31337), and something else answers at ${rpcUrl}.`,
+          });
+        }
+        return { adapter: anvil.adapter, tokensRefused: anvil.tokensRefused };
+      },
+    };
+  },
   faucetNativeRefusal: (symbol) => ({ address: `a contract address must accept ${symbol}` }),
 };
 

@@ -1,5 +1,7 @@
+import { join } from 'node:path';
 import { decodeBase58 } from '../../domain/base58.ts';
 import type { ChainFamilyModule } from '../chain-family.ts';
+import { loopbackUrl } from '../loopback-url.ts';
 import { connectSolana } from './connect-solana.ts';
 import { ExactSvmScheme } from './exact-svm-scheme.ts';
 import { SOLANA_RESERVED_ACCOUNTS } from './reserved-accounts.ts';
@@ -25,6 +27,31 @@ export const solanaFamily: ChainFamilyModule<Parameters<typeof connectSolana>[0]
   localStandsInFor: SOLANA_DEVNET_ID,
   signsTokenDomain: false,
   explorerTransactionUrl: solanaExplorerUrl,
+  faucetChain: (config) => {
+    // Every configured endpoint, in order, with failover, as the server has them.
+    const [configured, ...backups] = config.solanaRpcUrls;
+    const rpcUrl = configured ?? loopbackUrl('LOCALNET_PORT', config.localnetPort);
+    // The embedded localnet's PubSub listens on the next port.
+    const wsUrl =
+      configured === undefined
+        ? `ws://127.0.0.1:${config.localnetPort + 1}`
+        : (config.solanaWsUrls[0] ?? rpcUrl.replace(/^http/, 'ws'));
+    return {
+      where: configured === undefined ? 'local Solana chain' : 'Solana chain (SOLANA_RPC_URL)',
+      rpcUrl,
+      connect: async () => {
+        // Loaded only when the faucet asks for this chain: bad input is refused without the SDK.
+        const { connectLocalSolana } = await import('./connect-local-solana.ts');
+        return connectLocalSolana({
+          rpcUrls: [rpcUrl, ...backups],
+          wsUrl,
+          mintAuthorityFile: join(config.dataDir, 'localnet', 'mint-authority.json'),
+          // The server's own time limits: a chain that stopped answering fails within RPC_TIMEOUT_MS.
+          rpcLimits: { timeoutMs: config.rpcTimeoutMs, downMs: config.rpcDownMs },
+        });
+      },
+    };
+  },
   faucetNativeRefusal: () => ({
     amount: 'an address that holds nothing yet must get at least its rent-exempt minimum',
   }),
