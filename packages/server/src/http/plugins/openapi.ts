@@ -3,6 +3,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import { Type } from 'typebox';
 import { ERROR_CATALOGUE } from '../../domain/error-catalogue.ts';
+import { GATE402_ICON_SVG, GATE402_LOGO_SVG } from './gate402-logo.ts';
 
 export const ErrorBodySchema = Type.Object(
   {
@@ -72,6 +73,20 @@ export async function installOpenApi(app: FastifyInstance, version: string): Pro
     routePrefix: '/docs',
     uiConfig: { validatorUrl: null, deepLinking: true },
     staticCSP: true,
+    // gate402's own name and mark, not the documentation tool's.
+    logo: { type: 'image/svg+xml', content: Buffer.from(GATE402_LOGO_SVG), href: '/docs', target: '_self' },
+    theme: {
+      title: `gate402 ${version} API`,
+      favicon: [
+        {
+          filename: 'gate402.svg',
+          rel: 'icon',
+          sizes: 'any',
+          type: 'image/svg+xml',
+          content: Buffer.from(GATE402_ICON_SVG),
+        },
+      ],
+    },
   });
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
 }

@@ -101,4 +101,18 @@ describe('OpenAPI and docs', () => {
     const bundle = await gw.app.inject({ method: 'GET', url: '/docs/static/swagger-ui-bundle.js' });
     assert.equal(bundle.statusCode, 200);
   });
+
+  it("wears gate402's name and mark, not the documentation tool's", async () => {
+    const page = await gw.app.inject({ method: 'GET', url: '/docs/' });
+    assert.match(page.body, /<title>gate402 \d+\.\d+\.\d+ API<\/title>/);
+    assert.match(page.body, /<link rel="icon" type="image\/svg\+xml" href="\.\/static\/theme\/gate402\.svg"/);
+    const icon = await gw.app.inject({ method: 'GET', url: '/docs/static/theme/gate402.svg' });
+    assert.equal(icon.statusCode, 200);
+    assert.match(icon.body, /<svg/);
+    const initializer = await gw.app.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' });
+    assert.equal(initializer.statusCode, 200);
+    const logo = /img\.src = 'data:image\/svg\+xml;base64,([^']+)'/.exec(initializer.body)?.[1];
+    assert.ok(logo, "the top bar shows gate402's logo");
+    assert.match(Buffer.from(logo, 'base64').toString('utf8'), />gate402</);
+  });
 });
