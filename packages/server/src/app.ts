@@ -33,6 +33,7 @@ import { accountRoutes } from './http/routes/account.ts';
 import { asyncApiRoutes } from './http/routes/asyncapi.ts';
 import { facilitatorRoutes } from './http/routes/facilitator.ts';
 import { faucetRoutes } from './http/routes/faucet.ts';
+import { guideRoutes } from './http/routes/guide.ts';
 import { healthRoutes, type ReadinessCheck } from './http/routes/health.ts';
 import { homeRoutes } from './http/routes/home.ts';
 import { networkRoutes } from './http/routes/networks.ts';
@@ -194,6 +195,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(healthRoutes, { checks: deps.readiness });
   await app.register(homeRoutes, { version: GATE402_VERSION, dashboard: deps.dashboard !== undefined });
+  await app.register(guideRoutes);
   await app.register(wellKnownRoutes, { proofs: services.proofs });
   await app.register(accountRoutes);
   await app.register(networkRoutes, { networks: deps.networks });

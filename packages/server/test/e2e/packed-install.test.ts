@@ -188,6 +188,10 @@ describe('the packed packages, installed outside the repository', () => {
     const healthy = async () => (await fetch(`${url}/healthz`).catch(() => undefined))?.ok === true;
     await until(`/healthz (${server.output()})`, async () => server.exitCode === null && (await healthy()));
     await until('/readyz', async () => (await fetch(`${url}/readyz`)).ok);
+    // The guides travel in the package: served offline from the installed copy.
+    const guide = await fetch(`${url}/docs/guide/finality.md`);
+    assert.equal(guide.status, 200);
+    assert.match(await guide.text(), /Finality and reorgs/);
     const help = node([join(project, 'node_modules/gate402/bin/gate402.js'), '--help']);
     assert.equal(help.status, 0, help.stderr);
     assert.match(help.stdout, /serve/);
