@@ -34,7 +34,7 @@ describe('crash recovery: SIGKILL during a stream of sends', () => {
     });
   });
   after(async () => {
-    await gateway.kill();
+    await gateway.dispose();
     await chain.close();
     await localnet.close();
     dir.dispose();

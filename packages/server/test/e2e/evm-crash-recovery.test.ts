@@ -37,7 +37,7 @@ describe('crash recovery on EVM: SIGKILL during a stream of sends from one walle
     });
   });
   after(async () => {
-    await gateway.kill();
+    await gateway.dispose();
     await anvil.stop();
     await localnet.close();
     dir.dispose();

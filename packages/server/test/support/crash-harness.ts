@@ -88,6 +88,16 @@ export class CrashableGateway {
     });
   }
 
+  /**
+   * The end of a test: SIGKILL the gateway and its chain processes, and wait until they are gone. A
+   * gateway killed alone leaves anvil to its watchdog, which stops it with SIGTERM, and anvil then writes
+   * its state into DATA_DIR while the test is removing that folder (ENOTEMPTY in CI).
+   */
+  async dispose(): Promise<void> {
+    this.killsChains = true;
+    await this.kill();
+  }
+
   /** SIGKILL: no hook runs, nothing is flushed or drained. */
   kill(): Promise<void> {
     const child = this.child;

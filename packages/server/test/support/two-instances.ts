@@ -25,7 +25,7 @@ export async function twoInstances(settings: NodeJS.ProcessEnv = {}): Promise<Tw
   const dirs = [tempDir(), tempDir()] as const;
   const gateways: CrashableGateway[] = [];
   const dispose = async () => {
-    for (const gateway of gateways) await gateway.kill();
+    for (const gateway of gateways) await gateway.dispose();
     await chain?.close();
     await localnet?.close();
     await storage?.dispose();

@@ -149,7 +149,7 @@ async function setUp(settings: NodeJS.ProcessEnv, through?: (url: URL) => URL): 
     cli,
     applicationName,
     dispose: async () => {
-      await gateway.kill();
+      await gateway.dispose();
       await chain.close();
       await localnet.close();
       await storage.dispose();
@@ -412,7 +412,7 @@ describe('Redis connections killed under a gateway process', { skip: SKIP_REDIS 
       chain,
       gateway,
       dispose: async () => {
-        await gateway.kill();
+        await gateway.dispose();
         await chain.close();
         await localnet.close();
         dir.dispose();
