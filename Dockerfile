@@ -28,6 +28,7 @@ RUN npm rebuild --no-audit --no-fund \
 # ---- runtime: the installed tree only, as the unprivileged node user.
 FROM node:20.19-bookworm-slim
 ENV NODE_ENV=production \
+    GATE402_COMPILED=1 \
     HOST=0.0.0.0 \
     PORT=8402 \
     DATA_DIR=/data
