@@ -21,22 +21,7 @@ const LOCAL_NAMES = 'subjectAltName=IP:127.0.0.1,DNS:localhost';
  * the openssl command (files `<name>.crt` and `<name>.key` in `dir`).
  */
 export function selfSignedCertificate(dir: string, name: string): TestCertificate {
-  const certFile = join(dir, `${name}.crt`);
-  const keyFile = join(dir, `${name}.key`);
-  openssl([
-    'req',
-    '-x509',
-    ...newKey(keyFile),
-    '-out',
-    certFile,
-    '-days',
-    '1',
-    '-subj',
-    `/CN=gate402 test ${name}`,
-    '-addext',
-    LOCAL_NAMES,
-  ]);
-  return described(certFile, keyFile);
+  return selfSigned(dir, name, [LOCAL_NAMES]);
 }
 
 /**
@@ -59,8 +44,17 @@ export function certificateChain(dir: string, name: string) {
 }
 
 function selfSignedCa(dir: string, name: string): TestCertificate {
+  return selfSigned(dir, name, [
+    'basicConstraints=critical,CA:TRUE',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
+}
+
+/** A self-signed certificate valid one day, with a fresh key and these X.509 extensions. */
+function selfSigned(dir: string, name: string, extensions: readonly string[]): TestCertificate {
   const certFile = join(dir, `${name}.crt`);
   const keyFile = join(dir, `${name}.key`);
+  const subject = ['-subj', `/CN=gate402 test ${name}`];
   openssl([
     'req',
     '-x509',
@@ -69,12 +63,8 @@ function selfSignedCa(dir: string, name: string): TestCertificate {
     certFile,
     '-days',
     '1',
-    '-subj',
-    `/CN=gate402 test ${name}`,
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign,cRLSign',
+    ...subject,
+    ...extensions.flatMap((e) => ['-addext', e]),
   ]);
   return described(certFile, keyFile);
 }

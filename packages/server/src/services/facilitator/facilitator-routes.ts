@@ -34,6 +34,8 @@ const LOCAL_FEE_PAYER_FUNDING = 10n;
  */
 export class FacilitatorRoutes {
   private readonly routes = new Map<string, Route>();
+  /** The public ids local chains also answer to; see localAliases. */
+  private aliases: Map<string, ChainAdapter> | undefined;
 
   constructor(private readonly deps: FacilitatorRoutesDeps) {}
 
@@ -97,7 +99,10 @@ export class FacilitatorRoutes {
    * devnet, as its family says), unless the gateway serves that public network itself.
    */
   private localAliases(): Map<string, ChainAdapter> {
+    // The networks are fixed for the gateway's life: worked out once, not on every verify and settle.
+    if (this.aliases !== undefined) return this.aliases;
     const aliases = new Map<string, ChainAdapter>();
+    this.aliases = aliases;
     if (!this.deps.localnetAsDevnet) return aliases;
     for (const chain of this.deps.networks.all()) {
       const alias = chainFamily(chain.info.family).localStandsInFor;
