@@ -67,6 +67,19 @@ describe('the HTTP server times out slow requests', () => {
     assert.ok(closedAfterMs < REQUEST_TIMEOUT_MS * 2, `closed after ${closedAfterMs} ms`);
   });
 
+  it('closes a connection that never sends a byte, within the timeout (it would otherwise hold a socket for good)', async () => {
+    const { answer, closedAfterMs } = await rawRequest(port, '');
+    assert.match(answer, /^(HTTP\/1\.1 408 [\s\S]*)?$/);
+    assert.ok(closedAfterMs >= REQUEST_TIMEOUT_MS - 50, `closed after ${closedAfterMs} ms`);
+    assert.ok(closedAfterMs < REQUEST_TIMEOUT_MS * 2, `closed after ${closedAfterMs} ms`);
+  });
+
+  it('closes a connection that sent only part of a request line, within the timeout', async () => {
+    const { answer, closedAfterMs } = await rawRequest(port, 'GET /dashboard/api/con');
+    assert.match(answer, /^(HTTP\/1\.1 408 [\s\S]*)?$/);
+    assert.ok(closedAfterMs < REQUEST_TIMEOUT_MS * 2, `closed after ${closedAfterMs} ms`);
+  });
+
   it('still serves a request that arrives in time', async () => {
     const res = await fetch(`http://127.0.0.1:${port}/dashboard/api/config`);
     assert.equal(res.status, 200);
