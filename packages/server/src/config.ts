@@ -217,7 +217,7 @@ export const SETTINGS = {
   planAccess: setting<PlanAccess>({
     env: 'PLAN_ACCESS',
     description:
-      'JSON object: plan → list of features it may call, replacing the default table (see README, "Plans").',
+      'JSON object: plan → list of features it may call, replacing the default table (docs/api-keys-and-plans.md, "Plans and rate limits").',
     fallback: () => DEFAULT_PLAN_ACCESS,
     parse: parsePlanAccess,
   }),
@@ -284,7 +284,7 @@ export const SETTINGS = {
     fallback: () => DEFAULT_FEE_BUDGET,
     parse: (raw) => ({
       ...DEFAULT_FEE_BUDGET,
-      ...parseDecimalTable(raw, 'family or CAIP-2 id', isFeeBudgetKey),
+      ...parseDecimalTable(raw, 'family or CAIP-2 id', '{"solana":"0.011"}', isFeeBudgetKey),
     }),
   }),
   x402MinSettleAmount: setting<Readonly<Record<string, string>>>({
@@ -293,7 +293,12 @@ export const SETTINGS = {
       'JSON object: the smallest payment the built-in x402 facilitator settles (its fee payer paying the network fee), in whole units of the asset, by token symbol as GET /networks lists it or by mint / contract address, e.g. {"USDC":"0.001"}. Replaces the default {"USDC":"0.001"}; assets not named: at least 1 atomic unit. Below it: refused `amount_below_minimum` before anything is signed.',
     fallback: () => DEFAULT_MIN_SETTLE_AMOUNT,
     parse: (raw) =>
-      parseDecimalTable(raw, 'token symbol or address', (key) => key.length > 0 && key.length <= 100),
+      parseDecimalTable(
+        raw,
+        'token symbol or address',
+        '{"USDC":"0.001"}',
+        (key) => key.length > 0 && key.length <= 100,
+      ),
   }),
   allowPrivateOutboundUrls: setting({
     env: 'ALLOW_PRIVATE_OUTBOUND_URLS',
@@ -611,17 +616,18 @@ function isFeeBudgetKey(key: string): boolean {
   return (CHAIN_FAMILIES as readonly string[]).includes(key) || isNetworkId(key);
 }
 
-/** A JSON object of key → non-negative decimal amount (text or number), e.g. {"solana":"0.011"}. */
+/** A JSON object of key → non-negative decimal amount (text or number); `example` is shown when it is not JSON. */
 function parseDecimalTable(
   raw: string,
   keyName: string,
+  example: string,
   isKey: (key: string) => boolean,
 ): Readonly<Record<string, string>> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new Error(`must be a JSON object of ${keyName} → amount, such as {"solana":"0.011"}`);
+    throw new Error(`must be a JSON object of ${keyName} → amount, such as ${example}`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new Error(`must be a JSON object of ${keyName} → amount`);

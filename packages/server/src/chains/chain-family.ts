@@ -40,6 +40,8 @@ export interface ChainFamilyModule<Settings = unknown> {
     log: (message: string) => void,
     rpcObserver?: RpcObserver,
   ): Promise<FamilyConnection>;
+  /** How error messages name an address of this family: "a Solana address", "an EVM address". */
+  readonly addressName: string;
   /** What a caller of a send can expect, from the family's block times. */
   readonly estimatedConfirmation: string;
   /** The name of the program or system account `address` is; undefined for an address that can be a wallet. */

@@ -76,6 +76,19 @@ describe('configuration', () => {
     }
   });
 
+  it('shows each amount table an example of its own kind when the value is not JSON', () => {
+    try {
+      loadConfig({ X402_FEE_BUDGET: 'plenty', X402_MIN_SETTLE_AMOUNT: 'tiny' });
+      assert.fail('expected a ConfigError');
+    } catch (error) {
+      assert.ok(error instanceof ConfigError);
+      assert.deepEqual(error.problems, [
+        'X402_FEE_BUDGET: must be a JSON object of family or CAIP-2 id → amount, such as {"solana":"0.011"}',
+        'X402_MIN_SETTLE_AMOUNT: must be a JSON object of token symbol or address → amount, such as {"USDC":"0.001"}',
+      ]);
+    }
+  });
+
   it('reads several RPC URLs per network, in order, with per-call limits, and names each bad URL', () => {
     const config = loadConfig({
       SOLANA_RPC_URL: 'https://a.example/key1, https://b.example',

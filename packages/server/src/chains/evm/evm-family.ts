@@ -14,6 +14,7 @@ export const evmFamily: ChainFamilyModule<Parameters<typeof connectEvm>[0]> = {
     const connection = await connectEvm(settings, log, rpcObserver);
     return { adapters: connection.adapters, close: () => connection.close() };
   },
+  addressName: 'an EVM address',
   estimatedConfirmation: '2-15 seconds',
   reservedAccount: () => undefined,
   recipientProblem: (address) =>

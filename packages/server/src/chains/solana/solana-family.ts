@@ -14,6 +14,7 @@ export const solanaFamily: ChainFamilyModule<Parameters<typeof connectSolana>[0]
     const connection = await connectSolana(settings, log, rpcObserver);
     return { adapters: [connection.adapter], close: () => connection.close() };
   },
+  addressName: 'a Solana address',
   estimatedConfirmation: '1-2 seconds',
   reservedAccount: (address) =>
     Object.hasOwn(SOLANA_RESERVED_ACCOUNTS, address) ? SOLANA_RESERVED_ACCOUNTS[address] : undefined,

@@ -23,8 +23,8 @@ export function checkPayer(family: ChainFamily, walletAddress: string): void {
 export function checkRecipient(family: ChainFamily, walletAddress: string, recipientAddress: string): void {
   if (addressFamily(recipientAddress) !== family) {
     throw new GatewayError('INVALID_RECIPIENT', {
-      message: `The recipient is not a valid ${family} address.`,
-      details: { recipientAddress: `must be a ${family} address` },
+      message: `The recipient is not ${chainFamily(family).addressName}.`,
+      details: { recipientAddress: `must be ${chainFamily(family).addressName}` },
     });
   }
   const problem = chainFamily(family).recipientProblem(recipientAddress);

@@ -1,4 +1,5 @@
 import { canonicalAddress } from '../../chains/canonical-address.ts';
+import { chainFamily } from '../../chains/chain-families.ts';
 import { KEYPAIR_GENERATORS } from '../../chains/keypairs.ts';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import { addressFamily, CHAIN_FAMILIES, type ChainFamily } from '../../domain/address.ts';
@@ -231,7 +232,7 @@ function view(wallet: WalletRecord): WalletView {
 function watchable(input: { chain: string; address: string }): { family: ChainFamily; address: string } {
   const family = validFamily(input.chain);
   if (addressFamily(input.address) !== family)
-    throw invalidParameters({ address: `must be a ${family} address` });
+    throw invalidParameters({ address: `must be ${chainFamily(family).addressName}` });
   return { family, address: canonicalAddress(input.address) };
 }
 

@@ -485,12 +485,12 @@ const SOLANA: CustodialFamily<PaymentFixture> = {
     [
       { recipientAddress: 'nope', amount: 1 },
       'INVALID_RECIPIENT',
-      { recipientAddress: 'must be a solana address' },
+      { recipientAddress: 'must be a Solana address' },
     ],
     [
       { recipientAddress: `0x${'1'.repeat(40)}`, amount: 1 },
       'INVALID_RECIPIENT',
-      { recipientAddress: 'must be a solana address' },
+      { recipientAddress: 'must be a Solana address' },
     ],
     [
       { recipientAddress: '11111111111111111111111111111111', amount: 1 },
@@ -668,7 +668,7 @@ const EVM: CustodialFamily<EvmPaymentFixture> = {
     [
       { recipientAddress: '11111111111111111111111111111111', amount: 1 },
       'INVALID_RECIPIENT',
-      { recipientAddress: 'must be a evm address' },
+      { recipientAddress: 'must be an EVM address' },
     ],
   ],
   familyTests: evmOnly,

@@ -613,7 +613,7 @@ const SOLANA: LocalFamily<PaymentFixture, SolanaKey> = {
     [
       { recipientAddress: 'nope', amount: 1 },
       'INVALID_RECIPIENT',
-      { recipientAddress: 'must be a solana address' },
+      { recipientAddress: 'must be a Solana address' },
     ],
     [
       { recipientAddress: '11111111111111111111111111111111', amount: 1 },
@@ -779,7 +779,7 @@ const EVM: LocalFamily<EvmPaymentFixture, EvmLocalWallet> = {
     [
       { recipientAddress: '9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin', amount: 1 },
       'INVALID_RECIPIENT',
-      { recipientAddress: 'must be a evm address' },
+      { recipientAddress: 'must be an EVM address' },
     ],
     [
       { recipientAddress: caseOfOneLetterSwapped(seller.wallet), amount: 1 },
