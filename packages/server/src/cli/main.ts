@@ -30,6 +30,16 @@ export async function main(argv: string[]): Promise<number> {
     await runLocalnetCli(args);
     return Number(process.exitCode ?? 0);
   }
+  if (command === 'mcp') {
+    // A client of a gateway, not an operator's tool: it reads GATE402_URL and GATE402_API_KEY, not the
+    // server's configuration (and its stdout is the MCP protocol's alone).
+    try {
+      await (await import('./mcp-command.ts')).mcpCommand(args, process.env);
+      return 0;
+    } catch (error) {
+      return report(error, false, [command]);
+    }
+  }
   try {
     const ctx = createContext(json);
     await run(ctx, command, args);

@@ -202,6 +202,23 @@ the certificate. LOG_FORMAT=json|pretty chooses the log lines (default: pretty o
       JSON_OPTION,
     ],
   },
+  {
+    name: 'mcp',
+    usage: ['mcp [--url URL] [--public-only]'],
+    summary: "serve an AI agent the gateway's tools over MCP on stdio, as the account of GATE402_API_KEY",
+    options: [
+      { flag: '--url URL', text: 'the gateway (default GATE402_URL, else http://127.0.0.1:8402)' },
+      {
+        flag: '--public-only',
+        text: 'fetch_paid_url refuses private, loopback and link-local addresses, as /mcp does',
+      },
+    ],
+    notes: `The API key comes from GATE402_API_KEY only (an argument would show in the process list). Tools:
+fetch_paid_url (GET/POST a URL, paying its 402 from a custodial wallet within maxAmount), get_balances,
+list_payments, get_payment. Each is a request to the gateway with that key, so its plan, rate limit and
+spending limits apply. Stdout carries the protocol; messages go to stderr. The gateway serves the same
+tools itself at POST /mcp (streamable HTTP, Bearer key). See the guide "Agents and MCP".`,
+  },
 ];
 
 /** Command groups: `gate402 keys --help` lists their subcommands. */

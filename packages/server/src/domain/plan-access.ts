@@ -19,6 +19,7 @@ export const FEATURES = [
   'stream',
   'webhooks',
   'facilitator',
+  'mcp',
 ] as const;
 export type Feature = (typeof FEATURES)[number];
 
@@ -29,7 +30,8 @@ const EVERY_PLAN: readonly Feature[] = FEATURES.filter((f) => !PAID_PLANS_ONLY.i
 
 /**
  * Default table: every plan calls the payment, transaction, status, history, verification, token and
- * portfolio endpoints; the WebSocket stream, webhooks and the x402 facilitator need Premium or Enterprise.
+ * portfolio endpoints and /mcp (whose tools also need the features of the endpoints they call); the
+ * WebSocket stream, webhooks and the x402 facilitator need Premium or Enterprise.
  * Operators replace it with the PLAN_ACCESS setting (see README).
  */
 export const DEFAULT_PLAN_ACCESS: PlanAccess = {

@@ -5,6 +5,7 @@ import { FLAGS as ACCOUNT_FLAGS } from '../../src/cli/account-commands.ts';
 import { FLAGS as DASHBOARD_FLAGS } from '../../src/cli/dashboard-commands.ts';
 import { FLAGS as FAUCET_FLAGS } from '../../src/cli/faucet-command.ts';
 import { FLAGS as KEY_FLAGS } from '../../src/cli/key-commands.ts';
+import { FLAGS as MCP_FLAGS } from '../../src/cli/mcp-command.ts';
 import { COMMANDS, GROUPS } from '../../src/cli/usage.ts';
 import { FLAGS as WALLET_FLAGS } from '../../src/cli/wallet-commands.ts';
 import { FLAGS as WEBHOOK_FLAGS } from '../../src/cli/webhook-commands.ts';
@@ -131,6 +132,7 @@ describe('gate402 --help', () => {
       ],
       [['dashboard set-password'], DASHBOARD_FLAGS],
       [['faucet'], FAUCET_FLAGS],
+      [['mcp'], MCP_FLAGS],
     ];
     for (const [names, flags] of groups) {
       assert.deepEqual(listedOptions(names), Object.keys(flags).sort(), names.join(', '));
