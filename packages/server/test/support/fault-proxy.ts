@@ -34,6 +34,8 @@ export interface FaultProxy {
   set(mode: FaultMode): void;
   /** Requests that reached the target, by whether their bytes contain `text`. */
   forwarded(text: string): number;
+  /** Requests that reached the proxy, whatever the fault then did to them, by whether they contain `text`. */
+  received(text: string): number;
   /** Bytes from the target that reached the gateway, over all connections. */
   delivered(): number;
   /** Connections from the gateway open now. */
@@ -49,6 +51,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   const clients = new Set<Socket>();
   let deliveredBytes = 0;
   const forwardedChunks: string[] = [];
+  const receivedChunks: string[] = [];
 
   const effective = (chunk: string): FaultMode => {
     if (mode.kind === 'flap') {
@@ -87,6 +90,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     });
     client.on('data', (chunk: Buffer) => {
       const text = chunk.toString('latin1');
+      receivedChunks.push(text);
       const now = effective(text);
       switch (now.kind) {
         case 'pass':
@@ -137,6 +141,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       }
     },
     forwarded: (text) => forwardedChunks.filter((chunk) => chunk.includes(text)).length,
+    received: (text) => receivedChunks.filter((chunk) => chunk.includes(text)).length,
     delivered: () => deliveredBytes,
     openConnections: () => clients.size,
     close: async () => {
