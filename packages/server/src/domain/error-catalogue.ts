@@ -10,6 +10,20 @@ export const ERROR_CATALOGUE = {
   UNAUTHORIZED: { status: 401, message: 'API key missing or invalid.' },
   FORBIDDEN: { status: 403, message: 'This API key is not allowed to do that.' },
   NOT_FOUND: { status: 404, message: 'Not found.' },
+  /**
+   * Spend policies (services/spending/): a custodial spend above a cap of the key's or the account's
+   * policy, per payment or over the rolling day; `details.limit` names the cap (`maxPerPayment`,
+   * `maxPerDay`), `details.policy` whose it is (`key`, `account`), `details.remaining` what is left.
+   */
+  SPEND_LIMIT_EXCEEDED: { status: 403, message: 'This payment is above a spend limit of the policy.' },
+  /**
+   * Spend policies: the recipient, the resource's host, the network or the asset is not one the key's or
+   * the account's policy allows (`details.limit`: `allowedRecipients`, `allowedHosts`, `allowedNetworks`,
+   * `limits`). Nothing was signed or recorded.
+   */
+  SPEND_NOT_ALLOWED: { status: 403, message: 'The spend policy does not allow this payment.' },
+  /** Spend policies: the policy has expired, so it allows no spend at all until it is set again. */
+  SPEND_POLICY_EXPIRED: { status: 403, message: 'The spend policy has expired; it allows no payments.' },
   PAYMENT_NOT_FOUND: { status: 404, message: 'No such payment.' },
   TOKEN_NOT_FOUND: { status: 404, message: 'No token mint or contract at this address.' },
   WALLET_ALREADY_REGISTERED: { status: 409, message: 'This address is already registered.' },

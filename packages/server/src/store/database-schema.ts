@@ -22,6 +22,9 @@ export interface Database {
   x402_sponsored_fees: X402SponsoredFeesTable;
   dashboard_users: DashboardUsersTable;
   dashboard_sessions: DashboardSessionsTable;
+  spend_policies: SpendPoliciesTable;
+  spend_records: SpendRecordsTable;
+  spend_locks: SpendLocksTable;
 }
 
 /** People who log in to the web dashboard (see DashboardUserRepository). */
@@ -117,6 +120,8 @@ export interface ApiKeysTable {
   created_at: number;
   last_used_at: number | null;
   revoked_at: number | null;
+  /** Space-separated (0022); '' for none. */
+  scopes: Generated<string>;
 }
 
 export interface WalletsTable {
@@ -260,4 +265,36 @@ export interface EventsTable {
   payment_id: string | null;
   data: string;
   created_at: number;
+}
+
+/** Spend policies of accounts (key_id '') and API keys (see SpendRepository). */
+export interface SpendPoliciesTable {
+  account_id: string;
+  key_id: string;
+  /** JSON text: limits (atomic amounts as decimal text), allowedRecipients, allowedHosts, allowedNetworks. */
+  rules: string;
+  expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Custodial spends within the last day (see SpendRepository). */
+export interface SpendRecordsTable {
+  payment_id: string;
+  account_id: string;
+  key_id: string | null;
+  network: string;
+  /** Token address; '' for the native currency. */
+  asset: string;
+  /** Atomic units as decimal text. */
+  amount: string;
+  created_at: number;
+}
+
+/** One row per account and asset, locked by each capped spend (see SpendRepository.lockAsset). */
+export interface SpendLocksTable {
+  account_id: string;
+  network: string;
+  asset: string;
+  updated_at: number;
 }

@@ -16,6 +16,7 @@ import type {
   SettlementRecord,
   SettlementStatus,
 } from '../domain/records/settlement-records.ts';
+import type { SpendPolicyRecord, SpendRecord } from '../domain/records/spend-policy-records.ts';
 import type { WalletChallengeRecord, WalletRecord } from '../domain/records/wallet-records.ts';
 
 /**
@@ -76,6 +77,7 @@ export interface Repositories {
   readonly x402Receipts: X402ReceiptRepository;
   readonly dashboardUsers: DashboardUserRepository;
   readonly dashboardSessions: DashboardSessionRepository;
+  readonly spending: SpendRepository;
 }
 
 export interface AccountRepository {
@@ -458,4 +460,39 @@ export interface DashboardSessionRepository {
   deleteByUser(userId: string): Promise<void>;
   /** Removes sessions expired at `now`; returns how many. */
   deleteExpired(now: number): Promise<number>;
+}
+
+/**
+ * Spend policies of accounts and API keys, and the custodial spends counted against their rolling-day
+ * caps (services/spending/spend-guard.ts). `keyId` null: the account's own policy.
+ */
+export interface SpendRepository {
+  getPolicy(accountId: string, keyId: string | null): Promise<SpendPolicyRecord | undefined>;
+  /** The account's policy and, with `keyId`, the key's: what binds a spend by that key, in one read. */
+  policiesFor(accountId: string, keyId: string | null): Promise<SpendPolicyRecord[]>;
+  /** Every policy of the account (its own first, then its keys' by key id). */
+  listPolicies(accountId: string): Promise<SpendPolicyRecord[]>;
+  /** Inserts or replaces the policy of (accountId, keyId). */
+  putPolicy(policy: SpendPolicyRecord): Promise<void>;
+  /** False when there was none. */
+  deletePolicy(accountId: string, keyId: string | null): Promise<boolean>;
+  /**
+   * Takes the account's lock row of one asset for the rest of the transaction (PostgreSQL: a row lock
+   * held to commit; SQLite: the single writer already is). Call inside `Store.transaction`, before
+   * `spentSince`, so the sum read and the spend recorded after it are one step for every other spender.
+   */
+  lockAsset(accountId: string, network: string, asset: string | null, at: number): Promise<void>;
+  /**
+   * The account's spends of one asset created after `since` whose payments still count (not failed,
+   * expired or reverted), with the key of each.
+   */
+  spentSince(
+    accountId: string,
+    network: string,
+    asset: string | null,
+    since: number,
+  ): Promise<{ keyId: string | null; amount: bigint; createdAt: number }[]>;
+  recordSpend(spend: SpendRecord): Promise<void>;
+  /** Removes the account's spends of one asset created before `before` (past any rolling day). */
+  pruneSpends(accountId: string, network: string, asset: string | null, before: number): Promise<void>;
 }

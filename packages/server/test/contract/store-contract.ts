@@ -226,6 +226,7 @@ function aKey(accountId: string): ApiKeyRecord {
     createdAt: clock,
     lastUsedAt: null,
     revokedAt: null,
+    scopes: [],
   };
 }
 

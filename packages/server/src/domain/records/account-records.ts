@@ -1,3 +1,4 @@
+import type { ApiKeyScope } from '../api-key-scope.ts';
 import type { Plan } from '../plan.ts';
 
 // Accounts and their API keys as storage holds them.
@@ -23,6 +24,8 @@ export interface ApiKeyRecord {
   readonly createdAt: number;
   readonly lastUsedAt: number | null;
   readonly revokedAt: number | null;
+  /** What the key may do beyond the plan's features (api-key-scope.ts); most keys have none. */
+  readonly scopes: readonly ApiKeyScope[];
 }
 
 /** What authentication needs in one read: the key and the account it belongs to. */

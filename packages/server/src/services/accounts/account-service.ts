@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { generateApiKey, hashApiKey, hashApiKeyHex, isApiKeyShape } from '../../domain/api-key.ts';
+import type { ApiKeyScope } from '../../domain/api-key-scope.ts';
 import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
 import { isPlan, MAX_RATE_LIMIT_PER_MINUTE, PLANS, type Plan, rateLimitOf } from '../../domain/plan.ts';
@@ -84,7 +85,15 @@ export class AccountService {
     return view(updated);
   }
 
-  async createKey(accountId: string, name = 'default'): Promise<CreatedApiKey> {
+  /**
+   * A new key of the account. `scopes`: what it may do beyond the plan's features (api-key-scope.ts);
+   * `admin` is given only through the CLI or the account owner's dashboard session, never by a key.
+   */
+  async createKey(
+    accountId: string,
+    name = 'default',
+    scopes: readonly ApiKeyScope[] = [],
+  ): Promise<CreatedApiKey> {
     const keyName = validName(name);
     await this.getAccount(accountId);
     const generated = generateApiKey();
@@ -98,6 +107,7 @@ export class AccountService {
       createdAt: at,
       lastUsedAt: null,
       revokedAt: null,
+      scopes: [...new Set(scopes)],
     };
     await this.store.apiKeys.insert(record);
     return { record, key: generated.key };

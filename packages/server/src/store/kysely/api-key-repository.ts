@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import { parseScopes } from '../../domain/api-key-scope.ts';
 import type { ApiKeyRecord, KeyWithAccount } from '../../domain/records/account-records.ts';
 import type { ApiKeysTable, Database } from '../database-schema.ts';
 import type { ApiKeyRepository } from '../store.ts';
@@ -21,6 +22,7 @@ const findActiveByHashQuery = compiledOnce((db: Kysely<Database>) =>
       'k.created_at',
       'k.last_used_at',
       'k.revoked_at',
+      'k.scopes',
       'a.name as account_name',
       'a.plan as account_plan',
       'a.custom_rate_limit as account_custom_rate_limit',
@@ -47,6 +49,7 @@ export class KyselyApiKeyRepository implements ApiKeyRepository {
         created_at: key.createdAt,
         last_used_at: key.lastUsedAt,
         revoked_at: key.revokedAt,
+        scopes: key.scopes.join(' '),
       })
       .execute();
   }
@@ -112,5 +115,6 @@ function toApiKey(row: Selectable<ApiKeysTable>): ApiKeyRecord {
     createdAt: Number(row.created_at),
     lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
     revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+    scopes: parseScopes(row.scopes),
   };
 }

@@ -15,6 +15,7 @@ import { KyselyNonceRepository } from './nonce-repository.ts';
 import { KyselyPaymentRepository } from './payment-repository.ts';
 import { KyselyProofRepository } from './proof-repository.ts';
 import { KyselySettlementRepository } from './settlement-repository.ts';
+import { KyselySpendRepository } from './spend-repository.ts';
 import { KyselySponsoredFeeRepository } from './sponsored-fee-repository.ts';
 import { KyselyWalletChallengeRepository } from './wallet-challenge-repository.ts';
 import { KyselyWalletRepository } from './wallet-repository.ts';
@@ -43,6 +44,7 @@ export class KyselyStore implements Store {
   readonly x402Receipts;
   readonly dashboardUsers;
   readonly dashboardSessions;
+  readonly spending;
 
   /** SQLite only: concurrent transactions share one commit (see GroupCommit). */
   private readonly groupCommit: GroupCommit | undefined;
@@ -85,6 +87,7 @@ export class KyselyStore implements Store {
     this.x402Receipts = repositories.x402Receipts;
     this.dashboardUsers = repositories.dashboardUsers;
     this.dashboardSessions = repositories.dashboardSessions;
+    this.spending = repositories.spending;
   }
 
   async transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
@@ -142,5 +145,6 @@ function repositoriesOn(db: Kysely<Database>, eventAppended: (event: EventRecord
     x402Receipts: new KyselyX402ReceiptRepository(db),
     dashboardUsers: new KyselyDashboardUserRepository(db),
     dashboardSessions: new KyselyDashboardSessionRepository(db),
+    spending: new KyselySpendRepository(db),
   };
 }

@@ -18,6 +18,7 @@ import { unsettledPaymentsIndex } from './0017-unsettled-payments-index.ts';
 import { walletChallenges } from './0019-wallet-challenges.ts';
 import { x402SettlementAccountAndFees } from './0020-x402-settlement-account-and-fees.ts';
 import { settlementsByPayment } from './0021-settlements-by-payment.ts';
+import { spendPolicies } from './0022-spend-policies.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -43,4 +44,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0019-wallet-challenges': walletChallenges,
   '0020-x402-settlement-account-and-fees': x402SettlementAccountAndFees,
   '0021-settlements-by-payment': settlementsByPayment,
+  '0022-spend-policies': spendPolicies,
 };

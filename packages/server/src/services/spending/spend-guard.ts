@@ -1,0 +1,235 @@
+import { canonicalAddress } from '../../chains/canonical-address.ts';
+import { GatewayError } from '../../domain/gateway-error.ts';
+import { atomicToDecimalText } from '../../domain/money.ts';
+import type { AssetLimitRecord, SpendPolicyRecord } from '../../domain/records/spend-policy-records.ts';
+import type { Repositories, Store } from '../../store/store.ts';
+import { hostAllowed } from './allowed-hosts.ts';
+
+/** The rolling day every `maxPerDay` is counted over. */
+export const SPEND_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * One custodial spend as the guard judges it. The caller has already resolved and canonicalised it
+ * (network id, asset address, atomic amount); the guard never reads the chain.
+ */
+export interface SpendIntent {
+  readonly accountId: string;
+  /** The API key that asked for it; null for the account's dashboard session (account policy only). */
+  readonly keyId: string | null;
+  /** CAIP-2 network id. */
+  readonly network: string;
+  /** What is spent: a token address (any spelling; compared canonically) or null for native, with its decimals. */
+  readonly asset: {
+    readonly address: string | null;
+    readonly decimals: number;
+    readonly symbol: string | null;
+  };
+  /** Atomic units of the asset. */
+  readonly amount: bigint;
+  /** Who is paid: the transfer's recipient (x402: the option's `payTo`). */
+  readonly recipient: string;
+  /** The resource paid for (a URL), when the spend names one: what `allowedHosts` is checked against. */
+  readonly resource: string | null;
+}
+
+export interface SpendGuardDeps {
+  readonly store: Store;
+  readonly now?: () => number;
+}
+
+/**
+ * The spend policies of an account and its API keys, enforced on every custodial spending path
+ * (POST /payment/send, POST /payment/x402, POST /transaction/send). Contract for a spending path:
+ *
+ * 1. `check(intent)` before anything is signed or prepared on chain: refuses (throws a GatewayError
+ *    SPEND_LIMIT_EXCEEDED / SPEND_NOT_ALLOWED / SPEND_POLICY_EXPIRED, 403) what the policies forbid,
+ *    counting the rolling day as it stands. Cheap: one read, plus a sum when a daily cap applies. It
+ *    is an early answer only, not the enforcement: concurrent spends can all pass it.
+ * 2. `chargeIn(tx, intent, paymentId)` inside the `Store.transaction` that records the payment
+ *    `paymentId` (before or after `ledger.recordIn`, in the same transaction): checks again and records
+ *    the spend. When a daily cap applies, it first takes the account's lock row of the asset, so the
+ *    sum it reads and the spend it writes are one step for every other spender of that account and
+ *    asset, on any gateway instance (PostgreSQL row lock; SQLite has one writer). If it throws, the
+ *    transaction must roll back (let the error through): nothing is recorded and the caller answers
+ *    the refusal. Take other locks of the transaction (an EVM nonce) before it, never after, so every
+ *    path locks in the same order.
+ *
+ * Releasing: a spend counts while its payment is pending, submitted, confirmed or finalized. A payment
+ * that ends failed, expired or reverted stops counting by itself (the sum joins the payments table), so a
+ * spending path has nothing to give back. An Idempotency-Key retry that answers the first attempt's
+ * payment must not call the guard again (it is not a new spend).
+ *
+ * What binds a spend: the account's policy (every spend of the account, whichever key or session makes
+ * it; its daily caps sum the whole account's spends) and, for a spend made with an API key, that key's
+ * own policy (its daily caps sum that key's spends). Both must allow it: a key's policy can only
+ * narrow what the account allows. Without any policy every spend is allowed, and still recorded, so a
+ * cap set later counts the day already spent.
+ */
+export class SpendGuard {
+  private readonly now: () => number;
+
+  constructor(private readonly deps: SpendGuardDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  /** Step 1 (see the class): the early refusal, before signing. */
+  async check(intent: SpendIntent): Promise<void> {
+    const policies = await this.deps.store.spending.policiesFor(intent.accountId, intent.keyId);
+    if (policies.length === 0) return;
+    const at = this.now();
+    const caps = judge(policies, intent, at);
+    if (caps.length === 0) return;
+    const spent = await this.deps.store.spending.spentSince(
+      intent.accountId,
+      intent.network,
+      assetKey(intent),
+      at - SPEND_WINDOW_MS,
+    );
+    checkDailyCaps(caps, intent, spent);
+  }
+
+  /** Step 2 (see the class): the enforcement, atomic with recording the payment `paymentId`. */
+  async chargeIn(tx: Repositories, intent: SpendIntent, paymentId: string): Promise<void> {
+    const at = this.now();
+    const asset = assetKey(intent);
+    const policies = await tx.spending.policiesFor(intent.accountId, intent.keyId);
+    const caps = judge(policies, intent, at);
+    if (caps.length > 0) {
+      await tx.spending.lockAsset(intent.accountId, intent.network, asset, at);
+      const spent = await tx.spending.spentSince(
+        intent.accountId,
+        intent.network,
+        asset,
+        at - SPEND_WINDOW_MS,
+      );
+      checkDailyCaps(caps, intent, spent);
+    }
+    await tx.spending.pruneSpends(intent.accountId, intent.network, asset, at - SPEND_WINDOW_MS);
+    await tx.spending.recordSpend({
+      paymentId,
+      accountId: intent.accountId,
+      keyId: intent.keyId,
+      network: intent.network,
+      asset,
+      amount: intent.amount,
+      createdAt: at,
+    });
+  }
+}
+
+/** A daily cap that binds the spend: whose policy, and the limit entry it comes from. */
+interface DailyCap {
+  readonly policy: SpendPolicyRecord;
+  readonly limit: AssetLimitRecord & { readonly maxPerDay: bigint };
+}
+
+function assetKey(intent: SpendIntent): string | null {
+  return intent.asset.address === null ? null : canonicalAddress(intent.asset.address);
+}
+
+/**
+ * Every rule of every policy that needs no sum; throws the first refusal. Returns the daily caps that
+ * apply, to be counted. The account's policy is judged first, so its refusal is the one named.
+ */
+function judge(policies: readonly SpendPolicyRecord[], intent: SpendIntent, at: number): DailyCap[] {
+  const caps: DailyCap[] = [];
+  const asset = assetKey(intent);
+  for (const policy of policies) {
+    const whose = policy.keyId === null ? 'account' : 'key';
+    const owner = policy.keyId === null ? "The account's spend policy" : "The API key's spend policy";
+    if (policy.expiresAt !== null && at >= policy.expiresAt) {
+      throw new GatewayError('SPEND_POLICY_EXPIRED', {
+        message: `${owner} expired at ${new Date(policy.expiresAt).toISOString()}; it allows no payments until it is set again.`,
+        details: { limit: 'expiresAt', policy: whose, expiresAt: new Date(policy.expiresAt).toISOString() },
+      });
+    }
+    if (policy.allowedNetworks !== null && !policy.allowedNetworks.includes(intent.network)) {
+      throw notAllowed(whose, 'allowedNetworks', `${owner} does not allow payments on ${intent.network}.`);
+    }
+    if (policy.allowedRecipients !== null) {
+      const recipient = canonicalAddress(intent.recipient.trim());
+      if (!policy.allowedRecipients.includes(recipient)) {
+        throw notAllowed(
+          whose,
+          'allowedRecipients',
+          `${owner} does not allow payments to ${intent.recipient}.`,
+        );
+      }
+    }
+    if (policy.allowedHosts !== null && !hostAllowed(policy.allowedHosts, intent.resource)) {
+      throw notAllowed(
+        whose,
+        'allowedHosts',
+        intent.resource === null
+          ? `${owner} allows payments only for resources on its allowed hosts; this payment names no resource URL.`
+          : `${owner} does not allow payments for resources on the host of ${intent.resource}.`,
+      );
+    }
+    if (policy.limits === null) continue;
+    const limit = policy.limits.find((l) => l.network === intent.network && l.asset === asset);
+    if (limit === undefined) {
+      throw notAllowed(
+        whose,
+        'limits',
+        `${owner} lists the assets it allows, and ${nameOf(intent)} on ${intent.network} is not among them.`,
+      );
+    }
+    if (limit.maxPerPayment !== null && intent.amount > limit.maxPerPayment) {
+      throw new GatewayError('SPEND_LIMIT_EXCEEDED', {
+        message: `${owner} allows at most ${amountText(limit.maxPerPayment, intent)} per payment; this payment is ${amountText(intent.amount, intent)}.`,
+        details: {
+          limit: 'maxPerPayment',
+          policy: whose,
+          max: amountText(limit.maxPerPayment, intent),
+          remaining: amountText(limit.maxPerPayment, intent),
+        },
+      });
+    }
+    if (limit.maxPerDay !== null) caps.push({ policy, limit: { ...limit, maxPerDay: limit.maxPerDay } });
+  }
+  return caps;
+}
+
+/** The daily caps against the spends of the rolling day (the account's, or the key's for a key's cap). */
+function checkDailyCaps(
+  caps: readonly DailyCap[],
+  intent: SpendIntent,
+  spends: readonly { keyId: string | null; amount: bigint; createdAt: number }[],
+): void {
+  for (const { policy, limit } of caps) {
+    const counted = policy.keyId === null ? spends : spends.filter((s) => s.keyId === policy.keyId);
+    let spent = 0n;
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const spend of counted) {
+      spent += spend.amount;
+      oldest = Math.min(oldest, spend.createdAt);
+    }
+    if (spent + intent.amount <= limit.maxPerDay) continue;
+    const remaining = limit.maxPerDay > spent ? limit.maxPerDay - spent : 0n;
+    const whose = policy.keyId === null ? 'account' : 'key';
+    const owner = policy.keyId === null ? "The account's spend policy" : "The API key's spend policy";
+    const resetsAt = Number.isFinite(oldest) ? new Date(oldest + SPEND_WINDOW_MS).toISOString() : undefined;
+    throw new GatewayError('SPEND_LIMIT_EXCEEDED', {
+      message: `${owner} allows ${amountText(limit.maxPerDay, intent)} per 24 hours; ${amountText(remaining, intent)} remains, and this payment is ${amountText(intent.amount, intent)}.`,
+      details: {
+        limit: 'maxPerDay',
+        policy: whose,
+        max: amountText(limit.maxPerDay, intent),
+        remaining: amountText(remaining, intent),
+        ...(resetsAt === undefined ? {} : { resetsAt }),
+      },
+    });
+  }
+}
+
+function notAllowed(policy: 'account' | 'key', limit: string, message: string): GatewayError {
+  return new GatewayError('SPEND_NOT_ALLOWED', { message, details: { limit, policy } });
+}
+
+function nameOf(intent: SpendIntent): string {
+  return intent.asset.symbol ?? intent.asset.address ?? 'the native currency';
+}
+
+function amountText(atomic: bigint, intent: SpendIntent): string {
+  return `${atomicToDecimalText(atomic, intent.asset.decimals)} ${nameOf(intent)}`;
+}
