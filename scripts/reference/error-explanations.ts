@@ -58,6 +58,9 @@ export const ERROR_EXPLANATIONS: Readonly<Record<ErrorCode, ErrorExplanation>> =
   },
   PAYLOAD_TOO_LARGE: { when: 'body over `BODY_LIMIT_BYTES`' },
   UNSUPPORTED_MEDIA_TYPE: { when: 'a body that is not `application/json`' },
+  PAYMENT_OPTION_REFUSED: {
+    when: "`POST /payment/x402`: no option of the seller's PaymentRequired may be paid from the wallet — not the `exact` scheme, a network not configured or not in `networks`, a token the network does not list (a seller's own mint is never paid), above the buyer's `maxAmount` for that token, a `maxTimeoutSeconds` longer than the gateway signs for, or more than the wallet holds; `details` maps each option (`paymentRequired.accepts[0]`) to its reason. Nothing was signed or recorded",
+  },
   INSUFFICIENT_BALANCE: {
     when: 'not enough funds for the payment plus fees: the message says what the payment and its fees need and what the wallet holds, and `details.walletAddress` what it needs (`needs 0.600053 ETH including fees`), on Solana and EVM alike however large the gap; when the chain refused a send already recorded (concurrent sends beyond the balance), `details.paymentId` names that failed payment',
   },

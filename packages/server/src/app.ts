@@ -45,6 +45,7 @@ import { verifyRoutes } from './http/routes/verify.ts';
 import { walletRoutes } from './http/routes/wallets.ts';
 import { webhookRoutes } from './http/routes/webhooks.ts';
 import { wellKnownRoutes } from './http/routes/well-known.ts';
+import { x402PayRoutes } from './http/routes/x402-pay.ts';
 import type { TlsCertificates } from './http/tls/tls-certificates.ts';
 import type { GatewayMetrics } from './metrics/gateway-metrics.ts';
 import './http/fastify-types.ts';
@@ -202,6 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(faucetRoutes, { faucet: services.faucet });
   await app.register(walletRoutes, { wallets: services.wallets });
   await app.register(paymentRoutes, services);
+  await app.register(x402PayRoutes, services);
   await app.register(transactionRoutes, services);
   await app.register(verifyRoutes, services);
   await app.register(tokenRoutes, services);

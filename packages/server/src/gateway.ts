@@ -316,6 +316,7 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
           ledger: services.ledger,
           wallets: services.wallets,
           x402Receipts: services.x402Receipts,
+          x402Purchases: services.x402Pay,
           instanceId,
           intervalMs: config.reconcileIntervalMs,
           log: warn,

@@ -60,6 +60,16 @@ export const ERROR_CATALOGUE = {
     status: 429,
     message: "The account's daily budget of sponsored network fees is spent; retry after 00:00 UTC.",
   },
+  /**
+   * POST /payment/x402: none of the seller's payment options is one the wallet may pay (scheme, network,
+   * token, the buyer's maxAmount, validity, balance); `details` names each option's reason. Nothing was
+   * signed or recorded.
+   */
+  PAYMENT_OPTION_REFUSED: {
+    status: 422,
+    message:
+      "None of the seller's payment options can be paid from this wallet within its limits; nothing was signed.",
+  },
   INSUFFICIENT_BALANCE: { status: 422, message: 'Not enough funds for the payment plus fees.' },
   INVALID_PAYMENT_PROOF: { status: 422, message: 'The payment proof is invalid or expired.' },
   PAYMENT_VERIFICATION_FAILED: { status: 422, message: 'The facilitator could not verify the payment.' },

@@ -55,9 +55,11 @@ export function statusesBefore(to: PaymentStatus): PaymentStatus[] {
 export type PaymentDirection = 'sent' | 'received';
 /**
  * custodial: the gateway signed (Lightning mode); local: the caller signed (local transaction mode);
- * facilitator: an x402 payment the buyer signed and the built-in facilitator settled (paying the fee).
+ * facilitator: an x402 payment the buyer signed and the built-in facilitator settled (paying the fee);
+ * x402: an x402 payment payload the gateway signed for a custodial wallet (POST /payment/x402), settled by
+ * the seller's facilitator, which broadcasts it (the gateway holds no transaction of its own to resend).
  */
-export type PaymentMode = 'custodial' | 'local' | 'facilitator';
+export type PaymentMode = 'custodial' | 'local' | 'facilitator' | 'x402';
 
 /** The event written to the outbox when a payment enters a state. */
 export const EVENT_TYPES = [

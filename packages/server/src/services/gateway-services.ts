@@ -15,6 +15,7 @@ import { ProofVerifier } from './payments/proofs/proof-verifier.ts';
 import { VerifyPaymentService } from './payments/proofs/verify-payment.ts';
 import { ReceivePaymentService } from './payments/receive-payment.ts';
 import { X402LocalReceiveService } from './payments/x402/x402-local-receive.ts';
+import { X402PayService } from './payments/x402/x402-pay.ts';
 import { X402ReceiveService } from './payments/x402/x402-receive.ts';
 import { FaucetService } from './wallets/faucet-service.ts';
 import { PortfolioService } from './wallets/portfolio.ts';
@@ -40,6 +41,8 @@ export interface GatewayServices {
   readonly facilitator: FacilitatorService;
   /** x402 payloads given to /transaction/receive; the reconciler watches their pending payments. */
   readonly x402Receipts: X402LocalReceiveService;
+  /** Pays x402 sellers from custodial wallets (POST /payment/x402); the reconciler watches the payments. */
+  readonly x402Pay: X402PayService;
 }
 
 export interface ServiceParts {
@@ -113,5 +116,6 @@ export function createServices(parts: ServiceParts): GatewayServices {
     portfolio: new PortfolioService(networks),
     facilitator,
     x402Receipts,
+    x402Pay: new X402PayService({ store, wallets, networks, facilitator, ledger, now }),
   };
 }

@@ -7,6 +7,7 @@ import { PeriodicWorker } from '../scheduling/periodic-worker.ts';
 import { LocalModeConfirmation } from '../services/payments/local/local-confirmation.ts';
 import type { PaymentLedger } from '../services/payments/payment-ledger.ts';
 import { isX402Receipt, type X402LocalReceiveService } from '../services/payments/x402/x402-local-receive.ts';
+import { isX402Purchase, type X402PayService } from '../services/payments/x402/x402-pay.ts';
 import type { WalletService } from '../services/wallets/wallet-service.ts';
 import type { Store } from '../store/store.ts';
 import { type FinalityObserver, FinalityWatch } from './finality-watch.ts';
@@ -20,6 +21,8 @@ export interface ReconcilerDeps {
   readonly wallets?: Pick<WalletService, 'signer'>;
   /** Watches x402 payloads given to /transaction/receive; without it their pending payments are left alone. */
   readonly x402Receipts?: Pick<X402LocalReceiveService, 'watch'>;
+  /** Watches x402 payments signed for custodial wallets (POST /payment/x402); without it they stay pending. */
+  readonly x402Purchases?: Pick<X402PayService, 'watch'>;
   /** Names this process in leases. */
   readonly instanceId: string;
   readonly intervalMs?: number;
@@ -65,6 +68,8 @@ const LATE_LANDING_RECHECK_MS = 15_000;
  * - local mode, expired within lateLandingWatchMs: looked at again now and then; a transaction that
  *   landed after all moves the payment expired → confirmed (payment.confirmed follows payment.expired),
  *   and a late receipt consumes the proof if it is still unused.
+ * - x402 payments signed for custodial wallets (POST /payment/x402), pending: the seller's facilitator
+ *   submits them; found on chain by their payload and confirmed, or expired once they can no longer land.
  * - EVM custodial sends (a nonce from the database): see SequencedSendReconciler — resent, replaced with
  *   higher fees when stuck, settled by whichever of their transactions is mined, expired only once
  *   their nonce is used by another transaction.
@@ -145,6 +150,9 @@ export class PaymentReconciler {
           }
           return slot;
         });
+      } else if (isX402Purchase(payment)) {
+        // The seller's facilitator broadcasts it: found on chain by its payload, never resent from here.
+        if (payment.status === 'pending') await this.deps.x402Purchases?.watch(payment, chain);
       } else if (isX402Receipt(payment)) {
         // No reference to find it by, and expired only once it can never land: nothing late to watch.
         if (payment.status === 'pending') await this.deps.x402Receipts?.watch(payment, chain);

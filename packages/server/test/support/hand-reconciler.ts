@@ -8,6 +8,7 @@ export function handReconciler(gw: TestGateway, instanceId: string): PaymentReco
     networks: gw.networks,
     ledger: gw.services.ledger,
     x402Receipts: gw.services.x402Receipts,
+    x402Purchases: gw.services.x402Pay,
     instanceId,
     recheckMs: 0,
   });

@@ -1,0 +1,53 @@
+import type { SchemeNetworkClient } from '@x402/core/types';
+import { ExactEvmScheme } from '@x402/evm/exact/client';
+import { ExactEvmSchemeV1 } from '@x402/evm/v1';
+import { bytesToHex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import type { ChainAdapter } from '../chain-adapter.ts';
+import type { ExactPayer, ExactPaymentRequest, SignedExactPayment } from '../exact-payer.ts';
+import { stockPayload } from '../stock-payload.ts';
+
+/**
+ * x402 `exact` on EVM, buyer side (see ExactPayer): the stock `@x402/evm` client signs an EIP-3009
+ * transferWithAuthorization (typed data only: nothing is sent, nothing needs gas). The signer it is given
+ * can sign typed data and nothing else, so no extension of the stock client can have it sign a
+ * transaction or an approval.
+ */
+export function exactEvmPayer(_chain: ChainAdapter): ExactPayer {
+  return {
+    family: 'evm',
+    refusal(requirement) {
+      const extra = requirement.extra as Record<string, unknown> | undefined;
+      if (extra?.assetTransferMethod !== undefined && extra.assetTransferMethod !== 'eip3009') {
+        return `extra.assetTransferMethod ${String(extra.assetTransferMethod).slice(0, 40)} is not paid from custodial wallets (they give Permit2 no allowance); EIP-3009 only`;
+      }
+      if (typeof extra?.name !== 'string' || typeof extra.version !== 'string') {
+        return "extra.name and extra.version must give the token's EIP-712 domain (EIP-3009)";
+      }
+      return undefined;
+    },
+    async sign(input: ExactPaymentRequest, secretKey: Uint8Array): Promise<SignedExactPayment> {
+      const account = privateKeyToAccount(bytesToHex(secretKey));
+      const signer = {
+        address: account.address,
+        signTypedData: account.signTypedData,
+      } as ConstructorParameters<typeof ExactEvmScheme>[0];
+      const scheme: SchemeNetworkClient =
+        input.x402Version === 1 ? new ExactEvmSchemeV1(signer) : new ExactEvmScheme(signer);
+      const paymentPayload = await stockPayload(scheme, input);
+      const payload = paymentPayload.payload as Record<string, unknown>;
+      const authorization = payload.authorization as Record<string, unknown> | undefined;
+      const validBefore = authorization?.validBefore;
+      if (typeof validBefore !== 'string' || !/^\d{1,20}$/.test(validBefore)) {
+        throw new Error('the stock EVM client made a payload without an EIP-3009 validBefore');
+      }
+      return {
+        paymentPayload,
+        payload,
+        payer: account.address,
+        lastValidBlockHeight: null,
+        validUntil: Number(validBefore) * 1000,
+      };
+    },
+  };
+}

@@ -1,0 +1,111 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { DEFAULT_MAX_TIMEOUT_SECONDS, type X402PayService } from '../../services/payments/x402/x402-pay.ts';
+import { MAX_X402_HEADER_LENGTH } from '../../x402/payment-header.ts';
+import { callerOf } from '../plugins/authentication.ts';
+import { Address, AssetSchema, checkMetadataSize, Metadata, Resource } from './payments.ts';
+
+const X402PayBody = Type.Object(
+  {
+    walletAddress: Address('The custodial wallet that pays (Solana base58 or EVM 0x…).'),
+    paymentRequired: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: MAX_X402_HEADER_LENGTH,
+        description:
+          "The seller's `PAYMENT-REQUIRED` header value, as received (x402 v2: base64 of the PaymentRequired JSON). Give this, `paymentRequiredBody`, or both.",
+      }),
+    ),
+    paymentRequiredBody: Type.Optional(
+      Type.Object(
+        {},
+        {
+          additionalProperties: true,
+          description:
+            "The seller's 402 body, parsed: an x402 v1 challenge (`{x402Version: 1, accepts}`), or whatever a v2 seller sent beside its header. When both this and `paymentRequired` offer payments, they must offer the same ones (scheme, network, asset, payTo, amount), or the request is refused naming `paymentRequiredBody`.",
+        },
+      ),
+    ),
+    resource: Type.Intersect([Resource], {
+      description:
+        'The URL that was answered 402. The PaymentRequired must name a resource on the same host (v2 `resource.url`, v1 `accepts[].resource`), or the request is refused naming `resource`.',
+    }),
+    maxAmount: Type.Record(
+      Type.String({ minLength: 1, maxLength: 100 }),
+      Type.Number({ exclusiveMinimum: 0 }),
+      {
+        minProperties: 1,
+        maxProperties: 20,
+        description:
+          'The most one payment may cost, per token, in whole units: `{"USDC": 0.05}`; a key is a symbol GET /networks lists or a token address. An option in a token named here for no limit is refused.',
+      },
+    ),
+    networks: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+        minItems: 1,
+        maxItems: 20,
+        description: 'CAIP-2 ids the wallet may pay on; default every configured network of its family.',
+      }),
+    ),
+    metadata: Type.Optional(Metadata),
+  },
+  { additionalProperties: false },
+);
+
+const X402PayResult = Type.Object(
+  {
+    success: Type.Literal(true),
+    paymentId: Type.String(),
+    status: Type.String({
+      description:
+        '`pending` until the chain shows the seller settled it (then `confirmed`), or `expired` once it can no longer be settled.',
+    }),
+    x402Version: Type.Union([Type.Literal(1), Type.Literal(2)]),
+    paymentHeaderName: Type.String({ description: '`PAYMENT-SIGNATURE` (v2) or `X-PAYMENT` (v1).' }),
+    paymentHeader: Type.String({
+      description: 'The header value to repeat the request with: base64 of the signed PaymentPayload.',
+    }),
+    network: Type.String({ description: 'The configured network (CAIP-2) that carries it.' }),
+    asset: AssetSchema,
+    amount: Type.Number({ description: 'Whole units of `asset`.' }),
+    recipient: Type.String({ description: "The seller's payTo." }),
+    sender: Type.String(),
+    resource: Type.Union([Type.String(), Type.Null()]),
+    expiresAt: Type.Union([Type.Integer(), Type.Null()], {
+      description:
+        'Unix ms after which the seller can no longer settle it (EVM: validBefore); null on Solana, where its blockhash ends it.',
+    }),
+    timestamp: Type.Integer({ description: 'Unix ms.' }),
+  },
+  { $id: 'X402PayResult', title: 'X402PayResult' },
+);
+
+export interface X402PayRouteDeps {
+  readonly x402Pay: X402PayService;
+}
+
+/** POST /payment/x402: pay any x402 seller from a custodial wallet. */
+export async function x402PayRoutes(app: FastifyInstance, deps: X402PayRouteDeps) {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  r.post(
+    '/payment/x402',
+    {
+      config: { feature: 'payments', idempotent: true },
+      schema: {
+        operationId: 'payX402',
+        tags: ['payments'],
+        summary:
+          "Pay an x402 seller's 402 from a custodial wallet: returns the signed payment header to send.",
+        description: `Give the seller's PaymentRequired (the v2 \`PAYMENT-REQUIRED\` header value, or the v1 402 body) and the buyer's limits. The first \`exact\` option the wallet may pay is signed with the wallet's key (Solana: the SPL transferChecked transaction with the seller's fee payer; EVM: an EIP-3009 authorization) and recorded as a \`pending\` sent payment; repeat the request to the seller with \`paymentHeaderName: paymentHeader\`. The seller's facilitator settles it; the gateway confirms it when the chain shows it, whoever submitted it, and expires it once it can no longer land. Only tokens GET /networks lists are paid, within \`maxAmount\`, for at most ${DEFAULT_MAX_TIMEOUT_SECONDS} s of validity; an option refused for any reason is named in PAYMENT_OPTION_REFUSED's \`details\`, and then nothing is signed or recorded. Send an \`Idempotency-Key\` header: the same key answers the same payment, never a second signature.`,
+        body: X402PayBody,
+        response: { 200: X402PayResult },
+      },
+    },
+    async (request) => {
+      const { account } = callerOf(request);
+      checkMetadataSize(request.body.metadata);
+      return deps.x402Pay.pay(account.id, request.body, request.idempotencyKey);
+    },
+  );
+}

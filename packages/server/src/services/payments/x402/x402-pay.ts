@@ -1,0 +1,432 @@
+import { canonicalAddress } from '../../../chains/canonical-address.ts';
+import type { ChainAdapter } from '../../../chains/chain-adapter.ts';
+import { chainFamily } from '../../../chains/chain-families.ts';
+import type { ExactPayer } from '../../../chains/exact-payer.ts';
+import { EXACT_PAYERS } from '../../../chains/exact-payers.ts';
+import type { ExactRequirements } from '../../../chains/exact-scheme.ts';
+import type { NetworkRegistry } from '../../../chains/network-registry.ts';
+import { addressFamily } from '../../../domain/address.ts';
+import { GatewayError, invalidParameters } from '../../../domain/gateway-error.ts';
+import { newId } from '../../../domain/ids.ts';
+import { AmountError, atomicToDecimalText, toAtomic, toWholeUnits } from '../../../domain/money.ts';
+import type { TokenInfo } from '../../../domain/network.ts';
+import type { PaymentRecord } from '../../../domain/records/payment-records.ts';
+import type { Store } from '../../../store/store.ts';
+import { decodeX402Header } from '../../../x402/payment-header.ts';
+import {
+  ChallengeError,
+  challengeFromHeader,
+  challengeFromJson,
+  type PaymentChallenge,
+  type PaymentOption,
+} from '../../../x402/payment-required.ts';
+import type { FacilitatorService } from '../../facilitator/facilitator-service.ts';
+import type { WalletService } from '../../wallets/wallet-service.ts';
+import { newPayment } from '../new-payment.ts';
+import type { PaymentAsset } from '../payment-asset.ts';
+import type { PaymentLedger } from '../payment-ledger.ts';
+
+export interface X402PayInput {
+  readonly walletAddress: string;
+  /** The seller's `PAYMENT-REQUIRED` header value (x402 v2). */
+  readonly paymentRequired?: string | undefined;
+  /** The seller's 402 body: the v1 challenge, or whatever a v2 seller sent beside its header. */
+  readonly paymentRequiredBody?: unknown;
+  /** The URL the buyer asked for and was answered 402. */
+  readonly resource: string;
+  /** The most one payment may cost, per asset (symbol or token address), in whole units. */
+  readonly maxAmount: Readonly<Record<string, number>>;
+  /** CAIP-2 ids the buyer pays on (a v1 name is read as its id); default every configured network. */
+  readonly networks?: readonly string[] | undefined;
+  readonly metadata?: object | undefined;
+}
+
+/** The answer of POST /payment/x402: the header to repeat the request with, and the payment recorded. */
+export interface X402PayResult {
+  success: true;
+  paymentId: string;
+  status: string;
+  x402Version: 1 | 2;
+  /** `PAYMENT-SIGNATURE` (v2) or `X-PAYMENT` (v1). */
+  paymentHeaderName: string;
+  /** The header's value: base64 of the signed PaymentPayload. */
+  paymentHeader: string;
+  network: string;
+  asset: PaymentAsset;
+  amount: number;
+  recipient: string;
+  sender: string;
+  resource: string | null;
+  /** Unix ms after which the payment can no longer be settled (EVM: its validBefore); null on Solana (its blockhash). */
+  expiresAt: number | null;
+  timestamp: number;
+}
+
+export interface X402PayDeps {
+  readonly store: Store;
+  readonly wallets: WalletService;
+  readonly networks: NetworkRegistry;
+  readonly facilitator: FacilitatorService;
+  readonly ledger: PaymentLedger;
+  /** The longest validity (`maxTimeoutSeconds`) a payment is signed for. */
+  readonly maxTimeoutSeconds?: number;
+  readonly now?: () => number;
+}
+
+/**
+ * A payment stays pending while it may be settled; an authorization valid for days would hold the
+ * buyer's money (and spend limits) that long at the seller's pleasure. x402 sellers ask 60 to 300 s.
+ */
+export const DEFAULT_MAX_TIMEOUT_SECONDS = 600;
+/** The chain's clock may trail this gateway's: an EVM payment expires this long after its validBefore. */
+const CLOCK_MARGIN_MS = 60_000;
+/** A payment is looked for on chain from a little before it was signed (clocks differ). */
+const SEARCH_MARGIN_MS = 60_000;
+
+/**
+ * Pays an x402 seller from a custodial wallet (POST /payment/x402): reads the seller's PaymentRequired,
+ * picks the first `exact` option the wallet may pay — a token the network lists, on a network the gateway
+ * serves and the buyer allows, within the buyer's maxAmount for that token, within the validity this
+ * gateway signs for, with the balance to pay it — signs its payload with the stock x402 client scheme of
+ * the chain (ExactPayer) and records the payment `pending`. Nothing is signed when no option qualifies:
+ * PAYMENT_OPTION_REFUSED names each option's reason, and no payment is recorded.
+ *
+ * The seller's facilitator settles; the reconciler then finds the payment on chain (ExactScheme.findPaid,
+ * whoever submitted it) and confirms it, or expires it once it can no longer land (Solana: past its
+ * blockhash; EVM: past its validBefore), which releases what it held.
+ */
+export class X402PayService {
+  private readonly now: () => number;
+
+  constructor(private readonly deps: X402PayDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  async pay(accountId: string, input: X402PayInput, idempotencyKey?: string): Promise<X402PayResult> {
+    if (idempotencyKey !== undefined) {
+      const earlier = await this.deps.store.payments.findByIdempotencyKey(accountId, idempotencyKey);
+      if (earlier !== undefined && earlier.mode === 'x402') return this.result(earlier);
+    }
+    const challenge = readChallenge(input);
+    checkResourceHost(challenge, input.resource);
+    const allowed = allowedNetworks(input.networks);
+    const wallet = await this.deps.wallets.owned(accountId, input.walletAddress);
+    if (wallet.watchOnly) {
+      throw new GatewayError('FORBIDDEN', {
+        message: 'This wallet is watch-only: the gateway holds no key for it.',
+        details: { walletAddress: 'is watch-only' },
+      });
+    }
+    const field = input.paymentRequired !== undefined ? 'paymentRequired' : 'paymentRequiredBody';
+    const refusals: Record<string, string> = {};
+    let chosen: Chosen | undefined;
+    for (const [i, option] of challenge.accepts.entries()) {
+      const verdict = await this.judge(option, wallet.address, input.maxAmount, allowed);
+      if ('refusal' in verdict) {
+        refusals[`${field}.accepts[${i}]`] = verdict.refusal;
+        continue;
+      }
+      chosen = verdict;
+      break;
+    }
+    if (chosen === undefined) {
+      throw new GatewayError('PAYMENT_OPTION_REFUSED', { details: refusals });
+    }
+
+    // Opened only now: nothing is decrypted for a challenge that is refused.
+    const signer = await this.deps.wallets.signer(accountId, wallet.address);
+    let signed: Awaited<ReturnType<Chosen['payer']['sign']>>;
+    try {
+      signed = await chosen.payer.sign(
+        { x402Version: challenge.x402Version, requirement: chosen.option.raw, resource: challenge.resource },
+        signer.secretKey,
+      );
+    } finally {
+      signer.secretKey.fill(0);
+    }
+    if (canonicalAddress(signed.payer) !== wallet.address) {
+      throw new Error(
+        `the ${chosen.chain.info.family} payer signed as ${signed.payer}, not ${wallet.address}`,
+      );
+    }
+
+    const at = this.now();
+    const payment = newPayment(at, {
+      id: newId('pay'),
+      accountId,
+      direction: 'sent',
+      mode: 'x402',
+      status: 'pending',
+      network: chosen.chain.info.id,
+      walletAddress: wallet.address,
+      sender: wallet.address,
+      recipient: canonicalAddress(chosen.option.payTo),
+      amount: chosen.option.amount,
+      resource: input.resource,
+      metadata: (input.metadata as Record<string, unknown> | undefined) ?? null,
+      // The header value: what the seller is given, and what the watcher reads the payment from.
+      signedTransaction: Buffer.from(JSON.stringify(signed.paymentPayload)).toString('base64'),
+      lastValidBlockHeight: signed.lastValidBlockHeight,
+      expiresAt: signed.validUntil,
+      idempotencyKey: idempotencyKey ?? null,
+      asset: { address: chosen.token.address, decimals: chosen.token.decimals },
+    });
+    await this.deps.store.transaction(async (tx) => {
+      // Spend policy (#28 part 3): checked here, atomically with recording, once its module lands.
+      await this.deps.ledger.recordIn(tx, payment, 'payment.sent');
+    });
+    return this.result(payment);
+  }
+
+  /**
+   * A pending x402 payment, looked at by the reconciler: confirmed (or failed) once the chain shows its
+   * payload landed, whoever submitted it; expired once it can no longer land and did not. The expiry is
+   * read before the search, so a payment that landed just before its end is found, not expired.
+   */
+  async watch(payment: PaymentRecord, chain: ChainAdapter): Promise<void> {
+    if (payment.status !== 'pending' || payment.signedTransaction === null) return;
+    const scheme = this.deps.facilitator.schemeFor(payment.network);
+    const decoded = decodeX402Header(payment.signedTransaction);
+    if (scheme?.findPaid === undefined || decoded === undefined || payment.asset === undefined) return;
+    const gone =
+      payment.lastValidBlockHeight !== null
+        ? (await chain.getBlockHeight()) > payment.lastValidBlockHeight
+        : payment.expiresAt !== null && this.now() > payment.expiresAt + CLOCK_MARGIN_MS;
+    const requirements: ExactRequirements = {
+      network: payment.network,
+      asset: payment.asset.address,
+      amount: payment.amount,
+      payTo: payment.recipient,
+      maxTimeoutSeconds: 0,
+      extra: {},
+    };
+    const payload = decoded.value.payload as Record<string, unknown>;
+    const landed = await scheme.findPaid(payload, requirements, payment.createdAt - SEARCH_MARGIN_MS);
+    if (landed !== undefined) {
+      const blockHeight = await chain.blockHeightOf(landed.slot).catch(() => null);
+      if (landed.error === null) {
+        await this.deps.ledger.move(payment, 'confirmed', {
+          signature: landed.transactionId,
+          slot: landed.slot,
+          blockHeight,
+          confirmedAt: this.now(),
+        });
+      } else {
+        await this.deps.ledger.move(payment, 'failed', {
+          signature: landed.transactionId,
+          slot: landed.slot,
+          error: landed.error,
+        });
+      }
+      return;
+    }
+    if (gone) {
+      await this.deps.ledger.move(payment, 'expired', {
+        error: 'the seller did not settle the payment before it could no longer land; nothing was paid',
+      });
+    }
+  }
+
+  /** Whether `option` may be paid from `wallet`, and with what; else why not. */
+  private async judge(
+    option: PaymentOption,
+    wallet: string,
+    maxAmount: Readonly<Record<string, number>>,
+    allowed: ReadonlySet<string> | undefined,
+  ): Promise<Chosen | { refusal: string }> {
+    if (option.scheme !== 'exact')
+      return { refusal: `scheme ${clip(option.scheme)} is not paid; exact only` };
+    const chain = option.network === undefined ? undefined : this.deps.facilitator.chainOf(option.network);
+    if (chain === undefined || option.network === undefined) {
+      return { refusal: `network ${clip(option.networkAsSent)} is not configured here (GET /networks)` };
+    }
+    const family = chain.info.family;
+    if (addressFamily(wallet) !== family) {
+      return { refusal: `network ${clip(option.networkAsSent)} is not the wallet's chain (${family})` };
+    }
+    if (allowed !== undefined && !allowed.has(option.network) && !allowed.has(chain.info.id)) {
+      return { refusal: `network ${clip(option.networkAsSent)} is not in networks` };
+    }
+    const token = this.deps.networks
+      .tokensOf(chain.info.id)
+      .find((t) => canonicalAddress(t.address) === canonicalAddress(option.asset));
+    if (token === undefined) {
+      return {
+        refusal: `asset ${clip(option.asset)} is not a token listed on ${chain.info.name} (GET /networks); only listed tokens are paid`,
+      };
+    }
+    const limit = limitFor(maxAmount, token);
+    if (limit === undefined) return { refusal: `maxAmount names no limit for ${token.symbol}` };
+    if (option.amount > limit) {
+      return {
+        refusal: `asks ${atomicToDecimalText(option.amount, token.decimals)} ${token.symbol}, more than maxAmount ${atomicToDecimalText(limit, token.decimals)} ${token.symbol}`,
+      };
+    }
+    const longest = this.deps.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS;
+    if (option.maxTimeoutSeconds > longest) {
+      return {
+        refusal: `maxTimeoutSeconds ${option.maxTimeoutSeconds} is longer than the ${longest} s a payment is signed for`,
+      };
+    }
+    const payTo = option.payTo;
+    if (addressFamily(payTo) !== family) {
+      return { refusal: `payTo is not ${chainFamily(family).addressName}` };
+    }
+    if (canonicalAddress(payTo) === wallet) return { refusal: 'payTo is the paying wallet itself' };
+    const reserved = chainFamily(family).reservedAccount(payTo);
+    if (reserved !== undefined) return { refusal: `payTo is the ${reserved}, which is no wallet` };
+    const factory = EXACT_PAYERS[family];
+    if (factory === undefined) return { refusal: `exact payments on ${family} are not supported` };
+    const payer = factory(chain);
+    const refusal = payer.refusal(option.raw, wallet);
+    if (refusal !== undefined) return { refusal };
+    const balance = (await chain.getTokenAccounts(wallet))
+      .filter((a) => canonicalAddress(a.mint) === canonicalAddress(token.address))
+      .reduce((sum, a) => sum + a.amount, 0n);
+    if (balance < option.amount) {
+      return {
+        refusal: `the wallet holds ${atomicToDecimalText(balance, token.decimals)} ${token.symbol}, less than the ${atomicToDecimalText(option.amount, token.decimals)} asked`,
+      };
+    }
+    return { option, chain, token, payer };
+  }
+
+  private result(payment: PaymentRecord): X402PayResult {
+    const decoded =
+      payment.signedTransaction === null ? undefined : decodeX402Header(payment.signedTransaction);
+    if (decoded === undefined || payment.asset === undefined) {
+      throw new Error(`payment ${payment.id} holds no x402 payload`);
+    }
+    const listed = this.deps.networks
+      .tokensOf(payment.network)
+      .find((t) => canonicalAddress(t.address) === canonicalAddress(payment.asset?.address ?? ''));
+    return {
+      success: true,
+      paymentId: payment.id,
+      status: payment.status,
+      x402Version: decoded.x402Version,
+      paymentHeaderName: decoded.x402Version === 2 ? 'PAYMENT-SIGNATURE' : 'X-PAYMENT',
+      paymentHeader: payment.signedTransaction ?? '',
+      network: payment.network,
+      asset: { symbol: listed?.symbol ?? null, ...payment.asset },
+      amount: toWholeUnits(payment.amount, payment.asset.decimals),
+      recipient: payment.recipient,
+      sender: payment.sender,
+      resource: payment.resource,
+      expiresAt: payment.expiresAt,
+      timestamp: payment.createdAt,
+    };
+  }
+}
+
+interface Chosen {
+  readonly option: PaymentOption;
+  readonly chain: ChainAdapter;
+  readonly token: TokenInfo;
+  readonly payer: ExactPayer;
+}
+
+/** Whether an x402 payment is one this service made (the reconciler hands it back to `watch`). */
+export function isX402Purchase(payment: PaymentRecord): boolean {
+  return payment.mode === 'x402' && payment.direction === 'sent';
+}
+
+/**
+ * The challenge the request carries: the v2 header, else the body. When both hold one, they must offer
+ * the same payments: a seller (or whoever sits between) showing one payee in the body and another in
+ * the header is refused rather than believed in either.
+ */
+function readChallenge(input: X402PayInput): PaymentChallenge {
+  try {
+    const body = input.paymentRequiredBody;
+    const bodyHoldsOne =
+      typeof body === 'object' && body !== null && 'accepts' in (body as Record<string, unknown>);
+    if (input.paymentRequired === undefined) {
+      if (body === undefined) {
+        throw invalidParameters({
+          paymentRequired:
+            "give the seller's PAYMENT-REQUIRED header value, or its 402 body as paymentRequiredBody",
+        });
+      }
+      return challengeFromJson(body, 'paymentRequiredBody');
+    }
+    const challenge = challengeFromHeader(input.paymentRequired, 'paymentRequired');
+    if (bodyHoldsOne) {
+      const other = challengeFromJson(body, 'paymentRequiredBody');
+      if (!sameTerms(challenge, other)) {
+        throw invalidParameters({
+          paymentRequiredBody:
+            'offers other payments (payTo, asset, network or amount) than the PAYMENT-REQUIRED header; refused',
+        });
+      }
+    }
+    return challenge;
+  } catch (error) {
+    if (error instanceof ChallengeError) throw invalidParameters({ [error.field]: error.problem });
+    throw error;
+  }
+}
+
+function termsOf(challenge: PaymentChallenge): Set<string> {
+  return new Set(
+    challenge.accepts.map((o) =>
+      JSON.stringify([
+        o.scheme,
+        o.network ?? o.networkAsSent,
+        canonicalAddress(o.asset),
+        canonicalAddress(o.payTo),
+        o.amount.toString(),
+      ]),
+    ),
+  );
+}
+
+function sameTerms(a: PaymentChallenge, b: PaymentChallenge): boolean {
+  const x = termsOf(a);
+  const y = termsOf(b);
+  return x.size === y.size && [...x].every((t) => y.has(t));
+}
+
+/**
+ * The resource the challenge names must be on the host the buyer asked: a challenge copied from another
+ * site (or a redirect's) would have the buyer pay for something it did not ask for.
+ */
+function checkResourceHost(challenge: PaymentChallenge, resource: string): void {
+  const host = new URL(resource).host.toLowerCase();
+  for (const url of challenge.resourceUrls) {
+    const named = new URL(url).host.toLowerCase();
+    if (named !== host) {
+      throw invalidParameters({
+        resource: `is on ${clip(host)}, but the PaymentRequired is for a resource on ${clip(named)}`,
+      });
+    }
+  }
+}
+
+function allowedNetworks(networks: readonly string[] | undefined): ReadonlySet<string> | undefined {
+  return networks === undefined ? undefined : new Set(networks);
+}
+
+/** The buyer's limit for `token`: its entry by symbol (any case) or by address; undefined when none. */
+function limitFor(maxAmount: Readonly<Record<string, number>>, token: TokenInfo): bigint | undefined {
+  const address = canonicalAddress(token.address);
+  for (const [asset, amount] of Object.entries(maxAmount)) {
+    const named = asset.trim();
+    if (named.toUpperCase() !== token.symbol.toUpperCase() && canonicalAddress(named) !== address) continue;
+    try {
+      return toAtomic(amount, token.decimals);
+    } catch (error) {
+      if (error instanceof AmountError) {
+        throw invalidParameters({
+          [`maxAmount.${asset}`]: `${error.message} (${token.symbol} has ${token.decimals} decimals)`,
+        });
+      }
+      throw error;
+    }
+  }
+  return undefined;
+}
+
+function clip(text: string): string {
+  return JSON.stringify(text.slice(0, 80));
+}
