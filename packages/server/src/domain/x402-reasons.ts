@@ -2,10 +2,10 @@
  * Every reason code gate402's x402 facilitator and schemes answer (`invalidReason` / `errorReason` of
  * /facilitator/verify and /settle, and `paymentProof` details of receives they back), in one typed list: a
  * code not listed here does not compile. Names are x402's where the concept is x402's; the gate402-only
- * ones are marked. The stock 2.27 EVM facilitator has since renamed some of its own (e.g.
- * `invalid_exact_evm_signature`, `invalid_exact_evm_nonce_already_used`, `invalid_exact_evm_recipient_mismatch`
- * for our `…_payload_…` names): changing ours is a wire change for sellers that match on them, so it is left
- * for a release that says so. A remote facilitator's answer is passed through as it came, as a plain string.
+ * ones are marked. EVM names are those of the stock 2.x EVM facilitator (`invalid_exact_evm_signature`,
+ * `…_recipient_mismatch`, `…_nonce_already_used`, …); a v1 payload is answered under x402 1.x's names for
+ * the same refusals (v1ReasonOf). A remote facilitator's answer is passed through as it came, as a plain
+ * string.
  */
 export const X402_REASONS = [
   // The request: x402 core.
@@ -23,11 +23,17 @@ export const X402_REASONS = [
   'amount_below_minimum',
   'fee_budget_exceeded',
   'asset_mismatch',
-  // exact on EVM: EIP-3009 transferWithAuthorization.
-  'invalid_exact_evm_payload_authorization_nonce_used',
+  // exact on EVM: EIP-3009 transferWithAuthorization (names of @x402/evm 2.x).
+  'invalid_exact_evm_nonce_already_used',
   'invalid_exact_evm_payload_authorization_valid_after',
   'invalid_exact_evm_payload_authorization_valid_before',
   'invalid_exact_evm_payload_authorization_value_mismatch',
+  'invalid_exact_evm_recipient_mismatch',
+  'invalid_exact_evm_signature',
+  'invalid_exact_evm_insufficient_balance',
+  'invalid_exact_evm_transaction_simulation_failed',
+  // The same refusals under x402 1.x's names, answered only to a v1 payload (v1ReasonOf).
+  'invalid_exact_evm_payload_authorization_nonce_used',
   'invalid_exact_evm_payload_recipient_mismatch',
   'invalid_exact_evm_payload_signature',
   'invalid_exact_evm_payload_transaction_simulation_failed',
@@ -38,6 +44,7 @@ export const X402_REASONS = [
   'permit2_allowance_required',
   'permit2_amount_mismatch',
   'permit2_deadline_expired',
+  'permit2_insufficient_balance',
   'permit2_invalid_nonce',
   'permit2_not_yet_valid',
   'permit2_proxy_not_deployed',
@@ -61,10 +68,34 @@ export const X402_REASONS = [
   'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high',
   'invalid_exact_svm_payload_transaction_instructions_length',
   'invalid_exact_svm_payload_transaction_simulation_failed',
+  // The payTo has no token account for the asset, so a transferChecked to it cannot execute. @x402/svm
+  // 2.27 defines no name of its own for it (its simulation fails with InvalidAccountData); this is the
+  // one x402's reason catalogue (ErrorReasons of the x402 package) gives it.
+  'invalid_exact_svm_payload_transaction_receiver_ata_not_found',
   'invalid_exact_svm_payload_unknown_optional_instruction',
 ] as const;
 
 export type X402Reason = (typeof X402_REASONS)[number];
+
+/**
+ * What x402 1.x called the refusals @x402/evm 2.x renamed. A v1 payload is answered under these (v1
+ * buyers and sellers match on them; x402 1.x's own reason list has no `_nonce_already_used` or
+ * `_insufficient_balance`, which become its closest names); every other name is the same in both.
+ */
+const V1_REASON_NAMES: Partial<Record<X402Reason, X402Reason>> = {
+  invalid_exact_evm_nonce_already_used: 'invalid_exact_evm_payload_authorization_nonce_used',
+  invalid_exact_evm_recipient_mismatch: 'invalid_exact_evm_payload_recipient_mismatch',
+  invalid_exact_evm_signature: 'invalid_exact_evm_payload_signature',
+  invalid_exact_evm_insufficient_balance: 'insufficient_funds',
+  invalid_exact_evm_transaction_simulation_failed: 'invalid_exact_evm_payload_transaction_simulation_failed',
+  permit2_insufficient_balance: 'insufficient_funds',
+};
+
+/** The name a reason has for a payload of x402 version `version` (1: x402 1.x's name). */
+export function reasonForVersion(reason: string, version: number): string {
+  if (version !== 1 || !isX402Reason(reason)) return reason;
+  return V1_REASON_NAMES[reason] ?? reason;
+}
 
 export function isX402Reason(value: unknown): value is X402Reason {
   return typeof value === 'string' && (X402_REASONS as readonly string[]).includes(value);

@@ -212,7 +212,7 @@ export class ExactEvmScheme implements ExactScheme {
     if (unknownAsset !== undefined) return unknownAsset;
     if (!isAddress(req.payTo) || getAddress(auth.to) !== getAddress(req.payTo)) {
       return refuse(
-        'invalid_exact_evm_payload_recipient_mismatch',
+        'invalid_exact_evm_recipient_mismatch',
         `the authorization pays ${auth.to}, not ${req.payTo}`,
         auth.from,
       );
@@ -506,11 +506,7 @@ export class ExactEvmScheme implements ExactScheme {
       }),
     ).catch(() => false);
     if (!signatureValid) {
-      return refuse(
-        'invalid_exact_evm_payload_signature',
-        'the authorization signature does not verify',
-        payer,
-      );
+      return refuse('invalid_exact_evm_signature', 'the authorization signature does not verify', payer);
     }
     const [used, balance] = await this.call(() =>
       Promise.all([
@@ -529,13 +525,9 @@ export class ExactEvmScheme implements ExactScheme {
       ]),
     );
     if (used)
-      return refuse(
-        'invalid_exact_evm_payload_authorization_nonce_used',
-        'the authorization was already used',
-        payer,
-      );
+      return refuse('invalid_exact_evm_nonce_already_used', 'the authorization was already used', payer);
     if (balance < auth.value)
-      return refuse('insufficient_funds', 'the payer holds less than the amount', payer);
+      return refuse('invalid_exact_evm_insufficient_balance', 'the payer holds less than the amount', payer);
     // Estimating the gas runs the call as the fee payer would send it: a revert is a failed simulation.
     const gas = await this.client
       .estimateContractGas({
@@ -550,7 +542,7 @@ export class ExactEvmScheme implements ExactScheme {
       );
     if (typeof gas === 'string') {
       return refuse(
-        'invalid_exact_evm_payload_transaction_simulation_failed',
+        'invalid_exact_evm_transaction_simulation_failed',
         `the transfer would fail: ${gas}`,
         payer,
       );

@@ -249,7 +249,7 @@ export async function checkPermit2Payment(
     );
   }
   if (balance < auth.amount)
-    return refuse('insufficient_funds', 'the payer holds less than the amount', payer);
+    return refuse('permit2_insufficient_balance', 'the payer holds less than the amount', payer);
   // Estimating the gas runs the call as the fee payer would send it: a revert is a failed simulation.
   const call = permit2SettleCall(auth);
   const gas = await client

@@ -19,7 +19,7 @@ import type {
   SettlementStatus,
 } from '../../domain/records/settlement-records.ts';
 import { feeDayOf, secondsUntilNextFeeDay } from '../../domain/sponsored-fees.ts';
-import type { X402Reason } from '../../domain/x402-reasons.ts';
+import { reasonForVersion, type X402Reason } from '../../domain/x402-reasons.ts';
 import type { Repositories, Store } from '../../store/store.ts';
 import { parsePaymentRequest, type X402Payment } from '../../x402/payment-request.ts';
 import type { SecretBox } from '../custody/secret-box.ts';
@@ -122,10 +122,14 @@ export class FacilitatorService {
   }
 
   async verify(paymentPayload: unknown, paymentRequirements: unknown): Promise<VerifyAnswer> {
-    return this.verifyResolved(this.resolve(paymentPayload, paymentRequirements));
+    const answer = await this.verifyResolved(this.resolve(paymentPayload, paymentRequirements));
+    return answer.invalidReason === undefined
+      ? answer
+      : { ...answer, invalidReason: reasonForVersion(answer.invalidReason, versionOf(paymentPayload)) };
   }
 
   /** As `verify`, for a payment already read (e.g. from an X-PAYMENT header given to /payment/receive). */
+  /** POST /facilitator/verify: a v1 payload is answered under x402 1.x's reason names (reasonForVersion). */
   async verifyPayment(payment: X402Payment): Promise<VerifyAnswer> {
     return this.verifyResolved(this.route(payment));
   }
@@ -192,8 +196,13 @@ export class FacilitatorService {
     accountId: string,
   ): Promise<SettleAnswer & { paymentId?: string }> {
     const resolved = this.resolve(paymentPayload, paymentRequirements);
-    if (resolved.ok) return this.settlePayment(resolved.payment, { accountId });
-    return this.settleResolved(resolved, stringField(paymentRequirements, 'network'), { accountId });
+    const answer = resolved.ok
+      ? await this.settlePayment(resolved.payment, { accountId })
+      : await this.settleResolved(resolved, stringField(paymentRequirements, 'network'), { accountId });
+    // A v1 payload is answered under x402 1.x's reason names (reasonForVersion).
+    return answer.errorReason === undefined
+      ? answer
+      : { ...answer, errorReason: reasonForVersion(answer.errorReason, versionOf(paymentPayload)) };
   }
 
   /**
@@ -858,3 +867,12 @@ function stringField(value: unknown, field: string): string {
     typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[field] : undefined;
   return typeof v === 'string' ? v : '';
 }
+/** The x402 version a facilitator request's payload states (2 when it states none it could be). */
+function versionOf(paymentPayload: unknown): number {
+  const v =
+    typeof paymentPayload === 'object' && paymentPayload !== null
+      ? (paymentPayload as Record<string, unknown>).x402Version
+      : undefined;
+  return v === 1 ? 1 : 2;
+}
+

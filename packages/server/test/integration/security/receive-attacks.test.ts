@@ -257,7 +257,7 @@ const ATTACKS: readonly Attack[] = [
         ...USDC_PRICE,
       };
     },
-    expect: refused('PAYMENT_VERIFICATION_FAILED', 'invalid_exact_evm_payload_signature'),
+    expect: refused('PAYMENT_VERIFICATION_FAILED', 'invalid_exact_evm_signature'),
   },
   {
     // The permit names its token: the facilitator's permit2_token_mismatch is another asset than asked.

@@ -287,11 +287,42 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
       'unsupported_asset',
     );
     assert.equal(await verify({ amount: '20001' }), 'invalid_exact_evm_payload_authorization_value_mismatch');
+    assert.equal(await verify({ extra: { name: 'USD Coin', version: '1' } }), 'invalid_exact_evm_signature');
+    assert.equal(await verify({}), 'invalid_exact_evm_insufficient_balance');
+
+    // The same refusals of a v1 payload are answered under x402 1.x's names (v1 buyers and sellers match on them).
+    const { amount, ...common } = requirements;
+    const verifyV1 = async (changes: Record<string, unknown>) => {
+      const r = {
+        ...common,
+        network: 'eip155:31337',
+        maxAmountRequired: amount,
+        resource: 'https://shop.example/r',
+        description: '',
+        mimeType: '',
+        ...changes,
+      };
+      const res = await api(seller.key, 'POST', '/facilitator/verify', {
+        x402Version: 1,
+        paymentPayload: {
+          x402Version: 1,
+          scheme: 'exact',
+          network: r.network,
+          payload: paymentPayload.payload,
+        },
+        paymentRequirements: r,
+      });
+      return res.body.invalidReason as string | undefined;
+    };
     assert.equal(
-      await verify({ extra: { name: 'USD Coin', version: '1' } }),
+      await verifyV1({ extra: { name: 'USD Coin', version: '1' } }),
       'invalid_exact_evm_payload_signature',
     );
-    assert.equal(await verify({}), 'insufficient_funds');
+    assert.equal(
+      await verifyV1({ payTo: privateKeyToAccount(generatePrivateKey()).address }),
+      'invalid_exact_evm_payload_recipient_mismatch',
+    );
+    assert.equal(await verifyV1({}), 'insufficient_funds');
   });
 
   it('EVM: an authorization used between a settle’s verification and its claim is a duplicate (another settle landed it) or a refusal (someone else did), not 500', async () => {
@@ -361,7 +392,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     assert.equal(refused.status, 200, JSON.stringify(refused.body));
     assert.deepEqual(
       [refused.body.success, refused.body.errorReason],
-      [false, 'invalid_exact_evm_payload_authorization_nonce_used'],
+      [false, 'invalid_exact_evm_nonce_already_used'],
     );
   });
 
@@ -381,7 +412,7 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     const stranger = privateKeyToAccount(generatePrivateKey()).address;
     // The same settlement key (signer and nonce), for the seller's own requirements: not that payment.
     const cases = [
-      [{ to: stranger }, 'invalid_exact_evm_payload_recipient_mismatch'],
+      [{ to: stranger }, 'invalid_exact_evm_recipient_mismatch'],
       [{ value: '20001' }, 'invalid_exact_evm_payload_authorization_value_mismatch'],
     ] as const;
     for (const [change, reason] of cases) {

@@ -469,7 +469,7 @@ describe('x402 EVM payloads in POST /transaction/receive: the seller submits tra
           return [res.status, res.body.error?.code, res.body.error?.details?.paymentProof];
         }),
       );
-    const mismatch = [422, 'PAYMENT_VERIFICATION_FAILED', 'invalid_exact_evm_payload_recipient_mismatch'];
+    const mismatch = [422, 'PAYMENT_VERIFICATION_FAILED', 'invalid_exact_evm_recipient_mismatch'];
     assert.deepEqual(await refusals(), [mismatch, mismatch], 'while the seller’s receipt is pending');
 
     const hash = await signAndBroadcastEvm(
