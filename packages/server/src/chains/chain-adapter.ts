@@ -24,11 +24,19 @@ export interface ChainAdapter {
   ping(): Promise<void>;
   /** Native balance in atomic units (lamports, wei), at `confirmed`. */
   getBalance(address: string): Promise<bigint>;
+  /**
+   * What `owner` holds of a token and can send with `prepareTransfer` (Solana: its associated token
+   * account; EVM: balanceOf), atomic units at `confirmed`; 0 when it holds none.
+   */
+  getTokenBalance(owner: string, token: string): Promise<bigint>;
   getBlockHeight(): Promise<bigint>;
 
   /** A new key pair for a custodial wallet; the secret is the form `sign` takes. */
   generateKeypair(): Promise<{ address: string; secretKey: Uint8Array }>;
-  /** Builds an unsigned native transfer; the sender pays the fees. */
+  /**
+   * Builds an unsigned transfer of the native currency, or of `request.token`; the sender pays the fees
+   * (and, for a token, whatever opening the recipient's token account costs).
+   */
   prepareTransfer(request: TransferRequest): Promise<PreparedTransaction>;
   /** Signs a prepared transaction with a custodial key (Solana: 64-byte secret key). */
   sign(prepared: PreparedTransaction, secretKey: Uint8Array): Promise<SignedTransaction>;
@@ -101,14 +109,30 @@ export interface TransferRequest {
   readonly reference?: string;
   /** The sender's nonce (EVM); absent: the node's pending count. Ignored by chains without nonces (Solana). */
   readonly nonce?: bigint;
+  /** A token to move instead of the native currency; `amount` is then in its atomic units. */
+  readonly token?: TransferToken;
+}
+
+/** A token a transfer moves: its mint (Solana) or contract (EVM), with the decimals it states. */
+export interface TransferToken {
+  readonly address: string;
+  readonly decimals: number;
 }
 
 export interface PreparedTransaction {
   /** Wire bytes with empty signature slots: what a local-mode caller signs. */
   readonly unsigned: Uint8Array;
   readonly lastValidBlockHeight: bigint;
-  /** Everything the sender pays the network: base fee plus priority fee, atomic units. */
+  /**
+   * Everything the sender pays in the native currency besides the amount: base fee plus priority fee,
+   * plus `accountRent` for a token transfer that opens the recipient's token account. Atomic units.
+   */
   readonly fee: bigint;
+  /**
+   * Of `fee`, what opening the recipient's token account costs (Solana: the rent-exempt deposit of its
+   * associated token account, which the sender pays and the recipient then owns); 0 or absent otherwise.
+   */
+  readonly accountRent?: bigint;
   readonly priorityFee: bigint;
   readonly feePayer: string;
   /**
@@ -173,6 +197,17 @@ export interface ChainTransaction {
     readonly to: string;
     readonly amount: bigint;
   }[];
+  /**
+   * Token movements: the owners (wallets, not token accounts) on both sides, the token's mint or
+   * contract, and atomic units. Solana: SPL Token and Token-2022 transfers; EVM: the ERC-20 Transfer
+   * events of the receipt.
+   */
+  readonly tokenTransfers: readonly {
+    readonly token: string;
+    readonly from: string;
+    readonly to: string;
+    readonly amount: bigint;
+  }[];
   readonly memos: readonly string[];
   /** Every account the transaction names. */
   readonly accounts: readonly string[];
@@ -198,7 +233,20 @@ export interface ChainTokenInfo {
   readonly freezeAuthority: string | null;
   /** The token program (SPL Token or Token-2022) or standard (ERC-20). */
   readonly program: string;
+  /**
+   * Token-2022 extensions of the mint that make a plain transfer unsafe to pay with: the recipient
+   * gets less (`transfer-fee`), a program of the mint's choosing runs in it (`transfer-hook`), the
+   * tokens can be taken back (`permanent-delegate`) or cannot be moved at all (`non-transferable`).
+   * Empty for SPL Token mints and ERC-20 contracts.
+   */
+  readonly transferRestrictions: readonly TransferRestriction[];
 }
+
+export type TransferRestriction =
+  | 'transfer-fee'
+  | 'transfer-hook'
+  | 'permanent-delegate'
+  | 'non-transferable';
 
 /** One token holding. */
 export interface ChainTokenAccount {

@@ -35,6 +35,7 @@ import type {
   SignatureInfo,
   SignedTransaction,
   TransferRequest,
+  TransferToken,
 } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
 import { DEFAULT_RPC_DOWN_MS, DEFAULT_RPC_TIMEOUT_MS, RpcEndpoints } from '../rpc-endpoints.ts';
@@ -43,7 +44,7 @@ import { toChainError } from './evm-errors.ts';
 import { generateEvmKeypair } from './evm-keypair.ts';
 import { finalityConfirmationsOf } from './evm-networks.ts';
 import { failoverTransport } from './failover-transport.ts';
-import { decodeTransferNote, encodeTransferNote } from './transfer-calldata.ts';
+import { decodeCalldataNote, encodeTokenTransferCalldata, encodeTransferNote } from './transfer-calldata.ts';
 
 /**
  * Blocks after preparation during which gate402 waits for a transaction to land (the EVM reading of
@@ -86,6 +87,14 @@ const OWNER_CALL = encodeFunctionData({
 });
 /** An ABI-encoded address: one 32-byte word, the 20-byte address with 12 zero bytes in front. */
 const ADDRESS_WORD = /^0x0{24}[0-9a-fA-F]{40}$/;
+/**
+ * Gas headroom of a token transfer over its estimate, in percent: what a transfer costs depends on the
+ * balances it finds (a recipient's first tokens cost a new storage slot), which can change between the
+ * estimate and the block. Only the gas used is charged.
+ */
+const TOKEN_GAS_HEADROOM_PERCENT = 125n;
+/** keccak256("Transfer(address,address,uint256)"): the ERC-20 Transfer event. */
+const TRANSFER_EVENT = keccak256(new TextEncoder().encode('Transfer(address,address,uint256)'));
 /** The largest uint8, the type of ERC-20 decimals(). */
 const MAX_ERC20_DECIMALS = 255;
 
@@ -189,6 +198,18 @@ export class EvmAdapter implements ChainAdapter {
     return this.call(() => this.client.getBalance({ address }));
   }
 
+  async getTokenBalance(owner: string, token: string): Promise<bigint> {
+    const holder = toAddress(owner, 'owner');
+    return this.call(() =>
+      this.client.readContract({
+        address: toAddress(token, 'token'),
+        abi: erc20Abi,
+        functionName: 'balanceOf',
+        args: [holder],
+      }),
+    );
+  }
+
   async getBlockHeight(): Promise<bigint> {
     return this.call(() => this.client.getBlockNumber());
   }
@@ -230,17 +251,27 @@ export class EvmAdapter implements ChainAdapter {
    */
   async prepareTransfer(request: TransferRequest): Promise<PreparedTransaction> {
     const from = toAddress(request.from, 'from');
-    const to = toAddress(request.to, 'to');
-    const data = encodeTransferNote({
+    const recipient = toAddress(request.to, 'to');
+    const note = {
       ...(request.reference === undefined ? {} : { reference: request.reference }),
       ...(request.memo === undefined ? {} : { memo: request.memo }),
-    });
+    };
+    // A token transfer is a call of the token contract moving no ether; the note follows its arguments.
+    const { token } = request;
+    const to = token === undefined ? recipient : toAddress(token.address, 'token');
+    const value = token === undefined ? request.amount : 0n;
+    const data =
+      token === undefined
+        ? encodeTransferNote(note)
+        : encodeTokenTransferCalldata(recipient, request.amount, note);
     const [nonce, block, gas, suggestedTip] = await Promise.all([
       request.nonce === undefined
         ? this.call(() => this.client.getTransactionCount({ address: from, blockTag: 'pending' }))
         : Promise.resolve(Number(request.nonce)),
       this.call(() => this.client.getBlock({ blockTag: 'latest' })),
-      this.estimateTransferGas(from, to, request.amount, data),
+      token === undefined
+        ? this.estimateTransferGas(from, to, value, data)
+        : this.estimateTokenTransferGas(from, token, data as Hex),
       request.priorityFee === undefined
         ? this.call(() => estimateMaxPriorityFeePerGas(this.client))
         : Promise.resolve(undefined),
@@ -255,7 +286,7 @@ export class EvmAdapter implements ChainAdapter {
       chainId: this.chainId,
       nonce,
       to,
-      value: request.amount,
+      value,
       gas,
       maxFeePerGas,
       maxPriorityFeePerGas,
@@ -314,6 +345,42 @@ export class EvmAdapter implements ChainAdapter {
         throw error;
       }
     }
+  }
+
+  /**
+   * The gas of an ERC-20 transfer call, with headroom. The estimate runs the call: one the contract
+   * refuses (more than the sender holds, a paused token, a blocked address) is `rejected` here, naming
+   * the token. A sender without ether for the gas is estimated as if it held some (the send's balance
+   * check refuses it, naming what it needs).
+   */
+  private async estimateTokenTransferGas(from: Address, token: TransferToken, data: Hex): Promise<bigint> {
+    const contract = toAddress(token.address, 'token');
+    const estimate = (stateOverride?: StateOverride) =>
+      this.call(() =>
+        this.client.estimateGas({
+          account: from,
+          to: contract,
+          data,
+          ...(stateOverride === undefined ? {} : { stateOverride }),
+        }),
+      );
+    let gas: bigint;
+    try {
+      try {
+        gas = await estimate();
+      } catch (error) {
+        if (!(error instanceof ChainError) || error.kind !== 'insufficient_funds') throw error;
+        gas = await estimate([{ address: from, balance: ESTIMATE_BALANCE_HEADROOM }]);
+      }
+    } catch (error) {
+      if (error instanceof ChainError && reverts(error)) {
+        throw new ChainError('rejected', `the token contract ${contract} refuses the transfer`, {
+          cause: error,
+        });
+      }
+      throw error;
+    }
+    return (gas * TOKEN_GAS_HEADROOM_PERCENT) / 100n;
   }
 
   async sign(prepared: PreparedTransaction, secretKey: Uint8Array): Promise<SignedTransaction> {
@@ -407,7 +474,7 @@ export class EvmAdapter implements ChainAdapter {
     const block = await this.call(() => this.client.getBlock({ blockNumber: receipt.blockNumber }));
     const from = getAddress(tx.from);
     const to = tx.to === null ? null : getAddress(tx.to);
-    const note = to === null ? {} : decodeTransferNote(tx.input);
+    const note = to === null ? {} : decodeCalldataNote(tx.input);
     // OP-stack receipts carry the L1 data fee the sender also pays; viem keeps the field as the node sent it.
     const l1Fee = (receipt as { l1Fee?: bigint | Hex | null }).l1Fee;
     return {
@@ -418,6 +485,23 @@ export class EvmAdapter implements ChainAdapter {
       error: receipt.status === 'success' ? null : 'reverted',
       feePayer: from,
       nativeTransfers: to !== null && tx.value > 0n ? [{ from, to, amount: tx.value }] : [],
+      tokenTransfers:
+        receipt.status !== 'success'
+          ? []
+          : receipt.logs.flatMap((log) => {
+              // Transfer(address indexed from, address indexed to, uint256 value): three topics, one word.
+              const [topic, sender, recipient] = log.topics;
+              if (topic !== TRANSFER_EVENT || sender === undefined || recipient === undefined) return [];
+              if (log.topics.length !== 3 || !/^0x[0-9a-fA-F]{64}$/.test(log.data)) return [];
+              return [
+                {
+                  token: getAddress(log.address),
+                  from: getAddress(`0x${sender.slice(26)}`),
+                  to: getAddress(`0x${recipient.slice(26)}`),
+                  amount: BigInt(log.data),
+                },
+              ];
+            }),
       memos: note.memo === undefined ? [] : [note.memo],
       accounts: [
         from,
@@ -507,6 +591,7 @@ export class EvmAdapter implements ChainAdapter {
       mintAuthority: ownerFrom(owner?.data),
       freezeAuthority: null,
       program: 'erc20',
+      transferRestrictions: [],
     };
   }
 

@@ -1,4 +1,15 @@
-import { bytesToHex, getAddress, type Hex, hexToBytes, isAddress } from 'viem';
+import {
+  type Address,
+  bytesToHex,
+  concatHex,
+  encodeFunctionData,
+  erc20Abi,
+  getAddress,
+  type Hex,
+  hexToBytes,
+  isAddress,
+  toFunctionSelector,
+} from 'viem';
 import { ChainError } from '../chain-error.ts';
 
 /**
@@ -54,6 +65,30 @@ export function decodeTransferNote(data: Hex): TransferNote {
   if (memo === undefined) return {};
   const reference = getAddress(bytesToHex(bytes.subarray(0, REFERENCE_BYTES)));
   return memo === '' ? { reference } : { reference, memo };
+}
+
+/** ERC-20 transfer(address,uint256): the selector and two 32-byte words. */
+const TOKEN_TRANSFER_SELECTOR = toFunctionSelector('transfer(address,uint256)');
+const TOKEN_TRANSFER_BYTES = 4 + 32 + 32;
+
+/**
+ * The calldata of an ERC-20 transfer that carries a note: `transfer(to, amount)` ‖ reference ‖ memo.
+ * The ABI decoder of a Solidity contract reads the arguments it expects and ignores bytes after them,
+ * so the note changes nothing of what the call does, and stays on chain beside it.
+ */
+export function encodeTokenTransferCalldata(to: Address, amount: bigint, note: TransferNote): Hex {
+  const call = encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, amount] });
+  const noted = encodeTransferNote(note);
+  return noted === undefined ? call : concatHex([call, noted]);
+}
+
+/** The note of any transaction's calldata: a plain transfer's, or the one after an ERC-20 transfer call. */
+export function decodeCalldataNote(data: Hex): TransferNote {
+  const bytes = hexToBytes(data);
+  if (bytes.length >= TOKEN_TRANSFER_BYTES && bytesToHex(bytes.subarray(0, 4)) === TOKEN_TRANSFER_SELECTOR) {
+    return decodeTransferNote(bytesToHex(bytes.subarray(TOKEN_TRANSFER_BYTES)));
+  }
+  return decodeTransferNote(data);
 }
 
 function text(bytes: Uint8Array): string | undefined {

@@ -1,4 +1,5 @@
 import { getBase58Decoder } from '@solana/kit';
+import type { TransferRestriction } from '../chain-adapter.ts';
 
 /** The SPL Token program and Token-2022 (Token Extensions), by address. */
 export const TOKEN_PROGRAM = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
@@ -14,6 +15,13 @@ export interface MintAccount {
   readonly metadataAddress: string | null;
   /** Token-2022 TokenMetadata extension, stored in the mint account itself. */
   readonly metadata: TokenMetadata | undefined;
+  /** Token-2022 extensions that make a plain transfer unsafe to pay with (ChainTokenInfo.transferRestrictions). */
+  readonly transferRestrictions: readonly TransferRestriction[];
+  /**
+   * Bytes of a new associated token account of this mint: 165 for SPL Token; Token-2022 adds its
+   * account type, ImmutableOwner and each account extension the mint's extensions require.
+   */
+  readonly tokenAccountSize: number;
 }
 
 export interface TokenMetadata {
@@ -28,6 +36,27 @@ const ACCOUNT_SIZE = 165;
 const ACCOUNT_TYPE_MINT = 1;
 const EXTENSION_METADATA_POINTER = 18;
 const EXTENSION_TOKEN_METADATA = 19;
+/** Token-2022's ExtensionType numbers of the mint extensions that restrict transfers. */
+const RESTRICTING_EXTENSIONS: ReadonlyMap<number, TransferRestriction> = new Map([
+  [1, 'transfer-fee'],
+  [9, 'non-transferable'],
+  [12, 'permanent-delegate'],
+  [14, 'transfer-hook'],
+]);
+/**
+ * Mint extension → the account extension Token-2022 gives every new token account of it, with its
+ * value's length (spl-token-2022 `get_required_init_account_extensions`): TransferFeeConfig →
+ * TransferFeeAmount (8), NonTransferable → NonTransferableAccount (0), TransferHook →
+ * TransferHookAccount (1), Pausable → PausableAccount (0).
+ */
+const ACCOUNT_EXTENSION_LENGTHS: ReadonlyMap<number, number> = new Map([
+  [1, 8],
+  [9, 0],
+  [14, 1],
+  [26, 0],
+]);
+/** A Token-2022 associated token account: account, account type, ImmutableOwner (empty TLV). */
+const TOKEN_2022_ACCOUNT_SIZE = ACCOUNT_SIZE + 1 + 4;
 
 const base58 = getBase58Decoder();
 
@@ -61,6 +90,19 @@ export function decodeMintAccount(data: Uint8Array, program: string): MintAccoun
     metadataAddress:
       pointer !== undefined && pointer.length >= 64 ? nonZeroKey(pointer.subarray(32, 64)) : null,
     metadata: embedded === undefined ? undefined : decodeTokenMetadata(embedded),
+    transferRestrictions: [...extensions.keys()].flatMap((type) => {
+      const restriction = RESTRICTING_EXTENSIONS.get(type);
+      return restriction === undefined ? [] : [restriction];
+    }),
+    tokenAccountSize:
+      program === TOKEN_PROGRAM
+        ? ACCOUNT_SIZE
+        : [...extensions.keys()].reduce(
+            (size, type) =>
+              size +
+              (ACCOUNT_EXTENSION_LENGTHS.has(type) ? 4 + (ACCOUNT_EXTENSION_LENGTHS.get(type) ?? 0) : 0),
+            TOKEN_2022_ACCOUNT_SIZE,
+          ),
   };
 }
 

@@ -29,6 +29,7 @@ import {
 } from '@solana-program/compute-budget';
 import { getAddMemoInstruction } from '@solana-program/memo';
 import { getTransferSolInstruction } from '@solana-program/system';
+import { findAssociatedTokenPda } from '@solana-program/token';
 import { encodeBase58 } from '../../domain/base58.ts';
 import type { NetworkInfo } from '../../domain/network.ts';
 import type {
@@ -42,6 +43,7 @@ import type {
   SignatureInfo,
   SignedTransaction,
   TransferRequest,
+  TransferToken,
 } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
 import { withDeadline } from '../deadline.ts';
@@ -53,11 +55,12 @@ import {
   METAPLEX_METADATA_PROGRAM,
   metaplexMetadataAddress,
 } from './metaplex-metadata.ts';
-import { decodeMintAccount, TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from './mint-account.ts';
+import { decodeMintAccount, type MintAccount, TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from './mint-account.ts';
 import { SignatureWatcher } from './signature-watcher.ts';
 import { DEFAULT_SLOT_FEED_RETURN_MS, SlotFeed } from './slot-feed.ts';
 import { toChainError } from './solana-errors.ts';
 import { generateSolanaKeypair, signWithSecretKey } from './solana-keypair.ts';
+import { compileTokenTransfer } from './token-transfer-transaction.ts';
 import { encodeTransferTransaction, singleSignerMessage } from './transfer-transaction.ts';
 
 /**
@@ -74,6 +77,17 @@ const BASE_FEE_PER_SIGNATURE = 5_000n;
  * paid on the limit, not on what is used, so it is kept close to need.
  */
 const TRANSFER_COMPUTE_UNIT_LIMIT = 20_000;
+/**
+ * The same for a token transfer: TransferChecked (about 6,000 units on SPL Token, a few thousand more on
+ * Token-2022), the memo and the compute-budget instructions; and with the recipient's associated token
+ * account opened first (CreateIdempotent: about 25,000 to 35,000 more).
+ */
+const TOKEN_TRANSFER_COMPUTE_UNIT_LIMIT = 40_000;
+const TOKEN_TRANSFER_OPENING_COMPUTE_UNIT_LIMIT = 80_000;
+/** spl-token's Account layout: amount (u64) at byte 64, state (0 uninitialized, 1 initialized, 2 frozen) at 108. */
+const TOKEN_ACCOUNT_AMOUNT_OFFSET = 64;
+const TOKEN_ACCOUNT_STATE_OFFSET = 108;
+const TOKEN_ACCOUNT_INITIALIZED = 1;
 const MICRO_LAMPORTS_PER_LAMPORT = 1_000_000n;
 /** Automatic priority fee: this percentile of the recent non-zero fees on the accounts involved. */
 const AUTO_FEE_PERCENTILE = 0.75;
@@ -182,6 +196,29 @@ export class SolanaAdapter implements ChainAdapter {
     return this.call(() => this.rpc.getBlockHeight({ commitment: 'confirmed' }).send());
   }
 
+  /**
+   * The owner's associated token account of the mint (of whichever token program owns the mint): what a
+   * transfer built by prepareTransfer sends from. Both programs' accounts are read with the mint in one
+   * call. A frozen account can send nothing, so it counts as 0.
+   */
+  async getTokenBalance(owner: string, token: string): Promise<bigint> {
+    const mint = address(token);
+    const [[classic], [extended]] = await Promise.all([
+      findAssociatedTokenPda({ owner: address(owner), mint, tokenProgram: address(TOKEN_PROGRAM) }),
+      findAssociatedTokenPda({ owner: address(owner), mint, tokenProgram: address(TOKEN_2022_PROGRAM) }),
+    ]);
+    const { value } = await this.call(() =>
+      this.rpc
+        .getMultipleAccounts([mint, classic, extended], { encoding: 'base64', commitment: 'confirmed' })
+        .send(),
+    );
+    const [mintAccount, classicAccount, extendedAccount] = value;
+    if (mintAccount == null) return 0n;
+    const account = mintAccount.owner === TOKEN_2022_PROGRAM ? extendedAccount : classicAccount;
+    if (account == null || account.owner !== mintAccount.owner) return 0n;
+    return sendableAmount(base64Bytes(account.data));
+  }
+
   async finalizedSlot(): Promise<bigint> {
     return this.call(() => this.rpc.getSlot({ commitment: 'finalized' }).send());
   }
@@ -191,6 +228,7 @@ export class SolanaAdapter implements ChainAdapter {
   }
 
   async prepareTransfer(request: TransferRequest): Promise<PreparedTransaction> {
+    if (request.token !== undefined) return this.prepareTokenTransfer(request, request.token);
     const from = address(request.from);
     const to = address(request.to);
     const [[{ value: blockhash }, height], slotMs, computeUnitPrice] = await Promise.all([
@@ -233,6 +271,101 @@ export class SolanaAdapter implements ChainAdapter {
       // Blocks are never faster than slots (slots may be skipped), so this errs early.
       validForMs: Math.max(0, Number(blockhash.lastValidBlockHeight - height)) * slotMs,
     };
+  }
+
+  /**
+   * A token transfer between the two wallets' associated token accounts (token-transfer-transaction.ts).
+   * The mint is read first: its program (SPL Token or Token-2022) decides the accounts' addresses, and its
+   * decimals must be the ones the caller priced the amount in. The recipient's account is opened by the
+   * transfer when it is not a token account yet; its rent (less any lamports already at the address) is
+   * part of `fee`, so the sender's balance check covers it.
+   */
+  private async prepareTokenTransfer(
+    request: TransferRequest,
+    token: TransferToken,
+  ): Promise<PreparedTransaction> {
+    const from = address(request.from);
+    const to = address(request.to);
+    const mint = address(token.address);
+    const mintAccount = await this.readMint(mint);
+    if (mintAccount === undefined)
+      throw new ChainError('invalid_transaction', `${mint} is not a token mint on ${this.info.name}`);
+    if (mintAccount.decoded.decimals !== token.decimals) {
+      throw new ChainError(
+        'invalid_transaction',
+        `${mint} has ${mintAccount.decoded.decimals} decimals, not ${token.decimals}`,
+      );
+    }
+    const tokenProgram = address(mintAccount.program);
+    const [[source], [destination]] = await Promise.all([
+      findAssociatedTokenPda({ owner: from, mint, tokenProgram }),
+      findAssociatedTokenPda({ owner: to, mint, tokenProgram }),
+    ]);
+    const [[{ value: blockhash }, height], slotMs, { value: existing }, rentExempt] = await Promise.all([
+      this.reads.share('blockhash', () =>
+        Promise.all([
+          this.call(() => this.rpc.getLatestBlockhash({ commitment: 'confirmed' }).send()),
+          this.call(() => this.rpc.getBlockHeight({ commitment: 'processed' }).send()),
+        ]),
+      ),
+      this.slotMs(),
+      this.call(() =>
+        this.rpc.getAccountInfo(destination, { encoding: 'base64', commitment: 'confirmed' }).send(),
+      ),
+      this.call(() =>
+        this.rpc.getMinimumBalanceForRentExemption(BigInt(mintAccount.decoded.tokenAccountSize)).send(),
+      ),
+    ]);
+    // Anyone can send lamports to the address before it is opened; the opening then tops them up.
+    const openDestination = existing == null || existing.owner !== tokenProgram;
+    const held = existing == null ? 0n : existing.lamports;
+    const accountRent = openDestination ? (rentExempt > held ? rentExempt - held : 0n) : 0n;
+    const computeUnitLimit = openDestination
+      ? TOKEN_TRANSFER_OPENING_COMPUTE_UNIT_LIMIT
+      : TOKEN_TRANSFER_COMPUTE_UNIT_LIMIT;
+    const computeUnitPrice =
+      request.priorityFee === undefined
+        ? await this.recentComputeUnitPrice([from, source, destination])
+        : (request.priorityFee * MICRO_LAMPORTS_PER_LAMPORT) / BigInt(computeUnitLimit);
+    const unsigned = compileTokenTransfer({
+      from,
+      to,
+      source,
+      destination,
+      mint,
+      tokenProgram,
+      decimals: token.decimals,
+      amount: request.amount,
+      openDestination,
+      reference: request.reference,
+      memo: request.memo,
+      memoProgram: MEMO_PROGRAM,
+      blockhash,
+      computeUnitLimit,
+      computeUnitPrice,
+    });
+    const priorityFee =
+      (computeUnitPrice * BigInt(computeUnitLimit) + MICRO_LAMPORTS_PER_LAMPORT - 1n) /
+      MICRO_LAMPORTS_PER_LAMPORT;
+    return {
+      unsigned,
+      lastValidBlockHeight: blockhash.lastValidBlockHeight,
+      fee: BASE_FEE_PER_SIGNATURE + priorityFee + accountRent,
+      accountRent,
+      priorityFee,
+      feePayer: from,
+      validForMs: Math.max(0, Number(blockhash.lastValidBlockHeight - height)) * slotMs,
+    };
+  }
+
+  /** A mint account and the token program that owns it; undefined when `mint` is no initialized mint. */
+  private async readMint(mint: Address): Promise<{ program: string; decoded: MintAccount } | undefined> {
+    const { value } = await this.call(() =>
+      this.rpc.getAccountInfo(mint, { encoding: 'base64', commitment: 'confirmed' }).send(),
+    );
+    if (value == null) return undefined;
+    const decoded = decodeMintAccount(base64Bytes(value.data), value.owner);
+    return decoded === undefined ? undefined : { program: value.owner, decoded };
   }
 
   async sign(prepared: PreparedTransaction, secretKey: Uint8Array): Promise<SignedTransaction> {
@@ -327,10 +460,36 @@ export class SolanaAdapter implements ChainAdapter {
     if (tx === null) return undefined;
     const accounts = tx.transaction.message.accountKeys.map((k) => k.pubkey as string);
     const nativeTransfers: { from: string; to: string; amount: bigint }[] = [];
+    const tokenTransfers: { token: string; from: string; to: string; amount: bigint }[] = [];
     const memos: string[] = [];
+    // Token accounts → their owner and mint, as the node reports them around the transaction.
+    const holders = new Map<string, { owner: string; mint: string }>();
+    for (const balance of [...(tx.meta?.preTokenBalances ?? []), ...(tx.meta?.postTokenBalances ?? [])]) {
+      const account = accounts[balance.accountIndex];
+      if (account !== undefined && balance.owner !== undefined)
+        holders.set(account, { owner: balance.owner, mint: balance.mint });
+    }
     for (const ix of tx.transaction.message.instructions) {
       if (!('parsed' in ix)) continue;
-      if (ix.program === 'system' && isTransfer(ix.parsed)) {
+      if ((ix.program === 'spl-token' || ix.program === 'spl-token-2022') && isTokenTransfer(ix.parsed)) {
+        const source = holders.get(ix.parsed.info.source);
+        const destination = holders.get(ix.parsed.info.destination);
+        const amount = ix.parsed.info.tokenAmount?.amount ?? ix.parsed.info.amount;
+        // Both sides' owners are known from the balances, and of one mint: a transfer moves one token.
+        if (
+          source !== undefined &&
+          destination !== undefined &&
+          source.mint === destination.mint &&
+          amount !== undefined
+        ) {
+          tokenTransfers.push({
+            token: source.mint,
+            from: source.owner,
+            to: destination.owner,
+            amount: BigInt(amount),
+          });
+        }
+      } else if (ix.program === 'system' && isTransfer(ix.parsed)) {
         nativeTransfers.push({
           from: ix.parsed.info.source,
           to: ix.parsed.info.destination,
@@ -348,6 +507,7 @@ export class SolanaAdapter implements ChainAdapter {
       error: tx.meta?.err == null ? null : JSON.stringify(tx.meta.err, jsonBigint),
       feePayer: accounts[0] ?? '',
       nativeTransfers,
+      tokenTransfers,
       memos,
       accounts,
     };
@@ -393,6 +553,7 @@ export class SolanaAdapter implements ChainAdapter {
       mintAuthority: decoded.mintAuthority,
       freezeAuthority: decoded.freezeAuthority,
       program: account.owner === TOKEN_2022_PROGRAM ? 'spl-token-2022' : 'spl-token',
+      transferRestrictions: decoded.transferRestrictions,
       ...(metadata === undefined ? {} : { name: metadata.name, symbol: metadata.symbol, uri: metadata.uri }),
     };
   }
@@ -514,6 +675,25 @@ function isTransfer(parsed: unknown): parsed is {
   info: { source: string; destination: string; lamports: number | bigint };
 } {
   return typeof parsed === 'object' && parsed !== null && (parsed as { type?: unknown }).type === 'transfer';
+}
+
+function isTokenTransfer(parsed: unknown): parsed is {
+  type: 'transfer' | 'transferChecked';
+  info: { source: string; destination: string; amount?: string; tokenAmount?: { amount: string } };
+} {
+  if (typeof parsed !== 'object' || parsed === null) return false;
+  const type = (parsed as { type?: unknown }).type;
+  return type === 'transfer' || type === 'transferChecked';
+}
+
+/** What an initialized token account's owner can send: its amount; a frozen or malformed one, nothing. */
+function sendableAmount(data: Uint8Array): bigint {
+  if (data.length < TOKEN_ACCOUNT_STATE_OFFSET + 1) return 0n;
+  if (data[TOKEN_ACCOUNT_STATE_OFFSET] !== TOKEN_ACCOUNT_INITIALIZED) return 0n;
+  return new DataView(data.buffer, data.byteOffset, data.byteLength).getBigUint64(
+    TOKEN_ACCOUNT_AMOUNT_OFFSET,
+    true,
+  );
 }
 
 function base64Bytes(data: readonly [string, string] | unknown): Uint8Array {

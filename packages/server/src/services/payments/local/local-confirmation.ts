@@ -151,6 +151,7 @@ function builtTransferOf(payment: PaymentRecord) {
     reference: payment.reference ?? '',
     payer: payment.sender,
     recipient: payment.recipient,
+    asset: payment.asset?.address ?? null,
     amount: payment.amount,
     memo: payment.id,
     lastValidBlockHeight: payment.lastValidBlockHeight,

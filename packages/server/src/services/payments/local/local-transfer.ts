@@ -10,6 +10,8 @@ export interface BuiltTransfer {
   readonly recipient: string;
   /** Atomic units: exactly what was built, paid from payer to recipient. */
   readonly amount: bigint;
+  /** The token it moves (mint or contract); null: the native currency. */
+  readonly asset: string | null;
   /** The memo the transaction carries (the paymentId). */
   readonly memo: string;
   /** The lastValidBlockHeight it was built with, when known: narrows the search on chains that scan. */
@@ -58,7 +60,10 @@ export function receiptMemo(receiptPaymentId: string, acceptedPaymentId: string)
 
 function doesTransfer(tx: ChainTransaction, built: BuiltTransfer): boolean {
   if (!sameAddress(tx.feePayer, built.payer) || !tx.memos.includes(built.memo)) return false;
-  const paid = tx.nativeTransfers
+  const { asset } = built;
+  const transfers =
+    asset === null ? tx.nativeTransfers : tx.tokenTransfers.filter((t) => sameAddress(t.token, asset));
+  const paid = transfers
     .filter((t) => sameAddress(t.from, built.payer) && sameAddress(t.to, built.recipient))
     .reduce((sum, t) => sum + t.amount, 0n);
   return paid === built.amount;

@@ -31,8 +31,10 @@ export interface ProofClaims {
   readonly ref?: string;
   readonly from: string;
   readonly to: string;
-  /** Atomic units, decimal text. */
+  /** Atomic units of the asset, decimal text. */
   readonly amt: string;
+  /** The token paid (mint or contract address); absent: the network's native currency. */
+  readonly ast?: string;
   readonly res?: string;
   /** Issued at, Unix ms. */
   readonly iat: number;

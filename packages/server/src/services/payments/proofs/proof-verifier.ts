@@ -6,7 +6,7 @@ import type { PaymentRecord } from '../../../domain/records/payment-records.ts';
 import type { Store } from '../../../store/store.ts';
 import { atomicFromField } from '../amounts.ts';
 import { findBuiltTransfer } from '../local/local-transfer.ts';
-import { assetMismatch, nativeAssetOf, type PaymentAsset } from '../payment-asset.ts';
+import { assetMismatch, isSameAsset, nativeAssetOf, type PaymentAsset } from '../payment-asset.ts';
 import type { PaymentProofs, ProofClaims } from './payment-proof.ts';
 import { invalidProof, verificationFailed } from './proof-errors.ts';
 
@@ -18,8 +18,8 @@ export interface ProofToVerify {
   readonly expected: { readonly whole: number; readonly field: string } | { readonly atomic: bigint };
   /**
    * What it must be paid in; undefined: the native currency of the proof's network. A gate402 proof
-   * attests a native transfer (that is all its claims and the chain check cover), so a token asked for
-   * refuses it.
+   * names what it attests (`ast`, a token; absent, the native currency), and the chain check counts
+   * only transfers of that: a proof in another asset than the one asked is refused `asset_mismatch`.
    */
   readonly asset?: PaymentAsset | undefined;
   readonly resource?: string | undefined;
@@ -48,7 +48,7 @@ export interface VerifiedProof {
   readonly signature: string;
   /** Atomic units paid by the payer to the recipient. */
   readonly received: bigint;
-  /** What `received` is in: the network's native currency. */
+  /** What `received` is in: the asset the proof attests (the one asked for). */
   readonly asset: PaymentAsset;
   /** What consumes the proof: the transaction itself, whichever kind of proof names it. */
   readonly proofKey: string;
@@ -91,8 +91,11 @@ export class ProofVerifier {
       throw invalidProof(`the proof is for network ${claims.net}, not ${input.network}`, 'network_mismatch');
     }
     const asset = input.asset ?? nativeAssetOf(chain);
-    if (asset.address !== null) throw assetMismatch(asset, chain.info.nativeCurrency.symbol, chain);
-    const { decimals, symbol } = chain.info.nativeCurrency;
+    if (!isSameAsset(asset, claims.ast ?? null)) {
+      throw assetMismatch(asset, claims.ast ?? chain.info.nativeCurrency.symbol, chain);
+    }
+    const { decimals } = asset;
+    const symbol = asset.symbol ?? asset.address ?? chain.info.nativeCurrency.symbol;
     const expected =
       'atomic' in input.expected
         ? input.expected.atomic
@@ -101,7 +104,11 @@ export class ProofVerifier {
     const tx = await this.landedTransaction(chain, claims, input.timeoutMs);
     if (tx.error !== null) throw verificationFailed('the transaction failed on chain', 'failed_on_chain');
     const [payer, recipient] = [canonicalAddress(claims.from), canonicalAddress(input.recipient)];
-    const received = tx.nativeTransfers
+    const transfers =
+      asset.address === null
+        ? tx.nativeTransfers
+        : tx.tokenTransfers.filter((t) => isSameAsset(asset, t.token));
+    const received = transfers
       .filter((t) => canonicalAddress(t.from) === payer && canonicalAddress(t.to) === recipient)
       .reduce((sum, t) => sum + t.amount, 0n);
     if (received === 0n) throw invalidProof('the transaction pays another recipient', 'recipient_mismatch');
@@ -215,6 +222,7 @@ export class ProofVerifier {
       payer: claims.from,
       recipient: claims.to,
       amount: BigInt(claims.amt),
+      asset: claims.ast ?? null,
       memo: claims.pid,
       lastValidBlockHeight: record === undefined ? null : builtWith(record, claims),
     });
@@ -231,7 +239,6 @@ function confirmedByThisGateway(payment: PaymentRecord, claims: ProofClaims): Ch
   if (
     payment.direction !== 'sent' ||
     payment.mode !== 'custodial' ||
-    payment.asset !== undefined ||
     payment.network !== claims.net ||
     (payment.status !== 'confirmed' && payment.status !== 'finalized') ||
     payment.signature === null ||
@@ -247,7 +254,22 @@ function confirmedByThisGateway(payment: PaymentRecord, claims: ProofClaims): Ch
     fee: payment.fee ?? 0n,
     error: null,
     feePayer: payment.sender,
-    nativeTransfers: [{ from: payment.sender, to: payment.recipient, amount: payment.amount }],
+    ...(payment.asset === undefined
+      ? {
+          nativeTransfers: [{ from: payment.sender, to: payment.recipient, amount: payment.amount }],
+          tokenTransfers: [],
+        }
+      : {
+          nativeTransfers: [],
+          tokenTransfers: [
+            {
+              token: payment.asset.address,
+              from: payment.sender,
+              to: payment.recipient,
+              amount: payment.amount,
+            },
+          ],
+        }),
     memos: [payment.id],
     accounts: [payment.sender, payment.recipient],
   };
