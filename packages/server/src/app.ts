@@ -36,6 +36,7 @@ import { faucetRoutes } from './http/routes/faucet.ts';
 import { guideRoutes } from './http/routes/guide.ts';
 import { healthRoutes, type ReadinessCheck } from './http/routes/health.ts';
 import { homeRoutes } from './http/routes/home.ts';
+import { mcpRoutes } from './http/routes/mcp.ts';
 import { networkRoutes } from './http/routes/networks.ts';
 import { paymentRoutes } from './http/routes/payments.ts';
 import { portfolioRoutes } from './http/routes/portfolio.ts';
@@ -48,6 +49,7 @@ import { wellKnownRoutes } from './http/routes/well-known.ts';
 import { x402PayRoutes } from './http/routes/x402-pay.ts';
 import type { TlsCertificates } from './http/tls/tls-certificates.ts';
 import type { GatewayMetrics } from './metrics/gateway-metrics.ts';
+import type { OutboundPolicy } from './outbound/ssrf-guard.ts';
 import './http/fastify-types.ts';
 import { installPaymentStream, STREAM_PATH } from './events/stream/payment-stream.ts';
 import type { RateLimiter } from './ratelimit/rate-limiter.ts';
@@ -81,6 +83,8 @@ export interface AppDeps {
   readonly dashboard?: { readonly auth: DashboardAuthService; readonly distDir: string };
   /** Serve HTTPS (and the stream as WSS) with this certificate, sending HSTS. Default: plain HTTP. */
   readonly tls?: TlsCertificates;
+  /** Where /mcp's fetch_paid_url may go (the SSRF guard's policy). Default: public addresses only. */
+  readonly outbound?: OutboundPolicy;
 }
 
 /**
@@ -209,6 +213,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(tokenRoutes, services);
   await app.register(portfolioRoutes, services);
   await app.register(facilitatorRoutes, services);
+  await app.register(mcpRoutes, {
+    app,
+    outbound: deps.outbound ?? { allowPrivate: false },
+    version: GATE402_VERSION,
+  });
   await app.register(asyncApiRoutes, { version: GATE402_VERSION, secure: tls !== undefined });
   if (deps.events !== undefined) {
     await app.register(webhookRoutes, { webhooks: deps.events.webhooks });

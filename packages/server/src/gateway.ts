@@ -215,6 +215,10 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
 
     const instanceId =
       overrides.instanceId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    const outbound = overrides.services?.outbound ?? {
+      allowPrivate: config.allowPrivateOutboundUrls,
+      ports: config.outboundPorts,
+    };
     const services = createServices({
       store,
       networks,
@@ -224,7 +228,7 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
       proofMaxAgeMs: config.proofMaxAgeSeconds * 1000,
       authCacheMs: config.authCacheMs,
       x402LocalnetAsDevnet: config.x402LocalnetAsDevnet,
-      outbound: { allowPrivate: config.allowPrivateOutboundUrls, ports: config.outboundPorts },
+      outbound,
       feeBudget: { budgets: config.x402FeeBudget, minimums: config.x402MinSettleAmount },
       ...(metrics === undefined ? {} : { confirmations: metrics, sponsoredFees: metrics }),
       ...overrides.services,
@@ -286,6 +290,7 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
       rateLimiter,
       networks,
       readiness,
+      outbound,
       ...(httpLogger === null ? {} : { logger: httpLogger }),
       ...(events === undefined ? {} : { events }),
       ...(dashboardAuth === undefined
