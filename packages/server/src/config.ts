@@ -5,6 +5,7 @@ import { CHAIN_FAMILIES } from './domain/address.ts';
 import { isNetworkId, type NetworkId } from './domain/network.ts';
 import { isPlan, PLANS } from './domain/plan.ts';
 import { DEFAULT_PLAN_ACCESS, type Feature, isFeature, type PlanAccess } from './domain/plan-access.ts';
+import { DEFAULT_SEND_AMOUNT_BOUNDS, type SendAmountBoundsTable } from './domain/send-amount-bounds.ts';
 import { DEFAULT_FEE_BUDGET, DEFAULT_MIN_SETTLE_AMOUNT } from './domain/sponsored-fees.ts';
 import { STORAGE_LIMIT_DEFAULTS } from './store/storage-limits.ts';
 
@@ -299,6 +300,13 @@ export const SETTINGS = {
         '{"USDC":"0.001"}',
         (key) => key.length > 0 && key.length <= 100,
       ),
+  }),
+  sendAmountBounds: setting<SendAmountBoundsTable>({
+    env: 'SEND_AMOUNT_BOUNDS',
+    description:
+      'JSON object: the smallest and largest amount of one POST /payment/send or /transaction/send, in whole units of the asset, by symbol as GET /networks lists it (SOL, ETH, USDC) or by mint / contract address, e.g. {"USDC":["0.01","5000"]}. Laid over the default {"SOL":["0.001","100"],"ETH":["0.001","100"],"USDC":["0.001","100000"]}; tokens not named: 1 atomic unit to 1,000,000,000. Outside: 400 INVALID_PARAMETERS naming `amount`.',
+    fallback: () => DEFAULT_SEND_AMOUNT_BOUNDS,
+    parse: (raw) => ({ ...DEFAULT_SEND_AMOUNT_BOUNDS, ...parseBoundsTable(raw) }),
   }),
   allowPrivateOutboundUrls: setting({
     env: 'ALLOW_PRIVATE_OUTBOUND_URLS',
@@ -614,6 +622,42 @@ function parseEvmRpcUrls(raw: string): EvmRpcUrl[] {
 
 function isFeeBudgetKey(key: string): boolean {
   return (CHAIN_FAMILIES as readonly string[]).includes(key) || isNetworkId(key);
+}
+
+/** SEND_AMOUNT_BOUNDS: a JSON object of asset → [least, most], decimals as text or numbers, least ≤ most. */
+function parseBoundsTable(raw: string): SendAmountBoundsTable {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error('must be a JSON object of asset → [least, most], such as {"USDC":["0.01","5000"]}');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new Error('must be a JSON object of asset → [least, most]');
+  }
+  const table: Record<string, readonly [string, string]> = {};
+  for (const [key, value] of Object.entries(parsed)) {
+    if (key.length === 0 || key.length > 100) throw new Error(`"${key}" is not a symbol or token address`);
+    const bounds = Array.isArray(value)
+      ? value.map((v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : v))
+      : [];
+    const [least, most] = bounds;
+    const decimal = /^\d{1,30}(\.\d{1,18})?$/;
+    if (
+      bounds.length !== 2 ||
+      typeof least !== 'string' ||
+      typeof most !== 'string' ||
+      !decimal.test(least) ||
+      !decimal.test(most) ||
+      Number(least) > Number(most)
+    ) {
+      throw new Error(
+        `the bounds of "${key}" must be [least, most], non-negative decimals such as ["0.01","5000"]`,
+      );
+    }
+    table[key] = [least, most];
+  }
+  return table;
 }
 
 /** A JSON object of key → non-negative decimal amount (text or number); `example` is shown when it is not JSON. */

@@ -230,6 +230,7 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
       x402LocalnetAsDevnet: config.x402LocalnetAsDevnet,
       outbound,
       feeBudget: { budgets: config.x402FeeBudget, minimums: config.x402MinSettleAmount },
+      sendAmountBounds: config.sendAmountBounds,
       ...(metrics === undefined ? {} : { confirmations: metrics, sponsoredFees: metrics }),
       ...overrides.services,
     });

@@ -1,4 +1,5 @@
 import type { NetworkRegistry } from '../chains/network-registry.ts';
+import type { SendAmountBoundsTable } from '../domain/send-amount-bounds.ts';
 import type { OutboundPolicy } from '../outbound/ssrf-guard.ts';
 import type { Store } from '../store/store.ts';
 import { AccountService } from './accounts/account-service.ts';
@@ -14,6 +15,7 @@ import { PaymentProofs, type PublishedKey } from './payments/proofs/payment-proo
 import { ProofVerifier } from './payments/proofs/proof-verifier.ts';
 import { VerifyPaymentService } from './payments/proofs/verify-payment.ts';
 import { ReceivePaymentService } from './payments/receive-payment.ts';
+import { SendAmountBounds } from './payments/send-amount-bounds.ts';
 import { X402LocalReceiveService } from './payments/x402/x402-local-receive.ts';
 import { X402PayService } from './payments/x402/x402-pay.ts';
 import { X402ReceiveService } from './payments/x402/x402-receive.ts';
@@ -60,6 +62,8 @@ export interface ServiceParts {
   readonly x402LocalnetAsDevnet?: boolean;
   /** Where outbound calls to caller-chosen URLs (facilitatorUrl) may go; default: public addresses only. */
   readonly outbound?: OutboundPolicy;
+  /** How much one send may move, per asset (SEND_AMOUNT_BOUNDS); default: DEFAULT_SEND_AMOUNT_BOUNDS. */
+  readonly sendAmountBounds?: SendAmountBoundsTable;
   readonly now?: () => number;
   /** Told when payments confirm (the /metrics confirmation latency). */
   readonly confirmations?: ConfirmationObserver;
@@ -96,6 +100,7 @@ export function createServices(parts: ServiceParts): GatewayServices {
     now,
   });
   const x402Receipts = new X402LocalReceiveService({ store, facilitator, x402, ledger, now });
+  const amountBounds = new SendAmountBounds(parts.sendAmountBounds);
   return {
     accounts: new AccountService(store, now, parts.authCacheMs ?? 0),
     wallets,
@@ -104,12 +109,13 @@ export function createServices(parts: ServiceParts): GatewayServices {
     ledger,
     send: new SendPaymentService({
       ...common,
+      amountBounds,
       instanceId: parts.instanceId,
       confirmTimeoutMs: parts.confirmTimeoutMs,
     }),
     receive: new ReceivePaymentService({ ...common, verifier, x402 }),
     query: new PaymentQueryService(store, networks, wallets, now),
-    localSend: new LocalSendService(common),
+    localSend: new LocalSendService({ ...common, amountBounds }),
     localReceive: new LocalReceiveService({ ...common, verifier, x402: x402Receipts }),
     verify: new VerifyPaymentService(verifier, x402, networks),
     tokens: new TokenInfoService(networks),

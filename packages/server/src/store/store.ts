@@ -24,6 +24,12 @@ import type { WalletChallengeRecord, WalletRecord } from '../domain/records/wall
  * The Kysely implementation serves SQLite and PostgreSQL and passes one contract suite on both
  * (test/store-contract.ts). Timestamps are Unix milliseconds; amounts are bigint atomic units.
  */
+/** PaymentRepository.unsettledSpend. */
+export interface UnsettledSpend {
+  readonly native: bigint;
+  readonly tokens: ReadonlyMap<string, bigint>;
+}
+
 export interface Store extends Repositories {
   /**
    * Runs `work` in one database transaction: everything it writes commits together or not at all.
@@ -185,9 +191,10 @@ export interface PaymentRepository {
   relocate(id: string, changes: PaymentChanges, at: number): Promise<PaymentRecord | undefined>;
   /**
    * What custodial sends from `walletAddress` on `network` that are not settled yet (pending,
-   * submitted) can still take from it: amounts plus their most fees, atomic units.
+   * submitted) can still take from it, atomic units: of the native currency, the amounts of native
+   * sends plus every send's most fees; of each token (by address, as recorded), its sends' amounts.
    */
-  unsettledSpend(network: string, walletAddress: string): Promise<bigint>;
+  unsettledSpend(network: string, walletAddress: string): Promise<UnsettledSpend>;
   /** How many payments each (network, status) pair has, over every account: for metrics. */
   countByStatus(): Promise<{ network: string; status: string; count: number }[]>;
   /** Newest first (created_at, then id), with the total count of matches. */

@@ -301,8 +301,9 @@ export function describePaymentStoreContract(
       assert.deepEqual(await store.walletChallenges.get(second.nonce), second);
     });
 
-    it("sums a wallet's unsettled spend: its custodial sends still pending or submitted on that network, amount and fee", async () => {
+    it("sums a wallet's unsettled spend: its custodial sends still pending or submitted on that network, amount and fee, per asset", async () => {
       const wallet = 'SPENDER';
+      const USDC = { address: 'USDCMINT', decimals: 6 };
       const of = (overrides: Partial<PaymentRecord>) =>
         aPayment(account.id, { walletAddress: wallet, sender: wallet, fee: 5_000n, ...overrides });
       const counted = [
@@ -310,8 +311,10 @@ export function describePaymentStoreContract(
         of({ status: 'submitted', amount: 2_000_000n }),
         // Wei: beyond 2^64.
         of({ status: 'submitted', amount: 30_000_000_000_000_000_000n }),
+        // A token send takes its amount in the token, and its fee in the native currency.
+        of({ status: 'pending', amount: 4_000_000n, asset: USDC }),
       ];
-      const settling = of({ status: 'submitted', amount: 7_000_000n });
+      const settling = of({ status: 'submitted', amount: 7_000_000n, asset: USDC });
       const others = [
         of({ status: 'confirmed', amount: 100n }),
         of({ status: 'failed', amount: 200n }),
@@ -321,15 +324,16 @@ export function describePaymentStoreContract(
         of({ status: 'pending', amount: 600n, walletAddress: 'SOMEONE_ELSE', sender: 'SOMEONE_ELSE' }),
       ];
       for (const payment of [...counted, settling, ...others]) await store.payments.insert(payment);
-      const expected = (payments: PaymentRecord[]) =>
-        payments.reduce((sum, p) => sum + p.amount + (p.fee ?? 0n), 0n);
-      assert.equal(
-        await store.payments.unsettledSpend('solana:test', wallet),
-        expected([...counted, settling]),
-      );
+      assert.deepEqual(await store.payments.unsettledSpend('solana:test', wallet), {
+        native: 1_000_000n + 2_000_000n + 30_000_000_000_000_000_000n + 5n * 5_000n,
+        tokens: new Map([['USDCMINT', 11_000_000n]]),
+      });
       // Settled, it no longer holds any of the wallet's balance back.
       await store.payments.transition(settling.id, ['submitted'], 'confirmed', {}, clock + 1);
-      assert.equal(await store.payments.unsettledSpend('solana:test', wallet), expected(counted));
+      assert.deepEqual(await store.payments.unsettledSpend('solana:test', wallet), {
+        native: 1_000_000n + 2_000_000n + 30_000_000_000_000_000_000n + 4n * 5_000n,
+        tokens: new Map([['USDCMINT', 4_000_000n]]),
+      });
     });
 
     it('stores a payment exactly, amounts beyond 2^64 included', async () => {

@@ -175,6 +175,77 @@ export async function openClosedMintAccount(
   return { mint: mint.address, account };
 }
 
+/** Token-2022 mint extensions that restrict transfers, as gate402 refuses them for sends. */
+export type RestrictingExtension =
+  | 'transfer-fee'
+  | 'transfer-hook'
+  | 'permanent-delegate'
+  | 'non-transferable';
+
+/**
+ * A Token-2022 mint (6 decimals, `payer` its mint authority) with one extension that restricts transfers,
+ * initialized by its own instruction before InitializeMint2, as spl-token does:
+ * - transfer-fee: TransferFeeExtension (26) InitializeTransferFeeConfig, 1 % up to 1 token;
+ * - transfer-hook: TransferHookExtension (36) Initialize, naming the Memo program as the hook;
+ * - permanent-delegate: InitializePermanentDelegate (35), the payer as delegate;
+ * - non-transferable: InitializeNonTransferableMint (32).
+ */
+export async function createRestrictedToken2022(
+  rpcUrl: string,
+  payer: KeyPairSigner,
+  extension: RestrictingExtension,
+  confirm: () => void,
+): Promise<Address> {
+  const rpc = createSolanaRpc(rpcUrl);
+  const mint = await generateKeyPairSigner();
+  const key = (a: Address) => Buffer.from(getAddressEncoder().encode(a));
+  const { length, data } = {
+    'transfer-fee': {
+      length: 108,
+      data: Buffer.concat([
+        Buffer.of(26, 0, 1),
+        key(payer.address),
+        Buffer.of(1),
+        key(payer.address),
+        u16(100),
+        u64(1_000_000n),
+      ]),
+    },
+    'transfer-hook': {
+      length: 64,
+      data: Buffer.concat([
+        Buffer.of(36, 0),
+        key(payer.address),
+        key(address('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr')),
+      ]),
+    },
+    'permanent-delegate': { length: 32, data: Buffer.concat([Buffer.of(35), key(payer.address)]) },
+    'non-transferable': { length: 0, data: Buffer.of(32) },
+  }[extension];
+  // Mint (82) padded to an account (165), account type (1), the extension's TLV (4 + its length).
+  const space = 165 + 1 + 4 + length;
+  await send(rpc, payer, [
+    getCreateAccountInstruction({
+      payer,
+      newAccount: mint,
+      lamports: await rpc.getMinimumBalanceForRentExemption(BigInt(space)).send(),
+      space,
+      programAddress: TOKEN_2022,
+    }),
+    {
+      programAddress: TOKEN_2022,
+      accounts: [{ address: mint.address, role: AccountRole.WRITABLE }],
+      data,
+    },
+    getInitializeMint2Instruction(
+      { mint: mint.address, decimals: 6, mintAuthority: payer.address, freezeAuthority: null },
+      { programAddress: TOKEN_2022 },
+    ),
+  ]);
+  confirm();
+  return mint.address;
+}
+
 async function send(
   rpc: ReturnType<typeof createSolanaRpc>,
   payer: KeyPairSigner,
@@ -189,6 +260,18 @@ async function send(
   );
   const signed = await signTransactionMessageWithSigners(message);
   await rpc.sendTransaction(getBase64EncodedWireTransaction(signed), { encoding: 'base64' }).send();
+}
+
+function u16(n: number): Buffer {
+  const b = Buffer.alloc(2);
+  b.writeUInt16LE(n);
+  return b;
+}
+
+function u64(n: bigint): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64LE(n);
+  return b;
 }
 
 function u32(n: number): Buffer {

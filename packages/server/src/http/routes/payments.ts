@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 import { PAYMENT_STATUSES } from '../../domain/payment-status.ts';
+import { MAX_SEND_AMOUNT } from '../../services/payments/send-amount-bounds.ts';
 import type { SendPaymentService } from '../../services/payments/custodial/send-payment.ts';
 import type { PaymentQueryService } from '../../services/payments/payment-query.ts';
 import { MAX_PROOF_HEX_LENGTH } from '../../services/payments/proofs/payment-proof.ts';
@@ -61,13 +62,49 @@ export const Metadata = Type.Object(
   },
 );
 
+/** What a payment is paid in, in every answer that reports one. */
+export const AssetSchema = Type.Object(
+  {
+    symbol: Type.Union([Type.String(), Type.Null()], {
+      description: 'SOL, ETH, USDC, …; null for a token neither the network nor the operator lists.',
+    }),
+    address: Type.Union([Type.String(), Type.Null()], {
+      description: "The token's mint (Solana) or contract (EVM); null for the network's native currency.",
+    }),
+    decimals: Type.Integer({ description: 'Of the amount: 9 for SOL, 18 for ETH, 6 for USDC.' }),
+  },
+  { $id: 'Asset', title: 'Asset' },
+);
+
+/**
+ * The most the sender pays besides the amount, in the network's native currency: the network fee, and
+ * for a token the opening of the recipient's token account when the transfer opens it.
+ */
+export const SendFee = Type.Number({
+  description:
+    "The most the sender pays besides the amount, in the network's native currency: the network fee, and for a token the opening of the recipient's token account when the transfer opens it.",
+});
+
 export const SendBody = Type.Object(
   {
     walletAddress: Address('Sender: one of your custodial wallets (Solana base58 or EVM 0x…).'),
     recipientAddress: Address(
       'Recipient wallet address. A Solana sysvar or program (System, Vote, Stake, the loaders, Token, …) is no wallet and is refused with INVALID_RECIPIENT.',
     ),
-    amount: Type.Number({ minimum: 0.001, maximum: 100, description: 'Native currency (SOL, ETH).' }),
+    amount: Type.Number({
+      exclusiveMinimum: 0,
+      maximum: MAX_SEND_AMOUNT,
+      description:
+        'Whole units of `asset` (default the native currency, SOL or ETH); bounds per asset are configuration (native: 0.001 to 100).',
+    }),
+    asset: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description:
+          "What to send: a symbol GET /networks lists for the network (`USDC`; any case) or a token's mint (Solana) / contract (EVM) address; default the network's native currency.",
+      }),
+    ),
     resource: Type.Optional(Resource),
     metadata: Type.Optional(Metadata),
     priorityFee: Type.Optional(
@@ -97,6 +134,8 @@ const SendResult = Type.Object(
     estimatedConfirmation: Type.String(),
     paymentProof: Type.String({ description: 'gate402 proof, `0x` hex; give it to the seller (X-PAYMENT).' }),
     network: Type.String(),
+    asset: AssetSchema,
+    fee: SendFee,
   },
   { $id: 'SendResult', title: 'SendResult' },
 );
@@ -120,19 +159,6 @@ export const AssetField = Type.String({
   description:
     "What the payment must be paid in: a symbol GET /networks lists for the network (`SOL`, `ETH`, `USDC`; any case) or a token's mint (Solana) / contract (EVM) address. Default: the network's native currency. Naming an asset pins the network (`network`, else the default network of the wallet's family). An asset the network does not have is 400 INVALID_PARAMETERS naming `asset`; a payment in another asset than this one is refused with INVALID_PAYMENT_PROOF `asset_mismatch` before anything is consumed or settled (a gate402 proof is always native; an x402 `exact` payload always a token). The amount is read in this asset's decimals.",
 });
-/** What a payment is paid in, in every answer that reports one. */
-export const AssetSchema = Type.Object(
-  {
-    symbol: Type.Union([Type.String(), Type.Null()], {
-      description: 'SOL, ETH, USDC, …; null for a token neither the network nor the operator lists.',
-    }),
-    address: Type.Union([Type.String(), Type.Null()], {
-      description: "The token's mint (Solana) or contract (EVM); null for the network's native currency.",
-    }),
-    decimals: Type.Integer({ description: 'Of the amount: 9 for SOL, 18 for ETH, 6 for USDC.' }),
-  },
-  { $id: 'Asset', title: 'Asset' },
-);
 export const FacilitatorUrlField = Type.String({
   format: 'uri',
   maxLength: 2048,
@@ -247,10 +273,10 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRouteDeps
       },
     },
     async (request) => {
-      const { account } = callerOf(request);
+      const { account, key } = callerOf(request);
       const body = request.body;
       checkMetadataSize(body.metadata);
-      return deps.send.send(account.id, body, request.idempotencyKey);
+      return deps.send.send(account.id, body, request.idempotencyKey, key.id);
     },
   );
 

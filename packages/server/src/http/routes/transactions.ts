@@ -16,6 +16,7 @@ import {
   PaymentProofField,
   ReceiveResource,
   SendBody,
+  SendFee,
 } from './payments.ts';
 
 const TransactionSendBody = Type.Object(
@@ -60,6 +61,8 @@ const TransactionSendResult = Type.Object(
         'Identifies this transaction on chain: a read-only account (Solana), or the first 20 bytes of the calldata (EVM).',
     }),
     network: Type.String(),
+    asset: AssetSchema,
+    fee: SendFee,
   },
   { $id: 'TransactionSendResult', title: 'TransactionSendResult' },
 );
@@ -145,7 +148,8 @@ export async function transactionRoutes(app: FastifyInstance, deps: TransactionR
     async (request) => {
       const body = request.body;
       checkMetadataSize(body.metadata);
-      return deps.localSend.build(callerOf(request).account.id, body, request.idempotencyKey);
+      const { account, key } = callerOf(request);
+      return deps.localSend.build(account.id, body, request.idempotencyKey, key.id);
     },
   );
 

@@ -1,5 +1,5 @@
 import { canonicalAddress } from '../../chains/canonical-address.ts';
-import type { ChainAdapter } from '../../chains/chain-adapter.ts';
+import type { ChainAdapter, TransferRestriction } from '../../chains/chain-adapter.ts';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import { addressFamily } from '../../domain/address.ts';
 import { type GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
@@ -61,6 +61,42 @@ export async function statedAsset(
       ? token.symbol
       : null;
   return { symbol, address, decimals: token.decimals };
+}
+
+const RESTRICTION_TEXT: Readonly<Record<TransferRestriction, string>> = {
+  'transfer-fee': 'a transfer fee (the recipient would get less than the amount)',
+  'transfer-hook': "a transfer hook (a program of the mint's choosing runs in every transfer)",
+  'permanent-delegate': 'a permanent delegate (the tokens could be taken back from the recipient)',
+  'non-transferable': 'non-transferable tokens',
+};
+
+/**
+ * The asset a payer sends in (`asset` of POST /payment/send and /transaction/send) on `chain`: named as
+ * statedAsset reads it, then checked on chain to be a token a plain transfer pays with in full. A
+ * Token-2022 mint with a transfer fee, a transfer hook, a permanent delegate or non-transferable tokens
+ * is refused, naming the extension: the recipient would be paid less than the amount, or not for good.
+ * Every refusal is INVALID_PARAMETERS naming `asset`, before anything is signed or recorded.
+ */
+export async function sendableAsset(
+  networks: NetworkRegistry,
+  chain: ChainAdapter,
+  stated: string | undefined,
+): Promise<PaymentAsset> {
+  const asset = await statedAsset(networks, chain, stated);
+  if (asset.address === null) return asset;
+  const token = await chain.getTokenInfo(asset.address);
+  if (token === undefined) throw invalidParameters({ asset: `is not a token on ${chain.info.name}` });
+  if (token.decimals !== asset.decimals) {
+    // A listing that disagrees with the chain: the amount would be priced in the wrong unit.
+    throw invalidParameters({
+      asset: `is listed with ${asset.decimals} decimals, but the token on ${chain.info.name} has ${token.decimals}`,
+    });
+  }
+  if (token.transferRestrictions.length > 0) {
+    const what = token.transferRestrictions.map((r) => RESTRICTION_TEXT[r]).join(', ');
+    throw invalidParameters({ asset: `cannot be sent: the mint has ${what}` });
+  }
+  return asset;
 }
 
 /**

@@ -14,7 +14,13 @@ import {
 } from '../../domain/payment-status.ts';
 import type { PaymentChanges, PaymentRecord, PaymentSummary } from '../../domain/records/payment-records.ts';
 import type { Database, PaymentCountsTable, PaymentsTable } from '../database-schema.ts';
-import type { HistoryQuery, PaymentLease, PaymentRepository, PaymentSearch } from '../store.ts';
+import type {
+  HistoryQuery,
+  PaymentLease,
+  PaymentRepository,
+  PaymentSearch,
+  UnsettledSpend,
+} from '../store.ts';
 import { compiledInsertOnce, compiledOnce } from './compiled-query.ts';
 import { leaseRows } from './lease-rows.ts';
 
@@ -259,10 +265,10 @@ export class KyselyPaymentRepository implements PaymentRepository {
     return row && toPayment(row);
   }
 
-  async unsettledSpend(network: string, walletAddress: string): Promise<bigint> {
+  async unsettledSpend(network: string, walletAddress: string): Promise<UnsettledSpend> {
     const rows = await this.db
       .selectFrom('payments')
-      .select(['amount', 'fee'])
+      .select(['amount', 'fee', 'asset'])
       .where('wallet_address', '=', walletAddress)
       .where('network', '=', network)
       .where('direction', '=', 'sent')
@@ -271,7 +277,14 @@ export class KyselyPaymentRepository implements PaymentRepository {
       .where(sql<boolean>`status in ('pending', 'submitted')`)
       .execute();
     // Amounts are decimal text (wei exceeds 64 bits), so they are summed here rather than in SQL.
-    return rows.reduce((sum, r) => sum + BigInt(r.amount) + BigInt(r.fee ?? '0'), 0n);
+    let native = 0n;
+    const tokens = new Map<string, bigint>();
+    for (const r of rows) {
+      native += BigInt(r.fee ?? '0');
+      if (r.asset === null) native += BigInt(r.amount);
+      else tokens.set(r.asset, (tokens.get(r.asset) ?? 0n) + BigInt(r.amount));
+    }
+    return { native, tokens };
   }
 
   async countByStatus(): Promise<{ network: string; status: string; count: number }[]> {

@@ -87,7 +87,7 @@ describe('SQLite statements: cached, rows read as arrays', () => {
     // A send's unsettled spend (PaymentRepository.unsettledSpend): only open payments are in the index.
     assert.match(
       await plan(
-        sql`select amount, fee from payments where wallet_address = ${'w'} and network = ${'n'}
+        sql`select amount, fee, asset from payments where wallet_address = ${'w'} and network = ${'n'}
           and direction = ${'sent'} and mode = ${'custodial'} and status in ('pending', 'submitted')`,
       ),
       /USING INDEX payments_unsettled \(wallet_address=\?\)/,

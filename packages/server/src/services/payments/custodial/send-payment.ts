@@ -5,21 +5,25 @@ import type {
   ConfirmationOutcome,
   PreparedTransaction,
   SignedTransaction,
+  TransferRequest,
 } from '../../../chains/chain-adapter.ts';
 import { ChainError } from '../../../chains/chain-error.ts';
 import { chainFamily } from '../../../chains/chain-families.ts';
 import type { NetworkRegistry } from '../../../chains/network-registry.ts';
-import { GatewayError } from '../../../domain/gateway-error.ts';
+import { GatewayError, invalidParameters } from '../../../domain/gateway-error.ts';
 import { newId } from '../../../domain/ids.ts';
 import { atomicToDecimalText, toWholeUnits } from '../../../domain/money.ts';
 import type { PaymentRecord } from '../../../domain/records/payment-records.ts';
 import type { PaymentLease, Store } from '../../../store/store.ts';
+import { SpendGuard, type SpendIntent } from '../../spending/spend-guard.ts';
 import type { WalletService } from '../../wallets/wallet-service.ts';
 import { atomicFromField } from '../amounts.ts';
 import { newPayment } from '../new-payment.ts';
+import { assetOfPayment, type PaymentAsset, sendableAsset } from '../payment-asset.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
 import { checkRecipient } from '../payment-parties.ts';
 import type { PaymentProofs } from '../proofs/payment-proof.ts';
+import type { SendAmountBounds } from '../send-amount-bounds.ts';
 
 export interface SendInput {
   readonly walletAddress: string;
@@ -29,6 +33,8 @@ export interface SendInput {
   readonly metadata?: object | undefined;
   readonly priorityFee?: number | undefined;
   readonly network?: string | undefined;
+  /** A symbol GET /networks lists or a token address (sendableAsset); absent: the native currency. */
+  readonly asset?: string | undefined;
 }
 
 /** Spec §2.2. */
@@ -44,6 +50,13 @@ export interface SendResult {
   estimatedConfirmation: string;
   paymentProof: string;
   network: string;
+  /** What `amount` is in. */
+  asset: PaymentAsset;
+  /**
+   * The most the sender pays besides the amount, in the network's native currency: the network fee,
+   * and for a token the opening of the recipient's token account when the transfer opens it.
+   */
+  fee: number;
 }
 
 export interface SendPaymentDeps {
@@ -52,10 +65,13 @@ export interface SendPaymentDeps {
   readonly wallets: WalletService;
   readonly proofs: PaymentProofs;
   readonly ledger: PaymentLedger;
+  readonly amountBounds: SendAmountBounds;
   /** Names this process in payment leases. */
   readonly instanceId: string;
   /** How long a send waits for `confirmed` before answering `submitted`. */
   readonly confirmTimeoutMs: number;
+  /** Spend policies (services/spending/); default: one on `store`. */
+  readonly spendGuard?: SpendGuard;
   readonly now?: () => number;
 }
 
@@ -79,12 +95,23 @@ const LEASE_MARGIN_MS = 10_000;
  */
 export class SendPaymentService {
   private readonly now: () => number;
+  private readonly spendGuard: SpendGuard;
 
   constructor(private readonly deps: SendPaymentDeps) {
     this.now = deps.now ?? Date.now;
+    this.spendGuard = deps.spendGuard ?? new SpendGuard({ store: deps.store, now: this.now });
   }
 
-  async send(accountId: string, input: SendInput, idempotencyKey?: string): Promise<SendResult> {
+  /**
+   * `keyId`: the API key that asked (null: the account's dashboard session), whose spend policy binds
+   * the send with the account's (services/spending/).
+   */
+  async send(
+    accountId: string,
+    input: SendInput,
+    idempotencyKey?: string,
+    keyId: string | null = null,
+  ): Promise<SendResult> {
     const { networks, wallets } = this.deps;
     if (idempotencyKey !== undefined) {
       const earlier = await this.deps.store.payments.findByIdempotencyKey(accountId, idempotencyKey);
@@ -100,40 +127,40 @@ export class SendPaymentService {
     checkRecipient(family, input.walletAddress, input.recipientAddress);
     const walletAddress = canonicalAddress(input.walletAddress);
     const recipientAddress = canonicalAddress(input.recipientAddress);
-    const amount = atomicFromField('amount', input.amount, nativeCurrency.decimals, nativeCurrency.symbol);
+    const asset = await sendableAsset(networks, chain, input.asset);
+    const amount = this.deps.amountBounds.atomicAmount(input.amount, asset);
     const priorityFee =
       input.priorityFee === undefined
         ? undefined
         : atomicFromField('priorityFee', input.priorityFee, nativeCurrency.decimals, nativeCurrency.symbol);
+    // Spend policies refuse before the chain is asked anything; chargeIn below is the enforcement.
+    const spend: SpendIntent = {
+      accountId,
+      keyId,
+      network: chain.info.id,
+      asset,
+      amount,
+      recipient: recipientAddress,
+      resource: input.resource ?? null,
+    };
+    await this.spendGuard.check(spend);
     const signer = await wallets.signer(accountId, walletAddress);
 
     const paymentId = newId('pay');
-    let prepared: PreparedTransaction;
-    let balance: bigint;
+    let funded: FundedTransfer;
     try {
-      [prepared, balance] = await Promise.all([
-        chain.prepareTransfer({
-          from: walletAddress,
-          to: recipientAddress,
-          amount,
-          memo: paymentId,
-          ...(priorityFee === undefined ? {} : { priorityFee }),
-        }),
-        chain.getBalance(walletAddress),
-      ]);
+      funded = await fundedTransfer(chain, asset, {
+        from: walletAddress,
+        to: recipientAddress,
+        amount,
+        memo: paymentId,
+        ...(priorityFee === undefined ? {} : { priorityFee }),
+      });
     } catch (error) {
       signer.secretKey.fill(0);
       throw error;
     }
-    if (balance < amount + prepared.fee) {
-      signer.secretKey.fill(0);
-      throw insufficientBalance(
-        balance,
-        amount + prepared.fee,
-        nativeCurrency.decimals,
-        nativeCurrency.symbol,
-      );
-    }
+    const { prepared, balance } = funded;
 
     const at = this.now();
     const draft = (signed: SignedTransaction, nonce?: bigint): PaymentRecord =>
@@ -149,6 +176,7 @@ export class SendPaymentService {
         recipient: recipientAddress,
         amount,
         fee: prepared.fee,
+        ...(asset.address === null ? {} : { asset: { address: asset.address, decimals: asset.decimals } }),
         resource: input.resource ?? null,
         metadata: (input.metadata as Record<string, unknown> | undefined) ?? null,
         signature: signed.signature,
@@ -163,16 +191,23 @@ export class SendPaymentService {
     try {
       if (chain.nonces === undefined) {
         const signed = await chain.sign(prepared, signer.secretKey);
-        stored = { payment: draft(signed), wire: signed.wire };
-        await this.deps.ledger.record(stored.payment, { lease });
+        const payment = draft(signed);
+        stored = { payment, wire: signed.wire };
+        await this.deps.store.transaction(async (tx) => {
+          await this.spendGuard.chargeIn(tx, spend, paymentId);
+          await this.deps.ledger.recordIn(tx, payment, undefined, lease);
+        });
       } else {
         stored = await this.recordInSequence(chain, chain.nonces, {
           prepared,
           amount,
+          asset,
           balance,
           secretKey: signer.secretKey,
           draft,
           lease,
+          spend,
+          paymentId,
         });
       }
     } finally {
@@ -207,10 +242,13 @@ export class SendPaymentService {
     input: {
       prepared: PreparedTransaction;
       amount: bigint;
-      balance: bigint;
+      asset: PaymentAsset;
+      balance: Balances;
       secretKey: Uint8Array;
       draft: (signed: SignedTransaction, nonce: bigint) => PaymentRecord;
       lease: PaymentLease;
+      spend: SpendIntent;
+      paymentId: string;
     },
   ): Promise<{ payment: PaymentRecord; wire: Uint8Array }> {
     const { prepared } = input;
@@ -219,13 +257,18 @@ export class SendPaymentService {
       const nonce = await tx.nonces.allocate(network, prepared.feePayer, prepared.nonce ?? 0n);
       // The wallet's unsettled sends can still take their amounts and fees. Counting them here, after
       // the allocation serialised this wallet's senders, keeps concurrent sends from promising more
-      // than the balance together; a broadcast refused for funds would leave its nonce unused.
-      const needed =
-        (await tx.payments.unsettledSpend(network, prepared.feePayer)) + input.amount + prepared.fee;
-      if (input.balance < needed) {
-        const { decimals, symbol } = chain.info.nativeCurrency;
-        throw insufficientBalance(input.balance, needed, decimals, symbol);
-      }
+      // than the balance together; a broadcast refused for funds would leave its nonce unused. A token
+      // send needs its amount in the token and its fee in the native currency, each counted apart.
+      const unsettled = await tx.payments.unsettledSpend(network, prepared.feePayer);
+      checkFunds(chain, input.asset, input.balance, {
+        native: unsettled.native + prepared.fee + (input.asset.address === null ? input.amount : 0n),
+        token:
+          input.asset.address === null
+            ? 0n
+            : (unsettled.tokens.get(input.asset.address) ?? 0n) + input.amount,
+      });
+      // After the nonce, so every path takes its locks in one order (SpendGuard's contract).
+      await this.spendGuard.chargeIn(tx, input.spend, input.paymentId);
       const signed = await chain.sign(nonces.withNonce(prepared, nonce), input.secretKey);
       const payment = input.draft(signed, nonce);
       await this.deps.ledger.recordIn(tx, payment, undefined, input.lease);
@@ -270,9 +313,10 @@ export class SendPaymentService {
           if (!(await this.end(payment, 'failed', 'insufficient funds'))) return payment;
           const { decimals, symbol } = chain.info.nativeCurrency;
           // Stored before the chain refused it, so the history shows it failed: the answer names it.
+          // (A token payment's shortfall is of the native currency: the token's is checked as a refusal.)
           throw insufficientBalance(
             undefined,
-            payment.amount + (payment.fee ?? 0n),
+            (payment.asset === undefined ? payment.amount : 0n) + (payment.fee ?? 0n),
             decimals,
             symbol,
             payment.id,
@@ -350,13 +394,13 @@ export class SendPaymentService {
   }
 
   private result(payment: PaymentRecord, chain: ChainAdapter): SendResult {
-    const { decimals } = chain.info.nativeCurrency;
+    const asset = assetOfPayment(this.deps.networks, payment);
     const signature = payment.signature ?? '';
     return {
       success: true,
       paymentId: payment.id,
       signature,
-      amount: toWholeUnits(payment.amount, decimals),
+      amount: toWholeUnits(payment.amount, asset.decimals),
       recipient: payment.recipient,
       status: payment.status,
       blockHeight: payment.blockHeight === null ? null : Number(payment.blockHeight),
@@ -369,10 +413,13 @@ export class SendPaymentService {
         from: payment.sender,
         to: payment.recipient,
         amt: payment.amount.toString(),
+        ...(payment.asset === undefined ? {} : { ast: payment.asset.address }),
         ...(payment.resource === null ? {} : { res: payment.resource }),
         iat: payment.createdAt,
       }),
       network: payment.network,
+      asset,
+      fee: toWholeUnits(payment.fee ?? 0n, chain.info.nativeCurrency.decimals),
     };
   }
 
@@ -393,6 +440,91 @@ export function estimatedConfirmation(chain: ChainAdapter): string {
   return chainFamily(chain.info.family).estimatedConfirmation;
 }
 
+/** What a wallet holds of what a send spends: its native balance, and of the token sent (0 for a native send). */
+export interface Balances {
+  readonly native: bigint;
+  readonly token: bigint;
+}
+
+/** A transfer prepared for a send, with the sender's balances it was checked against. */
+export interface FundedTransfer {
+  readonly prepared: PreparedTransaction;
+  readonly balance: Balances;
+}
+
+/**
+ * Prepares the transfer of `request.amount` of `asset` and checks the sender can pay it: the amount in
+ * the asset, and the fees (with, for a token, the opening of the recipient's token account) in the
+ * native currency, each against its own balance. A token's balance is read before the transfer is
+ * prepared: an EVM node estimates no transfer the token contract would refuse for funds, and the
+ * refusal the caller gets must name the token's shortfall. Shared by custodial and local-mode sends.
+ */
+export async function fundedTransfer(
+  chain: ChainAdapter,
+  asset: PaymentAsset,
+  request: TransferRequest,
+): Promise<FundedTransfer> {
+  const { address } = asset;
+  if (address === null) {
+    const [prepared, native] = await Promise.all([
+      chain.prepareTransfer(request),
+      chain.getBalance(request.from),
+    ]);
+    const balance = { native, token: 0n };
+    checkFunds(chain, asset, balance, { native: request.amount + prepared.fee, token: 0n });
+    return { prepared, balance };
+  }
+  const [token, native] = await Promise.all([
+    chain.getTokenBalance(request.from, address),
+    chain.getBalance(request.from),
+  ]);
+  checkFunds(chain, asset, { native, token }, { native: 0n, token: request.amount });
+  let prepared: PreparedTransaction;
+  try {
+    prepared = await chain.prepareTransfer({ ...request, token: { address, decimals: asset.decimals } });
+  } catch (error) {
+    if (!(error instanceof ChainError) || error.kind !== 'rejected') throw error;
+    // The token contract refused the transfer when it was estimated (EVM): most often another send
+    // took the tokens since the balance was read, which the caller is told as such.
+    const now = await chain.getTokenBalance(request.from, address);
+    checkFunds(chain, asset, { native, token: now }, { native: 0n, token: request.amount });
+    throw invalidParameters({
+      asset: 'refuses this transfer: the token contract reverts it (a paused token, or an address it blocks)',
+    });
+  }
+  const balance = { native, token };
+  checkFunds(chain, asset, balance, { native: prepared.fee, token: request.amount });
+  return { prepared, balance };
+}
+
+/** INSUFFICIENT_BALANCE naming what falls short: the token sent first, then the native currency for fees. */
+export function checkFunds(
+  chain: ChainAdapter,
+  asset: PaymentAsset,
+  balance: Balances,
+  needed: Balances,
+): void {
+  if (asset.address !== null && balance.token < needed.token) {
+    const symbol = asset.symbol ?? asset.address;
+    const need = `${atomicToDecimalText(needed.token, asset.decimals)} ${symbol}`;
+    throw new GatewayError('INSUFFICIENT_BALANCE', {
+      message: `Not enough ${symbol}: the payment needs ${need}; the wallet holds ${atomicToDecimalText(balance.token, asset.decimals)} ${symbol}.`,
+      details: { walletAddress: `needs ${need}`, asset: `${symbol} ${asset.address}` },
+    });
+  }
+  if (balance.native < needed.native) {
+    const { decimals, symbol } = chain.info.nativeCurrency;
+    throw insufficientBalance(
+      balance.native,
+      needed.native,
+      decimals,
+      symbol,
+      undefined,
+      asset.address === null ? undefined : 'the network fees (and any token account the transfer opens)',
+    );
+  }
+}
+
 /** `paymentId`: the failed payment recorded for a send the chain refused, when one was stored. */
 function insufficientBalance(
   balance: bigint | undefined,
@@ -400,13 +532,14 @@ function insufficientBalance(
   decimals: number,
   symbol: string,
   paymentId?: string,
+  what = 'the payment and its fees',
 ): GatewayError {
   const need = `${atomicToDecimalText(needed, decimals)} ${symbol}`;
   return new GatewayError('INSUFFICIENT_BALANCE', {
     message:
       balance === undefined
-        ? `Not enough funds: the payment and its fees need ${need}.`
-        : `Not enough funds: the payment and its fees need ${need}; the wallet holds ${atomicToDecimalText(balance, decimals)} ${symbol}.`,
+        ? `Not enough funds: ${what} need ${need}.`
+        : `Not enough funds: ${what} need ${need}; the wallet holds ${atomicToDecimalText(balance, decimals)} ${symbol}.`,
     details: {
       walletAddress: `needs ${need} including fees`,
       ...(paymentId === undefined ? {} : { paymentId }),

@@ -1,17 +1,19 @@
 import { canonicalAddress } from '../../../chains/canonical-address.ts';
 import type { ChainAdapter } from '../../../chains/chain-adapter.ts';
 import type { NetworkRegistry } from '../../../chains/network-registry.ts';
-import { GatewayError } from '../../../domain/gateway-error.ts';
 import { newId } from '../../../domain/ids.ts';
-import { atomicToDecimalText, toWholeUnits } from '../../../domain/money.ts';
+import { toWholeUnits } from '../../../domain/money.ts';
 import type { PaymentRecord } from '../../../domain/records/payment-records.ts';
 import type { Store } from '../../../store/store.ts';
+import { SpendGuard, type SpendIntent } from '../../spending/spend-guard.ts';
 import { atomicFromField } from '../amounts.ts';
-import { estimatedConfirmation, type SendInput } from '../custodial/send-payment.ts';
+import { estimatedConfirmation, fundedTransfer, type SendInput } from '../custodial/send-payment.ts';
 import { newPayment } from '../new-payment.ts';
+import { assetOfPayment, type PaymentAsset, sendableAsset } from '../payment-asset.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
 import { checkPayer, checkRecipient } from '../payment-parties.ts';
 import type { PaymentProofs } from '../proofs/payment-proof.ts';
+import type { SendAmountBounds } from '../send-amount-bounds.ts';
 
 /** Spec §2.5, as the send build answers it. */
 export interface LocalSendResult {
@@ -29,6 +31,13 @@ export interface LocalSendResult {
   /** The read-only account the transaction carries; the gateway finds it on chain by this. */
   reference: string;
   network: string;
+  /** What `amount` is in. */
+  asset: PaymentAsset;
+  /**
+   * The most the signer pays besides the amount, in the network's native currency: the network fee,
+   * and for a token the opening of the recipient's token account when the transaction opens it.
+   */
+  fee: number;
 }
 
 export interface LocalSendDeps {
@@ -36,6 +45,9 @@ export interface LocalSendDeps {
   readonly networks: NetworkRegistry;
   readonly proofs: PaymentProofs;
   readonly ledger: PaymentLedger;
+  readonly amountBounds: SendAmountBounds;
+  /** Spend policies (services/spending/); default: one on `store`. */
+  readonly spendGuard?: SpendGuard;
   readonly now?: () => number;
 }
 
@@ -53,12 +65,25 @@ export const LOCAL_TRANSACTION_VALIDITY_MS = 60_000;
  */
 export class LocalSendService {
   private readonly now: () => number;
+  private readonly spendGuard: SpendGuard;
 
   constructor(private readonly deps: LocalSendDeps) {
     this.now = deps.now ?? Date.now;
+    this.spendGuard = deps.spendGuard ?? new SpendGuard({ store: deps.store, now: this.now });
   }
 
-  async build(accountId: string, input: SendInput, idempotencyKey?: string): Promise<LocalSendResult> {
+  /**
+   * `keyId`: the API key that asked (null: a dashboard session). A build is a spend under the spend
+   * policies like a custodial send: the gateway makes the transaction, whoever signs it, and an agent
+   * held to a policy must not get past it by asking for unsigned bytes of a custodial wallet's
+   * transfer. It counts while it can still land, and stops counting once it expires unsigned.
+   */
+  async build(
+    accountId: string,
+    input: SendInput,
+    idempotencyKey?: string,
+    keyId: string | null = null,
+  ): Promise<LocalSendResult> {
     if (idempotencyKey !== undefined) {
       // A retry whose first attempt's answer was lost answers the very transaction built then:
       // a second build would be a second payment the caller could sign.
@@ -79,32 +104,34 @@ export class LocalSendService {
     // the chain reports the payer and recipient checksummed.
     const walletAddress = canonicalAddress(input.walletAddress);
     const recipientAddress = canonicalAddress(input.recipientAddress);
-    const amount = atomicFromField('amount', input.amount, nativeCurrency.decimals, nativeCurrency.symbol);
+    const asset = await sendableAsset(this.deps.networks, chain, input.asset);
+    const amount = this.deps.amountBounds.atomicAmount(input.amount, asset);
     const priorityFee =
       input.priorityFee === undefined
         ? undefined
         : atomicFromField('priorityFee', input.priorityFee, nativeCurrency.decimals, nativeCurrency.symbol);
 
+    const spend: SpendIntent = {
+      accountId,
+      keyId,
+      network: chain.info.id,
+      asset,
+      amount,
+      recipient: recipientAddress,
+      resource: input.resource ?? null,
+    };
+    await this.spendGuard.check(spend);
+
     const paymentId = newId('pay');
     const reference = await freshReference(chain);
-    const [prepared, balance] = await Promise.all([
-      chain.prepareTransfer({
-        from: walletAddress,
-        to: recipientAddress,
-        amount,
-        memo: paymentId,
-        reference,
-        ...(priorityFee === undefined ? {} : { priorityFee }),
-      }),
-      chain.getBalance(walletAddress),
-    ]);
-    if (balance < amount + prepared.fee) {
-      const need = `${atomicToDecimalText(amount + prepared.fee, nativeCurrency.decimals)} ${nativeCurrency.symbol}`;
-      throw new GatewayError('INSUFFICIENT_BALANCE', {
-        message: `Not enough funds: the payment and its fees need ${need}; the wallet holds ${atomicToDecimalText(balance, nativeCurrency.decimals)} ${nativeCurrency.symbol}.`,
-        details: { walletAddress: `needs ${need} including fees` },
-      });
-    }
+    const { prepared } = await fundedTransfer(chain, asset, {
+      from: walletAddress,
+      to: recipientAddress,
+      amount,
+      memo: paymentId,
+      reference,
+      ...(priorityFee === undefined ? {} : { priorityFee }),
+    });
 
     const at = this.now();
     const unsigned = Buffer.from(prepared.unsigned).toString('base64');
@@ -120,6 +147,7 @@ export class LocalSendService {
       recipient: recipientAddress,
       amount,
       fee: prepared.fee,
+      ...(asset.address === null ? {} : { asset: { address: asset.address, decimals: asset.decimals } }),
       resource: input.resource ?? null,
       metadata: (input.metadata as Record<string, unknown> | undefined) ?? null,
       reference,
@@ -129,11 +157,15 @@ export class LocalSendService {
       expiresAt: at + Math.floor(Math.min(LOCAL_TRANSACTION_VALIDITY_MS, prepared.validForMs ?? Infinity)),
       idempotencyKey: idempotencyKey ?? null,
     });
-    await this.deps.ledger.record(payment);
+    await this.deps.store.transaction(async (tx) => {
+      await this.spendGuard.chargeIn(tx, spend, paymentId);
+      await this.deps.ledger.recordIn(tx, payment);
+    });
     return this.result(payment, chain, unsigned);
   }
 
   private result(payment: PaymentRecord, chain: ChainAdapter, unsigned: string): LocalSendResult {
+    const asset = assetOfPayment(this.deps.networks, payment);
     return {
       success: true,
       paymentId: payment.id,
@@ -147,15 +179,18 @@ export class LocalSendService {
         from: payment.sender,
         to: payment.recipient,
         amt: payment.amount.toString(),
+        ...(payment.asset === undefined ? {} : { ast: payment.asset.address }),
         ...(payment.resource === null ? {} : { res: payment.resource }),
         iat: payment.createdAt,
       }),
       estimatedConfirmation: estimatedConfirmation(chain),
-      amount: toWholeUnits(payment.amount, chain.info.nativeCurrency.decimals),
+      amount: toWholeUnits(payment.amount, asset.decimals),
       recipient: payment.recipient,
       status: payment.status,
       reference: payment.reference ?? '',
       network: payment.network,
+      asset,
+      fee: toWholeUnits(payment.fee ?? 0n, chain.info.nativeCurrency.decimals),
     };
   }
 
