@@ -27,6 +27,11 @@ export class NetworkCatalog {
     return networks.find((n) => n.family === family && n.isDefault);
   }
 
+  /** Every network the gateway serves. */
+  all(): Promise<readonly NetworkInfo[]> {
+    return this.#all();
+  }
+
   #all(): Promise<readonly NetworkInfo[]> {
     this.#networks ??= this.gateway.networks().then(
       (answer) => answer.networks,

@@ -6,7 +6,7 @@ import { EXACT_SCHEME, type ExactTokenOption, exactRequirement } from './exact-o
 import type { Gate402Client, ResponseOf } from './gate402-client.ts';
 import { Gate402Error, Gate402TransportError, isGate402Error } from './gate402-error.ts';
 import { NetworkCatalog, type NetworkInfo } from './network-catalog.ts';
-import { paymentRequiredAnswer } from './x402/challenge.ts';
+import { paymentRequiredAnswer, type V1Requirement, v1Requirements } from './x402/challenge.ts';
 import {
   GATE402_NATIVE_SCHEME,
   isGate402NativePayload,
@@ -176,12 +176,26 @@ export class ProtectedResource {
         error: `the gateway serves no network ${this.options.network ?? `for the address ${this.options.payTo}`}`,
       });
     }
-    let offer: PaymentRequired;
+    let v2: PaymentRequired;
     try {
-      offer = this.#offer(network, request.url, exact);
+      v2 = this.#offer(network, request.url, exact);
     } catch (error) {
       return failure(500, { error: `price ${this.#price}: ${(error as Error).message} for ${network.id}` });
     }
+    // v1 clients are offered what they can pay: `exact` under v1 network names (GET /networks names them).
+    let known: readonly NetworkInfo[];
+    try {
+      known = await this.networks.all();
+    } catch (error) {
+      return gatewayFailure(error);
+    }
+    const offer: Offer = {
+      v2,
+      v1: v1Requirements(
+        v2,
+        (id) => known.find((n) => n.id === id || n.x402Aliases.includes(id))?.x402V1Network ?? undefined,
+      ),
+    };
     const presented = readPresentedPayment((name) => request.header(name));
     if (presented === undefined) return challenge(offer, 'payment required');
     if (typeof presented === 'string') return challenge(offer, presented);
@@ -189,7 +203,12 @@ export class ProtectedResource {
     if (exact !== undefined && presented.scheme === EXACT_SCHEME && presented.version === 2) {
       return this.#settleExact(offer, exact, presented);
     }
-    const requirement = offer.accepts[0] as PaymentRequirements;
+    if (exact !== undefined && presented.scheme === EXACT_SCHEME && presented.version === 1) {
+      // x402 v1: the payment names the v1 network it paid on; the offer's v1 form says what it must meet.
+      const v1 = offer.v1.find((r) => r.network === presented.network);
+      if (v1 !== undefined) return this.#settleExact(offer, exact, presented, v1);
+    }
+    const requirement = offer.v2.accepts[0] as PaymentRequirements;
     // A bare proof names no network: the gateway's receipt says which, and is checked below.
     const networkNamed = presented.network !== undefined;
     if (presented.scheme !== GATE402_NATIVE_SCHEME || (networkNamed && presented.network !== network.id)) {
@@ -206,7 +225,7 @@ export class ProtectedResource {
     }
 
     let receipt: ResponseOf<'receivePayment'>;
-    const unansweredKey = JSON.stringify([presented.payload.paymentProof, offer.resource.url]);
+    const unansweredKey = JSON.stringify([presented.payload.paymentProof, offer.v2.resource.url]);
     // Taken out while this request uses it, so two requests presenting the proof never share its receipt.
     const idempotencyKey = this.#unanswered.get(unansweredKey) ?? `gate402-paywall-${randomUUID()}`;
     this.#unanswered.delete(unansweredKey);
@@ -220,7 +239,7 @@ export class ProtectedResource {
           // token payload, a token the buyer minted) before it takes the proof, and reads the amount in
           // the native currency's decimals. A token is paid only through the `exact` option.
           asset: network.nativeCurrency.symbol,
-          resource: offer.resource.url,
+          resource: offer.v2.resource.url,
           // A payment on another network of the family is refused before the gateway takes the proof.
           network: network.id,
         },
@@ -260,16 +279,24 @@ export class ProtectedResource {
     });
   }
 
-  /** x402's own flow: the facilitator verifies, then settles (once per payment, across retries). */
+  /**
+   * x402's own flow: the facilitator verifies, then settles (once per payment, across retries). `v1`: the
+   * payment came in X-PAYMENT from an x402 v1 client, which paid this v1 form of `requirement`; it is
+   * settled as v1 and answered X-PAYMENT-RESPONSE.
+   */
   async #settleExact(
-    offer: PaymentRequired,
+    offer: Offer,
     requirement: PaymentRequirements,
     presented: PresentedPayment,
+    v1?: V1Requirement,
   ): Promise<PaywallDecision> {
-    if (!sameRequirement(requirement, presented.accepted)) {
+    if (v1 === undefined && !sameRequirement(requirement, presented.accepted)) {
       return challenge(offer, 'the payment accepted other requirements than the ones offered');
     }
-    const body = { x402Version: 2, paymentPayload: presented.decoded, paymentRequirements: requirement };
+    const body =
+      v1 === undefined
+        ? { x402Version: 2, paymentPayload: presented.decoded, paymentRequirements: requirement }
+        : { x402Version: 1, paymentPayload: presented.decoded, paymentRequirements: v1 };
     const unsettledKey = JSON.stringify(presented.decoded.payload ?? null);
     // Taken out while this request settles it, so two requests presenting it are never both served.
     const resumed = this.#unsettled.delete(unsettledKey);
@@ -320,7 +347,8 @@ export class ProtectedResource {
       scheme: EXACT_SCHEME,
       asset: requirement.asset,
       ...(settlement.paymentId === undefined ? {} : { paymentId: settlement.paymentId }),
-      network: settlement.network,
+      // The CAIP-2 id, also for a v1 payment (whose settlement names the v1 network).
+      network: requirement.network,
       payer: settlement.payer ?? '',
       transaction: settlement.transaction,
       amount:
@@ -331,7 +359,7 @@ export class ProtectedResource {
     };
     // The buyer is told the settlement, not the seller's own record of it.
     const { paymentId: _own, ...response } = settlement;
-    return paid(payment, 2, response as SettleResponse);
+    return paid(payment, v1 === undefined ? 2 : 1, response as SettleResponse);
   }
 
   #exactRequirement(nativeNetwork: string): Promise<PaymentRequirements> | undefined {
@@ -419,6 +447,12 @@ function failure(status: number, body: unknown, retryAfter?: number): PaywallDec
   };
 }
 
-function challenge(offer: PaymentRequired, error: string): PaywallDecision {
-  return { paid: false, ...paymentRequiredAnswer(offer, error) };
+/** What a resource offers: every option in x402 v2, and those x402 v1 clients can pay in v1's form. */
+interface Offer {
+  readonly v2: PaymentRequired;
+  readonly v1: readonly V1Requirement[];
+}
+
+function challenge(offer: Offer, error: string): PaywallDecision {
+  return { paid: false, ...paymentRequiredAnswer(offer.v2, error, offer.v1) };
 }

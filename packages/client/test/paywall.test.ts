@@ -81,10 +81,8 @@ describe('gate402 paywall and paying fetch', () => {
           },
         ],
       });
-      const v1 = (await unpaid.json()) as { x402Version: number; accepts: Record<string, unknown>[] };
-      assert.equal(v1.x402Version, 1);
-      assert.equal(v1.accepts[0]?.maxAmountRequired, '10000000');
-      assert.equal(v1.accepts[0]?.resource, app.url);
+      // The body is x402 v1's, whose clients know only `exact`: gate402's own scheme is offered in v2 alone.
+      assert.deepEqual(await unpaid.json(), { x402Version: 1, error: 'payment required', accepts: [] });
 
       const sent: string[] = [];
       const pay = payingFetch({
@@ -176,30 +174,31 @@ describe('gate402 paywall and paying fetch', () => {
     assert.equal(paymentResponseOf(paid)?.transaction, sent.signature);
   });
 
-  it('speaks v1 to a v1 client: the challenge from the body, X-PAYMENT base64 JSON, X-PAYMENT-RESPONSE', async () => {
+  it('takes a gate402 payment in v1 form (X-PAYMENT base64 JSON) and answers X-PAYMENT-RESPONSE', async () => {
+    // The v1 body offers gate402's own scheme to nobody (x402 v1 clients refuse it), but a payment in
+    // that form, as gate402 clients of before sent it, is still taken.
     const app = await sellerApp('fastify', '0.01', wallets.sellerSol);
-    // A v1 view of the seller: its 402s without the v2 header, so only the body's offer is seen.
-    const sentHeaders: (string | null)[] = [];
-    const v1Only: typeof fetch = async (input, init) => {
-      const request = new Request(input, init);
-      sentHeaders.push(request.headers.get('x-payment'));
-      const response = await fetch(request);
-      if (response.status !== 402) return response;
-      const headers = new Headers(response.headers);
-      headers.delete('payment-required');
-      return new Response(response.body, { status: 402, headers });
-    };
-    const pay = payingFetch({ gateway: buyer, wallet: wallets.buyerSol, maxAmount: '0.01', fetch: v1Only });
-    const paid = await pay(app.url);
+    const sent = await buyer.sendPayment({
+      walletAddress: wallets.buyerSol,
+      recipientAddress: wallets.sellerSol,
+      amount: 0.01,
+      resource: app.url,
+    });
+    const { networks } = await seller.networks();
+    const network = networks.find((n) => n.family === 'solana' && n.isDefault)?.id;
+    const header = Buffer.from(
+      JSON.stringify({
+        x402Version: 1,
+        scheme: GATE402_NATIVE_SCHEME,
+        network,
+        payload: { paymentProof: sent.paymentProof },
+      }),
+    ).toString('base64');
+    const paid = await fetch(app.url, { headers: { 'x-payment': header } });
     assert.equal(paid.status, 200);
     assert.equal(paid.headers.get('payment-response'), null);
     assert.equal(paymentResponseOf(paid)?.payer, wallets.buyerSol);
-    const [first, second] = sentHeaders;
-    assert.equal(first, null);
-    const payment = JSON.parse(Buffer.from(second ?? '', 'base64').toString()) as Record<string, unknown>;
-    assert.equal(payment.x402Version, 1);
-    assert.equal(payment.scheme, GATE402_NATIVE_SCHEME);
-    assert.match((payment.payload as { paymentProof: string }).paymentProof, /^0x/);
+    assert.equal(paymentResponseOf(paid)?.transaction, sent.signature);
   });
 
   it('pays native ETH on the EVM network', async () => {
@@ -275,10 +274,13 @@ describe('gate402 paywall and paying fetch', () => {
       maxTimeoutSeconds: 60,
       extra: { feePayer },
     });
-    // v1 clients are offered the native option only (v1 exact names networks otherwise).
+    // v1 clients are offered `exact` under the v1 name of devnet, which the localnet answers for.
     assert.deepEqual(
-      ((await unpaid.json()) as { accepts: { scheme: string }[] }).accepts.map((a) => a.scheme),
-      [GATE402_NATIVE_SCHEME],
+      ((await unpaid.json()) as { accepts: { scheme: string; network: string }[] }).accepts.map((a) => [
+        a.scheme,
+        a.network,
+      ]),
+      [['exact', 'solana-devnet']],
     );
 
     const signer = await generateKeyPairSigner();

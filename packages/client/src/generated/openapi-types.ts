@@ -425,6 +425,8 @@ export interface components {
                 symbol: string;
             }[];
             wsUrl: string | null;
+            x402Aliases: string[];
+            x402V1Network: string | null;
         };
         Wallet: {
             address: string;

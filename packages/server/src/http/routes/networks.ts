@@ -30,12 +30,29 @@ export const NetworkSchema = Type.Object(
       description: 'The PubSub (WebSocket) endpoint, shown under the same rule as `rpcUrl`; null otherwise.',
     }),
     tokens: Type.Array(TokenSchema),
+    x402V1Network: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "The name x402 v1 gives this network (`solana-devnet`, `base-sepolia`; the embedded localnet is `solana-devnet` when it answers for devnet, X402_LOCALNET_AS_DEVNET), under which the facilitator settles v1 `exact` payments and a seller's paywall offers them to v1 clients (`x402-fetch`, `x402-axios`). Null when x402 v1 has no name for it (e.g. anvil's eip155:31337): v1 clients can pay there only with gate402's own scheme.",
+    }),
+    x402Aliases: Type.Array(Type.String(), {
+      description:
+        "Other CAIP-2 ids x402 payments may name this network by: the embedded Solana localnet answers for Solana devnet's (solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1) when X402_LOCALNET_AS_DEVNET is on, since stock @x402/svm clients know no other. Usually empty.",
+    }),
   },
   { $id: 'Network', title: 'Network' },
 );
 
+/** The facilitator's v1 network names (FacilitatorService.v1NetworkName). */
+export interface V1NetworkNames {
+  v1NetworkName(network: string): string | undefined;
+  aliasesOf(network: string): string[];
+}
+
 /** GET /networks: what the gateway is connected to. */
-export async function networkRoutes(app: FastifyInstance, opts: { networks: NetworkRegistry }) {
+export async function networkRoutes(
+  app: FastifyInstance,
+  opts: { networks: NetworkRegistry; facilitator: V1NetworkNames },
+) {
   app.get(
     '/networks',
     {
@@ -51,6 +68,8 @@ export async function networkRoutes(app: FastifyInstance, opts: { networks: Netw
         ...n,
         rpcUrl: shareableUrl(n.rpcUrl),
         wsUrl: n.wsUrl === undefined ? null : shareableUrl(n.wsUrl),
+        x402V1Network: opts.facilitator.v1NetworkName(n.id) ?? null,
+        x402Aliases: opts.facilitator.aliasesOf(n.id),
       })),
     }),
   );

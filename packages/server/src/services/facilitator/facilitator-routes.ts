@@ -86,6 +86,26 @@ export class FacilitatorRoutes {
     return { kinds, extensions: [], signers };
   }
 
+  /**
+   * The x402 v1 name of a configured network (`solana-devnet`, `base-sepolia`), from the one table of v1
+   * names (network-names.ts): the network's own, else that of the public network an embedded local
+   * chain answers to (X402_LOCALNET_AS_DEVNET). Undefined when v1 has none (e.g. anvil's eip155:31337):
+   * v1 clients cannot be offered `exact` there.
+   */
+  v1NetworkName(network: string): string | undefined {
+    const own = v1NameOf(network);
+    if (own !== undefined) return own;
+    for (const [alias, chain] of this.localAliases()) {
+      if (chain.info.id === network) return v1NameOf(alias);
+    }
+    return undefined;
+  }
+
+  /** The public ids a configured (local) network also answers to here: the localnet's devnet id, or none. */
+  aliasesOf(network: string): string[] {
+    return [...this.localAliases()].filter(([, chain]) => chain.info.id === network).map(([alias]) => alias);
+  }
+
   /** The configured network (the devnet alias resolved) a payment is for; undefined when not served here. */
   chainOf(network: string | undefined): ChainAdapter | undefined {
     if (network === undefined) return undefined;

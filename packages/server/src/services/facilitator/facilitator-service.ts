@@ -106,6 +106,16 @@ export class FacilitatorService {
     return this.routes.supported();
   }
 
+  /** The x402 v1 name a configured network is settled under (GET /networks `x402V1Network`); see FacilitatorRoutes. */
+  v1NetworkName(network: string): string | undefined {
+    return this.routes.v1NetworkName(network);
+  }
+
+  /** The public ids a configured network also answers to (GET /networks `x402Aliases`); see FacilitatorRoutes. */
+  aliasesOf(network: string): string[] {
+    return this.routes.aliasesOf(network);
+  }
+
   /** The configured network (the devnet alias resolved) a payment is for; undefined when not served here. */
   chainOf(network: string | undefined): ChainAdapter | undefined {
     return this.routes.chainOf(network);
@@ -121,6 +131,7 @@ export class FacilitatorService {
     return this.routes.feePayerOf(network);
   }
 
+  /** POST /facilitator/verify: a v1 payload is answered under x402 1.x's reason names (reasonForVersion). */
   async verify(paymentPayload: unknown, paymentRequirements: unknown): Promise<VerifyAnswer> {
     const answer = await this.verifyResolved(this.resolve(paymentPayload, paymentRequirements));
     return answer.invalidReason === undefined
@@ -129,7 +140,6 @@ export class FacilitatorService {
   }
 
   /** As `verify`, for a payment already read (e.g. from an X-PAYMENT header given to /payment/receive). */
-  /** POST /facilitator/verify: a v1 payload is answered under x402 1.x's reason names (reasonForVersion). */
   async verifyPayment(payment: X402Payment): Promise<VerifyAnswer> {
     return this.verifyResolved(this.route(payment));
   }
@@ -862,11 +872,6 @@ function settles(settlement: SettlementRecord, requirements: ExactRequirements):
   );
 }
 
-function stringField(value: unknown, field: string): string {
-  const v =
-    typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[field] : undefined;
-  return typeof v === 'string' ? v : '';
-}
 /** The x402 version a facilitator request's payload states (2 when it states none it could be). */
 function versionOf(paymentPayload: unknown): number {
   const v =
@@ -876,3 +881,8 @@ function versionOf(paymentPayload: unknown): number {
   return v === 1 ? 1 : 2;
 }
 
+function stringField(value: unknown, field: string): string {
+  const v =
+    typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[field] : undefined;
+  return typeof v === 'string' ? v : '';
+}

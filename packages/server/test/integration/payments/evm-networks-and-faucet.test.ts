@@ -48,6 +48,8 @@ describe('GET /networks and POST /faucet with the embedded EVM chain', () => {
       rpcUrl: evm.anvil.rpcUrl,
       wsUrl: evm.anvil.wsUrl,
       tokens: [{ symbol: 'USDC', address: evm.usdc.address, decimals: 6 }],
+      x402V1Network: null,
+      x402Aliases: [],
     });
   });
 
