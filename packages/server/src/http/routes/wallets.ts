@@ -118,7 +118,7 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
       schema: {
         operationId: 'listWallets',
         tags: ['wallets'],
-        summary: 'Your wallets with their native balances.',
+        summary: 'Your wallets with their native and token balances.',
         response: {
           200: Type.Object({
             wallets: Type.Array(
@@ -129,6 +129,27 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
                     description: 'null when the chain is unreachable.',
                   }),
                   currency: Type.Union([Type.String(), Type.Null()]),
+                  tokens: Type.Union(
+                    [
+                      Type.Array(
+                        Type.Object({
+                          symbol: Type.Union([Type.String(), Type.Null()], {
+                            description:
+                              'As GET /networks lists the token (the network or X402_EXTRA_ASSETS); null for a token neither lists.',
+                          }),
+                          address: Type.String({ description: 'The mint (Solana) or contract (EVM).' }),
+                          decimals: Type.Integer(),
+                          balance: Type.Number({ description: 'Whole units of the token.' }),
+                          amount: Type.String({ description: 'Atomic units, decimal text (exact).' }),
+                        }),
+                      ),
+                      Type.Null(),
+                    ],
+                    {
+                      description:
+                        'Every token the wallet holds on its network (Solana: SPL Token and Token-2022 accounts, summed per mint; EVM: the listed ERC-20 tokens it holds), listed ones first; null when the chain is unreachable. Send them with POST /payment/send and `asset`.',
+                    },
+                  ),
                 }),
               ]),
             ),

@@ -12,7 +12,7 @@ export interface PortfolioToken {
   /** Atomic units, decimal text. */
   amount: string;
   uiAmount: number;
-  /** The symbol when the network lists the token (GET /networks); null otherwise. */
+  /** The symbol when GET /networks lists the token (the network's own or X402_EXTRA_ASSETS); null otherwise. */
   symbol: string | null;
 }
 
@@ -37,7 +37,10 @@ export class PortfolioService {
       chain.getTokenAccounts(publicKey),
     ]);
     const { symbol, decimals } = chain.info.nativeCurrency;
-    const known = new Map(chain.info.tokens.map((t) => [t.address, t.symbol]));
+    // The network's own tokens and the operator's (X402_EXTRA_ASSETS), as GET /networks lists them.
+    const known = new Map(
+      this.networks.tokensOf(chain.info.id).map((t) => [canonicalAddress(t.address), t.symbol]),
+    );
     return {
       // EVM: checksummed, as every EVM address gate402 answers, whatever case was asked.
       publicKey: canonicalAddress(publicKey),
@@ -51,7 +54,7 @@ export class PortfolioService {
           decimals: h.decimals,
           amount: h.amount.toString(),
           uiAmount: toWholeUnits(h.amount, h.decimals),
-          symbol: known.get(h.mint) ?? null,
+          symbol: known.get(canonicalAddress(h.mint)) ?? null,
         }))
         .sort((a, b) => (a.mint < b.mint ? -1 : a.mint > b.mint ? 1 : a.account < b.account ? -1 : 1)),
     };

@@ -1,4 +1,5 @@
 import { canonicalAddress } from '../../chains/canonical-address.ts';
+import type { ChainTokenAccount } from '../../chains/chain-adapter.ts';
 import { chainFamily } from '../../chains/chain-families.ts';
 import { KEYPAIR_GENERATORS } from '../../chains/keypairs.ts';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
@@ -6,6 +7,7 @@ import { addressFamily, CHAIN_FAMILIES, type ChainFamily } from '../../domain/ad
 import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
 import { toWholeUnits } from '../../domain/money.ts';
+import type { TokenInfo } from '../../domain/network.ts';
 import type { WalletRecord } from '../../domain/records/wallet-records.ts';
 import type { Store } from '../../store/store.ts';
 import type { SecretBox } from '../custody/secret-box.ts';
@@ -23,6 +25,23 @@ export interface WalletWithBalance extends WalletView {
   /** Native currency of the family's default network; null when the chain could not be asked. */
   readonly balance: number | null;
   readonly currency: string | null;
+  /**
+   * Every token the wallet holds on that network (Solana: its SPL Token and Token-2022 accounts, summed
+   * per mint; EVM: the network's listed ERC-20 tokens), by address; null when the chain could not be asked.
+   */
+  readonly tokens: WalletTokenBalance[] | null;
+}
+
+/** A token balance of a wallet, in whole units of the token. */
+export interface WalletTokenBalance {
+  /** As GET /networks lists it (the network's or the operator's); null for a token neither lists. */
+  readonly symbol: string | null;
+  /** The mint (Solana) or contract (EVM). */
+  readonly address: string;
+  readonly decimals: number;
+  readonly balance: number;
+  /** Atomic units, decimal text: exact where `balance` is a float. */
+  readonly amount: string;
 }
 
 /** A custodial wallet opened for signing: lives only as long as one payment needs it. */
@@ -140,13 +159,19 @@ export class WalletService {
     return Promise.all(
       wallets.map(async (wallet) => {
         const chain = this.chainFor(wallet);
-        if (chain === undefined) return { ...view(wallet), balance: null, currency: null };
+        if (chain === undefined) return { ...view(wallet), balance: null, currency: null, tokens: null };
         const decimals = chain.info.nativeCurrency.decimals;
-        const balance = await chain.getBalance(wallet.address).then(
-          (atomic) => toWholeUnits(atomic, decimals),
-          () => null,
-        );
-        return { ...view(wallet), balance, currency: chain.info.nativeCurrency.symbol };
+        const [balance, tokens] = await Promise.all([
+          chain.getBalance(wallet.address).then(
+            (atomic) => toWholeUnits(atomic, decimals),
+            () => null,
+          ),
+          chain.getTokenAccounts(wallet.address).then(
+            (holdings) => tokenBalances(holdings, this.networks.tokensOf(chain.info.id)),
+            () => null,
+          ),
+        ]);
+        return { ...view(wallet), balance, currency: chain.info.nativeCurrency.symbol, tokens };
       }),
     );
   }
@@ -216,6 +241,39 @@ export class WalletService {
     }
     return match?.id ?? null;
   }
+}
+
+/** Holdings summed per token, listed tokens first (by symbol), then the others by address. */
+function tokenBalances(
+  holdings: readonly ChainTokenAccount[],
+  listed: readonly TokenInfo[],
+): WalletTokenBalance[] {
+  const byToken = new Map<string, { decimals: number; amount: bigint }>();
+  for (const h of holdings) {
+    const address = canonicalAddress(h.mint);
+    const held = byToken.get(address);
+    byToken.set(address, { decimals: h.decimals, amount: (held?.amount ?? 0n) + h.amount });
+  }
+  const symbols = new Map(listed.map((t) => [canonicalAddress(t.address), t.symbol]));
+  return [...byToken]
+    .map(([address, { decimals, amount }]) => ({
+      symbol: symbols.get(address) ?? null,
+      address,
+      decimals,
+      balance: toWholeUnits(amount, decimals),
+      amount: amount.toString(),
+    }))
+    .sort((a, b) =>
+      a.symbol !== null && b.symbol !== null
+        ? a.symbol.localeCompare(b.symbol)
+        : a.symbol !== null
+          ? -1
+          : b.symbol !== null
+            ? 1
+            : a.address < b.address
+              ? -1
+              : 1,
+    );
 }
 
 function view(wallet: WalletRecord): WalletView {

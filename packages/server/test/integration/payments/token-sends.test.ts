@@ -317,6 +317,30 @@ function tokenSends(family: TokenFamily): void {
       assert.equal(received.json().amountReceived, 6);
     });
 
+    it('lists every token balance of a wallet in GET /wallets and GET /portfolio, with symbol and decimals', async () => {
+      const holder = await f.party(unit);
+      await t.fundToken(holder.wallet, 12_345_678n);
+      const listed = (await f.get(holder.key, '/wallets')).json().wallets;
+      assert.equal(listed.length, 1);
+      assert.equal(listed[0].currency, family.native);
+      assert.equal(listed[0].balance, 1);
+      assert.deepEqual(listed[0].tokens, [
+        { symbol: 'USDC', address: t.usdc, decimals: 6, balance: 12.345678, amount: '12345678' },
+      ]);
+      const empty = await f.party();
+      assert.deepEqual((await f.get(empty.key, '/wallets')).json().wallets[0].tokens, []);
+      const portfolio = (await f.get(holder.key, `/portfolio/${holder.wallet}`)).json();
+      assert.deepEqual(
+        portfolio.tokens.map((p: { symbol: string; mint: string; decimals: number; uiAmount: number }) => [
+          p.symbol,
+          p.mint,
+          p.decimals,
+          p.uiAmount,
+        ]),
+        [['USDC', t.usdc, 6, 12.345678]],
+      );
+    });
+
     family.familyTests(() => t);
   });
 }
