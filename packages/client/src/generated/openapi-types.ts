@@ -193,6 +193,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/payment/x402": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["payX402"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/portfolio/{public_key}": {
         parameters: {
             query?: never;
@@ -397,7 +413,7 @@ export interface components {
         ErrorBody: {
             error: {
                 /** @enum {string} */
-                code: "INVALID_PARAMETERS" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "PAYMENT_NOT_FOUND" | "TOKEN_NOT_FOUND" | "WALLET_ALREADY_REGISTERED" | "INVALID_CHALLENGE" | "CHALLENGE_ACCOUNT_MISMATCH" | "CHALLENGE_ADDRESS_MISMATCH" | "CHALLENGE_ALREADY_USED" | "CHALLENGE_EXPIRED" | "INVALID_SIGNATURE" | "EMAIL_ALREADY_REGISTERED" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "PAYMENT_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "RATE_LIMIT" | "FEE_BUDGET_EXCEEDED" | "INSUFFICIENT_BALANCE" | "INVALID_PAYMENT_PROOF" | "PAYMENT_VERIFICATION_FAILED" | "INVALID_RECIPIENT" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "CHAIN_UNAVAILABLE";
+                code: "INVALID_PARAMETERS" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "SPEND_LIMIT_EXCEEDED" | "SPEND_NOT_ALLOWED" | "SPEND_POLICY_EXPIRED" | "PAYMENT_NOT_FOUND" | "TOKEN_NOT_FOUND" | "WALLET_ALREADY_REGISTERED" | "INVALID_CHALLENGE" | "CHALLENGE_ACCOUNT_MISMATCH" | "CHALLENGE_ADDRESS_MISMATCH" | "CHALLENGE_ALREADY_USED" | "CHALLENGE_EXPIRED" | "INVALID_SIGNATURE" | "EMAIL_ALREADY_REGISTERED" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "PAYMENT_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "RATE_LIMIT" | "FEE_BUDGET_EXCEEDED" | "PAYMENT_OPTION_REFUSED" | "INSUFFICIENT_BALANCE" | "INVALID_PAYMENT_PROOF" | "PAYMENT_VERIFICATION_FAILED" | "INVALID_RECIPIENT" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "CHAIN_UNAVAILABLE";
                 details?: {
                     [key: string]: string;
                 };
@@ -1279,6 +1295,7 @@ export interface operations {
             content: {
                 "application/json": {
                     amount: number;
+                    asset?: string;
                     metadata?: {
                         [key: string]: unknown;
                     };
@@ -1299,8 +1316,10 @@ export interface operations {
                 content: {
                     "application/json": {
                         amount: number;
+                        asset: components["schemas"]["Asset"];
                         blockHeight: number | null;
                         estimatedConfirmation: string;
+                        fee: number;
                         network: string;
                         paymentId: string;
                         paymentProof: string;
@@ -1405,6 +1424,115 @@ export interface operations {
                         status: "pending" | "submitted" | "confirmed" | "finalized" | "failed" | "expired" | "reverted";
                         timestamp: number;
                         type: "sent" | "received";
+                    };
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    payX402: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    maxAmount: {
+                        [key: string]: number;
+                    };
+                    metadata?: {
+                        [key: string]: unknown;
+                    };
+                    networks?: string[];
+                    paymentRequired?: string;
+                    paymentRequiredBody?: {
+                        [key: string]: unknown;
+                    };
+                    resource: string;
+                    walletAddress: string;
+                };
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        amount: number;
+                        asset: components["schemas"]["Asset"];
+                        expiresAt: number | null;
+                        network: string;
+                        paymentHeader: string;
+                        paymentHeaderName: string;
+                        paymentId: string;
+                        recipient: string;
+                        resource: string | null;
+                        sender: string;
+                        status: string;
+                        /** @enum {boolean} */
+                        success: true;
+                        timestamp: number;
+                        x402Version: 1 | 2;
                     };
                 };
             };
@@ -1819,6 +1947,7 @@ export interface operations {
             content: {
                 "application/json": {
                     amount: number;
+                    asset?: string;
                     metadata?: {
                         [key: string]: unknown;
                     };
@@ -1839,8 +1968,10 @@ export interface operations {
                 content: {
                     "application/json": {
                         amount: number;
+                        asset: components["schemas"]["Asset"];
                         estimatedConfirmation: string;
                         expiresAt: number;
+                        fee: number;
                         lastValidBlockHeight: number;
                         network: string;
                         paymentId: string;
@@ -2029,6 +2160,13 @@ export interface operations {
                         wallets: (components["schemas"]["Wallet"] & {
                             balance: number | null;
                             currency: string | null;
+                            tokens: {
+                                address: string;
+                                amount: string;
+                                balance: number;
+                                decimals: number;
+                                symbol: string | null;
+                            }[] | null;
                         })[];
                     };
                 };
