@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { type AnvilProcess, startAnvil } from '@gate402/anvil';
 import { type Localnet, startLocalnet } from '@gate402/localnet';
 import type { Hex } from 'viem';
-import { type AnvilProcess, startAnvil } from '../../src/chains/evm/anvil-process.ts';
 import { anvilTestClient, assertPaidOnce, type ChainFamily, evmFamily } from '../support/chain-family.ts';
 import { CrashableGateway, cliWallet, sendThroughCrashes, settledOnce } from '../support/crash-harness.ts';
 import { tempDir } from '../support/databases.ts';

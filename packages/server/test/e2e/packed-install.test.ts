@@ -9,7 +9,13 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 /** The published packages, in the order npm installs their tarballs together. */
-const WORKSPACES = ['packages/localnet', 'packages/dashboard', 'packages/server', 'packages/client'];
+const WORKSPACES = [
+  'packages/localnet',
+  'packages/anvil',
+  'packages/dashboard',
+  'packages/server',
+  'packages/client',
+];
 /** What the README's examples import besides gate402's packages. */
 const EXAMPLE_DEPENDENCIES = ['express@^5', 'fastify@^5', 'hono@^4', '@hono/node-server@^1'];
 const INSTALL_TIMEOUT_MS = 600_000;

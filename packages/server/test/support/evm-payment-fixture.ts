@@ -1,5 +1,5 @@
+import { ANVIL_CHAIN_ID } from '@gate402/anvil';
 import { createTestClient, http, publicActions } from 'viem';
-import { ANVIL_CHAIN_ID } from '../../src/chains/evm/anvil-process.ts';
 import { EvmAdapter } from '../../src/chains/evm/evm-adapter.ts';
 import { NetworkRegistry } from '../../src/chains/network-registry.ts';
 import { PaymentReconciler } from '../../src/workers/payment-reconciler.ts';

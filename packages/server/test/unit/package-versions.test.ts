@@ -11,7 +11,9 @@ const read = (path: string) =>
     devDependencies?: Record<string, string>;
     peerDependencies?: Record<string, string>;
   };
-const PACKAGES = ['server', 'client', 'localnet', 'dashboard'].map((p) => read(`packages/${p}/package.json`));
+const PACKAGES = ['server', 'client', 'localnet', 'anvil', 'dashboard'].map((p) =>
+  read(`packages/${p}/package.json`),
+);
 
 /** docs/releasing.md: the packages are released together, under one version. */
 describe('package versions', () => {

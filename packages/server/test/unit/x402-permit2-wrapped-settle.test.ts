@@ -15,7 +15,7 @@ import {
 } from 'viem';
 import { paidThroughWrapper, type SettleLog } from '../../src/chains/evm/paid-through-wrapper.ts';
 import { EXACT_PERMIT2_PROXY_ADDRESS } from '../../src/chains/evm/permit2-addresses.ts';
-import { EXACT_PERMIT2_PROXY_ABI } from '../../src/chains/evm/permit2-proxy-artifact.ts';
+import { EXACT_PERMIT2_PROXY_ABI } from '../../src/chains/evm/permit2-proxy-abi.ts';
 import { type SettledPermit, settleCallsIn } from '../../src/chains/evm/permit2-settle-calldata.ts';
 
 const OWNER = getAddress(`0x${'b0'.repeat(20)}`);

@@ -1,10 +1,10 @@
+import { USDC_LIKE_ABI } from '@gate402/anvil';
 import { type Address, encodeFunctionData, type Hex } from 'viem';
 import type { LocalFaucet } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
 import type { AnvilClient } from './anvil-client.ts';
-import type { ChainDurability } from './anvil-journal.ts';
+import type { ChainDurability } from './chain-durability.ts';
 import { toChainError } from './evm-errors.ts';
-import { USDC_LIKE_ABI } from './usdc-like-artifact.ts';
 
 /** The faucet tops its own account up to this when it runs low (anvil_setBalance), in wei. */
 const FAUCET_FLOAT = 1_000_000n * 10n ** 18n;
@@ -22,7 +22,7 @@ export class AnvilFaucet implements LocalFaucet {
     private readonly client: AnvilClient,
     private readonly devAccount: Address,
     private readonly tokens: Readonly<Record<string, Address>>,
-    /** The embedded anvil's journal: a funding is answered once its block is in it (anvil-journal.ts). */
+    /** The embedded anvil's journal: a funding is answered once its block is in it (chain-durability.ts). */
     private readonly durability?: ChainDurability | undefined,
   ) {}
 

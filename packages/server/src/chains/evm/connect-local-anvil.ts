@@ -1,13 +1,12 @@
+import { ANVIL_CHAIN_ID, recordedUsdcLike } from '@gate402/anvil';
 import { createPublicClient } from 'viem';
 import type { RpcLimits } from '../rpc-endpoints.ts';
 import { createAnvilClient } from './anvil-client.ts';
-import { ANVIL_CHAIN_ID } from './anvil-process.ts';
 import { anvilAdapter, anvilEndpoints, anvilFiles } from './embedded-evm.ts';
 import type { EvmAdapter } from './evm-adapter.ts';
 import { toChainError } from './evm-errors.ts';
 import { evmNetworkId } from './evm-networks.ts';
 import { failoverTransport } from './failover-transport.ts';
-import { recordedUsdcLike } from './usdc-like-deployment.ts';
 
 export interface LocalAnvil {
   /** With a faucet, as the gateway's embedded chain has, or undefined when what answers is not anvil. */

@@ -1,5 +1,15 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import {
+  ANVIL_CHAIN_ID,
+  AnvilJournal,
+  type AnvilProcess,
+  ensurePermit2,
+  ensureUsdcLike,
+  readJournal,
+  replayJournal,
+  startAnvil,
+} from '@gate402/anvil';
 import type { Address } from 'viem';
 import type { NetworkInfo } from '../../domain/network.ts';
 import {
@@ -10,12 +20,9 @@ import {
 } from '../rpc-endpoints.ts';
 import { type AnvilClient, createAnvilClient } from './anvil-client.ts';
 import { AnvilFaucet } from './anvil-faucet.ts';
-import { AnvilJournal, type ChainDurability, readJournal, replayJournal } from './anvil-journal.ts';
-import { ANVIL_CHAIN_ID, type AnvilProcess, startAnvil } from './anvil-process.ts';
+import type { ChainDurability } from './chain-durability.ts';
 import { EvmAdapter } from './evm-adapter.ts';
 import { evmNetworkId, WEI_DECIMALS } from './evm-networks.ts';
-import { ensurePermit2 } from './permit2-deployment.ts';
-import { ensureUsdcLike } from './usdc-like-deployment.ts';
 
 /** Seconds between anvil's state dumps: the most a hard kill of anvil itself can lose. */
 const STATE_INTERVAL_SECONDS = 5;
@@ -58,7 +65,7 @@ export async function startEmbeddedEvm(options: EmbeddedEvmOptions): Promise<Emb
   const log = options.log ?? ((message: string) => console.error(message));
   await mkdir(files.dir, { recursive: true });
   // Blocks a hard kill of anvil lost (mined after its last state write) are mined again first, by an
-  // anvil without interval mining, which writes its state when stopped (see anvil-journal.ts).
+  // anvil without interval mining, which writes its state when stopped (@gate402/anvil's journal).
   const journaled = readJournal(files.journalFile);
   if (journaled.length > 0) {
     const replayer = await startAnvil({ port: 0, stateFile: files.stateFile });

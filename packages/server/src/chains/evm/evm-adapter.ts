@@ -39,7 +39,7 @@ import type {
 } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
 import { DEFAULT_RPC_DOWN_MS, DEFAULT_RPC_TIMEOUT_MS, RpcEndpoints } from '../rpc-endpoints.ts';
-import type { ChainDurability } from './anvil-journal.ts';
+import type { ChainDurability } from './chain-durability.ts';
 import { toChainError } from './evm-errors.ts';
 import { generateEvmKeypair } from './evm-keypair.ts';
 import { finalityConfirmationsOf } from './evm-networks.ts';

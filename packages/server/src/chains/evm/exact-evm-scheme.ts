@@ -22,7 +22,7 @@ import {
   type SettlementDraft,
 } from '../exact-scheme.ts';
 import type { RpcEndpoints } from '../rpc-endpoints.ts';
-import type { ChainDurability } from './anvil-journal.ts';
+import type { ChainDurability } from './chain-durability.ts';
 import { toChainError } from './evm-errors.ts';
 import { failoverTransport } from './failover-transport.ts';
 import { firstBlockSince } from './first-block-since.ts';

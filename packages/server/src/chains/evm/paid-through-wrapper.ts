@@ -1,6 +1,6 @@
 import { getAbiItem, isAddressEqual, type Log, pad, parseAbi, toEventSelector } from 'viem';
 import { EXACT_PERMIT2_PROXY_ADDRESS } from './permit2-addresses.ts';
-import { EXACT_PERMIT2_PROXY_ABI } from './permit2-proxy-artifact.ts';
+import { EXACT_PERMIT2_PROXY_ABI } from './permit2-proxy-abi.ts';
 import { type SettledPermit, samePayment } from './permit2-settle-calldata.ts';
 
 /** What of a transaction's logs this reads. */

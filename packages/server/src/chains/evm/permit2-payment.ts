@@ -11,7 +11,7 @@ import {
 import { type ExactRefusal, type ExactRequirements, refuse } from '../exact-scheme.ts';
 import { toChainError } from './evm-errors.ts';
 import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from './permit2-addresses.ts';
-import { EXACT_PERMIT2_PROXY_ABI } from './permit2-proxy-artifact.ts';
+import { EXACT_PERMIT2_PROXY_ABI } from './permit2-proxy-abi.ts';
 
 /**
  * x402 `exact` on EVM with Permit2 (`extra.assetTransferMethod: "permit2"`): the buyer approved Permit2

@@ -9,7 +9,7 @@ import {
   toFunctionSelector,
 } from 'viem';
 import { EXACT_PERMIT2_PROXY_ADDRESS } from './permit2-addresses.ts';
-import { EXACT_PERMIT2_PROXY_ABI } from './permit2-proxy-artifact.ts';
+import { EXACT_PERMIT2_PROXY_ABI } from './permit2-proxy-abi.ts';
 
 /** What a call of x402's exact Permit2 proxy's `settle` moves: decoded from its calldata. */
 export interface SettledPermit {

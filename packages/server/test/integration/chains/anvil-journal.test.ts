@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { readJournal } from '@gate402/anvil';
 import type { Hex } from 'viem';
-import { entriesToKeep, readJournal } from '../../../src/chains/evm/anvil-journal.ts';
 import { anvilFiles } from '../../../src/chains/evm/embedded-evm.ts';
 import { anvilTestClient } from '../../support/chain-family.ts';
 import { waitFor } from '../../support/crash-harness.ts';
@@ -64,21 +64,5 @@ describe('the embedded anvil survives SIGKILL of anvil itself', () => {
     } finally {
       dir.dispose();
     }
-  });
-});
-
-describe('the anvil journal stays small on a long run', () => {
-  it('keeps only the blocks mined less than a minute before anvil last wrote its state, and every later one', () => {
-    const entry = (number: bigint, timestamp: bigint) => ({ number, timestamp, transactions: [] });
-    const entries = [entry(1n, 1000n), entry(2n, 1939n), entry(3n, 1940n), entry(4n, 2100n)];
-    assert.deepEqual(
-      entriesToKeep(entries, 2000n).map((e) => e.number),
-      [3n, 4n],
-    );
-    assert.deepEqual(entriesToKeep(entries, 5000n), []);
-    assert.deepEqual(
-      entriesToKeep(entries, 0n).map((e) => e.number),
-      [1n, 2n, 3n, 4n],
-    );
   });
 });

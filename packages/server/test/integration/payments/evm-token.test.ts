@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { USDC_LIKE_ABI } from '@gate402/anvil';
 import {
   type Address,
   createPublicClient,
@@ -12,12 +13,6 @@ import {
   toHex,
 } from 'viem';
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
-import {
-  USDC_LIKE_ABI,
-  USDC_LIKE_BYTECODE,
-  USDC_LIKE_RUNTIME_CODE_HASH,
-} from '../../../src/chains/evm/usdc-like-artifact.ts';
-import { compileUsdcLike } from '../../../tools/contracts/usdc-like-compiler.ts';
 import { startTestEvm, type TestEvm } from '../../support/test-anvil.ts';
 
 const ETH = 10n ** 18n;
@@ -33,16 +28,6 @@ const TRANSFER_WITH_AUTHORIZATION_TYPES = {
     { name: 'nonce', type: 'bytes32' },
   ],
 } as const;
-
-describe('the USDC-like token artifact', () => {
-  it('is exactly what the pinned solc makes of contracts/UsdcLike.sol', () => {
-    const compiled = compileUsdcLike();
-    assert.equal(compiled.compilerVersion.startsWith('0.8.37+'), true);
-    assert.deepEqual(USDC_LIKE_ABI, compiled.abi, 'run: npm run compile:contracts -w packages/server');
-    assert.equal(USDC_LIKE_BYTECODE, compiled.bytecode);
-    assert.equal(USDC_LIKE_RUNTIME_CODE_HASH, compiled.runtimeCodeHash);
-  });
-});
 
 describe('the USDC-like token on the embedded chain', () => {
   let evm: TestEvm;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { USDC_LIKE_ABI, USDC_LIKE_BYTECODE } from '@gate402/anvil';
 import { address, generateKeyPairSigner, type KeyPairSigner } from '@solana/kit';
 import { decodePaymentSignatureHeader, encodePaymentSignatureHeader } from '@x402/core/http';
 import type { PaymentRequirements } from '@x402/core/types';
@@ -9,7 +10,6 @@ import { type Address, createPublicClient, createWalletClient, http } from 'viem
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
 import { Gate402Client } from '../../../../client/src/gate402-client.ts';
 import { Gate402Paywall } from '../../../../client/src/paywall.ts';
-import { USDC_LIKE_ABI, USDC_LIKE_BYTECODE } from '../../../src/chains/evm/usdc-like-artifact.ts';
 import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
 import { callAs } from '../../support/api-caller.ts';
 import { tempSqlite } from '../../support/databases.ts';

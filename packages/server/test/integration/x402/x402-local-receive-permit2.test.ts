@@ -18,7 +18,7 @@ import {
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from '../../../src/chains/evm/permit2-addresses.ts';
-import { EXACT_PERMIT2_PROXY_ABI } from '../../../src/chains/evm/permit2-proxy-artifact.ts';
+import { EXACT_PERMIT2_PROXY_ABI } from '../../../src/chains/evm/permit2-proxy-abi.ts';
 import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
 import type { PaymentReconciler } from '../../../src/workers/payment-reconciler.ts';
 import { callAs } from '../../support/api-caller.ts';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { EXACT_PERMIT2_PROXY_RUNTIME_CODE_HASH, ensurePermit2 } from '@gate402/anvil';
 import { x402Client } from '@x402/core/client';
 import {
   decodePaymentResponseHeader,
@@ -27,14 +28,8 @@ import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 
 import { createAnvilClient } from '../../../src/chains/evm/anvil-client.ts';
 import { anvilEndpoints } from '../../../src/chains/evm/embedded-evm.ts';
 import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from '../../../src/chains/evm/permit2-addresses.ts';
-import { ensurePermit2 } from '../../../src/chains/evm/permit2-deployment.ts';
-import {
-  EXACT_PERMIT2_PROXY_ABI,
-  EXACT_PERMIT2_PROXY_RUNTIME_CODE,
-  EXACT_PERMIT2_PROXY_RUNTIME_CODE_HASH,
-} from '../../../src/chains/evm/permit2-proxy-artifact.ts';
+import { EXACT_PERMIT2_PROXY_ABI } from '../../../src/chains/evm/permit2-proxy-abi.ts';
 import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
-import { compileExactPermit2Proxy } from '../../../tools/contracts/permit2-proxy-compiler.ts';
 import { callAs } from '../../support/api-caller.ts';
 import { startTestEvm, type TestEvm } from '../../support/test-anvil.ts';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
@@ -148,18 +143,6 @@ describe('x402 exact on EVM with Permit2', () => {
     await gw?.close();
     await evm?.close();
     evm?.dispose();
-  });
-
-  it('the committed proxy artifact is exactly what the pinned solc makes of contracts/ExactPermit2Proxy.sol', () => {
-    const compiled = compileExactPermit2Proxy();
-    assert.equal(compiled.compilerVersion.startsWith('0.8.37+'), true);
-    assert.deepEqual(
-      EXACT_PERMIT2_PROXY_ABI,
-      compiled.abi,
-      'run: npm run compile:contracts -w packages/server',
-    );
-    assert.equal(EXACT_PERMIT2_PROXY_RUNTIME_CODE, compiled.runtimeCode);
-    assert.equal(EXACT_PERMIT2_PROXY_RUNTIME_CODE_HASH, compiled.runtimeCodeHash);
   });
 
   it('the embedded anvil carries Permit2 and the proxy at their canonical addresses, once', async () => {

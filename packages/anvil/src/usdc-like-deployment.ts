@@ -10,15 +10,11 @@ import {
   keccak256,
   toHex,
 } from 'viem';
-import { ChainError } from '../chain-error.ts';
 import type { AnvilClient } from './anvil-client.ts';
+import { CREATE2_DEPLOYER } from './canonical-addresses.ts';
 import { USDC_LIKE_BYTECODE, USDC_LIKE_RUNTIME_CODE_HASH } from './usdc-like-artifact.ts';
 
-/**
- * The deterministic-deployment proxy anvil installs at genesis: calldata `salt ‖ init code` runs
- * CREATE2, so the token's address depends only on its code and owner, never on what else the chain did.
- */
-export const CREATE2_DEPLOYER: Address = '0x4e59b44847b379578588920ca78fbf26c0b4956c';
+/** Through CREATE2_DEPLOYER, the token's address depends only on its code and owner. */
 const SALT = keccak256(toHex('gate402 USDC-like token'));
 
 /**
@@ -43,7 +39,7 @@ export async function ensureUsdcLike(
   let deployed = false;
   if (!(await hasTokenCode(client, address))) {
     if (!(await hasCode(client, CREATE2_DEPLOYER))) {
-      throw new ChainError('rejected', 'the chain has no CREATE2 deployer (anvil installs one at genesis)');
+      throw new Error('the chain has no CREATE2 deployer (anvil installs one at genesis)');
     }
     const hash = await client.sendTransaction({
       account: options.owner,
@@ -53,7 +49,7 @@ export async function ensureUsdcLike(
     });
     const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
     if (receipt.status !== 'success' || !(await hasTokenCode(client, address))) {
-      throw new ChainError('rejected', `deploying the USDC-like token failed (${hash})`);
+      throw new Error(`deploying the USDC-like token failed (${hash})`);
     }
     deployed = true;
   }

@@ -167,18 +167,6 @@ export async function replayJournal(
   return { blocks, replayed, skipped };
 }
 
-/** What the adapter needs of the journal (embedded-evm.ts passes the journal itself). */
-export interface ChainDurability {
-  /**
-   * Resolves true once block `number` with hash `hash` (and every block before it) is in the journal,
-   * durably; false when, after a catch-up that started after the call, the chain no longer has that
-   * block (the read that named it saw a block rewound since): the caller reads again.
-   */
-  syncThrough(number: bigint, hash?: string): Promise<boolean>;
-  /** Resolves after a catch-up that started after the call: rewinds seen by then are followed. */
-  sync(): Promise<void>;
-}
-
 interface RpcBlock {
   readonly number: Hex;
   readonly hash: Hex;
@@ -192,7 +180,12 @@ const CATCH_UP_ATTEMPTS = 5;
 /** Catch-ups without progress after which a block a read named is taken as gone (100 ms apart). */
 const MISSING_BLOCK_TRIES = 20;
 
-export class AnvilJournal implements ChainDurability {
+/**
+ * The journal of a running anvil. A chain reader (the gateway's EVM adapter) reports a landing only once
+ * `syncThrough` says its block is journaled, and an absence only after `sync`: the gateway's
+ * ChainDurability port (packages/server/src/chains/evm/chain-durability.ts) is this class's shape.
+ */
+export class AnvilJournal {
   private fd: number;
   /** The newest journaled block (or the loaded height, when none is), and its hash once known. */
   private journaled: bigint;
@@ -240,6 +233,11 @@ export class AnvilJournal implements ChainDurability {
     this.timer.unref();
   }
 
+  /**
+   * Resolves true once block `number` with hash `hash` (and every block before it) is in the journal,
+   * durably; false when, after a catch-up that started after the call, the chain no longer has that
+   * block (the read that named it saw a block rewound since): the caller reads again.
+   */
   async syncThrough(number: bigint, hash?: string): Promise<boolean> {
     const wanted = hash?.toLowerCase();
     const holds = () => {
@@ -261,6 +259,7 @@ export class AnvilJournal implements ChainDurability {
     }
   }
 
+  /** Resolves after a catch-up that started after the call: rewinds seen by then are followed. */
   sync(): Promise<void> {
     if (this.catchingUp === undefined) return this.catchUp();
     // One already running may have read the chain before the caller did: the next one is its answer.

@@ -1,15 +1,11 @@
 import { type Address, concat, type Hex, keccak256 } from 'viem';
-import { ChainError } from '../chain-error.ts';
 import type { AnvilClient } from './anvil-client.ts';
-import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from './permit2-addresses.ts';
+import { CREATE2_DEPLOYER, EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from './canonical-addresses.ts';
 import { PERMIT2_CREATION_CODE } from './permit2-artifact.ts';
 import {
   EXACT_PERMIT2_PROXY_RUNTIME_CODE,
   EXACT_PERMIT2_PROXY_RUNTIME_CODE_HASH,
 } from './permit2-proxy-artifact.ts';
-import { CREATE2_DEPLOYER } from './usdc-like-deployment.ts';
-
-export { CREATE2_DEPLOYER };
 
 /** The salt of Permit2's canonical deployment through the CREATE2 deployer (a public deployment parameter). */
 export const PERMIT2_SALT: Hex = '0x0000000000000000000000000000000000000000d3af2663da51c10215000000';
@@ -38,7 +34,7 @@ export async function ensurePermit2(
     });
     const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
     if (receipt.status !== 'success' || !(await hasCode(client, PERMIT2_ADDRESS))) {
-      throw new ChainError('rejected', `deploying Permit2 failed (${hash})`);
+      throw new Error(`deploying Permit2 failed (${hash})`);
     }
     permit2Deployed = true;
   }

@@ -5,14 +5,11 @@ import { permit2Artifact, permit2CreationCode } from '../../tools/contracts/perm
 
 describe('the committed Permit2 creation code', () => {
   it('is what @uniswap/uniswapx-sdk ships, checked to deploy to the canonical address', () => {
-    const committed = readFileSync(
-      new URL('../../src/chains/evm/permit2-artifact.ts', import.meta.url),
-      'utf8',
-    );
+    const committed = readFileSync(new URL('../../src/permit2-artifact.ts', import.meta.url), 'utf8');
     assert.equal(
       committed,
       permit2Artifact(permit2CreationCode()),
-      'run npm run compile:contracts -w packages/server',
+      'run npm run compile:contracts -w @gate402/anvil',
     );
   });
 });
