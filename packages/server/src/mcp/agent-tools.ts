@@ -1,6 +1,7 @@
 import type { Gate402Client } from '@gate402/client';
 import { type Static, type TSchema, Type } from 'typebox';
 import { type FetchLimits, fetchPaidUrl } from './fetch-paid-url.ts';
+import { ToolError } from './tool-error.ts';
 
 /** What every tool call acts through: the gateway as the API key's account, and the way out to sellers. */
 export interface AgentToolContext {
@@ -40,6 +41,8 @@ export const AGENT_FETCH_LIMITS = {
 
 /** A history page is what an agent reads at once; more than this is a token bill, not an answer. */
 export const MAX_LIST_PAYMENTS = 100;
+/** Without `wallet`, list_payments asks the history of each wallet: one API request each, so a bounded few. */
+const MAX_MERGED_WALLETS = 20;
 /** GET /payment/history's own limit: a merged page reads up to offset + limit entries of each wallet. */
 const MAX_HISTORY = 500;
 
@@ -151,6 +154,13 @@ async function listPayments(gateway: Gate402Client, input: ListPaymentsInput) {
     return { wallets: [page.walletAddress], total: page.total, limit, offset, payments: page.payments };
   }
   const { wallets } = await gateway.wallets();
+  if (wallets.length > MAX_MERGED_WALLETS) {
+    throw new ToolError(
+      'INVALID_PARAMETERS',
+      `This account has ${wallets.length} wallets; name one in \`wallet\` (get_balances lists them).`,
+      { wallet: `required when the account has more than ${MAX_MERGED_WALLETS} wallets` },
+    );
+  }
   const pages = await Promise.all(
     wallets.map((w) => gateway.paymentHistory(w.address, { type, limit: offset + limit, offset: 0 })),
   );
