@@ -88,13 +88,13 @@ describe('the first run', () => {
     }
   });
 
-  it('puts the demo account on a plan with every feature: stream, webhooks and the facilitator answer', async () => {
+  it('puts the demo account on a plan with every feature: stream, webhooks, the facilitator and /mcp answer', async () => {
     const account = await api('/account');
     assert.equal(account.status, 200);
     const body = (await account.json()) as { plan: string; rateLimit: { limit: number } };
     assert.equal(body.plan, 'enterprise');
     assert.equal(body.rateLimit.limit, 1000);
-    assert.equal(FEATURES.length, 14, 'a new feature is checked here too');
+    assert.equal(FEATURES.length, 15, 'a new feature is checked here too');
 
     const supported = await api('/facilitator/supported');
     assert.equal(supported.status, 200, await supported.clone().text());
@@ -102,6 +102,15 @@ describe('the first run', () => {
 
     const webhooks = await api('/webhooks');
     assert.equal(webhooks.status, 200, await webhooks.clone().text());
+
+    const mcp = await api('/mcp', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    assert.equal(mcp.status, 200, await mcp.clone().text());
+    const tools = ((await mcp.json()) as { result: { tools: { name: string }[] } }).result.tools;
+    assert.ok(tools.some((t) => t.name === 'fetch_paid_url'));
 
     const stream = await openStream(`${url.replace('http', 'ws')}/v1/payments/stream`, {
       headers: { authorization: `Bearer ${key}` },
