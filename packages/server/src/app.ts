@@ -40,6 +40,7 @@ import { mcpRoutes } from './http/routes/mcp.ts';
 import { networkRoutes } from './http/routes/networks.ts';
 import { paymentRoutes } from './http/routes/payments.ts';
 import { portfolioRoutes } from './http/routes/portfolio.ts';
+import { spendPolicyRoutes } from './http/routes/spend-policies.ts';
 import { tokenRoutes } from './http/routes/tokens.ts';
 import { transactionRoutes } from './http/routes/transactions.ts';
 import { verifyRoutes } from './http/routes/verify.ts';
@@ -203,6 +204,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(guideRoutes);
   await app.register(wellKnownRoutes, { proofs: services.proofs });
   await app.register(accountRoutes);
+  await app.register(spendPolicyRoutes, { spendPolicies: services.spendPolicies });
   await app.register(networkRoutes, { networks: deps.networks, facilitator: services.facilitator });
   await app.register(faucetRoutes, { faucet: services.faucet });
   await app.register(walletRoutes, { wallets: services.wallets });

@@ -1,3 +1,4 @@
+import type { ApiKeyScope } from '../domain/api-key-scope.ts';
 import type { Feature } from '../domain/plan-access.ts';
 import type { ApiKeyRecord } from '../domain/records/account-records.ts';
 import type { RateLimitDecision } from '../ratelimit/rate-limiter.ts';
@@ -17,6 +18,8 @@ declare module 'fastify' {
      * grants it; a route without one is public (health, OpenAPI, docs).
      */
     feature?: Feature;
+    /** A key scope the route needs besides its feature (access-policy.ts step 4). */
+    scope?: ApiKeyScope;
   }
   interface FastifyRequest {
     /** Set on authenticated routes; absent on public ones. */

@@ -19,6 +19,8 @@ import { SendAmountBounds } from './payments/send-amount-bounds.ts';
 import { X402LocalReceiveService } from './payments/x402/x402-local-receive.ts';
 import { X402PayService } from './payments/x402/x402-pay.ts';
 import { X402ReceiveService } from './payments/x402/x402-receive.ts';
+import { SpendGuard } from './spending/spend-guard.ts';
+import { SpendPolicyService } from './spending/spend-policy-service.ts';
 import { FaucetService } from './wallets/faucet-service.ts';
 import { PortfolioService } from './wallets/portfolio.ts';
 import { TokenInfoService } from './wallets/token-info.ts';
@@ -45,6 +47,8 @@ export interface GatewayServices {
   readonly x402Receipts: X402LocalReceiveService;
   /** Pays x402 sellers from custodial wallets (POST /payment/x402); the reconciler watches the payments. */
   readonly x402Pay: X402PayService;
+  /** Reads and sets spend policies (admin-scoped keys, the CLI, the dashboard); SpendGuard enforces them. */
+  readonly spendPolicies: SpendPolicyService;
 }
 
 export interface ServiceParts {
@@ -101,6 +105,8 @@ export function createServices(parts: ServiceParts): GatewayServices {
   });
   const x402Receipts = new X402LocalReceiveService({ store, facilitator, x402, ledger, now });
   const amountBounds = new SendAmountBounds(parts.sendAmountBounds);
+  // Enforces spend policies on every custodial spend (send, x402 pay, local build).
+  const spendGuard = new SpendGuard({ store, now });
   return {
     accounts: new AccountService(store, now, parts.authCacheMs ?? 0),
     wallets,
@@ -110,12 +116,13 @@ export function createServices(parts: ServiceParts): GatewayServices {
     send: new SendPaymentService({
       ...common,
       amountBounds,
+      spendGuard,
       instanceId: parts.instanceId,
       confirmTimeoutMs: parts.confirmTimeoutMs,
     }),
     receive: new ReceivePaymentService({ ...common, verifier, x402 }),
     query: new PaymentQueryService(store, networks, wallets, now),
-    localSend: new LocalSendService({ ...common, amountBounds }),
+    localSend: new LocalSendService({ ...common, amountBounds, spendGuard }),
     localReceive: new LocalReceiveService({ ...common, verifier, x402: x402Receipts }),
     verify: new VerifyPaymentService(verifier, x402, networks),
     tokens: new TokenInfoService(networks),
@@ -123,5 +130,6 @@ export function createServices(parts: ServiceParts): GatewayServices {
     facilitator,
     x402Receipts,
     x402Pay: new X402PayService({ store, wallets, networks, facilitator, ledger, now }),
+    spendPolicies: new SpendPolicyService({ store, networks, now }),
   };
 }

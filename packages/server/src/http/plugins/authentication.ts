@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { ApiKeyScope } from '../../domain/api-key-scope.ts';
 import { RATE_WINDOW_MS } from '../../domain/plan.ts';
 import type { Feature } from '../../domain/plan-access.ts';
 import type { RateLimitDecision } from '../../ratelimit/rate-limiter.ts';
@@ -29,13 +30,14 @@ export function installAuthentication(app: FastifyInstance, deps: Authentication
   app.addHook('onRoute', (route) => {
     const feature = route.config?.feature;
     if (feature === undefined) return;
+    const scope = route.config?.scope;
     for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
       deps.doors.push({ way: 'api', method, url: route.url, access: feature });
     }
     const onRequest = route.onRequest;
     route.onRequest = [
       ...(onRequest === undefined ? [] : Array.isArray(onRequest) ? onRequest : [onRequest]),
-      authenticationHook(deps.policy, feature),
+      authenticationHook(deps.policy, feature, scope),
     ];
   });
 }
@@ -44,15 +46,19 @@ export function installAuthentication(app: FastifyInstance, deps: Authentication
  * A callback hook: a key authenticated moments ago, counted by an in-process limiter (the common case on
  * one instance), is decided without a promise; anything else takes the asynchronous path.
  */
-function authenticationHook(policy: AccessPolicy, feature: Feature): onRequestHookHandler {
+function authenticationHook(
+  policy: AccessPolicy,
+  feature: Feature,
+  scope: ApiKeyScope | undefined,
+): onRequestHookHandler {
   return (request, reply, done) => {
     const key = BEARER.exec(request.headers.authorization ?? '')?.[1];
-    const now = policy.decideNow(key, feature);
+    const now = policy.decideNow(key, feature, scope);
     if (now !== undefined) {
       if (admit(request, reply, now)) done();
       return;
     }
-    policy.decide({ kind: 'key', key }, feature, { count: true }).then((access) => {
+    policy.decide({ kind: 'key', key }, feature, { count: true, scope }).then((access) => {
       if (admit(request, reply, access)) done();
     }, done);
   };

@@ -1,3 +1,4 @@
+import type { ApiKeyScope } from '../../domain/api-key-scope.ts';
 import { GatewayError } from '../../domain/gateway-error.ts';
 import type { Feature, PlanAccess } from '../../domain/plan-access.ts';
 import type { ApiKeyRecord } from '../../domain/records/account-records.ts';
@@ -52,7 +53,9 @@ export interface AccessPolicyDeps {
  *    and a heartbeat re-check are not API use) the request is counted against the account's per-minute
  *    limit over all its keys: 429 RATE_LIMIT_EXCEEDED; refused requests are counted too, so hammering a
  *    forbidden door still meets the limit; when the counter is unreachable, 503 (fail closed);
- * 3. plan — the account's plan must grant the feature (the PLAN_ACCESS table): 403 FORBIDDEN.
+ * 3. plan — the account's plan must grant the feature (the PLAN_ACCESS table): 403 FORBIDDEN;
+ * 4. scope — a door that needs a key scope (`admin`: reading and setting spend policies) refuses a key
+ *    without it: 403 FORBIDDEN. A dashboard session is the account owner's and passes.
  */
 export class AccessPolicy {
   constructor(private readonly deps: AccessPolicyDeps) {}
@@ -62,7 +65,7 @@ export class AccessPolicy {
    * authenticated moments ago and the limiter counts in this process (the common case on one instance,
    * on every API request). Undefined: ask `decide`.
    */
-  decideNow(key: string | undefined, feature: Feature): Access | undefined {
+  decideNow(key: string | undefined, feature: Feature, scope?: ApiKeyScope): Access | undefined {
     const hitNow = this.deps.rateLimiter.hitNow;
     if (key === undefined || hitNow === undefined) return undefined;
     const cached = this.deps.accounts.cachedAuthentication(key);
@@ -71,16 +74,21 @@ export class AccessPolicy {
       cached,
       feature,
       hitNow.call(this.deps.rateLimiter, cached.account.id, cached.account.rateLimit),
+      scope,
     );
   }
 
-  async decide(credentials: Credentials, feature: Feature, options: { count: boolean }): Promise<Access> {
+  async decide(
+    credentials: Credentials,
+    feature: Feature,
+    options: { count: boolean; scope?: ApiKeyScope | undefined },
+  ): Promise<Access> {
     const found = await this.authenticate(credentials);
     if (found === undefined) {
       return { ok: false, error: unauthorized(credentials), rate: undefined, plan: undefined };
     }
     const rate = options.count ? await this.count(found.account) : undefined;
-    return this.judge(found, feature, rate);
+    return this.judge(found, feature, rate, options.scope);
   }
 
   /** Whether the plan grants the feature; for a door that authenticated and counted already. */
@@ -109,11 +117,12 @@ export class AccessPolicy {
     }
   }
 
-  /** Steps 2 and 3, on an authenticated caller and the count its request made (if counted). */
+  /** Steps 2 to 4, on an authenticated caller and the count its request made (if counted). */
   private judge(
     found: AuthenticatedKey | { account: AccountView; key: undefined },
     feature: Feature,
     rate: RateLimitDecision | undefined,
+    scope: ApiKeyScope | undefined,
   ): Access {
     const { account } = found;
     if (rate !== undefined && !rate.allowed) {
@@ -133,6 +142,16 @@ export class AccessPolicy {
         ok: false,
         error: new GatewayError('FORBIDDEN', {
           message: `The ${account.plan} plan does not include ${feature}.`,
+        }),
+        rate,
+        plan: account.plan,
+      };
+    }
+    if (scope !== undefined && found.key !== undefined && !found.key.scopes.includes(scope)) {
+      return {
+        ok: false,
+        error: new GatewayError('FORBIDDEN', {
+          message: `This API key does not have the ${scope} scope; use a key created with it (CLI or dashboard).`,
         }),
         rate,
         plan: account.plan,
