@@ -12,6 +12,7 @@ import { type FamilyPaymentFixture, onEvm, onSolana } from '../../support/family
 import { signAndBroadcast } from '../../support/local-signer.ts';
 import type { Party } from '../../support/party.ts';
 import { LAMPORTS, type PaymentFixture, startPaymentFixture } from '../../support/payment-fixture.ts';
+import { until } from '../../support/until.ts';
 
 /** Bounded: this many random steps per run, each a send, a reorg, an idle spell or a reconciler pass. */
 const STEPS = 40;
@@ -183,7 +184,7 @@ function randomReorgs<F>(family: RandomReorgFamily<F>): void {
       }
       // Paid exactly what the finalized payments say: nothing reverted paid, nothing finalized is missing.
       const finalized = all.filter((p) => p.status === 'finalized').reduce((sum, p) => sum + p.amount, 0n);
-      await waitUntil('the seller balance finalized', () => family.finalizedPast(raw, newest));
+      await until('the seller balance finalized', () => family.finalizedPast(raw, newest));
       assert.equal(await family.finalBalance(raw, seller.wallet), sellerStart + finalized);
       const counts = new Map<string, number>();
       for (const p of all) counts.set(p.status, (counts.get(p.status) ?? 0) + 1);
@@ -195,14 +196,6 @@ function randomReorgs<F>(family: RandomReorgFamily<F>): void {
         assert.ok((counts.get('reorged') ?? 0) > 0, 'at least one confirmed payment was reorged');
     });
   });
-}
-
-async function waitUntil(what: string, condition: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /** Finality trails the newest slot by this many slots (20 ms each): drops stay above it, as on a cluster. */
@@ -225,7 +218,7 @@ randomReorgs<PaymentFixture & { dropped: Set<number> }>({
   localPayer: async (f) => {
     const payer = generateSolanaKeypair();
     f.chain.localnet.airdrop(payer.address, 5n * LAMPORTS);
-    await waitUntil('the payer funded', async () => (await f.chain.adapter.getBalance(payer.address)) > 0n);
+    await until('the payer funded', async () => (await f.chain.adapter.getBalance(payer.address)) > 0n);
     return {
       address: payer.address,
       payOnce: async (transaction) => {
@@ -236,7 +229,7 @@ randomReorgs<PaymentFixture & { dropped: Set<number> }>({
   // The parties' funding must be final before anything is dropped, so no drop can take it back.
   settleFunding: async (f) => {
     const funded = BigInt(f.chain.localnet.slot);
-    await waitUntil('the funding finalized', async () => (await f.chain.adapter.finalizedSlot()) > funded);
+    await until('the funding finalized', async () => (await f.chain.adapter.finalizedSlot()) > funded);
   },
   reorg: async ({ chain: { localnet }, dropped }, rng, payments) => {
     const candidates = payments.filter((p) => p.slot !== null).slice(-3);

@@ -15,6 +15,7 @@ import type { Party } from '../../support/party.ts';
 import { type PaymentFixture, startPaymentFixture } from '../../support/payment-fixture.ts';
 import { openStream, type StreamClient } from '../../support/stream-client.ts';
 import { bearer, type TestGatewayOptions } from '../../support/test-gateway.ts';
+import { until } from '../../support/until.ts';
 import { WebhookReceiver } from '../../support/webhook-receiver.ts';
 
 /** Events delivered fast, to a receiver on loopback. */
@@ -268,15 +269,6 @@ function reorgs<F>(family: ReorgFamily<F>): void {
       assert.deepEqual(await reorgCounts(), { reorged: 3, resent: 1, reverted: 2 });
     });
   });
-}
-
-/** Waits (bounded) for a condition of the chain; throws when it does not come. */
-async function until(what: string, condition: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /** Deep enough that a confirmed payment is far from finalized when its slots are dropped. */
