@@ -106,10 +106,14 @@ type Answer<O extends keyof operations> = operations[O] extends {
   ? A
   : never;
 
-/** A custodial wallet as GET /wallets shows it, with its network's name and whether its faucet works. */
+/**
+ * A custodial wallet as GET /wallets shows it (native and token balances), with its network's name,
+ * whether its faucet works and which tokens it mints.
+ */
 export type Wallet = Answer<'listWallets'>['wallets'][number] & {
   networkName: string | null;
   faucet: boolean;
+  faucetTokens: string[];
 };
 
 /** One row of the payment history (spec §2.4). */

@@ -144,7 +144,7 @@ describe('the dashboard in a browser', { skip }, () => {
     await page.getByRole('heading', { level: 1, name: 'Plan & usage' }).waitFor();
   });
 
-  it('creates Solana and EVM wallets, funds them from the faucet, and the balances show', async () => {
+  it('creates Solana and EVM wallets, funds them from the faucet in the native currency and USDC, and the balances show with symbol and decimals', async () => {
     await goTo('Wallets');
     await page.getByRole('button', { name: 'Create Solana wallet' }).click();
     const card = page.locator('li.wallet').first();
@@ -157,6 +157,13 @@ describe('the dashboard in a browser', { skip }, () => {
     await evm.getByTestId('balance').getByText('0 ETH').waitFor();
     await evm.getByRole('button', { name: 'Fund from faucet' }).click();
     await evm.getByTestId('balance').getByText('1 ETH').waitFor({ timeout: 30_000 });
+    // Tokens of the local chains: none before, then what the faucet minted, with symbol and decimals.
+    for (const wallet of [card, evm]) {
+      assert.equal(await wallet.getByTestId('token-balance').count(), 0);
+      await wallet.getByRole('button', { name: 'Faucet USDC' }).click();
+      await wallet.getByTestId('token-balance').getByText('100 USDC').waitFor({ timeout: 30_000 });
+      assert.equal(await wallet.getByTestId('token-balance').getByText('(6 decimals)').count(), 1);
+    }
     await shot('06-wallets-funded');
     await page.setViewportSize({ width: 390, height: 844 });
     await shot('07-wallets-phone-width');

@@ -2,12 +2,14 @@ import { useCallback, useEffect, useState } from 'react';
 import { api, type Wallet } from '../api.ts';
 import { CopyButton } from '../components/copy-button.tsx';
 import { ErrorMessage } from '../components/error-message.tsx';
+import { formatTokenAmount, shorten } from '../components/format.ts';
 import { QrCode } from '../components/qr-code.tsx';
 import { WatchAddressForm } from '../components/watch-address-form.tsx';
 
 /**
- * Custodial wallets (create, see balances and addresses, copy, QR, fund from the faucet locally) and
- * watch-only addresses, registered on proof of control.
+ * Custodial wallets (create, see native and token balances and addresses, copy, QR, fund from the faucet
+ * locally, in the native currency or the local chain's tokens) and watch-only addresses, registered on
+ * proof of control.
  */
 export function WalletsPage() {
   const [wallets, setWallets] = useState<Wallet[]>();
@@ -50,6 +52,16 @@ export function WalletsPage() {
       setFunded(`Sent ${result.amount} ${result.currency} to ${wallet.address}.`);
     });
 
+  const fundToken = (wallet: Wallet, token: string) =>
+    act(`fund-${token}-${wallet.address}`, async () => {
+      const result = await api<{ amount: number; currency: string }>(
+        'POST',
+        `/wallets/${encodeURIComponent(wallet.address)}/faucet`,
+        { token },
+      );
+      setFunded(`Sent ${result.amount} ${result.currency} to ${wallet.address}.`);
+    });
+
   return (
     <section aria-labelledby="wallets-title">
       <h1 id="wallets-title">Wallets</h1>
@@ -87,15 +99,45 @@ export function WalletsPage() {
                   {wallet.balance === null ? 'unavailable' : `${wallet.balance} ${wallet.currency ?? ''}`}
                 </strong>
               </p>
+              {wallet.tokens === null ? (
+                <p>Tokens: unavailable</p>
+              ) : (
+                wallet.tokens.length > 0 && (
+                  <ul className="tokens" aria-label={`Tokens of ${wallet.address}`}>
+                    {wallet.tokens.map((token) => (
+                      <li key={token.address} data-testid="token-balance" title={token.address}>
+                        <strong>
+                          {formatTokenAmount(token.amount, token.decimals)}{' '}
+                          {token.symbol ?? shorten(token.address, 4)}
+                        </strong>{' '}
+                        <span className="muted">({token.decimals} decimals)</span>
+                      </li>
+                    ))}
+                  </ul>
+                )
+              )}
               {wallet.faucet && (
-                <button
-                  type="button"
-                  className="secondary"
-                  disabled={busy !== undefined}
-                  onClick={() => fund(wallet)}
-                >
-                  Fund from faucet
-                </button>
+                <div className="actions">
+                  <button
+                    type="button"
+                    className="secondary"
+                    disabled={busy !== undefined}
+                    onClick={() => fund(wallet)}
+                  >
+                    Fund from faucet
+                  </button>
+                  {wallet.faucetTokens.map((token) => (
+                    <button
+                      key={token}
+                      type="button"
+                      className="secondary"
+                      disabled={busy !== undefined}
+                      onClick={() => fundToken(wallet, token)}
+                    >
+                      Faucet {token}
+                    </button>
+                  ))}
+                </div>
               )}
             </div>
             <QrCode text={wallet.address} label={`QR code of ${wallet.address}`} />

@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
+import { invalidParameters } from '../../domain/gateway-error.ts';
 import type { FaucetService } from '../../services/wallets/faucet-service.ts';
 import type { WalletService } from '../../services/wallets/wallet-service.ts';
 import { CHAIN_FAMILY_SCHEMA } from '../chain-family-schema.ts';
@@ -11,6 +12,8 @@ import { dashboardUserOf } from './dashboard-session.ts';
 
 /** What one "fund from faucet" press gives: enough for many test payments, in the native currency. */
 export const DASHBOARD_FAUCET_AMOUNT = 1;
+/** What one "faucet tokens" press gives, in whole units of the token (USDC: a hundred dollars). */
+export const DASHBOARD_FAUCET_TOKEN_AMOUNT = 100;
 
 /** Wallets with balances (custodial, or watch-only after proof of control), and the faucet for local ones. */
 export async function dashboardWalletRoutes(
@@ -30,10 +33,13 @@ export async function dashboardWalletRoutes(
               ? c.info.family === wallet.chain && c.info.isDefault
               : c.info.id === wallet.network,
           );
+        const faucet = chain?.info.isLocal === true && chain.faucet !== undefined;
         return {
           ...wallet,
           networkName: chain?.info.name ?? wallet.network,
-          faucet: chain?.info.isLocal === true && chain.faucet !== undefined,
+          faucet,
+          // The tokens the local chain's faucet mints (its own USDC): one button each.
+          faucetTokens: faucet ? (chain?.info.tokens.map((t) => t.symbol) ?? []) : [],
         };
       }),
     };
@@ -93,11 +99,31 @@ export async function dashboardWalletRoutes(
         request.params.address,
         'address',
       );
+      const token = faucetToken(request.body);
       return opts.faucet.fund({
         address: wallet.address,
-        amount: DASHBOARD_FAUCET_AMOUNT,
+        amount: token === undefined ? DASHBOARD_FAUCET_AMOUNT : DASHBOARD_FAUCET_TOKEN_AMOUNT,
         network: wallet.network ?? undefined,
+        token,
       });
     },
   );
+}
+
+/**
+ * The token a faucet press asks for: none (the native currency) without a body, as the page's first
+ * button sends it; else the body's `token`, a symbol. Checked here rather than by a body schema, which
+ * Fastify applies to an absent body too.
+ */
+function faucetToken(body: unknown): string | undefined {
+  if (body === undefined || body === null) return undefined;
+  const token = typeof body === 'object' ? (body as { token?: unknown }).token : undefined;
+  const extra = typeof body !== 'object' || Object.keys(body).some((key) => key !== 'token');
+  if (
+    extra ||
+    (token !== undefined && (typeof token !== 'string' || token.length < 1 || token.length > 20))
+  ) {
+    throw invalidParameters({ token: 'must be a token symbol, such as USDC' });
+  }
+  return token as string | undefined;
 }
