@@ -130,19 +130,6 @@ export class Gate402Client {
     return this.#call('walletChallenge', { body, options });
   }
 
-  /**
-   * POST /wallets/{address}/token-accounts: a Solana wallet's associated token account for an asset
-   * (where x402 `exact` payments to it go), opened if it is a custodial wallet without one (the wallet
-   * pays the rent-exempt deposit from its SOL); for a watch-only wallet, whether it exists.
-   */
-  openTokenAccount(
-    address: string,
-    body: BodyOf<'openTokenAccount'>,
-    options?: RequestOptions,
-  ): Promise<ResponseOf<'openTokenAccount'>> {
-    return this.#call('openTokenAccount', { path: { address }, body, options });
-  }
-
   /** GET /wallets: the caller's wallets with their balances. */
   wallets(options?: RequestOptions): Promise<ResponseOf<'wallets'>> {
     return this.#call('wallets', { options });
@@ -276,6 +263,64 @@ export class Gate402Client {
     options?: RequestOptions,
   ): Promise<ResponseOf<'redeliverWebhook'>> {
     return this.#call('redeliverWebhook', { path: { id, deliveryId }, options });
+  }
+
+  /**
+   * GET /spend-policy: the spend policies that bind this key (its account's and its own) and what each
+   * daily cap has left. Any key may read its own.
+   */
+  spendPolicy(options?: RequestOptions): Promise<ResponseOf<'spendPolicy'>> {
+    return this.#call('spendPolicy', { options });
+  }
+
+  /** GET /spend-policies: every spend policy of the account. Needs a key with the `admin` scope. */
+  spendPolicies(options?: RequestOptions): Promise<ResponseOf<'spendPolicies'>> {
+    return this.#call('spendPolicies', { options });
+  }
+
+  /** GET /spend-policies/account: the account's spend policy. Needs a key with the `admin` scope. */
+  accountSpendPolicy(options?: RequestOptions): Promise<ResponseOf<'accountSpendPolicy'>> {
+    return this.#call('accountSpendPolicy', { options });
+  }
+
+  /**
+   * PUT /spend-policies/account: set (replace) the account's spend policy, which binds every custodial
+   * payment of the account. Needs a key with the `admin` scope.
+   * @example await admin.setAccountSpendPolicy({ limits: [{ network: 'solana:devnet', asset: 'USDC', maxPerDay: '25' }] });
+   */
+  setAccountSpendPolicy(
+    body: BodyOf<'setAccountSpendPolicy'>,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'setAccountSpendPolicy'>> {
+    return this.#call('setAccountSpendPolicy', { body, options });
+  }
+
+  /** DELETE /spend-policies/account: remove the account's spend policy. Needs the `admin` scope. */
+  deleteAccountSpendPolicy(options?: RequestOptions): Promise<ResponseOf<'deleteAccountSpendPolicy'>> {
+    return this.#call('deleteAccountSpendPolicy', { options });
+  }
+
+  /** GET /spend-policies/keys/{keyId}: one key's spend policy. Needs a key with the `admin` scope. */
+  keySpendPolicy(keyId: string, options?: RequestOptions): Promise<ResponseOf<'keySpendPolicy'>> {
+    return this.#call('keySpendPolicy', { path: { keyId }, options });
+  }
+
+  /**
+   * PUT /spend-policies/keys/{keyId}: set (replace) one key's spend policy, which binds that key's
+   * payments on top of the account's. Needs a key with the `admin` scope.
+   * @example await admin.setKeySpendPolicy('key_01…', { allowedHosts: ['api.example.com'], expiresAt: '2026-12-31T00:00:00Z' });
+   */
+  setKeySpendPolicy(
+    keyId: string,
+    body: BodyOf<'setKeySpendPolicy'>,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'setKeySpendPolicy'>> {
+    return this.#call('setKeySpendPolicy', { path: { keyId }, body, options });
+  }
+
+  /** DELETE /spend-policies/keys/{keyId}: remove one key's spend policy. Needs the `admin` scope. */
+  deleteKeySpendPolicy(keyId: string, options?: RequestOptions): Promise<ResponseOf<'deleteKeySpendPolicy'>> {
+    return this.#call('deleteKeySpendPolicy', { path: { keyId }, options });
   }
 
   async #call<N extends OperationName>(name: N, parts: CallParts): Promise<ResponseBody<N>> {

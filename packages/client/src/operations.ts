@@ -1,7 +1,7 @@
 import type { operations, paths } from './generated/openapi-types.ts';
 
 /** HTTP methods the gateway's operations use, as openapi-typescript names them. */
-export type HttpMethod = 'get' | 'post' | 'patch' | 'delete';
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /** A path of the served OpenAPI document. */
 export type ApiPath = keyof paths;
@@ -30,11 +30,6 @@ export const OPERATIONS = {
   faucet: { operationId: 'fundFromFaucet', method: 'post', path: '/faucet' },
   createWallet: { operationId: 'createWallet', method: 'post', path: '/wallets' },
   walletChallenge: { operationId: 'createWalletChallenge', method: 'post', path: '/wallets/challenge' },
-  openTokenAccount: {
-    operationId: 'openTokenAccount',
-    method: 'post',
-    path: '/wallets/{address}/token-accounts',
-  },
   wallets: { operationId: 'listWallets', method: 'get', path: '/wallets' },
   sendPayment: { operationId: 'sendPayment', method: 'post', path: '/payment/send' },
   receivePayment: { operationId: 'receivePayment', method: 'post', path: '/payment/receive' },
@@ -73,6 +68,34 @@ export const OPERATIONS = {
     operationId: 'redeliverWebhookDelivery',
     method: 'post',
     path: '/webhooks/{id}/deliveries/{deliveryId}/redeliver',
+  },
+  spendPolicy: { operationId: 'getOwnSpendPolicy', method: 'get', path: '/spend-policy' },
+  spendPolicies: { operationId: 'listSpendPolicies', method: 'get', path: '/spend-policies' },
+  accountSpendPolicy: {
+    operationId: 'getAccountSpendPolicy',
+    method: 'get',
+    path: '/spend-policies/account',
+  },
+  setAccountSpendPolicy: {
+    operationId: 'setAccountSpendPolicy',
+    method: 'put',
+    path: '/spend-policies/account',
+  },
+  deleteAccountSpendPolicy: {
+    operationId: 'deleteAccountSpendPolicy',
+    method: 'delete',
+    path: '/spend-policies/account',
+  },
+  keySpendPolicy: { operationId: 'getKeySpendPolicy', method: 'get', path: '/spend-policies/keys/{keyId}' },
+  setKeySpendPolicy: {
+    operationId: 'setKeySpendPolicy',
+    method: 'put',
+    path: '/spend-policies/keys/{keyId}',
+  },
+  deleteKeySpendPolicy: {
+    operationId: 'deleteKeySpendPolicy',
+    method: 'delete',
+    path: '/spend-policies/keys/{keyId}',
   },
 } as const satisfies Record<string, OperationRoute>;
 

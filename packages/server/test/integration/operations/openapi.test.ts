@@ -66,6 +66,14 @@ describe('OpenAPI and docs', () => {
       'PATCH /webhooks/{id}': 'updateWebhook',
       'GET /webhooks/{id}/deliveries': 'listWebhookDeliveries',
       'POST /webhooks/{id}/deliveries/{deliveryId}/redeliver': 'redeliverWebhookDelivery',
+      'GET /spend-policy': 'getOwnSpendPolicy',
+      'GET /spend-policies': 'listSpendPolicies',
+      'GET /spend-policies/account': 'getAccountSpendPolicy',
+      'PUT /spend-policies/account': 'setAccountSpendPolicy',
+      'DELETE /spend-policies/account': 'deleteAccountSpendPolicy',
+      'GET /spend-policies/keys/{keyId}': 'getKeySpendPolicy',
+      'PUT /spend-policies/keys/{keyId}': 'setKeySpendPolicy',
+      'DELETE /spend-policies/keys/{keyId}': 'deleteKeySpendPolicy',
     });
   });
 
