@@ -241,70 +241,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/spend-policies": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get: operations["listSpendPolicies"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/spend-policies/account": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get: operations["getAccountSpendPolicy"];
-        put: operations["setAccountSpendPolicy"];
-        post?: never;
-        delete: operations["deleteAccountSpendPolicy"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/spend-policies/keys/{keyId}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get: operations["getKeySpendPolicy"];
-        put: operations["setKeySpendPolicy"];
-        post?: never;
-        delete: operations["deleteKeySpendPolicy"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/spend-policy": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get: operations["getOwnSpendPolicy"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/token/info/{mint_address}": {
         parameters: {
             query?: never;
@@ -385,6 +321,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/wallets/{address}/token-accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["openTokenAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/wallets/challenge": {
         parameters: {
             query?: never;
@@ -395,6 +347,22 @@ export interface paths {
         get?: never;
         put?: never;
         post: operations["createWalletChallenge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wallets/{address}/token-accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["openTokenAccount"];
         delete?: never;
         options?: never;
         head?: never;
@@ -507,23 +475,6 @@ export interface components {
             wsUrl: string | null;
             x402Aliases: string[];
             x402V1Network: string | null;
-        };
-        SpendPolicy: {
-            allowedHosts: string[] | null;
-            allowedNetworks: string[] | null;
-            allowedRecipients: string[] | null;
-            expiresAt: string | null;
-            keyId: string | null;
-            limits: {
-                asset: string;
-                assetAddress: string | null;
-                decimals: number;
-                maxPerDay: string | null;
-                maxPerPayment: string | null;
-                network: string;
-            }[] | null;
-            scope: "account" | "key";
-            updatedAt: number;
         };
         Wallet: {
             address: string;
@@ -1819,11 +1770,15 @@ export interface operations {
             };
         };
     };
-    listSpendPolicies: {
+    getTokenInfo: {
         parameters: {
-            query?: never;
+            query?: {
+                network?: string;
+            };
             header?: never;
-            path?: never;
+            path: {
+                mint_address: string;
+            };
             cookie?: never;
         };
         requestBody?: never;
@@ -1834,7 +1789,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        policies: components["schemas"]["SpendPolicy"][];
+                        address: string;
+                        decimals: number;
+                        freezeAuthority: string | null;
+                        mintAuthority: string | null;
+                        name: string | null;
+                        network: string;
+                        program: string;
+                        supply: string;
+                        symbol: string | null;
+                        uiSupply: number;
+                        uri: string | null;
                     };
                 };
             };
@@ -1896,98 +1861,7 @@ export interface operations {
             };
         };
     };
-    getAccountSpendPolicy: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        allowedHosts: string[] | null;
-                        allowedNetworks: string[] | null;
-                        allowedRecipients: string[] | null;
-                        expiresAt: string | null;
-                        keyId: string | null;
-                        limits: {
-                            asset: string;
-                            assetAddress: string | null;
-                            decimals: number;
-                            maxPerDay: string | null;
-                            maxPerPayment: string | null;
-                            network: string;
-                        }[] | null;
-                        scope: "account" | "key";
-                        updatedAt: number;
-                    };
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    setAccountSpendPolicy: {
+    buildReceiveTransaction: {
         parameters: {
             query?: never;
             header?: never;
@@ -1997,119 +1871,42 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    allowedHosts?: string[] | null;
-                    allowedNetworks?: string[] | null;
-                    allowedRecipients?: string[] | null;
-                    expiresAt?: string | null;
-                    limits?: {
-                        asset?: string;
-                        maxPerDay?: string | null;
-                        maxPerPayment?: string | null;
+                    asset?: string;
+                    expectedAmount: number;
+                    /** Format: uri */
+                    facilitatorUrl?: string;
+                    network?: string;
+                    paymentProof: string;
+                    priorityFee?: number;
+                    /** Format: uri */
+                    resource?: string;
+                    timeout?: number;
+                    walletAddress: string;
+                };
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        amountReceived: number;
+                        asset: components["schemas"]["Asset"];
+                        expiresAt: number;
+                        lastValidBlockHeight: number;
                         network: string;
-                    }[] | null;
-                };
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        allowedHosts: string[] | null;
-                        allowedNetworks: string[] | null;
-                        allowedRecipients: string[] | null;
-                        expiresAt: string | null;
-                        keyId: string | null;
-                        limits: {
-                            asset: string;
-                            assetAddress: string | null;
-                            decimals: number;
-                            maxPerDay: string | null;
-                            maxPerPayment: string | null;
-                            network: string;
-                        }[] | null;
-                        scope: "account" | "key";
-                        updatedAt: number;
-                    };
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    deleteAccountSpendPolicy: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
+                        paymentId: string;
+                        reference?: string;
+                        sender: string;
+                        signature?: string;
+                        status: string;
                         /** @enum {boolean} */
-                        deleted: true;
+                        success: true;
+                        transaction: string;
+                        /** @enum {boolean} */
+                        verified: true;
                     };
                 };
             };
@@ -2171,13 +1968,217 @@ export interface operations {
             };
         };
     };
-    getKeySpendPolicy: {
+    buildSendTransaction: {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                keyId: string;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    amount: number;
+                    asset?: string;
+                    metadata?: {
+                        [key: string]: unknown;
+                    };
+                    network?: string;
+                    priorityFee?: number;
+                    recipientAddress: string;
+                    /** Format: uri */
+                    resource?: string;
+                    walletAddress: string;
+                };
             };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        amount: number;
+                        asset: components["schemas"]["Asset"];
+                        estimatedConfirmation: string;
+                        expiresAt: number;
+                        fee: number;
+                        lastValidBlockHeight: number;
+                        network: string;
+                        paymentId: string;
+                        paymentProof: string;
+                        recipient: string;
+                        reference: string;
+                        status: string;
+                        /** @enum {boolean} */
+                        success: true;
+                        transaction: string;
+                    };
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    verifyPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    amount: number;
+                    asset?: string;
+                    metadata?: {
+                        [key: string]: unknown;
+                    };
+                    network?: string;
+                    payment_proof: string;
+                    recipient: string;
+                };
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        asset: components["schemas"]["Asset"];
+                        network: string;
+                        transaction_id: string;
+                        /** @enum {boolean} */
+                        verified: true;
+                    } | {
+                        message: string;
+                        reason: string;
+                        /** @enum {boolean} */
+                        verified: false;
+                    };
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listWallets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
             cookie?: never;
         };
         requestBody?: never;
@@ -2188,21 +2189,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        allowedHosts: string[] | null;
-                        allowedNetworks: string[] | null;
-                        allowedRecipients: string[] | null;
-                        expiresAt: string | null;
-                        keyId: string | null;
-                        limits: {
-                            asset: string;
-                            assetAddress: string | null;
-                            decimals: number;
-                            maxPerDay: string | null;
-                            maxPerPayment: string | null;
-                            network: string;
-                        }[] | null;
-                        scope: "account" | "key";
-                        updatedAt: number;
+                        wallets: (components["schemas"]["Wallet"] & {
+                            balance: number | null;
+                            currency: string | null;
+                            tokens: {
+                                address: string;
+                                amount: string;
+                                balance: number;
+                                decimals: number;
+                                symbol: string | null;
+                            }[] | null;
+                        })[];
                     };
                 };
             };
@@ -2264,28 +2261,22 @@ export interface operations {
             };
         };
     };
-    setKeySpendPolicy: {
+    createWallet: {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                keyId: string;
-            };
+            path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
                 "application/json": {
-                    allowedHosts?: string[] | null;
-                    allowedNetworks?: string[] | null;
-                    allowedRecipients?: string[] | null;
-                    expiresAt?: string | null;
-                    limits?: {
-                        asset?: string;
-                        maxPerDay?: string | null;
-                        maxPerPayment?: string | null;
-                        network: string;
-                    }[] | null;
+                    address?: string;
+                    chain: "solana" | "evm";
+                    challenge?: string;
+                    network?: string;
+                    signature?: string;
+                    watchOnly?: boolean;
                 };
             };
         };
@@ -3059,6 +3050,190 @@ export interface operations {
                         createdAt: number;
                         network: string | null;
                         watchOnly: boolean;
+                    };
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    openTokenAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                address: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    asset: string;
+                    network?: string;
+                };
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        account: string;
+                        asset: string;
+                        created: boolean;
+                        exists: boolean;
+                        network: string;
+                        signature: string | null;
+                        walletAddress: string;
+                    };
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    openTokenAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                address: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    asset: string;
+                    network?: string;
+                };
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        account: string;
+                        asset: string;
+                        created: boolean;
+                        exists: boolean;
+                        network: string;
+                        signature: string | null;
+                        walletAddress: string;
                     };
                 };
             };
