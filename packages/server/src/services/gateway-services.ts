@@ -129,7 +129,15 @@ export function createServices(parts: ServiceParts): GatewayServices {
     portfolio: new PortfolioService(networks),
     facilitator,
     x402Receipts,
-    x402Pay: new X402PayService({ store, wallets, networks, facilitator, ledger, now }),
+    x402Pay: new X402PayService({
+      store,
+      wallets,
+      networks,
+      facilitator,
+      ledger,
+      spending: spendGuard,
+      now,
+    }),
     spendPolicies: new SpendPolicyService({ store, networks, now }),
   };
 }

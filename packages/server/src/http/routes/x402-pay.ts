@@ -103,9 +103,9 @@ export async function x402PayRoutes(app: FastifyInstance, deps: X402PayRouteDeps
       },
     },
     async (request) => {
-      const { account } = callerOf(request);
+      const { account, key } = callerOf(request);
       checkMetadataSize(request.body.metadata);
-      return deps.x402Pay.pay(account.id, request.body, request.idempotencyKey);
+      return deps.x402Pay.pay(account.id, request.body, request.idempotencyKey, key?.id ?? null);
     },
   );
 }

@@ -419,6 +419,103 @@ describe('POST /payment/x402: custodial wallets pay stock x402 sellers', () => {
     assert.equal(refused.status, 403);
   });
 
+  /** A fresh buyer account with a Solana wallet holding 1 USDC, and its caller key. */
+  const freshBuyer = async () => {
+    const caller = await gw.newCaller('standard');
+    const wallet = (await api(caller.key, 'POST', '/wallets', { chain: 'solana' })).body.address as string;
+    await api(caller.key, 'POST', '/faucet', { address: wallet, amount: 1, token: 'USDC' });
+    return { ...caller, wallet };
+  };
+  const usdcLimit = (caps: { maxPerPayment?: bigint; maxPerDay?: bigint }) => ({
+    network: chain.adapter.info.id,
+    asset: usdcSolana(),
+    symbol: 'USDC',
+    decimals: 6,
+    maxPerPayment: caps.maxPerPayment ?? null,
+    maxPerDay: caps.maxPerDay ?? null,
+  });
+  const putPolicy = (accountId: string, fields: Record<string, unknown>) =>
+    gw.store.spending.putPolicy({
+      accountId,
+      keyId: null,
+      limits: null,
+      allowedRecipients: null,
+      allowedHosts: null,
+      allowedNetworks: null,
+      expiresAt: null,
+      createdAt: Date.now(),
+      updatedAt: Date.now(),
+      ...fields,
+    });
+  const payAs = (key: string, body: Record<string, unknown>) =>
+    gw.app
+      .inject({
+        method: 'POST',
+        url: '/payment/x402',
+        headers: { authorization: `Bearer ${key}` },
+        payload: body,
+      })
+      .then((res) => ({ status: res.statusCode, body: res.json() }));
+
+  it('refuses a payment above the account spend policy (403 SPEND_LIMIT_EXCEEDED) before signing; nothing recorded', async () => {
+    const url = `${shop.url}/solana-report`;
+    const { header } = await challenge(url);
+    const spender = await freshBuyer();
+    await putPolicy(spender.accountId, { limits: [usdcLimit({ maxPerPayment: 9_999n })] });
+    const body = {
+      walletAddress: spender.wallet,
+      paymentRequired: header,
+      resource: url,
+      maxAmount: { USDC: 1 },
+    };
+    const refused = await payAs(spender.key, body);
+    assert.equal(refused.status, 403, JSON.stringify(refused.body));
+    assert.equal(refused.body.error.code, 'SPEND_LIMIT_EXCEEDED');
+    assert.equal(refused.body.error.details.limit, 'maxPerPayment');
+    const history = await api(spender.key, 'GET', `/payment/history/${spender.wallet}`);
+    assert.equal(history.body.total, 0);
+    // Allowed hosts: the resource's host must be listed.
+    await putPolicy(spender.accountId, { allowedHosts: ['shop.example'] });
+    const host = await payAs(spender.key, body);
+    assert.equal(host.status, 403);
+    assert.equal(host.body.error.code, 'SPEND_NOT_ALLOWED');
+    await putPolicy(spender.accountId, {
+      limits: [usdcLimit({ maxPerPayment: 10_000n })],
+      allowedHosts: ['127.0.0.1'],
+    });
+    assert.equal((await payAs(spender.key, body)).status, 200);
+  });
+
+  it('a burst of concurrent payments at a daily cap: exactly the cap is paid; an expired payment gives its share back', async () => {
+    const url = `${shop.url}/solana-report`;
+    const { header } = await challenge(url);
+    const spender = await freshBuyer();
+    await putPolicy(spender.accountId, { limits: [usdcLimit({ maxPerDay: 30_000n })] });
+    const body = {
+      walletAddress: spender.wallet,
+      paymentRequired: header,
+      resource: url,
+      maxAmount: { USDC: 1 },
+    };
+    const answers = await Promise.all(Array.from({ length: 8 }, () => payAs(spender.key, body)));
+    const paid = answers.filter((a) => a.status === 200);
+    const refused = answers.filter((a) => a.status === 403);
+    assert.equal(paid.length, 3, JSON.stringify(answers.map((a) => a.status)));
+    assert.equal(refused.length, 5);
+    for (const r of refused) assert.equal(r.body.error.code, 'SPEND_LIMIT_EXCEEDED');
+    const history = await api(spender.key, 'GET', `/payment/history/${spender.wallet}`);
+    assert.equal(history.body.total, 3);
+    // Nobody settles them: once expired they stop counting, and the day has room again.
+    const reconciler = handReconciler(gw, 'watch-cap');
+    const status = () => api(spender.key, 'GET', `/payment/status/${paid[0]?.body.paymentId}`);
+    assert.equal((await untilNotPending(reconciler, status, 100)).status, 'expired');
+    for (const p of paid.slice(1)) {
+      const s = () => api(spender.key, 'GET', `/payment/status/${p.body.paymentId}`);
+      assert.equal((await untilNotPending(reconciler, s, 100)).status, 'expired');
+    }
+    assert.equal((await payAs(spender.key, body)).status, 200);
+  });
+
   it('expires a payment the seller never settles once its blockhash passes, and events say so', async () => {
     const url = `${shop.url}/solana-report`;
     const { header } = await challenge(url);

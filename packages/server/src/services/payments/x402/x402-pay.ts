@@ -21,6 +21,7 @@ import {
   type PaymentOption,
 } from '../../../x402/payment-required.ts';
 import type { FacilitatorService } from '../../facilitator/facilitator-service.ts';
+import type { SpendGuard, SpendIntent } from '../../spending/spend-guard.ts';
 import type { WalletService } from '../../wallets/wallet-service.ts';
 import { newPayment } from '../new-payment.ts';
 import type { PaymentAsset } from '../payment-asset.ts';
@@ -68,6 +69,8 @@ export interface X402PayDeps {
   readonly networks: NetworkRegistry;
   readonly facilitator: FacilitatorService;
   readonly ledger: PaymentLedger;
+  /** The spend policies of the account and the key (services/spending/): checked before signing, enforced when recording. */
+  readonly spending: SpendGuard;
   /** The longest validity (`maxTimeoutSeconds`) a payment is signed for. */
   readonly maxTimeoutSeconds?: number;
   readonly now?: () => number;
@@ -102,7 +105,13 @@ export class X402PayService {
     this.now = deps.now ?? Date.now;
   }
 
-  async pay(accountId: string, input: X402PayInput, idempotencyKey?: string): Promise<X402PayResult> {
+  /** `keyId`: the API key that asks (its spend policy binds too); null for a dashboard session. */
+  async pay(
+    accountId: string,
+    input: X402PayInput,
+    idempotencyKey?: string,
+    keyId: string | null = null,
+  ): Promise<X402PayResult> {
     if (idempotencyKey !== undefined) {
       const earlier = await this.deps.store.payments.findByIdempotencyKey(accountId, idempotencyKey);
       if (earlier !== undefined && earlier.mode === 'x402') return this.result(earlier);
@@ -120,17 +129,29 @@ export class X402PayService {
     const field = input.paymentRequired !== undefined ? 'paymentRequired' : 'paymentRequiredBody';
     const refusals: Record<string, string> = {};
     let chosen: Chosen | undefined;
+    let policyRefusal: GatewayError | undefined;
     for (const [i, option] of challenge.accepts.entries()) {
       const verdict = await this.judge(option, wallet.address, input.maxAmount, allowed);
       if ('refusal' in verdict) {
         refusals[`${field}.accepts[${i}]`] = verdict.refusal;
         continue;
       }
+      // The spend policies, early (SpendGuard.check): another option may be one they allow.
+      try {
+        await this.deps.spending.check(spendOf(accountId, keyId, verdict, input.resource));
+      } catch (error) {
+        if (!(error instanceof GatewayError) || !error.code.startsWith('SPEND_')) throw error;
+        refusals[`${field}.accepts[${i}]`] = error.message;
+        policyRefusal ??= error;
+        continue;
+      }
       chosen = verdict;
       break;
     }
     if (chosen === undefined) {
-      throw new GatewayError('PAYMENT_OPTION_REFUSED', { details: refusals });
+      // A policy's refusal is answered as the policy's (403 SPEND_*, with what remains), so a caller sees
+      // the limit it met rather than only that no option qualified.
+      throw policyRefusal ?? new GatewayError('PAYMENT_OPTION_REFUSED', { details: refusals });
     }
 
     // Opened only now: nothing is decrypted for a challenge that is refused.
@@ -171,8 +192,11 @@ export class X402PayService {
       idempotencyKey: idempotencyKey ?? null,
       asset: { address: chosen.token.address, decimals: chosen.token.decimals },
     });
+    const spend = spendOf(accountId, keyId, chosen, input.resource);
     await this.deps.store.transaction(async (tx) => {
-      // Spend policy (#28 part 3): checked here, atomically with recording, once its module lands.
+      // The enforcement: concurrent payments cannot exceed a daily cap together. A refusal here rolls
+      // the payment back; the payload signed for it is never handed out.
+      await this.deps.spending.chargeIn(tx, spend, payment.id);
       await this.deps.ledger.recordIn(tx, payment, 'payment.sent');
     });
     return this.result(payment);
@@ -324,6 +348,19 @@ interface Chosen {
   readonly chain: ChainAdapter;
   readonly token: TokenInfo;
   readonly payer: ExactPayer;
+}
+
+/** The spend the spend policies judge: the option's token, amount and payee, on the configured network. */
+function spendOf(accountId: string, keyId: string | null, chosen: Chosen, resource: string): SpendIntent {
+  return {
+    accountId,
+    keyId,
+    network: chosen.chain.info.id,
+    asset: { address: chosen.token.address, decimals: chosen.token.decimals, symbol: chosen.token.symbol },
+    amount: chosen.option.amount,
+    recipient: canonicalAddress(chosen.option.payTo),
+    resource,
+  };
 }
 
 /** Whether an x402 payment is one this service made (the reconciler hands it back to `watch`). */
