@@ -130,6 +130,19 @@ export class Gate402Client {
     return this.#call('walletChallenge', { body, options });
   }
 
+  /**
+   * POST /wallets/{address}/token-accounts: a Solana wallet's associated token account for an asset
+   * (where x402 `exact` payments to it go), opened if it is a custodial wallet without one (the wallet
+   * pays the rent-exempt deposit from its SOL); for a watch-only wallet, whether it exists.
+   */
+  openTokenAccount(
+    address: string,
+    body: BodyOf<'openTokenAccount'>,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'openTokenAccount'>> {
+    return this.#call('openTokenAccount', { path: { address }, body, options });
+  }
+
   /** GET /wallets: the caller's wallets with their balances. */
   wallets(options?: RequestOptions): Promise<ResponseOf<'wallets'>> {
     return this.#call('wallets', { options });

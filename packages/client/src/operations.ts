@@ -30,6 +30,11 @@ export const OPERATIONS = {
   faucet: { operationId: 'fundFromFaucet', method: 'post', path: '/faucet' },
   createWallet: { operationId: 'createWallet', method: 'post', path: '/wallets' },
   walletChallenge: { operationId: 'createWalletChallenge', method: 'post', path: '/wallets/challenge' },
+  openTokenAccount: {
+    operationId: 'openTokenAccount',
+    method: 'post',
+    path: '/wallets/{address}/token-accounts',
+  },
   wallets: { operationId: 'listWallets', method: 'get', path: '/wallets' },
   sendPayment: { operationId: 'sendPayment', method: 'post', path: '/payment/send' },
   receivePayment: { operationId: 'receivePayment', method: 'post', path: '/payment/receive' },

@@ -369,11 +369,51 @@ export class ProtectedResource {
       network: nativeNetwork,
       payTo: this.options.payTo,
       maxTimeoutSeconds: this.options.maxTimeoutSeconds ?? 60,
-    }).catch((error: unknown) => {
-      this.#exact = undefined;
-      throw error;
-    });
+    })
+      .then(async (requirement) => {
+        await this.#payeeCanReceive(requirement);
+        return requirement;
+      })
+      .catch((error: unknown) => {
+        this.#exact = undefined;
+        throw error;
+      });
     return this.#exact;
+  }
+
+  /**
+   * On Solana an `exact` payment goes into the payee's associated token account for the asset, which the
+   * buyer's transaction does not open: without it every payment would fail. Before it is offered, the
+   * gateway opens it for the seller's custodial wallet (the wallet pays the rent-exempt deposit from its
+   * SOL), or says it is missing for a watch-only one, which is the seller's to fix. A payee that is not
+   * one of the seller's wallets cannot be looked at: the facilitator's refusal names it then.
+   */
+  async #payeeCanReceive(requirement: PaymentRequirements): Promise<void> {
+    if (!requirement.network.startsWith('solana:')) return;
+    const known = await this.networks.all();
+    const network = known.find(
+      (n) => n.id === requirement.network || n.x402Aliases.includes(requirement.network),
+    );
+    let state: ResponseOf<'openTokenAccount'>;
+    try {
+      state = await this.gateway.openTokenAccount(requirement.payTo, {
+        asset: requirement.asset,
+        ...(network === undefined ? {} : { network: network.id }),
+      });
+    } catch (error) {
+      if (isGate402Error(error, 'FORBIDDEN')) return;
+      if (isGate402Error(error, 'INSUFFICIENT_BALANCE')) {
+        throw new Error(
+          `payTo ${requirement.payTo} has no token account for ${requirement.asset}, and too little SOL to open one (about 0.002 SOL of rent-exempt deposit and the fee): fund it with SOL`,
+        );
+      }
+      throw error;
+    }
+    if (!state.exists) {
+      throw new Error(
+        `payTo ${requirement.payTo} (watch-only) has no token account for ${requirement.asset} (${state.account}): x402 buyers cannot pay it until it is created`,
+      );
+    }
   }
 
   #offer(network: NetworkInfo, requestUrl: string, exact: PaymentRequirements | undefined): PaymentRequired {

@@ -41,6 +41,7 @@ import { networkRoutes } from './http/routes/networks.ts';
 import { paymentRoutes } from './http/routes/payments.ts';
 import { portfolioRoutes } from './http/routes/portfolio.ts';
 import { spendPolicyRoutes } from './http/routes/spend-policies.ts';
+import { tokenAccountRoutes } from './http/routes/token-accounts.ts';
 import { tokenRoutes } from './http/routes/tokens.ts';
 import { transactionRoutes } from './http/routes/transactions.ts';
 import { verifyRoutes } from './http/routes/verify.ts';
@@ -57,6 +58,7 @@ import type { RateLimiter } from './ratelimit/rate-limiter.ts';
 import { AccessPolicy } from './services/accounts/access-policy.ts';
 import type { DashboardAuthService } from './services/dashboard-auth/dashboard-auth-service.ts';
 import type { GatewayServices } from './services/gateway-services.ts';
+import { TokenAccountService } from './services/wallets/token-accounts.ts';
 import type { Store } from './store/store.ts';
 import { GATE402_VERSION } from './version.ts';
 
@@ -206,6 +208,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(accountRoutes);
   await app.register(spendPolicyRoutes, { spendPolicies: services.spendPolicies });
   await app.register(networkRoutes, { networks: deps.networks, facilitator: services.facilitator });
+  await app.register(tokenAccountRoutes, {
+    tokenAccounts: new TokenAccountService(services.wallets, deps.networks),
+  });
   await app.register(faucetRoutes, { faucet: services.faucet });
   await app.register(walletRoutes, { wallets: services.wallets });
   await app.register(paymentRoutes, services);

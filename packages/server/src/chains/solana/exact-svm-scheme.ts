@@ -151,7 +151,18 @@ export class ExactSvmScheme implements ExactScheme {
     const layout = this.checkLayout(decoded, req, options.sellerPays === true, terms.payer);
     if (layout !== undefined) return layout;
     const simulated = await this.simulate(decoded);
-    if (simulated !== undefined) return refuse(simulated.reason, simulated.message, terms.payer);
+    if (simulated !== undefined) {
+      // A transferChecked to a token account that does not exist fails (InvalidAccountData) however
+      // often it is retried: the seller must open it, which the buyer cannot tell from a simulation log.
+      if (!(await this.accountExists(terms.destination))) {
+        return refuse(
+          'invalid_exact_svm_payload_transaction_receiver_ata_not_found',
+          `${req.payTo} has no token account for ${req.asset} (its associated token account ${terms.destination} does not exist): the seller must create it before it can be paid`,
+          terms.payer,
+        );
+      }
+      return refuse(simulated.reason, simulated.message, terms.payer);
+    }
     return { valid: true, payer: terms.payer, decimals: terms.decimals };
   }
 
@@ -238,7 +249,7 @@ export class ExactSvmScheme implements ExactScheme {
   private async checkTransfer(
     { message }: Decoded,
     req: ExactRequirements,
-  ): Promise<{ valid: true; payer: string; decimals: number } | ExactRefusal> {
+  ): Promise<{ valid: true; payer: string; decimals: number; destination: string } | ExactRefusal> {
     const accounts = message.staticAccounts.map(String);
     // Lookup tables would move accounts out of the message: the transfer's could not be read here.
     if (message.version === 0 && (message.addressTableLookups?.length ?? 0) > 0) {
@@ -324,7 +335,7 @@ export class ExactSvmScheme implements ExactScheme {
         authority,
       );
     }
-    return { valid: true, payer: authority, decimals: d[9] ?? 0 };
+    return { valid: true, payer: authority, decimals: d[9] ?? 0, destination };
   }
 
   /**
@@ -428,6 +439,17 @@ export class ExactSvmScheme implements ExactScheme {
         return false;
     }
     return true;
+  }
+
+  /** Whether an account exists (holds lamports) at `account`, as the confirmed bank sees it. */
+  private async accountExists(account: string): Promise<boolean> {
+    const { value } = await this.rpc
+      .getAccountInfo(address(account), { encoding: 'base64', commitment: 'confirmed' })
+      .send()
+      .catch((error: unknown) => {
+        throw toChainError(error);
+      });
+    return value !== null;
   }
 
   /**

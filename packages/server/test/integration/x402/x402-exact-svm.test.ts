@@ -77,6 +77,8 @@ describe('x402 exact on Solana: what the facilitator refuses', () => {
       authority?: KeyPairSigner;
       extra?: Instruction[];
       payer?: string;
+      /** Whose associated token account the transfer pays; default the seller. */
+      payee?: string;
     } = {},
   ) => {
     const authority = options.authority ?? buyer;
@@ -87,7 +89,7 @@ describe('x402 exact on Solana: what the facilitator refuses', () => {
     });
     const [destination] = await findAssociatedTokenPda({
       mint: mint(),
-      owner: address(seller),
+      owner: address(options.payee ?? seller),
       tokenProgram: TOKEN_PROGRAM_ADDRESS,
     });
     const { value: blockhash } = await createSolanaRpc(chain.localnet.rpcUrl).getLatestBlockhash().send();
@@ -202,6 +204,46 @@ describe('x402 exact on Solana: what the facilitator refuses', () => {
       (await verify('AAAA')).invalidReason,
       'invalid_exact_svm_payload_transaction_could_not_be_decoded',
     );
+  });
+
+  it('refuses a payment to a payTo without a token account for the asset with x402’s own reason, on verify and settle, sending nothing', async () => {
+    const payee = (await generateKeyPairSigner()).address;
+    const transaction = await build({ payee });
+    const verified = await verify(transaction, { payTo: payee });
+    assert.deepEqual(
+      [verified.isValid, verified.invalidReason],
+      [false, 'invalid_exact_svm_payload_transaction_receiver_ata_not_found'],
+    );
+    assert.match(
+      (verified as { invalidMessage?: string }).invalidMessage ?? '',
+      new RegExp(`${payee} has no token account`),
+    );
+    const requirements = {
+      scheme: 'exact',
+      network: chain.adapter.info.id,
+      asset: chain.localnet.usdcMint.address,
+      amount: '5000',
+      payTo: payee,
+      maxTimeoutSeconds: 60,
+      extra: { feePayer },
+    };
+    const settled = await gw.app.inject({
+      method: 'POST',
+      url: '/facilitator/settle',
+      headers: { authorization: `Bearer ${key}` },
+      payload: {
+        x402Version: 2,
+        paymentPayload: { x402Version: 2, accepted: requirements, payload: { transaction } },
+        paymentRequirements: requirements,
+      },
+    });
+    assert.deepEqual(
+      [settled.json().success, settled.json().errorReason, settled.json().transaction],
+      [false, 'invalid_exact_svm_payload_transaction_receiver_ata_not_found', ''],
+    );
+    // Once the account exists, the same payment verifies.
+    await chain.adapter.faucet?.fundToken('USDC', payee, 1n);
+    assert.equal((await verify(transaction, { payTo: payee })).isValid, true);
   });
 
   it('refuses a transaction whose buyer signature does not verify', async () => {
