@@ -76,6 +76,31 @@ describe('configuration', () => {
     }
   });
 
+  it('lays SEND_AMOUNT_BOUNDS over the default bounds of a send per asset, and names a bad entry', () => {
+    assert.deepEqual(loadConfig({}).sendAmountBounds, {
+      SOL: ['0.001', '100'],
+      ETH: ['0.001', '100'],
+      USDC: ['0.001', '100000'],
+    });
+    assert.deepEqual(
+      loadConfig({ SEND_AMOUNT_BOUNDS: '{"USDC":["0.01",5000],"EURC":["1","10"]}' }).sendAmountBounds,
+      {
+        SOL: ['0.001', '100'],
+        ETH: ['0.001', '100'],
+        USDC: ['0.01', '5000'],
+        EURC: ['1', '10'],
+      },
+    );
+    for (const [raw, message] of [
+      ['plenty', /SEND_AMOUNT_BOUNDS: must be a JSON object of asset → \[least, most\]/],
+      ['{"USDC":["5","1"]}', /the bounds of "USDC" must be \[least, most\]/],
+      ['{"USDC":"5"}', /the bounds of "USDC" must be \[least, most\]/],
+      ['{"USDC":["-1","5"]}', /the bounds of "USDC" must be \[least, most\]/],
+    ] as const) {
+      assert.throws(() => loadConfig({ SEND_AMOUNT_BOUNDS: raw }), message);
+    }
+  });
+
   it('shows each amount table an example of its own kind when the value is not JSON', () => {
     try {
       loadConfig({ X402_FEE_BUDGET: 'plenty', X402_MIN_SETTLE_AMOUNT: 'tiny' });

@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { decodeFunctionData, erc20Abi } from 'viem';
 import { ChainError } from '../../src/chains/chain-error.ts';
-import { decodeTransferNote, encodeTransferNote } from '../../src/chains/evm/transfer-calldata.ts';
+import {
+  decodeCalldataNote,
+  decodeTransferNote,
+  encodeTokenTransferCalldata,
+  encodeTransferNote,
+} from '../../src/chains/evm/transfer-calldata.ts';
 
 const isChainError = (kind: ChainError['kind']) => (e: unknown) => e instanceof ChainError && e.kind === kind;
 
@@ -25,6 +31,24 @@ describe('transfer calldata', () => {
     );
     assert.deepEqual(decodeTransferNote('0x'), {});
     assert.deepEqual(decodeTransferNote('0x00ff'), {});
+  });
+
+  it('appends the note to an ERC-20 transfer call, which still decodes as that very call', () => {
+    const to = '0x1111111111111111111111111111111111111111';
+    for (const note of [{}, { memo: 'pay_01' }, { reference, memo: 'pay_01' }]) {
+      const data = encodeTokenTransferCalldata(to, 2_500_000n, note);
+      assert.deepEqual(decodeCalldataNote(data), note);
+      // A Solidity contract reads its two arguments and ignores the bytes after them.
+      const call = decodeFunctionData({ abi: erc20Abi, data });
+      assert.equal(call.functionName, 'transfer');
+      assert.deepEqual(call.args, [to, 2_500_000n]);
+    }
+    // A plain transfer's note is read as before; another call's arguments are no note.
+    assert.deepEqual(decodeCalldataNote(encodeTransferNote({ reference, memo: 'x' }) ?? '0x'), {
+      reference,
+      memo: 'x',
+    });
+    assert.deepEqual(decodeCalldataNote(`0x095ea7b3${'00'.repeat(64)}`), {});
   });
 
   it('refuses a reference that is not an EVM address', () => {

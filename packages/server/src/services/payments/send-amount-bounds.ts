@@ -41,7 +41,7 @@ export class SendAmountBounds {
         : [decimalTextToAtomic(bounds[0], asset.decimals), decimalTextToAtomic(bounds[1], asset.decimals)];
     if (atomic < least || atomic > most) {
       // The native currency keeps the spec's wording; a token says which one the bounds are of.
-      const unit = asset.address === null ? '' : ` ${symbol}`;
+      const unit = asset.address === null ? '' : ` ${asset.symbol ?? `of ${asset.address}`}`;
       throw invalidParameters({
         amount: `must be between ${atomicToDecimalText(least, asset.decimals)} and ${atomicToDecimalText(most, asset.decimals)}${unit}`,
       });
