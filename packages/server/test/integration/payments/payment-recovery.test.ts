@@ -367,6 +367,60 @@ function evmOnly(suite: () => Suite<EvmPaymentFixture>): void {
     assert.equal(status.signature, stored.signature);
   });
 
+  it('replaces a stuck token send with the same nonce, token call and calldata; the tokens move once, the proof redeems in USDC', async () => {
+    const { raw: f, buyer, seller } = suite();
+    const usdc = f.chain.info.tokens.find((t) => t.symbol === 'USDC')?.address ?? '';
+    await f.chain.faucet?.fundToken('USDC', buyer.wallet, 10_000_000n);
+    const sellerBefore = await f.chain.getTokenBalance(seller.wallet, usdc);
+    await f.anvil.setAutomine(false);
+    const sent = await f.post(buyer.key, '/payment/send', {
+      walletAddress: buyer.wallet,
+      recipientAddress: seller.wallet,
+      amount: 3.5,
+      asset: 'USDC',
+    });
+    assert.equal(sent.statusCode, 200, sent.body);
+    const s = sent.json();
+    assert.equal(s.status, 'submitted');
+    const original = await f.anvil.getTransaction({ hash: s.signature as Hex });
+    assert.equal(original.to?.toLowerCase(), usdc.toLowerCase(), 'a call of the token contract');
+    assert.equal(original.value, 0n);
+
+    // The base fee jumps past what the transaction offers (its cap is twice the base fee it saw, plus the tip).
+    const offered = (await f.anvil.getTransaction({ hash: s.signature as Hex })).maxFeePerGas ?? 0n;
+    await f.anvil.setNextBlockBaseFeePerGas({ baseFeePerGas: offered * 2n });
+    await f.anvil.mine({ blocks: 1 + Number(REPLACE_AFTER_BLOCKS) });
+    const reconciler = f.reconciler('worker-replace-token');
+    await reconciler.runOnce();
+    const stored = await f.gw.store.payments.get(s.paymentId);
+    assert.ok(stored?.signature && stored.signature !== s.signature, 'replaced');
+    assert.deepEqual(stored.asset, { address: usdc, decimals: 6 });
+    const replacement = await f.anvil.getTransaction({ hash: stored.signature as Hex });
+    assert.equal(replacement.nonce, original.nonce);
+    assert.equal(replacement.to, original.to);
+    assert.equal(replacement.value, 0n);
+    assert.equal(replacement.input, original.input, 'the same transfer(recipient, amount) and note');
+
+    await f.anvil.mine({ blocks: 1 });
+    await reconciler.runOnce();
+    assert.equal((await f.gw.store.payments.get(s.paymentId))?.status, 'confirmed');
+    await f.anvil.setAutomine(true);
+    assert.equal(await f.chain.getTokenBalance(seller.wallet, usdc), sellerBefore + 3_500_000n, 'paid once');
+    assert.equal(await f.chain.getTokenBalance(buyer.wallet, usdc), 6_500_000n);
+
+    const receive = () =>
+      f.post(seller.key, '/payment/receive', {
+        walletAddress: seller.wallet,
+        paymentProof: s.paymentProof,
+        expectedAmount: 3.5,
+        asset: 'USDC',
+      });
+    const received = await receive();
+    assert.equal(received.statusCode, 200, received.body);
+    assert.equal(received.json().signature, stored.signature);
+    assert.equal((await receive()).json().error.details.paymentProof, 'already_used');
+  });
+
   it('marks a send expired only once its nonce is used by another transaction, and it pays nothing', async () => {
     const { raw: f, buyer, seller, eventsOf, storeSignedButUnsent } = suite();
     const recipient = await f.party();
