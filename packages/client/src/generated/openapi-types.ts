@@ -241,6 +241,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/spend-policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["listSpendPolicies"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/spend-policies/account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["getAccountSpendPolicy"];
+        put: operations["setAccountSpendPolicy"];
+        post?: never;
+        delete: operations["deleteAccountSpendPolicy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/spend-policies/keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["getKeySpendPolicy"];
+        put: operations["setKeySpendPolicy"];
+        post?: never;
+        delete: operations["deleteKeySpendPolicy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/spend-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["getOwnSpendPolicy"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/token/info/{mint_address}": {
         parameters: {
             query?: never;
@@ -353,22 +417,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/wallets/{address}/token-accounts": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post: operations["openTokenAccount"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/webhooks": {
         parameters: {
             query?: never;
@@ -475,6 +523,23 @@ export interface components {
             wsUrl: string | null;
             x402Aliases: string[];
             x402V1Network: string | null;
+        };
+        SpendPolicy: {
+            allowedHosts: string[] | null;
+            allowedNetworks: string[] | null;
+            allowedRecipients: string[] | null;
+            expiresAt: string | null;
+            keyId: string | null;
+            limits: {
+                asset: string;
+                assetAddress: string | null;
+                decimals: number;
+                maxPerDay: string | null;
+                maxPerPayment: string | null;
+                network: string;
+            }[] | null;
+            scope: "account" | "key";
+            updatedAt: number;
         };
         Wallet: {
             address: string;
@@ -1770,14 +1835,364 @@ export interface operations {
             };
         };
     };
-    getTokenInfo: {
+    listSpendPolicies: {
         parameters: {
-            query?: {
-                network?: string;
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        policies: components["schemas"]["SpendPolicy"][];
+                    };
+                };
             };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAccountSpendPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        allowedHosts: string[] | null;
+                        allowedNetworks: string[] | null;
+                        allowedRecipients: string[] | null;
+                        expiresAt: string | null;
+                        keyId: string | null;
+                        limits: {
+                            asset: string;
+                            assetAddress: string | null;
+                            decimals: number;
+                            maxPerDay: string | null;
+                            maxPerPayment: string | null;
+                            network: string;
+                        }[] | null;
+                        scope: "account" | "key";
+                        updatedAt: number;
+                    };
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    setAccountSpendPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    allowedHosts?: string[] | null;
+                    allowedNetworks?: string[] | null;
+                    allowedRecipients?: string[] | null;
+                    expiresAt?: string | null;
+                    limits?: {
+                        asset?: string;
+                        maxPerDay?: string | null;
+                        maxPerPayment?: string | null;
+                        network: string;
+                    }[] | null;
+                };
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        allowedHosts: string[] | null;
+                        allowedNetworks: string[] | null;
+                        allowedRecipients: string[] | null;
+                        expiresAt: string | null;
+                        keyId: string | null;
+                        limits: {
+                            asset: string;
+                            assetAddress: string | null;
+                            decimals: number;
+                            maxPerDay: string | null;
+                            maxPerPayment: string | null;
+                            network: string;
+                        }[] | null;
+                        scope: "account" | "key";
+                        updatedAt: number;
+                    };
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteAccountSpendPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        deleted: true;
+                    };
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getKeySpendPolicy: {
+        parameters: {
+            query?: never;
             header?: never;
             path: {
-                mint_address: string;
+                keyId: string;
             };
             cookie?: never;
         };
@@ -1789,17 +2204,21 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        address: string;
-                        decimals: number;
-                        freezeAuthority: string | null;
-                        mintAuthority: string | null;
-                        name: string | null;
-                        network: string;
-                        program: string;
-                        supply: string;
-                        symbol: string | null;
-                        uiSupply: number;
-                        uri: string | null;
+                        allowedHosts: string[] | null;
+                        allowedNetworks: string[] | null;
+                        allowedRecipients: string[] | null;
+                        expiresAt: string | null;
+                        keyId: string | null;
+                        limits: {
+                            asset: string;
+                            assetAddress: string | null;
+                            decimals: number;
+                            maxPerDay: string | null;
+                            maxPerPayment: string | null;
+                            network: string;
+                        }[] | null;
+                        scope: "account" | "key";
+                        updatedAt: number;
                     };
                 };
             };
@@ -1861,422 +2280,28 @@ export interface operations {
             };
         };
     };
-    buildReceiveTransaction: {
+    setKeySpendPolicy: {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                keyId: string;
+            };
             cookie?: never;
         };
         requestBody: {
             content: {
                 "application/json": {
-                    asset?: string;
-                    expectedAmount: number;
-                    /** Format: uri */
-                    facilitatorUrl?: string;
-                    network?: string;
-                    paymentProof: string;
-                    priorityFee?: number;
-                    /** Format: uri */
-                    resource?: string;
-                    timeout?: number;
-                    walletAddress: string;
-                };
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        amountReceived: number;
-                        asset: components["schemas"]["Asset"];
-                        expiresAt: number;
-                        lastValidBlockHeight: number;
+                    allowedHosts?: string[] | null;
+                    allowedNetworks?: string[] | null;
+                    allowedRecipients?: string[] | null;
+                    expiresAt?: string | null;
+                    limits?: {
+                        asset?: string;
+                        maxPerDay?: string | null;
+                        maxPerPayment?: string | null;
                         network: string;
-                        paymentId: string;
-                        reference?: string;
-                        sender: string;
-                        signature?: string;
-                        status: string;
-                        /** @enum {boolean} */
-                        success: true;
-                        transaction: string;
-                        /** @enum {boolean} */
-                        verified: true;
-                    };
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    buildSendTransaction: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    amount: number;
-                    asset?: string;
-                    metadata?: {
-                        [key: string]: unknown;
-                    };
-                    network?: string;
-                    priorityFee?: number;
-                    recipientAddress: string;
-                    /** Format: uri */
-                    resource?: string;
-                    walletAddress: string;
-                };
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        amount: number;
-                        asset: components["schemas"]["Asset"];
-                        estimatedConfirmation: string;
-                        expiresAt: number;
-                        fee: number;
-                        lastValidBlockHeight: number;
-                        network: string;
-                        paymentId: string;
-                        paymentProof: string;
-                        recipient: string;
-                        reference: string;
-                        status: string;
-                        /** @enum {boolean} */
-                        success: true;
-                        transaction: string;
-                    };
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    verifyPayment: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    amount: number;
-                    asset?: string;
-                    metadata?: {
-                        [key: string]: unknown;
-                    };
-                    network?: string;
-                    payment_proof: string;
-                    recipient: string;
-                };
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        asset: components["schemas"]["Asset"];
-                        network: string;
-                        transaction_id: string;
-                        /** @enum {boolean} */
-                        verified: true;
-                    } | {
-                        message: string;
-                        reason: string;
-                        /** @enum {boolean} */
-                        verified: false;
-                    };
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    listWallets: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        wallets: (components["schemas"]["Wallet"] & {
-                            balance: number | null;
-                            currency: string | null;
-                            tokens: {
-                                address: string;
-                                amount: string;
-                                balance: number;
-                                decimals: number;
-                                symbol: string | null;
-                            }[] | null;
-                        })[];
-                    };
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    createWallet: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    address?: string;
-                    chain: "solana" | "evm";
-                    challenge?: string;
-                    network?: string;
-                    signature?: string;
-                    watchOnly?: boolean;
+                    }[] | null;
                 };
             };
         };
@@ -3050,98 +3075,6 @@ export interface operations {
                         createdAt: number;
                         network: string | null;
                         watchOnly: boolean;
-                    };
-                };
-            };
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    openTokenAccount: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                address: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    asset: string;
-                    network?: string;
-                };
-            };
-        };
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        account: string;
-                        asset: string;
-                        created: boolean;
-                        exists: boolean;
-                        network: string;
-                        signature: string | null;
-                        walletAddress: string;
                     };
                 };
             };
