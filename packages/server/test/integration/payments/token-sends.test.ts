@@ -387,6 +387,36 @@ function solanaTokenTests(fixture: () => TokenFixture): void {
     assert.equal(await t.tokenBalance(seller.wallet), 2n * USDC);
   });
 
+  it('lets only one of two concurrent token sends that together exceed the token balance pay; the other is recorded failed and answered INSUFFICIENT_BALANCE naming USDC', async () => {
+    const t = fixture();
+    const { f } = t;
+    const payer = await f.party(f.family.unit);
+    await t.fundToken(payer.wallet, 10n * USDC);
+    const seller = await f.party();
+    const send = () =>
+      f.post(payer.key, '/payment/send', {
+        walletAddress: payer.wallet,
+        recipientAddress: seller.wallet,
+        amount: 6,
+        asset: 'USDC',
+      });
+    const answers = await Promise.all([send(), send()]);
+    const codes = answers.map((a) => a.statusCode).sort();
+    assert.deepEqual(codes, [200, 422], answers.map((a) => a.body).join('\n'));
+    // Both were counted against 10 USDC and signed (Solana has no sequence to count them in); the chain
+    // refused the second, which is recorded failed and answered as the shortfall of USDC it is.
+    const refused = answers.find((a) => a.statusCode === 422)?.json();
+    assert.equal(refused.error.code, 'INSUFFICIENT_BALANCE');
+    assert.match(
+      refused.error.message,
+      /^Not enough USDC: the payment needs 6 USDC; the wallet holds 4 USDC\.$/,
+    );
+    const failed = await f.gw.store.payments.get(refused.error.details.paymentId);
+    assert.equal(failed?.status, 'failed');
+    assert.equal(await t.tokenBalance(seller.wallet), 6n * USDC, 'paid once');
+    assert.equal(await t.tokenBalance(payer.wallet), 4n * USDC);
+  });
+
   it('sends a Token-2022 token named by its mint: the recipient gets all of it in its Token-2022 account', async () => {
     const t = fixture();
     const { f } = t;

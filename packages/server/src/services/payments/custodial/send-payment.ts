@@ -332,6 +332,9 @@ export class SendPaymentService {
         case 'rejected':
         case 'invalid_transaction':
           if (!(await this.end(payment, 'failed', error.message))) return payment;
+          // A token send refused because the tokens went to another send since they were counted
+          // (Solana has no sequence to count them in): the answer says so, naming the token.
+          await this.tokenShortfall(chain, payment);
           throw failed(payment, 'failed', 'the chain refused the transaction; nothing was paid');
         case 'unavailable':
           // Unknown whether it arrived: stays pending, and the reconciler resends the same bytes.
@@ -339,6 +342,26 @@ export class SendPaymentService {
       }
     }
     return (await this.deps.ledger.move(payment, 'submitted')) ?? (await this.reload(payment));
+  }
+
+  /** For a token payment the chain refused: INSUFFICIENT_BALANCE naming it when the wallet now holds too little of it. */
+  private async tokenShortfall(chain: ChainAdapter, payment: PaymentRecord): Promise<void> {
+    if (payment.asset === undefined) return;
+    const held = await chain.getTokenBalance(payment.sender, payment.asset.address).catch(() => undefined);
+    if (held === undefined || held >= payment.amount) return;
+    const asset = assetOfPayment(this.deps.networks, payment);
+    try {
+      checkFunds(chain, asset, { native: 0n, token: held }, { native: 0n, token: payment.amount });
+    } catch (error) {
+      // Stored before the chain refused it, so the history shows it failed: the answer names it.
+      if (error instanceof GatewayError) {
+        throw new GatewayError('INSUFFICIENT_BALANCE', {
+          message: error.message,
+          details: { ...error.details, paymentId: payment.id },
+        });
+      }
+      throw error;
+    }
   }
 
   /** Waits a bounded time for the outcome, records it, and answers; slow confirmation is not an error. */
