@@ -695,6 +695,7 @@ function evmOnly(suite: () => Suite<EvmPaymentFixture>): void {
         createdAt: 0,
         balance: 250,
         currency: 'ETH',
+        tokens: [],
       },
     );
   });
