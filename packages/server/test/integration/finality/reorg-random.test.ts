@@ -4,8 +4,8 @@ import { type Address, createSolanaRpc } from '@solana/kit';
 import type { Hex } from 'viem';
 import { generateSolanaKeypair } from '../../../src/chains/solana/solana-keypair.ts';
 import type { PaymentRecord } from '../../../src/domain/records/payment-records.ts';
-import { GatewayMetrics } from '../../../src/metrics/gateway-metrics.ts';
-import { PaymentReconciler } from '../../../src/workers/payment-reconciler.ts';
+import type { PaymentReconciler } from '../../../src/workers/payment-reconciler.ts';
+import { countingReconciler } from '../../support/counting-reconciler.ts';
 import { newEvmLocalWallet, signEvm } from '../../support/evm-local-signer.ts';
 import { ETH, type EvmPaymentFixture, startEvmPaymentFixture } from '../../support/evm-payment-fixture.ts';
 import { type FamilyPaymentFixture, onEvm, onSolana } from '../../support/family-fixtures.ts';
@@ -80,7 +80,7 @@ function randomReorgs<F>(family: RandomReorgFamily<F>): void {
     let seller: Party;
     let payer: { address: string; payOnce(transaction: string): Promise<void> };
     let reconciler: PaymentReconciler;
-    const metrics = new GatewayMetrics();
+    let reorgCounts: () => Promise<Record<string, number>>;
     const ids: string[] = [];
     let sellerStart: bigint;
 
@@ -92,15 +92,7 @@ function randomReorgs<F>(family: RandomReorgFamily<F>): void {
       payer = await family.localPayer(raw);
       await family.settleFunding(raw);
       sellerStart = await family.finalBalance(raw, seller.wallet);
-      reconciler = new PaymentReconciler({
-        store: f.gw.store,
-        networks: f.gw.networks,
-        ledger: f.gw.services.ledger,
-        wallets: f.gw.services.wallets,
-        instanceId: 'random-reorg-worker',
-        recheckMs: 0,
-        finality: metrics,
-      });
+      ({ reconciler, reorgCounts } = countingReconciler(f.gw, 'random-reorg-worker'));
     });
     after(() => raw.close());
 
@@ -188,8 +180,7 @@ function randomReorgs<F>(family: RandomReorgFamily<F>): void {
       assert.equal(await family.finalBalance(raw, seller.wallet), sellerStart + finalized);
       const counts = new Map<string, number>();
       for (const p of all) counts.set(p.status, (counts.get(p.status) ?? 0) + 1);
-      const watched = await metrics.registry.getSingleMetric('gate402_payment_reorgs_total')?.get();
-      for (const v of watched?.values ?? []) if (v.value > 0) counts.set(String(v.labels.outcome), v.value);
+      for (const [outcome, n] of Object.entries(await reorgCounts())) counts.set(outcome, n);
       console.log(`${family.name} REORG_SEED=${SEED}: ${JSON.stringify(Object.fromEntries(counts))}`);
       // Not vacuous: the rounds did take confirmed payments out of the chain.
       if (family.mustReorg)

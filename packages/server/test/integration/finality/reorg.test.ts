@@ -5,8 +5,8 @@ import type { Hex } from 'viem';
 import type { ChainAdapter } from '../../../src/chains/chain-adapter.ts';
 import { generateSolanaKeypair } from '../../../src/chains/solana/solana-keypair.ts';
 import type { PaymentRecord } from '../../../src/domain/records/payment-records.ts';
-import { GatewayMetrics } from '../../../src/metrics/gateway-metrics.ts';
-import { PaymentReconciler } from '../../../src/workers/payment-reconciler.ts';
+import type { PaymentReconciler } from '../../../src/workers/payment-reconciler.ts';
+import { countingReconciler } from '../../support/counting-reconciler.ts';
 import { newEvmLocalWallet, signAndBroadcastEvm } from '../../support/evm-local-signer.ts';
 import { type EvmPaymentFixture, startEvmPaymentFixture } from '../../support/evm-payment-fixture.ts';
 import { type FamilyPaymentFixture, onEvm, onSolana } from '../../support/family-fixtures.ts';
@@ -64,33 +64,16 @@ function reorgs<F>(family: ReorgFamily<F>): void {
     let reconciler: PaymentReconciler;
     let sellerStream: StreamClient;
     const sellerHooks = new WebhookReceiver();
-    let metrics: GatewayMetrics;
-
-    /** gate402_payment_reorgs_total by outcome on the family's network; outcomes never counted left out. */
-    async function reorgCounts(): Promise<Record<string, number>> {
-      const series = await metrics.registry.getSingleMetric('gate402_payment_reorgs_total')?.get();
-      return Object.fromEntries(
-        (series?.values ?? [])
-          .filter((v) => v.labels.network === f.network && v.value > 0)
-          .map((v) => [String(v.labels.outcome), v.value]),
-      );
-    }
+    let reorgCounts: () => Promise<Record<string, number>>;
 
     before(async () => {
       raw = await family.start();
       f = family.shared(raw);
       buyer = await f.party(family.buyerFunds, 'premium');
       seller = await f.party(0n, 'premium');
-      metrics = new GatewayMetrics();
-      reconciler = new PaymentReconciler({
-        store: f.gw.store,
-        networks: f.gw.networks,
-        ledger: f.gw.services.ledger,
-        wallets: f.gw.services.wallets,
-        instanceId: 'reorg-worker',
-        recheckMs: 0,
-        finality: metrics,
-      });
+      const counting = countingReconciler(f.gw, 'reorg-worker');
+      reconciler = counting.reconciler;
+      reorgCounts = () => counting.reorgCounts(f.network);
       const address = await f.gw.app.listen({ port: 0, host: '127.0.0.1' });
       sellerStream = await openStream(`${address.replace('http', 'ws')}/v1/payments/stream`, {
         headers: bearer(seller.key),

@@ -5,9 +5,9 @@ import { encodePaymentSignatureHeader } from '@x402/core/http';
 import { type Address, type Hex, parseAbi } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { ChainAdapter } from '../../../src/chains/chain-adapter.ts';
-import { GatewayMetrics } from '../../../src/metrics/gateway-metrics.ts';
-import { PaymentReconciler } from '../../../src/workers/payment-reconciler.ts';
+import type { PaymentReconciler } from '../../../src/workers/payment-reconciler.ts';
 import { SOLANA_DEVNET_ID } from '../../../src/x402/network-names.ts';
+import { countingReconciler } from '../../support/counting-reconciler.ts';
 import { ETH, type EvmPaymentFixture, startEvmPaymentFixture } from '../../support/evm-payment-fixture.ts';
 import { type FamilyPaymentFixture, onEvm, onSolana } from '../../support/family-fixtures.ts';
 import type { Party } from '../../support/party.ts';
@@ -73,16 +73,7 @@ function settlementReorgs<F>(family: SettlementReorgFamily<F>): void {
     let f: FamilyPaymentFixture;
     let seller: Party;
     let reconciler: PaymentReconciler;
-    let metrics: GatewayMetrics;
-
-    async function reorgs(): Promise<Record<string, number>> {
-      const series = await metrics.registry.getSingleMetric('gate402_payment_reorgs_total')?.get();
-      return Object.fromEntries(
-        (series?.values ?? [])
-          .filter((v) => v.labels.network === f.network && v.value > 0)
-          .map((v) => [String(v.labels.outcome), v.value]),
-      );
-    }
+    let reorgs: () => Promise<Record<string, number>>;
 
     before(async () => {
       raw = await family.start();
@@ -90,16 +81,9 @@ function settlementReorgs<F>(family: SettlementReorgFamily<F>): void {
       await f.gw.services.facilitator.start();
       seller = await f.party(0n, 'premium');
       await family.prepareSeller(raw, seller);
-      metrics = new GatewayMetrics();
-      reconciler = new PaymentReconciler({
-        store: f.gw.store,
-        networks: f.gw.networks,
-        ledger: f.gw.services.ledger,
-        wallets: f.gw.services.wallets,
-        instanceId: 'x402-reorg-worker',
-        recheckMs: 0,
-        finality: metrics,
-      });
+      const counting = countingReconciler(f.gw, 'x402-reorg-worker');
+      reconciler = counting.reconciler;
+      reorgs = () => counting.reorgCounts(f.network);
     });
     after(() => raw.close());
 
