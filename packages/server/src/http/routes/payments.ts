@@ -102,7 +102,7 @@ export const SendBody = Type.Object(
         minLength: 1,
         maxLength: 100,
         description:
-          "What to send: a symbol GET /networks lists for the network (`USDC`; any case) or a token's mint (Solana) / contract (EVM) address; default the network's native currency.",
+          "What to send: a symbol GET /networks lists for the network (`USDC`; any case) or a token's mint (Solana: SPL Token or Token-2022) / contract (EVM: ERC-20) address; default the network's native currency. Refused with 400 naming `asset`, before anything is signed or recorded: a symbol or address the network does not have, an address that is no token, and a Token-2022 mint with a transfer fee, transfer hook, permanent delegate or non-transferable tokens (the recipient would be paid less, or not for good). On Solana the transfer opens the recipient's associated token account when it has none, the sender paying its rent (in `fee`). The token balance and the native balance for the fees are checked apart; 422 INSUFFICIENT_BALANCE names the one that falls short.",
       }),
     ),
     resource: Type.Optional(Resource),
