@@ -3,7 +3,6 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 import { PAYMENT_STATUSES } from '../../domain/payment-status.ts';
-import { MAX_SEND_AMOUNT } from '../../services/payments/send-amount-bounds.ts';
 import type { SendPaymentService } from '../../services/payments/custodial/send-payment.ts';
 import type { PaymentQueryService } from '../../services/payments/payment-query.ts';
 import { MAX_PROOF_HEX_LENGTH } from '../../services/payments/proofs/payment-proof.ts';
@@ -11,6 +10,7 @@ import {
   MAX_RECEIVE_TIMEOUT_SECONDS,
   type ReceivePaymentService,
 } from '../../services/payments/receive-payment.ts';
+import { MAX_SEND_AMOUNT } from '../../services/payments/send-amount-bounds.ts';
 import { MAX_X402_HEADER_LENGTH } from '../../x402/payment-header.ts';
 import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
 import { callerOf } from '../plugins/authentication.ts';
