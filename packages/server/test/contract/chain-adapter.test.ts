@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { it } from 'node:test';
 import {
   bytesToHex,
@@ -15,6 +13,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { EvmAdapter } from '../../src/chains/evm/evm-adapter.ts';
 import { SolanaAdapter } from '../../src/chains/solana/solana-adapter.ts';
 import { encodeBase58 } from '../../src/domain/base58.ts';
+import { startJsonRpcProxy } from '../support/json-rpc-proxy.ts';
 import { startTestEvm, type TestEvm } from '../support/test-anvil.ts';
 import { startTestChain, type TestChain } from '../support/test-localnet.ts';
 import { describeChainAdapterContract, isChainError, type Keypair } from './chain-adapter-contract.ts';
@@ -348,32 +347,12 @@ describeChainAdapterContract(
  */
 async function startOverrideRefusingProxy(target: string) {
   let refused = 0;
-  const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks).toString();
-    const call = JSON.parse(body) as { id: unknown; method: string; params?: unknown[] };
-    res.setHeader('content-type', 'application/json');
-    if (call.method === 'eth_estimateGas' && (call.params?.length ?? 0) > 2) {
-      refused += 1;
-      const error = { code: -32602, message: 'too many arguments, want at most 2' };
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id, error }));
-      return;
-    }
-    const answer = await fetch(target, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body,
-    });
-    res.end(await answer.text());
+  const proxy = await startJsonRpcProxy(target, (call) => {
+    if (call.method !== 'eth_estimateGas' || (call.params?.length ?? 0) <= 2) return {};
+    refused += 1;
+    return { answer: { error: { code: -32602, message: 'too many arguments, want at most 2' } } };
   });
-  server.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    refused: () => refused,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+  return { ...proxy, refused: () => refused };
 }
 
 /** EIP-7623 tokens of an address's bytes: 1 per zero byte, 4 per other byte. */

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { createTestClient, type Hex, http, publicActions } from 'viem';
 import type { ChainTransaction, ConfirmationOutcome } from '../../../src/chains/chain-adapter.ts';
@@ -16,6 +14,7 @@ import { openStore } from '../../../src/store/open-store.ts';
 import type { Store } from '../../../src/store/store.ts';
 import { type FinalityChain, FinalityWatch, RESENDING_NOTE } from '../../../src/workers/finality-watch.ts';
 import { tempSqlite } from '../../support/databases.ts';
+import { startJsonRpcProxy } from '../../support/json-rpc-proxy.ts';
 import { startTestEvm, type TestEvm } from '../../support/test-anvil.ts';
 import { aTestPayment } from '../../support/test-payment.ts';
 
@@ -221,47 +220,29 @@ type NodeMode = 'honest' | 'no finalized tag' | 'forked block' | 'lagging';
  */
 async function startNodeProxy(target: string) {
   let mode: NodeMode = 'honest';
-  const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks).toString();
-    const call = JSON.parse(body) as { id: unknown; method: string; params?: unknown[] };
-    res.setHeader('content-type', 'application/json');
-    const reply = (answer: object): void => {
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id, ...answer }));
-    };
+  const proxy = await startJsonRpcProxy(target, (call) => {
     const tag = call.params?.[0];
     if (call.method === 'eth_getBlockByNumber' && tag === 'finalized') {
       if (mode === 'no finalized tag')
-        return reply({ error: { code: -32602, message: 'unknown block tag finalized' } });
+        return { answer: { error: { code: -32602, message: 'unknown block tag finalized' } } };
       if (mode === 'lagging') call.params = ['0x1', ...(call.params?.slice(1) ?? [])];
     }
-    if (call.method === 'eth_getTransactionReceipt' && mode === 'lagging') return reply({ result: null });
-    const answer = await fetch(target, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(call),
-    });
-    const json = (await answer.json()) as { result?: { hash?: string } | null };
-    if (
-      mode === 'forked block' &&
-      call.method === 'eth_getBlockByNumber' &&
-      typeof tag === 'string' &&
-      tag.startsWith('0x') &&
-      json.result?.hash !== undefined
-    ) {
-      json.result.hash = `0x${'ab'.repeat(32)}`;
-    }
-    res.end(JSON.stringify(json));
+    if (call.method === 'eth_getTransactionReceipt' && mode === 'lagging')
+      return { answer: { result: null } };
+    if (mode !== 'forked block' || call.method !== 'eth_getBlockByNumber') return {};
+    if (typeof tag !== 'string' || !tag.startsWith('0x')) return {};
+    return {
+      reshape: (json) => {
+        const block = json.result as { hash?: string } | null | undefined;
+        if (block?.hash !== undefined) block.hash = `0x${'ab'.repeat(32)}`;
+      },
+    };
   });
-  server.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    ...proxy,
     set: (next: NodeMode) => {
       mode = next;
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
 
