@@ -28,9 +28,10 @@ export interface RequestOptions {
   readonly signal?: AbortSignal;
 }
 
-/** The operations the gateway honours an Idempotency-Key on: the four that move money or consume a proof. */
+/** The operations the gateway honours an Idempotency-Key on: those that move money or consume a proof. */
 const IDEMPOTENT: ReadonlySet<OperationName> = new Set([
   'sendPayment',
+  'payX402',
   'receivePayment',
   'buildSendTransaction',
   'buildReceiveTransaction',
@@ -151,6 +152,15 @@ export class Gate402Client {
   /** POST /payment/send (spec §4.1): pay from a custodial wallet; the answer's `paymentProof` goes to the seller. */
   sendPayment(body: BodyOf<'sendPayment'>, options?: RequestOptions): Promise<ResponseOf<'sendPayment'>> {
     return this.#call('sendPayment', { body, options });
+  }
+
+  /**
+   * POST /payment/x402: pay an x402 seller's 402 from a custodial wallet. Give the seller's
+   * PAYMENT-REQUIRED header value (or its v1 body), the URL and `maxAmount` per token; the answer's
+   * `paymentHeader` goes to the seller under `paymentHeaderName`. {@link payingFetch} does all of it.
+   */
+  payX402(body: BodyOf<'payX402'>, options?: RequestOptions): Promise<ResponseOf<'payX402'>> {
+    return this.#call('payX402', { body, options });
   }
 
   /** POST /payment/receive (spec §4.2): verify a proof for one of the caller's wallets; once per proof. */

@@ -26,6 +26,17 @@ export interface PayingFetchOptions {
   readonly network?: string;
   /** Called after each payment, before the request is retried with its proof. */
   readonly onPayment?: (payment: ResponseOf<'sendPayment'>, requirement: PaymentRequirements) => void;
+  /**
+   * Pay standard x402 `exact` offers (USDC and other tokens GET /networks lists) from `wallet` too, up
+   * to these amounts per token, in whole units (`{ USDC: '0.05' }`; a key is a symbol or a token
+   * address): the gateway signs the payment (POST /payment/x402) and the request is repeated with it.
+   * Without it only `gate402-native` offers are paid, as before.
+   */
+  readonly maxTokenAmounts?: Readonly<Record<string, string | number>>;
+  /** CAIP-2 ids token payments may be made on; default any network of the wallet's family the gateway serves. */
+  readonly tokenNetworks?: readonly string[];
+  /** Called after each token payment (POST /payment/x402's answer), before the request is repeated with it. */
+  readonly onTokenPayment?: (payment: ResponseOf<'payX402'>) => void;
   /** The fetch to wrap; default the global one. */
   readonly fetch?: typeof fetch;
 }
@@ -46,6 +57,8 @@ interface Challenge {
   readonly version: 1 | 2;
   readonly resource: ResourceInfo;
   readonly accepts: readonly PaymentRequirements[];
+  /** What the seller sent, for POST /payment/x402: the PAYMENT-REQUIRED value (v2) or the parsed body (v1). */
+  readonly sent: { readonly header: string } | { readonly body: unknown };
 }
 
 /**
@@ -53,6 +66,9 @@ interface Challenge {
  * with POST /payment/send from `wallet` and repeats the request once with the proof (PAYMENT-SIGNATURE
  * for a v2 challenge, X-PAYMENT for v1). Any other answer, and a 402 with no gate402 option, is returned
  * as it is. A price above `maxAmount` throws {@link PaymentDeclinedError} before anything is paid.
+ * With `maxTokenAmounts`, a 402 offering standard x402 `exact` payments (USDC…) with no payable
+ * gate402 option is paid through POST /payment/x402 (the gateway signs for the custodial wallet) and
+ * repeated once with the header it returns.
  * A payment whose proof the seller did not take (no answer, or a 5xx) is presented again by the next
  * request for the same offer rather than paid again.
  *
@@ -171,10 +187,72 @@ export function payingFetch(options: PayingFetchOptions): typeof fetch {
       }
       return present(sent);
     }
+    if (options.maxTokenAmounts !== undefined && offer.accepts.some((r) => r.scheme === EXACT_SCHEME)) {
+      // Not awaited: the clone read above holds the other half of the body (see boundedJson).
+      response.body?.cancel().catch(() => {});
+      return payWithToken(base, options, offer, retry);
+    }
     const declined = tooDear ?? malformed;
     if (declined !== undefined) throw new PaymentDeclinedError(declined.message, declined.requirement);
     return response;
   };
+}
+
+const EXACT_SCHEME = 'exact';
+
+/** The gateway's refusals that mean "not within the buyer's limits": nothing was signed or recorded. */
+const DECLINED_CODES = [
+  'PAYMENT_OPTION_REFUSED',
+  'SPEND_LIMIT_EXCEEDED',
+  'SPEND_NOT_ALLOWED',
+  'SPEND_POLICY_EXPIRED',
+] as const;
+
+/**
+ * A standard x402 `exact` offer, paid through POST /payment/x402: the gateway picks the option the wallet
+ * may pay within `maxTokenAmounts` (and the key's spend policy), signs it with the custodial key, and the
+ * request is repeated once with the header it returns. A refusal throws {@link PaymentDeclinedError}
+ * naming each option's reason; nothing was paid. One Idempotency-Key per 402: the SDK's retry of a lost
+ * answer gets the same payment, never a second one.
+ */
+async function payWithToken(
+  base: typeof fetch,
+  options: PayingFetchOptions,
+  offer: Challenge,
+  retry: Request,
+): Promise<Response> {
+  const maxAmount = Object.fromEntries(
+    Object.entries(options.maxTokenAmounts ?? {}).map(([asset, amount]) => [
+      asset,
+      toJsonNumber(String(amount)),
+    ]),
+  );
+  let paid: ResponseOf<'payX402'>;
+  try {
+    paid = await options.gateway.payX402(
+      {
+        walletAddress: options.wallet,
+        ...('header' in offer.sent
+          ? { paymentRequired: offer.sent.header }
+          : { paymentRequiredBody: offer.sent.body as Record<string, never> }),
+        resource: retry.url,
+        maxAmount,
+        ...(options.tokenNetworks === undefined ? {} : { networks: [...options.tokenNetworks] }),
+      },
+      { idempotencyKey: `gate402-fetch-${randomUUID()}` },
+    );
+  } catch (error) {
+    if (isGate402Error(error) && (DECLINED_CODES as readonly string[]).includes(error.code)) {
+      const first = offer.accepts.find((r) => r.scheme === EXACT_SCHEME) ?? offer.accepts[0];
+      const reasons = error.details === undefined ? '' : ` (${Object.values(error.details).join('; ')})`;
+      if (first !== undefined) throw new PaymentDeclinedError(`${error.message}${reasons}`, first);
+    }
+    throw error;
+  }
+  options.onTokenPayment?.(paid);
+  const headers = new Headers(retry.headers);
+  headers.set(paid.paymentHeaderName, paid.paymentHeader);
+  return (await fetchFollowing(base, new Request(retry.clone(), { headers }))).answer;
 }
 
 interface UndeliveredPayment {
@@ -294,7 +372,12 @@ async function readChallenge(response: Response): Promise<Challenge | undefined>
   if (header !== null) {
     const v2 = decodeHeaderJson(header);
     if (v2 === undefined || !Array.isArray(v2.accepts) || typeof v2.resource !== 'object') return undefined;
-    return { version: 2, resource: v2.resource as ResourceInfo, accepts: v2.accepts.filter(isRequirement) };
+    return {
+      version: 2,
+      resource: v2.resource as ResourceInfo,
+      accepts: v2.accepts.filter(isRequirement),
+      sent: { header },
+    };
   }
   const body = await boundedJson(response, MAX_CHALLENGE_BODY_BYTES);
   if (typeof body !== 'object' || body === null) return undefined;
@@ -306,7 +389,7 @@ async function readChallenge(response: Response): Promise<Challenge | undefined>
     .map((r): Record<string, unknown> => ({ ...r, amount: r.maxAmountRequired }));
   const first = v1[0];
   if (first === undefined || typeof first.resource !== 'string') return undefined;
-  return { version: 1, resource: { url: first.resource }, accepts: v1.filter(isRequirement) };
+  return { version: 1, resource: { url: first.resource }, accepts: v1.filter(isRequirement), sent: { body } };
 }
 
 /** A v1 challenge is a few hundred bytes; a seller's 402 body beyond this is not read into memory as one. */

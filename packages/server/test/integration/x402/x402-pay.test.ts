@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { Gate402Client, PaymentDeclinedError, payingFetch, paymentResponseOf } from '@gate402/client';
 import { serve } from '@hono/node-server';
 import { ExactEvmScheme as EvmSellerScheme } from '@x402/evm/exact/server';
 import {
@@ -514,6 +515,47 @@ describe('POST /payment/x402: custodial wallets pay stock x402 sellers', () => {
       assert.equal((await untilNotPending(reconciler, s, 100)).status, 'expired');
     }
     assert.equal((await payAs(spender.key, body)).status, 200);
+  });
+
+  it('payingFetch with maxTokenAmounts: a buyer holding only an API key pays stock sellers on both chains', async () => {
+    const gateway = new Gate402Client({ url: gatewayUrl, apiKey: buyer.key });
+    const payments: string[] = [];
+    for (const [wallet, url, report] of [
+      [buyer.solana, `${shop.url}/solana-report`, 'solana'],
+      [buyer.evm, `${honoUrl}/hono-report`, 'hono'],
+    ] as const) {
+      const pay = payingFetch({
+        gateway,
+        wallet,
+        maxAmount: '0.001',
+        maxTokenAmounts: { USDC: '0.05' },
+        onTokenPayment: (payment) => payments.push(payment.paymentId),
+      });
+      const answer = await pay(url);
+      assert.equal(answer.status, 200, await answer.clone().text());
+      assert.deepEqual(await answer.json(), { report });
+      assert.equal(paymentResponseOf(answer)?.success, true);
+    }
+    assert.equal(payments.length, 2);
+    const reconciler = handReconciler(gw, 'watch-fetch');
+    for (const id of payments) {
+      const status = () => api(buyer.key, 'GET', `/payment/status/${id}`);
+      assert.equal((await untilNotPending(reconciler, status, 30)).status, 'confirmed');
+    }
+    // Above the token limit: declined, nothing paid; without maxTokenAmounts the 402 is returned as before.
+    const dear = payingFetch({
+      gateway,
+      wallet: buyer.solana,
+      maxAmount: 1,
+      maxTokenAmounts: { USDC: 0.001 },
+    });
+    await assert.rejects(dear(`${shop.url}/solana-report`), (error: unknown) => {
+      assert.ok(error instanceof PaymentDeclinedError);
+      assert.match(error.message, /more than maxAmount 0\.001 USDC/);
+      return true;
+    });
+    const nativeOnly = payingFetch({ gateway, wallet: buyer.solana, maxAmount: 1 });
+    assert.equal((await nativeOnly(`${shop.url}/solana-report`)).status, 402);
   });
 
   it('expires a payment the seller never settles once its blockhash passes, and events say so', async () => {
