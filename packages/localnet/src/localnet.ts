@@ -78,6 +78,8 @@ export interface Localnet {
   close(): Promise<void>;
 }
 
+/** Solana devnet's USDC mint: the default asset stock x402 packages price devnet payments in. */
+export const DEVNET_USDC_MINT = '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU';
 const DEFAULTS = { host: '127.0.0.1', port: 8899, slotMs: 400, finalizedDepth: 32 };
 const MINT_AUTHORITY_LAMPORTS = 1000n * LAMPORTS_PER_SOL;
 
@@ -125,7 +127,10 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
       };
       genesis.setAccount(faucetSigner.publicKey, { ...system, lamports: FAUCET_GENESIS_LAMPORTS });
       genesis.setAccount(authority.publicKey, { ...system, lamports: MINT_AUTHORITY_LAMPORTS });
-      const mint = crypto.getRandomValues(new Uint8Array(32));
+      // At Solana devnet's USDC address: the localnet stands in for devnet (gate402's
+      // X402_LOCALNET_AS_DEVNET), where stock x402 sellers' `'$0.01'` prices name that mint. A ledger
+      // made before keeps the random address it was given (usdc_mint).
+      const mint = decodeBase58(DEVNET_USDC_MINT) as Uint8Array;
       placeUsdcMint(genesis, mint, authority.publicKey);
       genesis.setMeta('usdc_mint', encodeBase58(mint));
       placeNativeMints(genesis);

@@ -91,6 +91,21 @@ export class AccessPolicy {
     return this.judge(found, feature, rate, options.scope);
   }
 
+  /**
+   * Why a plan may not use a feature. The facilitator's says more: a stock x402 seller (`@x402/express`
+   * and the like) given such a key fails at start — GET /facilitator/supported is refused, and all its
+   * owner sees is a 500 on every paid route and this message in its log.
+   */
+  private refusalOf(plan: AccountView['plan'], feature: Feature): string {
+    if (feature !== 'facilitator') return `The ${plan} plan does not include ${feature}.`;
+    const plans = (Object.keys(this.deps.planAccess) as AccountView['plan'][]).filter((p) =>
+      this.grants(p, feature),
+    );
+    const which = plans.length === 0 ? 'no plan here does' : `${plans.join(' or ')} do`;
+    // Stock x402 sellers log only the first 200 characters of the refusal's body: the point comes first.
+    return `The ${plan} plan does not include facilitator (${which}): an x402 seller using this key cannot start. The x402 facilitator is GET /facilitator/supported, POST /facilitator/verify and /facilitator/settle.`;
+  }
+
   /** Whether the plan grants the feature; for a door that authenticated and counted already. */
   grants(plan: AccountView['plan'], feature: Feature): boolean {
     return this.deps.planAccess[plan].has(feature);
@@ -140,9 +155,7 @@ export class AccessPolicy {
     if (!this.grants(account.plan, feature)) {
       return {
         ok: false,
-        error: new GatewayError('FORBIDDEN', {
-          message: `The ${account.plan} plan does not include ${feature}.`,
-        }),
+        error: new GatewayError('FORBIDDEN', { message: this.refusalOf(account.plan, feature) }),
         rate,
         plan: account.plan,
       };
