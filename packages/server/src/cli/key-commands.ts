@@ -5,6 +5,7 @@ import { type CliContext, requiredFlag, UsageError, unknownSubcommand, withAccou
 export const FLAGS = {
   account: { type: 'string' },
   name: { type: 'string' },
+  admin: { type: 'boolean' },
   json: { type: 'boolean' },
 } as const;
 
@@ -14,7 +15,11 @@ export async function keysCommand(ctx: CliContext, args: string[]): Promise<void
   switch (sub) {
     case 'create': {
       const accountId = requiredFlag(values, 'account');
-      const created = await withAccounts(ctx, (accounts) => accounts.createKey(accountId, values.name));
+      // --admin: the key may read and set the account's spend policies (give agents keys without it).
+      const scopes = values.admin === true ? (['admin'] as const) : [];
+      const created = await withAccounts(ctx, (accounts) =>
+        accounts.createKey(accountId, values.name, scopes),
+      );
       return ctx.result(
         { ...keyJson(created.record), key: created.key },
         [
@@ -52,11 +57,13 @@ export function keyJson(key: ApiKeyRecord) {
     createdAt: key.createdAt,
     lastUsedAt: key.lastUsedAt,
     revokedAt: key.revokedAt,
+    scopes: key.scopes,
   };
 }
 
 function describe(key: ApiKeyRecord): string {
   const state = key.revokedAt === null ? 'active' : `revoked ${new Date(key.revokedAt).toISOString()}`;
   const used = key.lastUsedAt === null ? 'never used' : `last used ${new Date(key.lastUsedAt).toISOString()}`;
-  return `${key.id}  ${key.name}  ${key.displayPrefix}…  ${state}  ${used}`;
+  const scopes = key.scopes.length === 0 ? '' : `  [${key.scopes.join(' ')}]`;
+  return `${key.id}  ${key.name}  ${key.displayPrefix}…  ${state}  ${used}${scopes}`;
 }

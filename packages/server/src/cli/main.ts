@@ -79,6 +79,8 @@ async function run(ctx: CliContext, command: string, args: string[]): Promise<vo
       return (await import('./dashboard-commands.ts')).dashboardCommand(ctx, args);
     case 'faucet':
       return (await import('./faucet-command.ts')).faucetCommand(ctx, args);
+    case 'policies':
+      return (await import('./policy-commands.ts')).policiesCommand(ctx, args, process.env);
     default:
       throw new UsageError(`unknown command: ${command}`);
   }

@@ -87,11 +87,12 @@ the certificate. LOG_FORMAT=json|pretty chooses the log lines (default: pretty o
   },
   {
     name: 'keys create',
-    usage: ['keys create --account ACCOUNT_ID [--name NAME] [--json]'],
+    usage: ['keys create --account ACCOUNT_ID [--name NAME] [--admin] [--json]'],
     summary: 'create an API key; the key is printed this once',
     options: [
       ACCOUNT,
       { flag: '--name NAME', text: 'a name to tell keys apart (default "default")' },
+      { flag: '--admin', text: "the key may read and set the account's spend policies (not for agents)" },
       JSON_OPTION,
     ],
   },
@@ -203,6 +204,57 @@ the certificate. LOG_FORMAT=json|pretty chooses the log lines (default: pretty o
     ],
   },
   {
+    name: 'policies list',
+    usage: ['policies list [--url URL] [--json]'],
+    summary: "list the account's spend policies: its own and its keys'",
+    options: [
+      { flag: '--url URL', text: 'the gateway (default GATE402_URL, else http://127.0.0.1:8402)' },
+      JSON_OPTION,
+    ],
+    notes:
+      'The admin-scoped API key comes from GATE402_API_KEY only (an argument would show in the process list). See the guide "Spend policies".',
+  },
+  {
+    name: 'policies show',
+    usage: ['policies show [--key-id KEY_ID] [--url URL] [--json]'],
+    summary: "show the account's spend policy, or one key's",
+    options: [
+      { flag: '--key-id KEY_ID', text: "an API key's policy (key_…); default: the account's" },
+      { flag: '--url URL', text: 'the gateway (default GATE402_URL, else http://127.0.0.1:8402)' },
+      JSON_OPTION,
+    ],
+    notes:
+      'The admin-scoped API key comes from GATE402_API_KEY only (an argument would show in the process list). See the guide "Spend policies".',
+  },
+  {
+    name: 'policies set',
+    usage: ['policies set [--key-id KEY_ID] --policy JSON | --file PATH [--url URL] [--json]'],
+    summary: "set (replace) the account's spend policy, or one key's",
+    options: [
+      { flag: '--policy JSON', text: 'the policy, as PUT /spend-policies/account takes it' },
+      { flag: '--file PATH', text: 'the policy, read from a JSON file' },
+      ...[
+        { flag: '--key-id KEY_ID', text: "an API key's policy (key_…); default: the account's" },
+        { flag: '--url URL', text: 'the gateway (default GATE402_URL, else http://127.0.0.1:8402)' },
+        JSON_OPTION,
+      ],
+    ],
+    notes: `Example: --policy '{"limits":[{"network":"solana:localnet","asset":"SOL","maxPerPayment":"0.5","maxPerDay":"2"}],"allowedHosts":["api.example.com"]}'.
+The admin-scoped API key comes from GATE402_API_KEY only. See the guide "Spend policies".`,
+  },
+  {
+    name: 'policies clear',
+    usage: ['policies clear [--key-id KEY_ID] [--url URL] [--json]'],
+    summary: "remove the account's spend policy, or one key's",
+    options: [
+      { flag: '--key-id KEY_ID', text: "an API key's policy (key_…); default: the account's" },
+      { flag: '--url URL', text: 'the gateway (default GATE402_URL, else http://127.0.0.1:8402)' },
+      JSON_OPTION,
+    ],
+    notes:
+      'The admin-scoped API key comes from GATE402_API_KEY only (an argument would show in the process list). See the guide "Spend policies".',
+  },
+  {
     name: 'mcp',
     usage: ['mcp [--url URL] [--public-only]'],
     summary: "serve an AI agent the gateway's tools over MCP on stdio, as the account of GATE402_API_KEY",
@@ -228,6 +280,7 @@ export const GROUPS: Readonly<Record<string, string>> = {
   wallets: 'custodial and watch-only wallets',
   webhooks: 'webhook endpoints',
   dashboard: 'dashboard log-ins',
+  policies: 'spend policies (through a running gateway, with an admin key)',
 };
 
 const HELP_OPTION: OptionHelp = { flag: '-h, --help', text: 'show this help' };
