@@ -11,6 +11,7 @@ const BENCHMARKS: Record<string, () => Promise<{ default: Benchmark }>> = {
   localnet: () => import('./localnet.ts'),
   events: () => import('./events.ts'),
   facilitator: () => import('./facilitator.ts'),
+  'x402-pay': () => import('./x402-pay.ts'),
   install: () => import('./install.ts'),
 };
 
