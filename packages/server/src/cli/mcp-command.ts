@@ -49,7 +49,11 @@ export async function mcpCommand(args: string[], env: NodeJS.ProcessEnv): Promis
       ? guardedFetch({ allowPrivate: false }, { maxRequestBytes: AGENT_FETCH_LIMITS.maxRequestBytes })
       : globalThis.fetch;
   const server = createAgentMcpServer(
-    { gateway: new Gate402Client({ url, apiKey }), sellerFetch, limits: AGENT_FETCH_LIMITS },
+    {
+      gateway: new Gate402Client({ url, apiKey, timeoutMs: AGENT_FETCH_LIMITS.timeoutMs }),
+      sellerFetch,
+      limits: AGENT_FETCH_LIMITS,
+    },
     {
       version: GATE402_VERSION,
       onUnforeseen: (error, tool) =>

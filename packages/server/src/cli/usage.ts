@@ -267,8 +267,8 @@ The admin-scoped API key comes from GATE402_API_KEY only. See the guide "Spend p
     ],
     notes: `The API key comes from GATE402_API_KEY only (an argument would show in the process list). Tools:
 fetch_paid_url (GET/POST a URL, paying its 402 from a custodial wallet within maxAmount), get_balances,
-list_payments, get_payment. Each is a request to the gateway with that key, so its plan, rate limit and
-spending limits apply. Stdout carries the protocol; messages go to stderr. The gateway serves the same
+get_spend_limits, list_payments, get_payment. Each is a request to the gateway with that key, so its plan,
+rate limit and spend policies apply. Stdout carries the protocol; messages go to stderr. The gateway serves the same
 tools itself at POST /mcp (streamable HTTP, Bearer key). See the guide "Agents and MCP".`,
   },
 ];

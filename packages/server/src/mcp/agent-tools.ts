@@ -27,6 +27,8 @@ function tool<S extends TSchema>(definition: AgentTool<S>): AgentTool {
 }
 
 const ADDRESS = Type.String({ minLength: 1, maxLength: 100 });
+/** A decimal amount in whole units, as text: exact, where a JSON number may not be. */
+const DECIMAL = Type.String({ pattern: '^\\d{1,12}(\\.\\d{1,18})?$' });
 
 /**
  * Bounds of fetch_paid_url: the body handed to the agent (a model reads it; more is a token bill), the
@@ -57,7 +59,7 @@ export const AGENT_TOOLS: readonly AgentTool[] = [
     name: 'fetch_paid_url',
     title: 'Fetch a URL, paying its 402',
     description:
-      'GET or POST a URL. If it answers 402 Payment Required with an x402 offer the wallet can pay, pays it from the wallet (at most maxAmount, and within the limits the API key is held to) and fetches again with the proof. Answers the HTTP status, the body as text (cut to a size limit; the answer says when), and the payment made (null when none was needed).',
+      'GET or POST a URL. If it answers 402 Payment Required with an x402 offer the wallet can pay, pays it from the wallet (at most maxAmount, and within the limits the API key is held to) and fetches again with the proof. Answers the HTTP status, the body as text (cut to a size limit; the answer says when), and the payment made (null when none was needed); a 402 left unpaid lists its offers.',
     inputSchema: Type.Object(
       {
         url: Type.String({ format: 'uri', maxLength: 2048, description: 'An http(s) URL.' }),
@@ -76,11 +78,19 @@ export const AGENT_TOOLS: readonly AgentTool[] = [
           description:
             'The custodial wallet that pays (see get_balances); may be left out when the account has exactly one.',
         }),
-        maxAmount: Type.String({
-          pattern: '^\\d{1,12}(\\.\\d{1,18})?$',
-          description:
-            "The most this request may cost, in the wallet's currency, as a decimal string ('0.01'). A dearer offer is declined and nothing is paid.",
-        }),
+        maxAmount: Type.Union(
+          [
+            DECIMAL,
+            Type.Record(Type.String({ minLength: 1, maxLength: 100 }), DECIMAL, {
+              minProperties: 1,
+              maxProperties: 20,
+            }),
+          ],
+          {
+            description:
+              'The most this request may cost. A decimal string (\'0.01\') is in the wallet\'s native currency (SOL, ETH) and pays gate402 offers; an object ({"USDC": "0.05"}, keys a token symbol or address) pays standard x402 offers in those tokens. A dearer offer is declined and nothing is paid; an unpaid 402 lists its offers.',
+          },
+        ),
       },
       { additionalProperties: false },
     ),
@@ -95,6 +105,15 @@ export const AGENT_TOOLS: readonly AgentTool[] = [
     inputSchema: Type.Object({}, { additionalProperties: false }),
     annotations: { readOnlyHint: true, openWorldHint: false },
     run: async (_args, { gateway }) => gateway.wallets(),
+  }),
+  tool({
+    name: 'get_spend_limits',
+    title: 'Spending limits',
+    description:
+      'The spending limits that bind this API key, set by the account owner: the per-payment and daily caps per asset, allowed recipients, resource hosts and networks, the expiry, and what each daily cap has left. A payment beyond them is refused (SPEND_LIMIT_EXCEEDED and similar), whatever maxAmount says.',
+    inputSchema: Type.Object({}, { additionalProperties: false }),
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    run: async (_args, { gateway }) => gateway.spendPolicy(),
   }),
   tool({
     name: 'list_payments',

@@ -8,7 +8,8 @@ export interface FetchPaidUrlInput {
   readonly body?: string | undefined;
   readonly contentType?: string | undefined;
   readonly wallet?: string | undefined;
-  readonly maxAmount: string;
+  /** The wallet's native currency as a decimal string, or tokens: `{USDC: '0.05'}` (a symbol or token address). */
+  readonly maxAmount: string | Readonly<Record<string, string>>;
 }
 
 export interface FetchLimits {
@@ -18,16 +19,33 @@ export interface FetchLimits {
   readonly timeoutMs: number;
 }
 
-/** The payment fetch_paid_url made, as the gateway answered it (POST /payment/send). */
+/**
+ * The payment fetch_paid_url made, as the gateway answered it: POST /payment/send for a gate402 offer
+ * (in the native currency, `confirmed` once sent), POST /payment/x402 for a standard x402 `exact` offer
+ * (a token; `pending` until the chain shows the seller settled it: get_payment follows it).
+ */
 export interface PaymentMade {
   readonly paymentId: string;
   readonly status: string;
+  /** In whole units of `asset`. */
   readonly amount: number;
+  /** The symbol (SOL, ETH, USDC), or the token's address when it has none. */
+  readonly asset: string;
+  readonly network: string;
   readonly recipient: string;
-  readonly signature: string;
+  readonly scheme: string;
+  /** The transaction, when the gateway sent it (gate402 offers); a seller settles an x402 one. */
+  readonly signature?: string;
+}
+
+/** One option of a 402 the tool did not pay, so the agent can decide what to allow next time. */
+export interface Offer {
+  readonly scheme: string;
   readonly network: string;
   readonly asset: string;
-  readonly scheme: string;
+  /** Atomic units, as x402 writes them. */
+  readonly amount: string;
+  readonly payTo: string;
 }
 
 export interface FetchPaidUrlResult {
@@ -44,6 +62,8 @@ export interface FetchPaidUrlResult {
   readonly payment: PaymentMade | null;
   /** The seller's settlement answer (PAYMENT-RESPONSE), when it sent one. */
   readonly settlement: Record<string, unknown> | null;
+  /** When the answer is a 402 left unpaid: what it offers (nothing within maxAmount was payable). */
+  readonly offers?: readonly Offer[];
 }
 
 /**
@@ -60,21 +80,36 @@ export async function fetchPaidUrl(
 ): Promise<FetchPaidUrlResult> {
   const wallet = input.wallet ?? (await onlyCustodialWallet(gateway));
   let payment: PaymentMade | null = null;
+  // A decimal string limits the native currency (gate402 offers); an object limits tokens (x402 `exact`
+  // offers, paid through POST /payment/x402), and then no native payment is allowed.
+  const tokens = typeof input.maxAmount === 'string' ? undefined : input.maxAmount;
   const pay = payingFetch({
     gateway,
     wallet,
-    maxAmount: input.maxAmount,
+    maxAmount: typeof input.maxAmount === 'string' ? input.maxAmount : '0',
+    ...(tokens === undefined ? {} : { maxTokenAmounts: tokens }),
     fetch: sellerFetch,
     onPayment: (sent, requirement) => {
       payment = {
         paymentId: sent.paymentId,
         status: sent.status,
         amount: sent.amount,
-        recipient: sent.recipient,
-        signature: sent.signature,
+        asset: sent.asset?.symbol ?? sent.asset?.address ?? requirement.asset,
         network: requirement.network,
-        asset: requirement.asset,
+        recipient: sent.recipient,
         scheme: requirement.scheme,
+        signature: sent.signature,
+      };
+    },
+    onTokenPayment: (paid) => {
+      payment = {
+        paymentId: paid.paymentId,
+        status: paid.status,
+        amount: paid.amount,
+        asset: paid.asset.symbol ?? paid.asset.address ?? 'unknown',
+        network: paid.network,
+        recipient: paid.recipient,
+        scheme: 'exact',
       };
     },
   });
@@ -101,6 +136,7 @@ export async function fetchPaidUrl(
     throw failedAfter(error, input.url, signal, limits, payment);
   }
   const settlement = paymentResponseOf(response) ?? null;
+  const offers = response.status === 402 && payment === null ? offersOf(response) : undefined;
   let read: Awaited<ReturnType<typeof readBounded>>;
   try {
     read = await readBounded(response, limits.maxBodyBytes);
@@ -114,7 +150,27 @@ export async function fetchPaidUrl(
     ...read,
     payment,
     settlement: settlement as Record<string, unknown> | null,
+    ...(offers === undefined ? {} : { offers }),
   };
+}
+
+/** The options of an x402 v2 challenge (PAYMENT-REQUIRED), for an agent deciding what to allow. */
+function offersOf(response: Response): Offer[] | undefined {
+  const header = response.headers.get('payment-required');
+  if (header === null) return undefined;
+  try {
+    const challenge = JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as { accepts?: unknown };
+    if (!Array.isArray(challenge.accepts)) return undefined;
+    return challenge.accepts.slice(0, 10).map((option: Record<string, unknown>) => ({
+      scheme: String(option.scheme).slice(0, 50),
+      network: String(option.network).slice(0, 100),
+      asset: String(option.asset).slice(0, 100),
+      amount: String(option.amount ?? option.maxAmountRequired).slice(0, 80),
+      payTo: String(option.payTo).slice(0, 100),
+    }));
+  } catch {
+    return undefined;
+  }
 }
 
 /**

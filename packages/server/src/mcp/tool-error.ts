@@ -52,7 +52,7 @@ export function toToolFailure(error: unknown): ToolFailure & { readonly unforese
   if (error instanceof Gate402TransportError) {
     return {
       code: 'GATEWAY_UNREACHABLE',
-      message: `The gateway did not answer${error.status === undefined ? '' : ` usably (HTTP ${error.status})`}; retry later.`,
+      message: `The gateway did not answer${error.status === undefined ? '' : ` usably (HTTP ${error.status})`}; retry later. A payment under way may still have been made: list_payments shows it.`,
       unforeseen: false,
     };
   }

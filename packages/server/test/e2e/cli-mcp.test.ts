@@ -62,7 +62,7 @@ describe('gate402 mcp (stdio)', () => {
       const { tools } = await client.listTools();
       assert.deepEqual(
         tools.map((t) => t.name),
-        ['fetch_paid_url', 'get_balances', 'list_payments', 'get_payment'],
+        ['fetch_paid_url', 'get_balances', 'get_spend_limits', 'list_payments', 'get_payment'],
       );
       const balances = await callTool(client, 'get_balances');
       assert.deepEqual(

@@ -34,7 +34,14 @@ export async function mcpRoutes(app: FastifyInstance, options: McpRouteOptions) 
     { config: { feature: 'mcp' }, schema: { hide: true } },
     async (request: FastifyRequest, reply: FastifyReply) => {
       const key = BEARER.exec(request.headers.authorization ?? '')?.[1];
-      const gateway = new Gate402Client({ url: 'http://gate402.internal', apiKey: key, fetch: api });
+      // The tool's own deadline bounds its calls to the API too, so the agent hears an answer before its
+      // MCP client gives up (usually at 60 s).
+      const gateway = new Gate402Client({
+        url: 'http://gate402.internal',
+        apiKey: key,
+        fetch: api,
+        timeoutMs: AGENT_FETCH_LIMITS.timeoutMs,
+      });
       const answer = await answerMcpPost(
         { gateway, sellerFetch, limits: AGENT_FETCH_LIMITS },
         {

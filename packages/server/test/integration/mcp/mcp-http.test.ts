@@ -12,7 +12,7 @@ import {
   startGateSeller,
   toolError,
 } from '../../support/mcp-agent.ts';
-import { startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
+import { bearer, startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
 import { startTestChain, type TestChain } from '../../support/test-localnet.ts';
 
 /**
@@ -68,14 +68,14 @@ describe('MCP over streamable HTTP at /mcp', () => {
     await chain?.close();
   });
 
-  it('lists the four tools with their input schemas', async () => {
+  it('lists the five tools with their input schemas', async () => {
     const client = await connect(buyer.key);
     try {
       assert.equal(client.getServerVersion()?.name, 'gate402');
       const { tools } = await client.listTools();
       assert.deepEqual(
         tools.map((t) => t.name),
-        ['fetch_paid_url', 'get_balances', 'list_payments', 'get_payment'],
+        ['fetch_paid_url', 'get_balances', 'get_spend_limits', 'list_payments', 'get_payment'],
       );
       const fetchTool = tools.find((t) => t.name === 'fetch_paid_url');
       assert.deepEqual(fetchTool?.inputSchema.required, ['url', 'maxAmount']);
@@ -216,6 +216,37 @@ describe('MCP over streamable HTTP at /mcp', () => {
     } finally {
       await owner.close();
       await stranger.close();
+    }
+  });
+
+  it("pays only within the spend policy the account's owner set, which get_spend_limits shows the agent", async () => {
+    const agent = await gw.newCaller('standard');
+    const wallet = (await callAs(gw, agent.key, 'POST', '/wallets', { chain: 'solana' })).body.address;
+    await callAs(gw, agent.key, 'POST', '/faucet', { address: wallet, amount: 1 });
+    // The owner's admin key sets it; the agent's own key could not lift it.
+    const admin = await gw.accounts.createKey(agent.accountId, 'owner', ['admin']);
+    const network = chain.adapter.info.id;
+    const putPolicy = (key: string, payload: object) =>
+      gw.app
+        .inject({ method: 'PUT', url: '/spend-policies/account', headers: bearer(key), payload })
+        .then((res) => ({ status: res.statusCode, body: res.json() }));
+    const set = await putPolicy(admin.key, { limits: [{ network, maxPerPayment: '0.005' }] });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    const client = await connect(agent.key);
+    try {
+      const limits = await callTool(client, 'get_spend_limits');
+      assert.equal(limits.isError, false, JSON.stringify(limits.value));
+      assert.match(JSON.stringify(limits.value), /"maxPerPayment":"0\.005"/);
+      const refused = toolError(
+        await callTool(client, 'fetch_paid_url', { url: seller.url, maxAmount: '0.05' }),
+      );
+      assert.equal(refused.code, 'SPEND_LIMIT_EXCEEDED', refused.message);
+      const history = await callAs(gw, agent.key, 'GET', `/payment/history/${wallet}`);
+      assert.equal(history.body.total, 0, 'nothing was paid');
+      const lift = await putPolicy(agent.key, { limits: null });
+      assert.equal(lift.status, 403, 'an ordinary key cannot lift its own limits');
+    } finally {
+      await client.close();
     }
   });
 

@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { serve } from '@hono/node-server';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { x402ResourceServer as HonoResourceServer, paymentMiddleware } from '@x402/hono';
+import { ExactSvmScheme as SvmSellerScheme } from '@x402/svm/exact/server';
+import { Hono } from 'hono';
+import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
+import { SOLANA_DEVNET_ID } from '../../../src/x402/network-names.ts';
+import { callAs } from '../../support/api-caller.ts';
+import { agentClient, callTool, toolError } from '../../support/mcp-agent.ts';
+import { startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
+import { startTestChain, type TestChain } from '../../support/test-localnet.ts';
+import { gatewayFacilitator } from '../../support/x402-shop.ts';
+
+/**
+ * An agent pays a stock x402 seller through MCP: a stock `@x402/hono` seller asking 0.01 USDC on the
+ * embedded Solana chain (gate402 its facilitator), and an agent whose only credential is a gate402 API key
+ * calling fetch_paid_url on /mcp with the MCP SDK's client. The custodial wallet signs the `exact` payment
+ * (POST /payment/x402 under payingFetch), and the seller serves once it settled.
+ */
+describe('MCP fetch_paid_url pays a stock @x402/hono seller', () => {
+  let chain: TestChain;
+  let gw: TestGateway;
+  let base: string;
+  let sellerUrl: string;
+  let closeSeller: () => Promise<void>;
+  const buyer = { key: '', wallet: '' };
+  let sellerWallet: string;
+
+  before(async () => {
+    chain = await startTestChain();
+    gw = await startTestGateway({
+      networks: new NetworkRegistry([chain.adapter]),
+      // The seller listens on 127.0.0.1.
+      allowPrivateOutboundUrls: true,
+    });
+    await gw.services.facilitator.start();
+    await gw.app.listen({ port: 0, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${(gw.app.server.address() as AddressInfo).port}`;
+
+    const seller = await gw.newCaller('premium');
+    sellerWallet = (await callAs(gw, seller.key, 'POST', '/wallets', { chain: 'solana' })).body.address;
+    // x402 `exact` does not create the seller's token account: a first USDC mint does.
+    await callAs(gw, seller.key, 'POST', '/faucet', { address: sellerWallet, amount: 0.01, token: 'USDC' });
+    Object.assign(buyer, await gw.newCaller('standard'));
+    buyer.wallet = (await callAs(gw, buyer.key, 'POST', '/wallets', { chain: 'solana' })).body.address;
+    const funded = await callAs(gw, buyer.key, 'POST', '/faucet', {
+      address: buyer.wallet,
+      amount: 1,
+      token: 'USDC',
+    });
+    assert.equal(funded.status, 200, JSON.stringify(funded.body));
+
+    const resourceServer = new HonoResourceServer(gatewayFacilitator(base, seller.key));
+    resourceServer.register(SOLANA_DEVNET_ID, new SvmSellerScheme());
+    const app = new Hono();
+    app.use(
+      paymentMiddleware(
+        {
+          'GET /report': {
+            accepts: {
+              scheme: 'exact',
+              network: SOLANA_DEVNET_ID,
+              payTo: sellerWallet,
+              price: { amount: '10000', asset: chain.localnet.usdcMint.address },
+            },
+            description: 'a report paid in localnet USDC',
+          },
+        },
+        resourceServer,
+      ),
+    );
+    app.get('/report', (c) => c.json({ report: 'paid in USDC' }));
+    await new Promise<void>((resolve) => {
+      const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => {
+        sellerUrl = `http://127.0.0.1:${info.port}/report`;
+        resolve();
+      });
+      closeSeller = () => new Promise((done) => server.close(() => done()));
+    });
+  });
+  after(async () => {
+    await closeSeller?.();
+    await gw?.close();
+    await chain?.close();
+  });
+
+  it('lists the tools, declines a price above maxAmount, then pays 0.01 USDC and gets the report', async () => {
+    const client = agentClient();
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${base}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${buyer.key}` } },
+      }),
+    );
+    try {
+      const { tools } = await client.listTools();
+      assert.ok(tools.some((t) => t.name === 'fetch_paid_url'));
+
+      const declined = toolError(
+        await callTool(client, 'fetch_paid_url', { url: sellerUrl, maxAmount: { USDC: '0.005' } }),
+      );
+      assert.equal(declined.code, 'PAYMENT_DECLINED', declined.message);
+      const sent = async () =>
+        (await callAs(gw, buyer.key, 'GET', `/payment/history/${buyer.wallet}?type=sent`)).body.total;
+      assert.equal(await sent(), 0, 'nothing paid');
+
+      const fetched = await callTool(client, 'fetch_paid_url', {
+        url: sellerUrl,
+        maxAmount: { USDC: '0.05' },
+      });
+      assert.equal(fetched.isError, false, JSON.stringify(fetched.value));
+      assert.equal(fetched.value.status, 200, String(fetched.value.body));
+      assert.deepEqual(JSON.parse(String(fetched.value.body)), { report: 'paid in USDC' });
+      const settlement = fetched.value.settlement as { success: boolean; payer: string; transaction: string };
+      assert.equal(settlement.success, true);
+      assert.equal(settlement.payer, buyer.wallet);
+      const payment = fetched.value.payment as { paymentId: string; amount: number; recipient: string };
+      assert.match(payment.paymentId, /^pay_/);
+      assert.equal(payment.amount, 0.01);
+      assert.equal(payment.recipient, sellerWallet);
+
+      const one = await callTool(client, 'get_payment', { paymentId: payment.paymentId });
+      assert.equal(one.value.sender, buyer.wallet);
+      assert.equal(one.value.recipient, sellerWallet);
+      assert.equal((one.value.asset as { symbol: string }).symbol, 'USDC');
+      assert.equal(await sent(), 1, 'paid once');
+    } finally {
+      await client.close();
+    }
+  });
+});
