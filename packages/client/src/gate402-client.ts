@@ -219,6 +219,17 @@ export class Gate402Client {
     return this.#call('portfolio', { path: { public_key: publicKey }, options });
   }
 
+  /**
+   * POST /facilitator/accepts (faremeter's facilitator interface): payment requirements completed with
+   * what buyers need from the facilitator (the Solana fee payer, the mint's decimals and program).
+   */
+  facilitatorAccepts(
+    body: BodyOf<'facilitatorAccepts'>,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'facilitatorAccepts'>> {
+    return this.#call('facilitatorAccepts', { body, options });
+  }
+
   /** GET /facilitator/supported: the x402 kinds (scheme, network) the built-in facilitator verifies and settles. */
   facilitatorSupported(options?: RequestOptions): Promise<ResponseOf<'facilitatorSupported'>> {
     return this.#call('facilitatorSupported', { options });

@@ -33,6 +33,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/facilitator/accepts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["facilitatorAccepts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/facilitator/settle": {
         parameters: {
             query?: never;
@@ -693,6 +709,104 @@ export interface operations {
             };
         };
     };
+    facilitatorAccepts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    accepts: {
+                        [key: string]: unknown;
+                    }[];
+                    resource?: {
+                        [key: string]: unknown;
+                    };
+                    x402Version?: number;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accepts: {
+                            [key: string]: unknown;
+                        }[];
+                        resource: {
+                            [key: string]: unknown;
+                        };
+                        /** @enum {number} */
+                        x402Version: 2;
+                    };
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     settleX402Payment: {
         parameters: {
             query?: never;
@@ -709,7 +823,7 @@ export interface operations {
                     paymentRequirements: {
                         [key: string]: unknown;
                     };
-                    x402Version: number;
+                    x402Version?: number;
                 } & {
                     [key: string]: unknown;
                 };
@@ -907,7 +1021,7 @@ export interface operations {
                     paymentRequirements: {
                         [key: string]: unknown;
                     };
-                    x402Version: number;
+                    x402Version?: number;
                 } & {
                     [key: string]: unknown;
                 };

@@ -8,7 +8,14 @@ import { callerOf } from '../plugins/authentication.ts';
 /** x402's facilitator request; the payload and requirements are read by version (v1 or v2) in the service. */
 const FacilitatorRequest = Type.Object(
   {
-    x402Version: Type.Integer({ minimum: 1, maximum: 2, description: '1 or 2.' }),
+    x402Version: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 2,
+        description:
+          "1 or 2. The payload's own `x402Version` decides how it is read; faremeter's facilitator client sends none here.",
+      }),
+    ),
     paymentPayload: Type.Object(
       {},
       { additionalProperties: true, description: 'x402 PaymentPayload (v1 or v2).' },
@@ -131,6 +138,44 @@ export async function facilitatorRoutes(app: FastifyInstance, deps: { facilitato
       },
     },
     async () => deps.facilitator.supported(),
+  );
+
+  routes.post(
+    '/facilitator/accepts',
+    {
+      config,
+      schema: {
+        operationId: 'facilitatorAccepts',
+        tags: ['facilitator'],
+        summary:
+          "faremeter: complete a seller's payment requirements with what buyers need from this facilitator.",
+        description:
+          "The `POST <facilitator>/accepts` of faremeter's facilitator interface (`@faremeter/middleware` calls it for the 402 it answers). Takes an x402 v2 PaymentRequired (`{x402Version: 2, resource, accepts}`) and answers it with `accepts` completed: on Solana `extra.feePayer` (this facilitator's fee payer), `extra.decimals` and `extra.tokenProgram` of the mint. Requirements it does not settle (another scheme or network, a token it does not take) are left out, as faremeter's own facilitators do. Nothing is signed or recorded.",
+        body: Type.Object(
+          {
+            x402Version: Type.Optional(Type.Integer({ minimum: 1, maximum: 2 })),
+            resource: Type.Optional(Type.Object({}, { additionalProperties: true })),
+            accepts: Type.Array(Type.Object({}, { additionalProperties: true }), { maxItems: 64 }),
+          },
+          { additionalProperties: true },
+        ),
+        response: {
+          200: Type.Object(
+            {
+              x402Version: Type.Literal(2),
+              resource: Type.Object({}, { additionalProperties: true }),
+              accepts: Type.Array(Type.Object({}, { additionalProperties: true })),
+            },
+            { $id: 'X402AcceptsResponse', title: 'X402AcceptsResponse' },
+          ),
+        },
+      },
+    },
+    async (request) => ({
+      x402Version: 2 as const,
+      resource: request.body.resource ?? { url: '' },
+      accepts: await deps.facilitator.accepts(request.body.accepts),
+    }),
   );
 
   routes.post(

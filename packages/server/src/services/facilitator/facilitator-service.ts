@@ -21,6 +21,7 @@ import type {
 import { feeDayOf, secondsUntilNextFeeDay } from '../../domain/sponsored-fees.ts';
 import { reasonForVersion, type X402Reason } from '../../domain/x402-reasons.ts';
 import type { Repositories, Store } from '../../store/store.ts';
+import { caip2Of } from '../../x402/network-names.ts';
 import { parsePaymentRequest, type X402Payment } from '../../x402/payment-request.ts';
 import type { SecretBox } from '../custody/secret-box.ts';
 import { newPayment } from '../payments/new-payment.ts';
@@ -62,6 +63,12 @@ export interface SettleAsker {
   readonly accountId: string;
   readonly idempotencyKey?: string | undefined;
 }
+
+/** The program addresses of Solana's token programs, by the name ChainTokenInfo gives them. */
+const SOLANA_TOKEN_PROGRAMS: Readonly<Record<string, string>> = {
+  'spl-token': 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA',
+  'spl-token-2022': 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb',
+};
 
 /** Why a settlement whose transaction was never mined is failed (EVM). */
 const NEVER_CARRIED =
@@ -335,6 +342,44 @@ export class FacilitatorService {
       await this.deps.store.nonces.release(route.chain.info.id, claimed.nonce.address, claimed.nonce.value);
     }
     return this.answer(outcome, networkAsSent, asker);
+  }
+
+  /**
+   * faremeter's POST <facilitator>/accepts: the seller's requirements, completed with what buyers need
+   * from this facilitator — on Solana its fee payer (`extra.feePayer`, which no seller may name
+   * otherwise), the mint's decimals and token program — and without those it does not settle (another
+   * scheme or network, or an asset it does not take), as faremeter's own facilitators answer. Asks the
+   * chain only for the token's decimals and program (known tokens without asking).
+   */
+  async accepts(requirements: readonly unknown[]): Promise<Record<string, unknown>[]> {
+    const out: Record<string, unknown>[] = [];
+    for (const requirement of requirements) {
+      if (typeof requirement !== 'object' || requirement === null || Array.isArray(requirement)) continue;
+      const r = requirement as Record<string, unknown>;
+      if (r.scheme !== 'exact' || typeof r.network !== 'string' || typeof r.asset !== 'string') continue;
+      const network = caip2Of(r.network);
+      const route = network === undefined ? undefined : this.routes.get(network);
+      if (route === undefined) continue;
+      const asset = canonicalAddress(r.asset);
+      const known = this.deps.networks.tokensOf(route.chain.info.id);
+      if (!known.some((t) => canonicalAddress(t.address) === asset)) continue;
+      const sellerExtra =
+        typeof r.extra === 'object' && r.extra !== null ? (r.extra as Record<string, unknown>) : {};
+      const feePayer = this.routes.feePayerOf(network);
+      const token =
+        feePayer === undefined ? undefined : await route.chain.getTokenInfo(r.asset).catch(() => undefined);
+      out.push({
+        ...r,
+        extra: {
+          ...sellerExtra,
+          ...(feePayer === undefined ? {} : { feePayer }),
+          ...(token === undefined
+            ? {}
+            : { decimals: token.decimals, tokenProgram: SOLANA_TOKEN_PROGRAMS[token.program] }),
+        },
+      });
+    }
+    return out;
   }
 
   /** The route and requirements of a request, or why it cannot be served. */
