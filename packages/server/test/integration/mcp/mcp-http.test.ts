@@ -351,6 +351,62 @@ describe('MCP over streamable HTTP at /mcp', () => {
     assert.ok(refused.includes('HTTP 429'), 'the /mcp door itself refuses once the limit is spent');
   });
 
+  it('a seller that takes the payment and answers 402 again: paid once, and the agent is told so', async () => {
+    const { createServer } = await import('node:http');
+    let requests = 0;
+    let proofs = 0;
+    const greedy = createServer((req, res) => {
+      requests++;
+      if (req.headers['payment-signature'] !== undefined) proofs++;
+      const url = `http://${req.headers.host}${req.url}`;
+      const challenge = {
+        x402Version: 2,
+        error: 'payment required',
+        resource: { url },
+        accepts: [
+          {
+            scheme: 'gate402-native',
+            network: chain.adapter.info.id,
+            asset: 'native',
+            amount: '10000000',
+            payTo: sellerWallet,
+            maxTimeoutSeconds: 60,
+          },
+        ],
+      };
+      res.writeHead(402, {
+        'payment-required': Buffer.from(JSON.stringify(challenge)).toString('base64'),
+        'content-type': 'text/plain',
+      });
+      res.end('pay again');
+    });
+    await new Promise<void>((resolve) => greedy.listen(0, '127.0.0.1', resolve));
+    const client = await connect(buyer.key);
+    try {
+      const before = (await callAs(gw, buyer.key, 'GET', `/payment/history/${buyer.wallet}?type=sent`)).body
+        .total;
+      const url = `http://127.0.0.1:${(greedy.address() as AddressInfo).port}/thing`;
+      const fetched = await callTool(client, 'fetch_paid_url', {
+        url,
+        wallet: buyer.wallet,
+        maxAmount: '0.05',
+      });
+      assert.equal(fetched.isError, false, JSON.stringify(fetched.value));
+      assert.equal(fetched.value.status, 402);
+      assert.equal(fetched.value.body, 'pay again');
+      const payment = fetched.value.payment as { paymentId: string; amount: number };
+      assert.equal(payment.amount, 0.01, 'the payment made is reported');
+      assert.equal(fetched.value.offers, undefined);
+      assert.deepEqual([requests, proofs], [2, 1], 'one request, one paid retry: never paid twice');
+      const after = (await callAs(gw, buyer.key, 'GET', `/payment/history/${buyer.wallet}?type=sent`)).body
+        .total;
+      assert.equal(after, before + 1);
+    } finally {
+      await client.close();
+      await new Promise((resolve) => greedy.close(resolve));
+    }
+  });
+
   it('cuts a large text body to the limit and says so', async () => {
     const big = 'x'.repeat(AGENT_FETCH_LIMITS.maxBodyBytes + 5000);
     const { createServer } = await import('node:http');

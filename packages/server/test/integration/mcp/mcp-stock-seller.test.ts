@@ -98,6 +98,21 @@ describe('MCP fetch_paid_url pays a stock @x402/hono seller', () => {
       const { tools } = await client.listTools();
       assert.ok(tools.some((t) => t.name === 'fetch_paid_url'));
 
+      // A native limit pays gate402 offers only: the 402 comes back unpaid, with what it asks.
+      const unpaid = await callTool(client, 'fetch_paid_url', { url: sellerUrl, maxAmount: '0.05' });
+      assert.equal(unpaid.isError, false, JSON.stringify(unpaid.value));
+      assert.equal(unpaid.value.status, 402);
+      assert.equal(unpaid.value.payment, null);
+      assert.deepEqual(unpaid.value.offers, [
+        {
+          scheme: 'exact',
+          network: SOLANA_DEVNET_ID,
+          asset: chain.localnet.usdcMint.address,
+          amount: '10000',
+          payTo: sellerWallet,
+        },
+      ]);
+
       const declined = toolError(
         await callTool(client, 'fetch_paid_url', { url: sellerUrl, maxAmount: { USDC: '0.005' } }),
       );
