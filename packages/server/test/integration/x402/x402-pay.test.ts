@@ -11,6 +11,8 @@ import {
 import { ExactSvmScheme as SvmSellerScheme } from '@x402/svm/exact/server';
 import { Hono } from 'hono';
 import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
+import { X402PayService } from '../../../src/services/payments/x402/x402-pay.ts';
+import { SpendGuard } from '../../../src/services/spending/spend-guard.ts';
 import { SOLANA_DEVNET_ID } from '../../../src/x402/network-names.ts';
 import { callAs } from '../../support/api-caller.ts';
 import { handReconciler, untilNotPending } from '../../support/hand-reconciler.ts';
@@ -222,6 +224,42 @@ describe('POST /payment/x402: custodial wallets pay stock x402 sellers', () => {
     assert.deepEqual(await answer.json(), { report: 'hono' });
     const status = () => api(buyer.key, 'GET', `/payment/status/${paid.body.paymentId}`);
     assert.equal((await untilNotPending(handReconciler(gw, 'watch-hono'), status, 30)).status, 'confirmed');
+  });
+
+  it('pays an x402 v1 challenge (the 402 body) with an X-PAYMENT the facilitator verifies', async () => {
+    const feePayer = gw.services.facilitator.feePayerOf(SOLANA_DEVNET_ID);
+    const requirement = {
+      scheme: 'exact',
+      network: 'solana-devnet',
+      maxAmountRequired: '10000',
+      resource: `${shop.url}/v1-report`,
+      description: 'a v1 report',
+      mimeType: 'application/json',
+      payTo: seller.solana,
+      maxTimeoutSeconds: 60,
+      asset: usdcSolana(),
+      extra: { feePayer },
+    };
+    const paid = await pay({
+      walletAddress: buyer.solana,
+      paymentRequiredBody: { x402Version: 1, error: 'X-PAYMENT header is required', accepts: [requirement] },
+      resource: `${shop.url}/v1-report`,
+      maxAmount: { USDC: 0.01 },
+    });
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    assert.equal(paid.body.x402Version, 1);
+    assert.equal(paid.body.paymentHeaderName, 'X-PAYMENT');
+    const payload = decoded(paid.body.paymentHeader);
+    assert.equal(payload.x402Version, 1);
+    assert.equal(payload.network, 'solana-devnet');
+    const verified = await api(seller.key, 'POST', '/facilitator/verify', {
+      x402Version: 1,
+      paymentPayload: payload,
+      paymentRequirements: requirement,
+    });
+    assert.equal(verified.status, 200);
+    assert.equal(verified.body.isValid, true, JSON.stringify(verified.body));
+    assert.equal(verified.body.payer, buyer.solana);
   });
 
   it('refuses one atomic unit above the buyer maxAmount, naming it; nothing signed or recorded', async () => {
@@ -556,6 +594,44 @@ describe('POST /payment/x402: custodial wallets pay stock x402 sellers', () => {
     });
     const nativeOnly = payingFetch({ gateway, wallet: buyer.solana, maxAmount: 1 });
     assert.equal((await nativeOnly(`${shop.url}/solana-report`)).status, 402);
+  });
+
+  it('EVM: a payment the seller never settles expires once its validBefore has passed, not before', async () => {
+    const url = `${shop.url}/evm-report`;
+    const required = decoded((await challenge(url)).header);
+    const shortLived = { ...required, accepts: [{ ...required.accepts[0], maxTimeoutSeconds: 2 }] };
+    const paid = await pay({
+      walletAddress: buyer.evm,
+      paymentRequired: encoded(shortLived),
+      resource: url,
+      maxAmount: { USDC: 1 },
+    });
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    const validBefore = Number(decoded(paid.body.paymentHeader).payload.authorization.validBefore) * 1000;
+    assert.equal(paid.body.expiresAt, validBefore);
+    // The gateway's own watcher, without the clock margin a real chain needs.
+    const s = gw.services;
+    const watcher = new X402PayService({
+      store: gw.store,
+      wallets: s.wallets,
+      networks: gw.networks,
+      facilitator: s.facilitator,
+      ledger: s.ledger,
+      spending: new SpendGuard({ store: gw.store }),
+      clockMarginMs: 0,
+    });
+    const record = async () => {
+      const found = await gw.store.payments.get(paid.body.paymentId);
+      assert.ok(found);
+      return found;
+    };
+    await watcher.watch(await record(), evm.adapter);
+    assert.equal((await record()).status, 'pending');
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, validBefore - Date.now() + 50)));
+    await watcher.watch(await record(), evm.adapter);
+    assert.equal((await record()).status, 'expired');
+    const late = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': paid.body.paymentHeader } });
+    assert.equal(late.status, 402);
   });
 
   it('expires a payment the seller never settles once its blockhash passes, and events say so', async () => {

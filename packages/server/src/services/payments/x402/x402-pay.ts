@@ -71,6 +71,8 @@ export interface X402PayDeps {
   readonly ledger: PaymentLedger;
   /** The spend policies of the account and the key (services/spending/): checked before signing, enforced when recording. */
   readonly spending: SpendGuard;
+  /** How long past an EVM payment's validBefore it is still looked for (the chain's clock may trail); default 60 s. */
+  readonly clockMarginMs?: number;
   /** The longest validity (`maxTimeoutSeconds`) a payment is signed for. */
   readonly maxTimeoutSeconds?: number;
   readonly now?: () => number;
@@ -215,7 +217,8 @@ export class X402PayService {
     const gone =
       payment.lastValidBlockHeight !== null
         ? (await chain.getBlockHeight()) > payment.lastValidBlockHeight
-        : payment.expiresAt !== null && this.now() > payment.expiresAt + CLOCK_MARGIN_MS;
+        : payment.expiresAt !== null &&
+          this.now() > payment.expiresAt + (this.deps.clockMarginMs ?? CLOCK_MARGIN_MS);
     const requirements: ExactRequirements = {
       network: payment.network,
       asset: payment.asset.address,
