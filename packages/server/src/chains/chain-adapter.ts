@@ -1,4 +1,4 @@
-import type { NetworkInfo } from '../domain/network.ts';
+import type { NetworkInfo, TokenInfo } from '../domain/network.ts';
 import type { RpcEndpoints } from './rpc-endpoints.ts';
 
 /**
@@ -77,10 +77,11 @@ export interface ChainAdapter {
   /** A token mint (Solana) or contract (EVM), or undefined when `address` is not one. */
   getTokenInfo(address: string): Promise<ChainTokenInfo | undefined>;
   /**
-   * Every token holding of `owner` (Solana: token accounts of SPL Token and Token-2022; EVM: the
-   * network's known ERC-20 tokens), in as few RPC round trips as the chain allows.
+   * Every token holding of `owner` (Solana: token accounts of SPL Token and Token-2022; EVM, where an
+   * address has no list of its tokens: the `known` ERC-20 tokens it holds, default the network's own),
+   * in as few RPC round trips as the chain allows.
    */
-  getTokenAccounts(owner: string): Promise<ChainTokenAccount[]>;
+  getTokenAccounts(owner: string, known?: readonly TokenInfo[]): Promise<ChainTokenAccount[]>;
 
   close(): Promise<void>;
 }

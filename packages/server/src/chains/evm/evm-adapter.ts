@@ -21,7 +21,7 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { estimateMaxPriorityFeePerGas } from 'viem/actions';
-import type { NetworkInfo } from '../../domain/network.ts';
+import type { NetworkInfo, TokenInfo } from '../../domain/network.ts';
 import type {
   AccountNonces,
   ChainAdapter,
@@ -595,11 +595,17 @@ export class EvmAdapter implements ChainAdapter {
     };
   }
 
-  /** Balances of the network's known ERC-20 tokens (an EVM address has no list of its tokens), held ones only. */
-  async getTokenAccounts(owner: string): Promise<ChainTokenAccount[]> {
+  /**
+   * Balances of the `known` ERC-20 tokens (default the network's own; an EVM address has no list of its
+   * tokens), held ones only.
+   */
+  async getTokenAccounts(
+    owner: string,
+    known: readonly TokenInfo[] = this.info.tokens,
+  ): Promise<ChainTokenAccount[]> {
     const holder = toAddress(owner, 'owner');
     const balances = await Promise.all(
-      this.info.tokens.map((token) =>
+      known.map((token) =>
         this.call(() =>
           this.client.readContract({
             address: getAddress(token.address),
@@ -610,7 +616,7 @@ export class EvmAdapter implements ChainAdapter {
         ),
       ),
     );
-    return this.info.tokens.flatMap((token, i) => {
+    return known.flatMap((token, i) => {
       const amount = balances[i] ?? 0n;
       return amount === 0n
         ? []

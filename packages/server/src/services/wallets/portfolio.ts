@@ -32,15 +32,15 @@ export class PortfolioService {
 
   async portfolio(publicKey: string, network?: string): Promise<PortfolioView> {
     const chain = this.networks.resolve({ address: publicKey, network, field: 'public_key' });
+    // The network's own tokens and the operator's (X402_EXTRA_ASSETS), as GET /networks lists them:
+    // what an EVM address is asked about, and the symbols shown.
+    const listed = this.networks.tokensOf(chain.info.id);
     const [lamports, holdings] = await Promise.all([
       chain.getBalance(publicKey),
-      chain.getTokenAccounts(publicKey),
+      chain.getTokenAccounts(publicKey, listed),
     ]);
     const { symbol, decimals } = chain.info.nativeCurrency;
-    // The network's own tokens and the operator's (X402_EXTRA_ASSETS), as GET /networks lists them.
-    const known = new Map(
-      this.networks.tokensOf(chain.info.id).map((t) => [canonicalAddress(t.address), t.symbol]),
-    );
+    const known = new Map(listed.map((t) => [canonicalAddress(t.address), t.symbol]));
     return {
       // EVM: checksummed, as every EVM address gate402 answers, whatever case was asked.
       publicKey: canonicalAddress(publicKey),

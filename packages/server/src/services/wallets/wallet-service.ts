@@ -166,7 +166,7 @@ export class WalletService {
             (atomic) => toWholeUnits(atomic, decimals),
             () => null,
           ),
-          chain.getTokenAccounts(wallet.address).then(
+          chain.getTokenAccounts(wallet.address, this.networks.tokensOf(chain.info.id)).then(
             (holdings) => tokenBalances(holdings, this.networks.tokensOf(chain.info.id)),
             () => null,
           ),

@@ -344,24 +344,32 @@ export class SendPaymentService {
     return (await this.deps.ledger.move(payment, 'submitted')) ?? (await this.reload(payment));
   }
 
-  /** For a token payment the chain refused: INSUFFICIENT_BALANCE naming it when the wallet now holds too little of it. */
+  /**
+   * For a token payment the chain refused: INSUFFICIENT_BALANCE naming it when the wallet cannot pay it
+   * now — what it holds, less what its other unsettled sends of the token are taking. Those are read
+   * first: one that settles in between is then already in the balance read after.
+   */
   private async tokenShortfall(chain: ChainAdapter, payment: PaymentRecord): Promise<void> {
     if (payment.asset === undefined) return;
-    const held = await chain.getTokenBalance(payment.sender, payment.asset.address).catch(() => undefined);
-    if (held === undefined || held >= payment.amount) return;
+    const token = payment.asset.address;
+    const available = await this.deps.store.payments
+      .unsettledSpend(payment.network, payment.sender)
+      .then(async (unsettled) => {
+        const held = await chain.getTokenBalance(payment.sender, token);
+        const taken = unsettled.tokens.get(token) ?? 0n;
+        return held > taken ? held - taken : 0n;
+      })
+      .catch(() => undefined);
+    if (available === undefined || available >= payment.amount) return;
+    // How much it holds is a moving figure here (the other sends settle meanwhile): the answer names
+    // what the payment needs and why it could not be paid, not a balance.
     const asset = assetOfPayment(this.deps.networks, payment);
-    try {
-      checkFunds(chain, asset, { native: 0n, token: held }, { native: 0n, token: payment.amount });
-    } catch (error) {
-      // Stored before the chain refused it, so the history shows it failed: the answer names it.
-      if (error instanceof GatewayError) {
-        throw new GatewayError('INSUFFICIENT_BALANCE', {
-          message: error.message,
-          details: { ...error.details, paymentId: payment.id },
-        });
-      }
-      throw error;
-    }
+    const symbol = asset.symbol ?? token;
+    const need = `${atomicToDecimalText(payment.amount, asset.decimals)} ${symbol}`;
+    throw new GatewayError('INSUFFICIENT_BALANCE', {
+      message: `Not enough ${symbol}: the payment needs ${need}, more than the wallet holds besides what its other sends are paying.`,
+      details: { walletAddress: `needs ${need}`, asset: `${symbol} ${token}`, paymentId: payment.id },
+    });
   }
 
   /** Waits a bounded time for the outcome, records it, and answers; slow confirmation is not an error. */
