@@ -1,6 +1,5 @@
 import type { SchemeNetworkClient } from '@x402/core/types';
-import { ExactEvmScheme } from '@x402/evm/exact/client';
-import { ExactEvmSchemeV1 } from '@x402/evm/v1';
+import type { ClientEvmSigner } from '@x402/evm';
 import { bytesToHex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { ChainAdapter } from '../chain-adapter.ts';
@@ -28,12 +27,16 @@ export function exactEvmPayer(_chain: ChainAdapter): ExactPayer {
     },
     async sign(input: ExactPaymentRequest, secretKey: Uint8Array): Promise<SignedExactPayment> {
       const account = privateKeyToAccount(bytesToHex(secretKey));
-      const signer = {
+      const signer: ClientEvmSigner = {
         address: account.address,
-        signTypedData: account.signTypedData,
-      } as ConstructorParameters<typeof ExactEvmScheme>[0];
+        signTypedData: (message) =>
+          account.signTypedData(message as Parameters<typeof account.signTypedData>[0]),
+      };
+      // Loaded when first used: a gateway that never pays an x402 seller does not load the buyer scheme.
       const scheme: SchemeNetworkClient =
-        input.x402Version === 1 ? new ExactEvmSchemeV1(signer) : new ExactEvmScheme(signer);
+        input.x402Version === 1
+          ? new (await import('@x402/evm/v1')).ExactEvmSchemeV1(signer)
+          : new (await import('@x402/evm/exact/client')).ExactEvmScheme(signer);
       const paymentPayload = await stockPayload(scheme, input);
       const payload = paymentPayload.payload as Record<string, unknown>;
       const authorization = payload.authorization as Record<string, unknown> | undefined;

@@ -1,7 +1,5 @@
 import { createKeyPairSignerFromBytes } from '@solana/kit';
 import type { SchemeNetworkClient } from '@x402/core/types';
-import { ExactSvmScheme } from '@x402/svm/exact/client';
-import { ExactSvmSchemeV1 } from '@x402/svm/v1';
 import { isSolanaAddress } from '../../domain/address.ts';
 import type { ChainAdapter } from '../chain-adapter.ts';
 import type { ExactPayer, ExactPaymentRequest, SignedExactPayment } from '../exact-payer.ts';
@@ -33,8 +31,11 @@ export function exactSvmPayer(chain: ChainAdapter): ExactPayer {
       // WebCrypto keeps its own copy, not extractable; the caller zeroes `secretKey`.
       const signer = await createKeyPairSignerFromBytes(secretKey);
       const config = { rpcUrl: chain.info.rpcUrl };
+      // Loaded when first used: a gateway that never pays an x402 seller does not load the buyer scheme.
       const scheme: SchemeNetworkClient =
-        input.x402Version === 1 ? new ExactSvmSchemeV1(signer, config) : new ExactSvmScheme(signer, config);
+        input.x402Version === 1
+          ? new (await import('@x402/svm/v1')).ExactSvmSchemeV1(signer, config)
+          : new (await import('@x402/svm/exact/client')).ExactSvmScheme(signer, config);
       const paymentPayload = await stockPayload(scheme, input);
       // Asked after signing: the blockhash the client took is no newer, so this bound is never early.
       const height = await chain.getBlockHeight();
