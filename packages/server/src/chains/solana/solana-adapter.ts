@@ -89,6 +89,8 @@ const TOKEN_ACCOUNT_AMOUNT_OFFSET = 64;
 const TOKEN_ACCOUNT_STATE_OFFSET = 108;
 const TOKEN_ACCOUNT_INITIALIZED = 1;
 const MICRO_LAMPORTS_PER_LAMPORT = 1_000_000n;
+/** The programs that own token accounts and mints: an address they own is never a wallet. */
+const TOKEN_PROGRAMS: ReadonlySet<string> = new Set([TOKEN_PROGRAM, TOKEN_2022_PROGRAM]);
 /** Automatic priority fee: this percentile of the recent non-zero fees on the accounts involved. */
 const AUTO_FEE_PERCENTILE = 0.75;
 const POLL_INTERVAL_MS = 400;
@@ -301,21 +303,34 @@ export class SolanaAdapter implements ChainAdapter {
       findAssociatedTokenPda({ owner: from, mint, tokenProgram }),
       findAssociatedTokenPda({ owner: to, mint, tokenProgram }),
     ]);
-    const [[{ value: blockhash }, height], slotMs, { value: existing }, rentExempt] = await Promise.all([
-      this.reads.share('blockhash', () =>
-        Promise.all([
-          this.call(() => this.rpc.getLatestBlockhash({ commitment: 'confirmed' }).send()),
-          this.call(() => this.rpc.getBlockHeight({ commitment: 'processed' }).send()),
-        ]),
-      ),
-      this.slotMs(),
-      this.call(() =>
-        this.rpc.getAccountInfo(destination, { encoding: 'base64', commitment: 'confirmed' }).send(),
-      ),
-      this.call(() =>
-        this.rpc.getMinimumBalanceForRentExemption(BigInt(mintAccount.decoded.tokenAccountSize)).send(),
-      ),
-    ]);
+    const [[{ value: blockhash }, height], slotMs, { value: existing }, rentExempt, { value: recipient }] =
+      await Promise.all([
+        this.reads.share('blockhash', () =>
+          Promise.all([
+            this.call(() => this.rpc.getLatestBlockhash({ commitment: 'confirmed' }).send()),
+            this.call(() => this.rpc.getBlockHeight({ commitment: 'processed' }).send()),
+          ]),
+        ),
+        this.slotMs(),
+        this.call(() =>
+          this.rpc.getAccountInfo(destination, { encoding: 'base64', commitment: 'confirmed' }).send(),
+        ),
+        this.call(() =>
+          this.rpc.getMinimumBalanceForRentExemption(BigInt(mintAccount.decoded.tokenAccountSize)).send(),
+        ),
+        this.call(() => this.rpc.getAccountInfo(to, { encoding: 'base64', commitment: 'confirmed' }).send()),
+      ]);
+    // Tokens are paid to the associated token account of `to`. When `to` is itself a token account (a
+    // wallet's USDC account pasted instead of the wallet) or a mint, that account has an owner no key
+    // signs for: the tokens could never be moved again. Refused before anything is signed.
+    if (to === mint || (recipient != null && TOKEN_PROGRAMS.has(recipient.owner))) {
+      throw new ChainError('recipient_refused', `${to} is owned by the token program ${recipient?.owner}`, {
+        recipientProblem:
+          to === mint
+            ? 'is the mint of the token sent, not a wallet: tokens paid to it could never be moved'
+            : 'is a token account or mint, not a wallet: tokens paid to it could never be moved (give the wallet that owns the token account)',
+      });
+    }
     // Anyone can send lamports to the address before it is opened; the opening then tops them up.
     const openDestination = existing == null || existing.owner !== tokenProgram;
     const held = existing == null ? 0n : existing.lamports;

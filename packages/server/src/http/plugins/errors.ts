@@ -167,8 +167,13 @@ function fromChainError(error: ChainError): GatewayError {
       return new GatewayError('INSUFFICIENT_BALANCE', { cause: error });
     case 'recipient_refused':
       return new GatewayError('INVALID_RECIPIENT', {
-        message: 'The recipient refuses this transfer.',
-        details: { recipientAddress: 'is a contract that does not accept the transfer' },
+        message:
+          error.recipientProblem === undefined
+            ? 'The recipient refuses this transfer.'
+            : `The recipient cannot take this transfer: it ${error.recipientProblem}.`,
+        details: {
+          recipientAddress: error.recipientProblem ?? 'is a contract that does not accept the transfer',
+        },
         cause: error,
       });
     case 'unavailable':
