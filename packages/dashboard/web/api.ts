@@ -33,7 +33,7 @@ export class ApiError extends Error {
 }
 
 export async function api<T>(
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
   path: string,
   body?: unknown,
 ): Promise<T> {
@@ -92,6 +92,29 @@ export interface ApiKey {
   prefix: string;
   createdAt: number;
   lastUsedAt: number | null;
+  /** `admin`: the key may read and set spend policies. */
+  scopes: string[];
+}
+
+/** A spend policy as the gateway answers it (docs/spend-policies.md). */
+export interface SpendPolicy {
+  scope: 'account' | 'key';
+  keyId: string | null;
+  limits:
+    | {
+        network: string;
+        asset: string;
+        assetAddress: string | null;
+        decimals: number;
+        maxPerPayment: string | null;
+        maxPerDay: string | null;
+      }[]
+    | null;
+  allowedRecipients: string[] | null;
+  allowedHosts: string[] | null;
+  allowedNetworks: string[] | null;
+  expiresAt: string | null;
+  updatedAt: number;
 }
 
 /**

@@ -133,6 +133,57 @@ describe('the dashboard in a browser', { skip }, () => {
     assert.match((await page.getByTestId('usage').textContent()) ?? '', new RegExp(`^${counted} of 100`));
   });
 
+  it("creates an admin key and an agent key, and sets the agent key's spend policy, which the agent cannot lift", async () => {
+    await goTo('API Keys');
+    await page.getByLabel('Key name').fill('ops');
+    await page.getByLabel('Admin: may set spend policies').check();
+    await page.getByRole('button', { name: 'Generate key' }).click();
+    const adminKey = (await page.getByTestId('new-key').textContent()) ?? '';
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await page.getByLabel('Key name').fill('agent');
+    await page.getByRole('button', { name: 'Generate key' }).click();
+    const agentKey = (await page.getByTestId('new-key').textContent()) ?? '';
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await page.getByRole('row').filter({ hasText: 'ops' }).getByText('admin').waitFor();
+
+    const network = (
+      (await (await api('/networks', agentKey)).json()) as { networks: { id: string; family: string }[] }
+    ).networks.find((n) => n.family === 'solana')?.id;
+    assert.ok(network !== undefined);
+    await page.getByLabel('Policy of').selectOption({ label: 'key “agent”' });
+    // A bad amount is refused naming the field; the page shows it.
+    const policy = (maxPerDay: string) =>
+      JSON.stringify({ limits: [{ network, asset: 'SOL', maxPerPayment: '0.1', maxPerDay }] });
+    await page.getByLabel('Policy (JSON)').fill(policy('0.0000000001'));
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await page.getByRole('alert').getByText('limits[0].maxPerDay').waitFor();
+    await page.getByLabel('Policy (JSON)').fill(policy('2'));
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await page.getByRole('status').getByText('Policy saved.').waitFor();
+    await shot('05b-spend-policy-saved');
+
+    // The agent sees what binds it, and cannot lift it; the admin key can read it.
+    const own = (await (await api('/spend-policy', agentKey)).json()) as {
+      daily: { scope: string; maxPerDay: string; remaining: string }[];
+    };
+    assert.deepEqual(own.daily, [
+      { scope: 'key', network, asset: 'SOL', maxPerDay: '2', spent: '0', remaining: '2' },
+    ]);
+    const lift = await api('/spend-policies/account', agentKey, { method: 'PUT', body: { limits: null } });
+    assert.equal(lift.status, 403);
+    const listed = (await (await api('/spend-policies', adminKey)).json()) as {
+      policies: { keyId: string }[];
+    };
+    assert.equal(listed.policies.length, 1);
+
+    await page.getByRole('button', { name: 'Remove policy' }).click();
+    await page.getByRole('status').getByText('Policy removed.').waitFor();
+    assert.equal(
+      ((await (await api('/spend-policy', agentKey)).json()) as { policies: unknown[] }).policies.length,
+      0,
+    );
+  });
+
   it('logs out and logs back in with the keyboard alone', async () => {
     await page.getByRole('button', { name: 'Log out' }).click();
     await page.getByRole('heading', { name: 'Log in' }).waitFor();

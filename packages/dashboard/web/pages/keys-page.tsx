@@ -4,14 +4,17 @@ import { ConfirmDeleteButton } from '../components/confirm-delete-button.tsx';
 import { ErrorMessage } from '../components/error-message.tsx';
 import { formatTime } from '../components/format.ts';
 import { ShownOnceSecret } from '../components/shown-once-secret.tsx';
+import { SpendPolicyEditor } from '../components/spend-policy-editor.tsx';
 
 /** Spec §2.6 and §5: keys are generated, listed and deleted here; rotation is create, switch, delete. */
 export function KeysPage() {
   const [keys, setKeys] = useState<ApiKey[]>([]);
   const [name, setName] = useState('');
+  const [admin, setAdmin] = useState(false);
   const [created, setCreated] = useState<(ApiKey & { key: string }) | undefined>();
   const [error, setError] = useState<unknown>();
   const nameId = useId();
+  const adminId = useId();
 
   const load = useCallback(
     () => api<{ keys: ApiKey[] }>('GET', '/keys').then((r) => setKeys(r.keys), setError),
@@ -25,8 +28,9 @@ export function KeysPage() {
     event.preventDefault();
     setError(undefined);
     try {
-      setCreated(await api<ApiKey & { key: string }>('POST', '/keys', { name }));
+      setCreated(await api<ApiKey & { key: string }>('POST', '/keys', { name, admin }));
       setName('');
+      setAdmin(false);
       await load();
     } catch (caught) {
       setError(caught);
@@ -60,6 +64,15 @@ export function KeysPage() {
               value={name}
               onChange={(event) => setName(event.target.value)}
             />
+            <label htmlFor={adminId} className="checkbox">
+              <input
+                id={adminId}
+                type="checkbox"
+                checked={admin}
+                onChange={(event) => setAdmin(event.target.checked)}
+              />{' '}
+              Admin: may set spend policies (not for agents)
+            </label>
             <button type="submit">Generate key</button>
           </form>
           <ErrorMessage error={error} />
@@ -82,6 +95,7 @@ export function KeysPage() {
                   <th scope="col">Prefix</th>
                   <th scope="col">Created</th>
                   <th scope="col">Last used</th>
+                  <th scope="col">Scope</th>
                   <th scope="col">
                     <span className="visually-hidden">Actions</span>
                   </th>
@@ -90,7 +104,7 @@ export function KeysPage() {
               <tbody>
                 {keys.length === 0 && (
                   <tr>
-                    <td colSpan={5}>No keys yet.</td>
+                    <td colSpan={6}>No keys yet.</td>
                   </tr>
                 )}
                 {keys.map((key) => (
@@ -101,6 +115,7 @@ export function KeysPage() {
                     </td>
                     <td>{formatTime(key.createdAt)}</td>
                     <td>{formatTime(key.lastUsedAt)}</td>
+                    <td>{key.scopes.includes('admin') ? 'admin' : '—'}</td>
                     <td>
                       <ConfirmDeleteButton
                         question={`Delete key “${key.name}”? Requests with it will get 401.`}
@@ -112,6 +127,7 @@ export function KeysPage() {
               </tbody>
             </table>
           </div>
+          <SpendPolicyEditor keys={keys} />
         </div>
         <aside className="card guide" aria-labelledby="rotation-title">
           <h2 id="rotation-title">Rotating a key</h2>

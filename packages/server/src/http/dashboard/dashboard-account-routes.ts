@@ -45,13 +45,18 @@ export async function dashboardAccountRoutes(
       schema: {
         hide: true,
         body: Type.Object(
-          { name: Type.String({ minLength: 1, maxLength: 100 }) },
+          {
+            name: Type.String({ minLength: 1, maxLength: 100 }),
+            // The admin scope: the key may read and set spend policies. Only the owner's session gives it.
+            admin: Type.Optional(Type.Boolean()),
+          },
           { additionalProperties: false },
         ),
       },
     },
     async (request) => {
-      const created = await accounts.createKey(dashboardUserOf(request).accountId, request.body.name);
+      const scopes = request.body.admin === true ? (['admin'] as const) : [];
+      const created = await accounts.createKey(dashboardUserOf(request).accountId, request.body.name, scopes);
       return { ...keyView(created.record), key: created.key };
     },
   );
@@ -74,5 +79,6 @@ function keyView(key: ApiKeyRecord) {
     prefix: key.displayPrefix,
     createdAt: key.createdAt,
     lastUsedAt: key.lastUsedAt,
+    scopes: key.scopes,
   };
 }

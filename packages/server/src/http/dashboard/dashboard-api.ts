@@ -12,6 +12,7 @@ import { installDashboardDoors } from './dashboard-doors.ts';
 import { dashboardLivePayments } from './dashboard-live-payments.ts';
 import { dashboardPaymentRoutes } from './dashboard-payment-routes.ts';
 import { installDashboardSession } from './dashboard-session.ts';
+import { dashboardSpendPolicyRoutes } from './dashboard-spend-policy-routes.ts';
 import { dashboardWalletRoutes } from './dashboard-wallet-routes.ts';
 import { dashboardWebhookRoutes } from './dashboard-webhook-routes.ts';
 import { LiveStreamRegistry } from './live-stream-registry.ts';
@@ -48,6 +49,7 @@ export async function dashboardApi(app: FastifyInstance, deps: DashboardApiDeps)
   const streams = new LiveStreamRegistry();
   await app.register(dashboardAuthRoutes, { auth: deps.auth, streams });
   await app.register(dashboardAccountRoutes, { accounts: services.accounts, rateLimiter: deps.rateLimiter });
+  await app.register(dashboardSpendPolicyRoutes, { spendPolicies: services.spendPolicies });
   await app.register(dashboardWalletRoutes, {
     wallets: services.wallets,
     faucet: services.faucet,

@@ -28,6 +28,12 @@ export const DASHBOARD_DOORS: Readonly<Record<string, DashboardDoor>> = {
   'GET /keys': 'session',
   'POST /keys': 'session',
   'DELETE /keys/:keyId': 'session',
+  // Spend policies: the account owner's session may read and set them, as an admin-scoped key may.
+  'GET /spend-policies': { feature: 'account' },
+  'PUT /spend-policies/account': { feature: 'account' },
+  'DELETE /spend-policies/account': { feature: 'account' },
+  'PUT /spend-policies/keys/:keyId': { feature: 'account' },
+  'DELETE /spend-policies/keys/:keyId': { feature: 'account' },
   'GET /account': { feature: 'account' },
   'GET /wallets': { feature: 'wallets' },
   'POST /wallets': { feature: 'wallets' },

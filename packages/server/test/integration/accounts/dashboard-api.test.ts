@@ -581,7 +581,15 @@ describe('dashboard API: keys, usage and webhooks', () => {
 
     const list = await gw.app.inject(as(browser, { method: 'GET', url: '/dashboard/api/keys' }));
     const [listed] = list.json().keys;
-    assert.deepEqual(Object.keys(listed).sort(), ['createdAt', 'id', 'lastUsedAt', 'name', 'prefix']);
+    assert.deepEqual(Object.keys(listed).sort(), [
+      'createdAt',
+      'id',
+      'lastUsedAt',
+      'name',
+      'prefix',
+      'scopes',
+    ]);
+    assert.deepEqual(listed.scopes, [], 'an ordinary key unless the admin scope is asked for');
     assert.equal(listed.name, 'production');
     assert.equal(typeof listed.lastUsedAt, 'number', 'the API call above used it');
     assert.ok(!list.body.includes(key));
