@@ -82,6 +82,13 @@ interface Decoded {
   readonly message: PaymentMessage;
 }
 
+/** Why a simulation failed; `instructionFailed`: an instruction failed (not the transaction as a whole). */
+interface SimulationFailure {
+  readonly reason: X402Reason;
+  readonly message: string;
+  readonly instructionFailed: boolean;
+}
+
 /** x402 `exact` on Solana (see ExactScheme); the facilitator co-signs as fee payer. */
 export class ExactSvmScheme implements ExactScheme {
   readonly family = 'solana' as const;
@@ -154,7 +161,9 @@ export class ExactSvmScheme implements ExactScheme {
     if (simulated !== undefined) {
       // A transferChecked to a token account that does not exist fails (InvalidAccountData) however
       // often it is retried: the seller must open it, which the buyer cannot tell from a simulation log.
-      if (!(await this.accountExists(terms.destination))) {
+      // Only an instruction's failure can be that; a transaction refused before (a fee payer without
+      // SOL) keeps its own reason.
+      if (simulated.instructionFailed && !(await this.accountExists(terms.destination))) {
         return refuse(
           'invalid_exact_svm_payload_transaction_receiver_ata_not_found',
           `${req.payTo} has no token account for ${req.asset} (its associated token account ${terms.destination} does not exist): the seller must create it before it can be paid`,
@@ -457,7 +466,7 @@ export class ExactSvmScheme implements ExactScheme {
    * not checked by the simulation: the buyer's were verified above and the fee payer's is ours to add,
    * so co-signing here would only cost a signature per verification.
    */
-  private simulate({ transaction }: Decoded): Promise<{ reason: X402Reason; message: string } | undefined> {
+  private simulate({ transaction }: Decoded): Promise<SimulationFailure | undefined> {
     const wire = getBase64EncodedWireTransaction(transaction);
     // The same transaction verified by several callers at once (a retried verify, verify then settle,
     // one payment shown to many instances' sellers) is simulated once for all of them.
@@ -466,7 +475,7 @@ export class ExactSvmScheme implements ExactScheme {
 
   private async simulateWire(
     wire: ReturnType<typeof getBase64EncodedWireTransaction>,
-  ): Promise<{ reason: X402Reason; message: string } | undefined> {
+  ): Promise<SimulationFailure | undefined> {
     const { value } = await this.rpc
       .simulateTransaction(wire, {
         encoding: 'base64',
@@ -480,15 +489,19 @@ export class ExactSvmScheme implements ExactScheme {
     if (value.err === null) return undefined;
     const logs = (value.logs ?? []).join('\n');
     const error = JSON.stringify(value.err, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
+    const instructionFailed =
+      typeof value.err === 'object' && value.err !== null && 'InstructionError' in value.err;
     if (/insufficient funds/i.test(logs)) {
       return {
         reason: 'insufficient_funds',
         message: 'the payer’s token account holds less than the amount',
+        instructionFailed,
       };
     }
     return {
       reason: 'invalid_exact_svm_payload_transaction_simulation_failed',
       message: `the transaction would fail: ${error}`,
+      instructionFailed,
     };
   }
 }
