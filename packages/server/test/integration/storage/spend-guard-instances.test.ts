@@ -173,5 +173,60 @@ for (const kind of kinds) {
       );
       await spend(2, intentOf(accountId, 'key_A', 1_000_000n));
     });
+
+    it('refuses one atomic unit above maxPerPayment, another network, and a host not listed; allows what is exactly at the cap', async () => {
+      const accountId = await account();
+      const at = Date.now();
+      await stores[0]?.spending.putPolicy({
+        accountId,
+        keyId: null,
+        limits: [
+          {
+            network: 'eip155:31337',
+            asset: USDC,
+            symbol: 'USDC',
+            decimals: 6,
+            maxPerPayment: 2_500_000n,
+            maxPerDay: null,
+          },
+        ],
+        allowedRecipients: null,
+        allowedHosts: ['api.example.com', '*.shop.example'],
+        allowedNetworks: ['eip155:31337'],
+        expiresAt: null,
+        createdAt: at,
+        updatedAt: at,
+      });
+      const paid = (amount: bigint, resource: string | null, network = 'eip155:31337') =>
+        spend(0, { ...intentOf(accountId, 'key_A', amount), resource, network });
+      await assert.rejects(paid(2_500_001n, 'https://api.example.com/x'), (error: GatewayError) => {
+        assert.equal(error.code, 'SPEND_LIMIT_EXCEEDED');
+        assert.deepEqual(error.details, {
+          limit: 'maxPerPayment',
+          policy: 'account',
+          max: '2.5 USDC',
+          remaining: '2.5 USDC',
+        });
+        return true;
+      });
+      await paid(2_500_000n, 'https://API.example.com./x');
+      await paid(1n, 'https://a.b.shop.example/item');
+      for (const resource of [
+        null,
+        'https://example.com/',
+        'https://shop.example/',
+        'https://api.example.com.evil.test/',
+        'ftp://api.example.com/',
+      ]) {
+        await assert.rejects(paid(1n, resource), {
+          code: 'SPEND_NOT_ALLOWED',
+          details: { limit: 'allowedHosts', policy: 'account' },
+        });
+      }
+      await assert.rejects(paid(1n, 'https://api.example.com/', 'eip155:8453'), {
+        code: 'SPEND_NOT_ALLOWED',
+        details: { limit: 'allowedNetworks', policy: 'account' },
+      });
+    });
   });
 }
