@@ -163,6 +163,14 @@ export class Gate402Client {
     return this.#call('payX402', { body, options });
   }
 
+  /**
+   * POST /payment/x402/{paymentId}/check: the seller answered a paid request; the gateway looks at the
+   * chain for that payment now (it confirms only as the chain shows it).
+   */
+  checkX402Payment(paymentId: string, options?: RequestOptions): Promise<ResponseOf<'checkX402Payment'>> {
+    return this.#call('checkX402Payment', { path: { paymentId }, options });
+  }
+
   /** POST /payment/receive (spec §4.2): verify a proof for one of the caller's wallets; once per proof. */
   receivePayment(
     body: BodyOf<'receivePayment'>,

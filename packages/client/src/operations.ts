@@ -38,6 +38,11 @@ export const OPERATIONS = {
   wallets: { operationId: 'listWallets', method: 'get', path: '/wallets' },
   sendPayment: { operationId: 'sendPayment', method: 'post', path: '/payment/send' },
   payX402: { operationId: 'payX402', method: 'post', path: '/payment/x402' },
+  checkX402Payment: {
+    operationId: 'checkX402Payment',
+    method: 'post',
+    path: '/payment/x402/{paymentId}/check',
+  },
   receivePayment: { operationId: 'receivePayment', method: 'post', path: '/payment/receive' },
   paymentStatus: { operationId: 'getPaymentStatus', method: 'get', path: '/payment/status/{paymentId}' },
   paymentHistory: {

@@ -252,7 +252,13 @@ async function payWithToken(
   options.onTokenPayment?.(paid);
   const headers = new Headers(retry.headers);
   headers.set(paid.paymentHeaderName, paid.paymentHeader);
-  return (await fetchFollowing(base, new Request(retry.clone(), { headers }))).answer;
+  const answer = (await fetchFollowing(base, new Request(retry.clone(), { headers }))).answer;
+  // The seller says it settled: the gateway looks at the chain now (not awaited: the answer is the
+  // caller's already, and the background worker confirms the payment anyway).
+  if (paymentResponseOf(answer)?.success === true) {
+    options.gateway.checkX402Payment(paid.paymentId).catch(() => {});
+  }
+  return answer;
 }
 
 interface UndeliveredPayment {

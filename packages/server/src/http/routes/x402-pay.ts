@@ -108,4 +108,33 @@ export async function x402PayRoutes(app: FastifyInstance, deps: X402PayRouteDeps
       return deps.x402Pay.pay(account.id, request.body, request.idempotencyKey, key?.id ?? null);
     },
   );
+
+  r.post(
+    '/payment/x402/:paymentId/check',
+    {
+      config: { feature: 'payments' },
+      schema: {
+        operationId: 'checkX402Payment',
+        tags: ['payments'],
+        summary: 'The seller answered a paid request: look at the chain for this x402 payment now.',
+        description:
+          "Call it when the seller's answer carries a PAYMENT-RESPONSE (payingFetch does): the payment is looked for on chain now instead of at the background worker's next pass, and moves to `confirmed` (or `failed`, `expired`) only as the chain shows it, never on the seller's word. 404 PAYMENT_NOT_FOUND for anything but an x402 payment of your account.",
+        params: Type.Object({ paymentId: Type.String({ minLength: 1, maxLength: 100 }) }),
+        response: {
+          200: Type.Object(
+            {
+              success: Type.Literal(true),
+              paymentId: Type.String(),
+              status: Type.String(),
+              signature: Type.Union([Type.String(), Type.Null()], {
+                description: 'The landed transaction, once the chain shows it.',
+              }),
+            },
+            { $id: 'X402PaymentCheck', title: 'X402PaymentCheck' },
+          ),
+        },
+      },
+    },
+    async (request) => deps.x402Pay.check(callerOf(request).account.id, request.params.paymentId),
+  );
 }

@@ -193,6 +193,14 @@ describe('POST /payment/x402: custodial wallets pay stock x402 sellers', () => {
       const settled = decoded(answer.headers.get('payment-response') ?? '');
       assert.equal(settled.success, true);
 
+      // The seller's PAYMENT-RESPONSE prompts a look at the chain now, which confirms it.
+      const checked = await api(buyer.key, 'POST', `/payment/x402/${paid.body.paymentId}/check`);
+      assert.equal(checked.status, 200, JSON.stringify(checked.body));
+      assert.equal(checked.body.status, 'confirmed');
+      assert.equal(checked.body.signature, settled.transaction);
+      // Another account cannot look at it.
+      const other = await api(seller.key, 'POST', `/payment/x402/${paid.body.paymentId}/check`);
+      assert.equal(other.status, 404);
       const status = () => api(buyer.key, 'GET', `/payment/status/${paid.body.paymentId}`);
       const final = await untilNotPending(handReconciler(gw, `watch-${family}`), status, 30);
       assert.equal(final.status, 'confirmed');

@@ -205,6 +205,27 @@ export class X402PayService {
   }
 
   /**
+   * The seller answered the paid request (its PAYMENT-RESPONSE says it settled): the chain is looked at
+   * now rather than at the reconciler's next pass. The payment moves only as the chain shows it, never
+   * on the seller's word. PAYMENT_NOT_FOUND for anything but an x402 payment of this account.
+   */
+  async check(
+    accountId: string,
+    paymentId: string,
+  ): Promise<{ success: true; paymentId: string; status: string; signature: string | null }> {
+    const payment = await this.deps.store.payments.get(paymentId);
+    if (payment === undefined || payment.accountId !== accountId || !isX402Purchase(payment)) {
+      throw new GatewayError('PAYMENT_NOT_FOUND', {
+        details: { paymentId: 'is not an x402 payment (POST /payment/x402) of this account' },
+      });
+    }
+    const chain = this.deps.networks.get(payment.network);
+    if (chain !== undefined && payment.status === 'pending') await this.watch(payment, chain);
+    const now = (await this.deps.store.payments.get(paymentId)) ?? payment;
+    return { success: true, paymentId, status: now.status, signature: now.signature };
+  }
+
+  /**
    * A pending x402 payment, looked at by the reconciler: confirmed (or failed) once the chain shows its
    * payload landed, whoever submitted it; expired once it can no longer land and did not. The expiry is
    * read before the search, so a payment that landed just before its end is found, not expired.
