@@ -130,6 +130,32 @@ for (const setup of setups) {
       ]);
     });
 
+    it('answers a burst of 10 concurrent local-mode builds against a key cap one unit short of all 10: exactly 9 are built', async () => {
+      const b = await buyer();
+      const set = await put(b.admin, `/spend-policies/keys/${b.keyId}`, {
+        limits: [{ network: f.network, maxPerDay: decimal(10n * one - 1n) }],
+      });
+      assert.equal(set.statusCode, 200, set.body);
+      const builds = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          f.post(b.key, '/transaction/send', {
+            walletAddress: b.wallet,
+            recipientAddress: seller.wallet,
+            amount: 0.001,
+          }),
+        ),
+      );
+      assert.deepEqual(
+        builds.map((r) => r.statusCode).sort(),
+        [200, 200, 200, 200, 200, 200, 200, 200, 200, 403],
+        builds.map((r) => r.body).join('\n'),
+      );
+      const refused = builds.find((r) => r.statusCode === 403)?.json().error;
+      assert.equal(refused.code, 'SPEND_LIMIT_EXCEEDED');
+      assert.equal(refused.details.policy, 'key');
+      assert.equal(refused.details.remaining, `${decimal(one - 1n)} ${f.native.symbol}`);
+    });
+
     it("holds a key to its own daily cap and maxPerPayment, apart from the account's other key", async () => {
       const b = await buyer();
       const set = await put(b.admin, `/spend-policies/keys/${b.keyId}`, {
