@@ -15,6 +15,7 @@ import { X402PayService } from '../../../src/services/payments/x402/x402-pay.ts'
 import { SpendGuard } from '../../../src/services/spending/spend-guard.ts';
 import { SOLANA_DEVNET_ID } from '../../../src/x402/network-names.ts';
 import { callAs } from '../../support/api-caller.ts';
+import { DATABASE_URL, tempPostgres, tempSqlite } from '../../support/databases.ts';
 import { handReconciler, untilNotPending } from '../../support/hand-reconciler.ts';
 import { startTestEvm, type TestEvm } from '../../support/test-anvil.ts';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
@@ -68,7 +69,9 @@ describe('POST /payment/x402: custodial wallets pay stock x402 sellers', () => {
 
   before(async () => {
     [chain, evm] = await Promise.all([startTestChain(), startTestEvm()]);
-    gw = await startTestGateway({ networks: new NetworkRegistry([chain.adapter, evm.adapter]) });
+    // SQLite, or PostgreSQL when DATABASE_URL is set (the spend caps' locking differs between them).
+    const storage = DATABASE_URL === undefined ? tempSqlite() : await tempPostgres();
+    gw = await startTestGateway({ networks: new NetworkRegistry([chain.adapter, evm.adapter]), storage });
     await gw.services.facilitator.start();
     await gw.app.listen({ port: 0, host: '127.0.0.1' });
     gatewayUrl = `http://127.0.0.1:${(gw.app.server.address() as AddressInfo).port}`;
