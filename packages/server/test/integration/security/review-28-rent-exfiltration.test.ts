@@ -157,4 +157,53 @@ describe('review #28: SOL leaves through token-account rent under a USDC-only po
       `${sends} USDC sends under a policy allowing no SOL gave the collector ${end - start} lamports`,
     );
   });
+
+  it('a native daily cap bounds what the wallet pays, priority fees included', {
+    todo: 'count the caller-chosen priorityFee (and the network fee) against the native caps; see the review report',
+  }, async () => {
+    const caller = await gw.newCaller('standard');
+    const wallet = (await callAs(gw, caller.key, 'POST', '/wallets', { chain: 'solana' })).body
+      .address as string;
+    assert.equal(
+      (await callAs(gw, caller.key, 'POST', '/faucet', { address: wallet, amount: 1 })).status,
+      200,
+    );
+    const at = Date.now();
+    // 0.002 SOL a day.
+    await gw.store.spending.putPolicy({
+      accountId: caller.accountId,
+      keyId: null,
+      limits: [
+        {
+          network: chain.adapter.info.id,
+          asset: null,
+          symbol: 'SOL',
+          decimals: 9,
+          maxPerPayment: null,
+          maxPerDay: 2_000_000n,
+        },
+      ],
+      allowedRecipients: null,
+      allowedHosts: null,
+      allowedNetworks: null,
+      expiresAt: null,
+      createdAt: at,
+      updatedAt: at,
+    });
+    const start = await chain.adapter.getBalance(wallet);
+    for (let i = 0; i < 2; i++) {
+      const res = await callAs(gw, caller.key, 'POST', '/payment/send', {
+        walletAddress: wallet,
+        recipientAddress: (await generateKeyPairSigner()).address,
+        amount: 0.001,
+        priorityFee: 0.01,
+      });
+      assert.ok(res.status === 200 || res.status === 403, JSON.stringify(res.body));
+    }
+    const end = await chain.adapter.getBalance(wallet);
+    assert.ok(
+      start - end <= 2_000_000n,
+      `the wallet paid ${start - end} lamports in a day capped at 2000000`,
+    );
+  });
 });
