@@ -199,9 +199,11 @@ describe('SDK and the served OpenAPI document', () => {
   it('throws refusals as Gate402Error carrying the code of the error catalogue', async () => {
     const sdk = new Gate402Client({ url: gateway.url, apiKey: await gateway.newApiKey() });
     const wallet = await sdk.createWallet({ chain: 'solana' });
+    const other = await sdk.createWallet({ chain: 'solana' });
 
+    // Above the native currency's bound (100 SOL): refused naming the amount, before the chain is asked.
     const tooMuch = await sdk
-      .sendPayment({ walletAddress: wallet.address, recipientAddress: wallet.address, amount: 1000 })
+      .sendPayment({ walletAddress: wallet.address, recipientAddress: other.address, amount: 1000 })
       .catch((e: unknown) => e);
     assert.ok(tooMuch instanceof Gate402Error);
     assert.equal(tooMuch.code, 'INVALID_PARAMETERS');
