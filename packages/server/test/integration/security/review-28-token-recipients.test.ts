@@ -65,6 +65,17 @@ describe('review #28: token sends to addresses that can never spend them', { tim
     await refused(buyer.solana, chain.localnet.usdcMint.address);
   });
 
+  it('Solana: POST /transaction/send (local mode) refuses the mint as the recipient too', async () => {
+    const res = await api(buyer.key, 'POST', '/transaction/send', {
+      walletAddress: buyer.solana,
+      recipientAddress: chain.localnet.usdcMint.address,
+      amount: 1,
+      asset: 'USDC',
+    });
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.equal(res.body.error.code, 'INVALID_RECIPIENT', JSON.stringify(res.body));
+  });
+
   it("Solana: a token account (another wallet's USDC account) as the recipient is refused", async () => {
     const accounts = await chain.adapter.getTokenAccounts(other.solana);
     const account = accounts.find((a) => a.mint === chain.localnet.usdcMint.address);
