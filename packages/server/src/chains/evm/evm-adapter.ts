@@ -124,7 +124,7 @@ export interface EvmAdapterOptions {
   /**
    * The embedded anvil's journal: a transaction is reported mined only once its block is in it, and
    * absent only after it followed the chain past the read, so nothing reported confirmed can be lost
-   * by a crash of the chain, and nothing reported gone comes back from it (anvil-journal.ts).
+   * by a crash of the chain, and nothing reported gone comes back from it (chain-durability.ts; @gate402/anvil's journal on the embedded anvil).
    */
   readonly durability?: ChainDurability | undefined;
 }

@@ -128,7 +128,7 @@ export class ExactEvmScheme implements ExactScheme {
     private readonly clock: () => number = Date.now,
     /**
      * The embedded anvil's journal: a settlement found landed is reported only once its block is in
-     * it, and one found absent only after it followed the chain (anvil-journal.ts).
+     * it, and one found absent only after it followed the chain (chain-durability.ts; @gate402/anvil's journal on the embedded anvil).
      */
     private readonly durability?: ChainDurability | undefined,
   ) {
