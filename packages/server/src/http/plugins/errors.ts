@@ -112,6 +112,9 @@ function clientRefusal(code: string | undefined): [number, GatewayError] {
 
 export function sendError(reply: FastifyReply, request: FastifyRequest, error: GatewayError): FastifyReply {
   if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter));
+  // An answer that may change when asked again (GatewayError.final) leaves an Idempotency-Key free:
+  // a retry is judged afresh instead of replaying this refusal (see installIdempotency).
+  if (!error.final) request.idempotencyUnfinished = true;
   return reply.code(error.status).type('application/json').send(toErrorBody(error, request.id));
 }
 

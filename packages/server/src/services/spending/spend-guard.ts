@@ -54,6 +54,9 @@ export interface SpendGuardDeps {
  *    the refusal. Take other locks of the transaction (an EVM nonce) before it, never after, so every
  *    path locks in the same order.
  *
+ * Every refusal is not `final`: nothing was recorded, and the answer may change (the day rolls on, an
+ * admin changes the policy), so an Idempotency-Key retry is judged afresh rather than replayed.
+ *
  * Releasing: a spend counts while its payment is pending, submitted, confirmed or finalized. A payment
  * that ends failed, expired or reverted stops counting by itself (the sum joins the payments table), so a
  * spending path has nothing to give back. An Idempotency-Key retry that answers the first attempt's
@@ -140,6 +143,7 @@ function judge(policies: readonly SpendPolicyRecord[], intent: SpendIntent, at: 
     if (policy.expiresAt !== null && at >= policy.expiresAt) {
       throw new GatewayError('SPEND_POLICY_EXPIRED', {
         message: `${owner} expired at ${new Date(policy.expiresAt).toISOString()}; it allows no payments until it is set again.`,
+        final: false,
         details: { limit: 'expiresAt', policy: whose, expiresAt: new Date(policy.expiresAt).toISOString() },
       });
     }
@@ -183,6 +187,7 @@ function judge(policies: readonly SpendPolicyRecord[], intent: SpendIntent, at: 
           max: amountText(limit.maxPerPayment, intent),
           remaining: amountText(limit.maxPerPayment, intent),
         },
+        final: false,
       });
     }
     if (limit.maxPerDay !== null) caps.push({ policy, limit: { ...limit, maxPerDay: limit.maxPerDay } });
@@ -218,12 +223,13 @@ function checkDailyCaps(
         remaining: amountText(remaining, intent),
         ...(resetsAt === undefined ? {} : { resetsAt }),
       },
+      final: false,
     });
   }
 }
 
 function notAllowed(policy: 'account' | 'key', limit: string, message: string): GatewayError {
-  return new GatewayError('SPEND_NOT_ALLOWED', { message, details: { limit, policy } });
+  return new GatewayError('SPEND_NOT_ALLOWED', { message, details: { limit, policy }, final: false });
 }
 
 function nameOf(intent: SpendIntent): string {

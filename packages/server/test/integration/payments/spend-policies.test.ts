@@ -272,7 +272,7 @@ for (const setup of setups) {
       }
     });
 
-    it('counts a retried Idempotency-Key once, and frees the amount of a payment that expired', async () => {
+    it('counts a retried Idempotency-Key once, frees the amount of a payment that expired, and judges a refused Idempotency-Key afresh', async () => {
       const b = await buyer();
       await put(b.admin, '/spend-policies/account', {
         limits: [{ network: f.network, maxPerDay: decimal(2n * one) }],
@@ -299,7 +299,12 @@ for (const setup of setups) {
         amount: 0.001,
       });
       assert.equal(built.statusCode, 200, built.body);
-      const full = await send(b.key, b.wallet, { recipientAddress: seller.wallet });
+      const full = await send(
+        b.key,
+        b.wallet,
+        { recipientAddress: seller.wallet },
+        { 'idempotency-key': 'later' },
+      );
       assert.equal(full.statusCode, 403, full.body);
       assert.equal(full.json().error.code, 'SPEND_LIMIT_EXCEEDED');
       // The build is never signed; once it is expired (what the reconciler records when it can no
@@ -307,8 +312,25 @@ for (const setup of setups) {
       const payment = await f.gw.store.payments.get(built.json().paymentId);
       assert.ok(payment !== undefined);
       assert.ok(await f.gw.services.ledger.move(payment, 'expired', { error: 'never signed' }));
-      const freed = await send(b.key, b.wallet, { recipientAddress: seller.wallet });
+      // The refusal was not stored as the Idempotency-Key's answer: its retry is judged afresh, and pays.
+      const freed = await send(
+        b.key,
+        b.wallet,
+        { recipientAddress: seller.wallet },
+        { 'idempotency-key': 'later' },
+      );
       assert.equal(freed.statusCode, 200, freed.body);
+      const replayed = await send(
+        b.key,
+        b.wallet,
+        { recipientAddress: seller.wallet },
+        { 'idempotency-key': 'later' },
+      );
+      assert.equal(
+        replayed.json().paymentId,
+        freed.json().paymentId,
+        'and once paid, the key answers that payment',
+      );
     });
   });
 }
