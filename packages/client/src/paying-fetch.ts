@@ -95,12 +95,26 @@ export function payingFetch(options: PayingFetchOptions): typeof fetch {
     if (response.status !== 402) return response;
     const offer = await readChallenge(response.clone());
     if (offer === undefined) return response;
+    // A 402 asks payment for its own resources only. The proof is made for the resource the 402 names,
+    // and the gateway's spend policies (allowedHosts) judge that name: a seller naming another host's
+    // resource would be paid as that host. (POST /payment/x402 checks the same for `exact` offers.)
+    const asked = hostOf(retry.url);
+    const named = hostOf(offer.resource.url);
+    const elsewhere = named === undefined || named !== asked;
 
     let tooDear: { message: string; requirement: PaymentRequirements } | undefined;
     let malformed: typeof tooDear;
+    let misplaced: typeof tooDear;
     for (const requirement of offer.accepts) {
       if (requirement.scheme !== GATE402_NATIVE_SCHEME || requirement.asset !== NATIVE_ASSET) continue;
       if (options.network !== undefined && requirement.network !== options.network) continue;
+      if (elsewhere) {
+        misplaced ??= {
+          message: `the 402 of ${retry.url.slice(0, 200)} asks payment for ${offer.resource.url.slice(0, 200)}, a resource on another host`,
+          requirement,
+        };
+        continue;
+      }
       const network = await networks.resolve(options.wallet, requirement.network);
       if (network === undefined || network.family !== family) continue;
       if (!ATOMIC_AMOUNT.test(requirement.amount)) {
@@ -192,7 +206,7 @@ export function payingFetch(options: PayingFetchOptions): typeof fetch {
       response.body?.cancel().catch(() => {});
       return payWithToken(base, options, offer, retry);
     }
-    const declined = tooDear ?? malformed;
+    const declined = tooDear ?? malformed ?? misplaced;
     if (declined !== undefined) throw new PaymentDeclinedError(declined.message, declined.requirement);
     return response;
   };
@@ -438,4 +452,16 @@ function isRequirement(value: unknown): value is PaymentRequirements {
     typeof r.asset === 'string' &&
     typeof r.amount === 'string'
   );
+}
+
+/**
+ * A URL's host name as the URL parser spells it (no port: a seller's proxy may listen on another port
+ * than its app, and a spend policy's allowedHosts names hosts, not ports); undefined when it is no URL.
+ */
+function hostOf(url: string): string | undefined {
+  try {
+    return new URL(url).hostname.toLowerCase().replace(/\.$/, '');
+  } catch {
+    return undefined;
+  }
 }
