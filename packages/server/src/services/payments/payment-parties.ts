@@ -48,3 +48,15 @@ export function checkRecipient(family: ChainFamily, walletAddress: string, recip
     });
   }
 }
+
+/**
+ * A token sent to the token's own contract or mint is lost for good: nobody can move it from there
+ * (INVALID_RECIPIENT, before anything is signed). Addresses in their canonical spelling.
+ */
+export function checkTokenRecipient(tokenAddress: string | null, recipientAddress: string): void {
+  if (tokenAddress === null || canonicalAddress(tokenAddress) !== recipientAddress) return;
+  throw new GatewayError('INVALID_RECIPIENT', {
+    message: 'The recipient is the token itself; tokens sent there can never be moved again.',
+    details: { recipientAddress: 'must not be the address of the token being sent' },
+  });
+}

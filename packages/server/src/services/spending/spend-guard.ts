@@ -32,6 +32,30 @@ export interface SpendIntent {
   readonly resource: string | null;
 }
 
+/**
+ * What a custodial payment costs its wallet in the network's native currency beyond the amount that
+ * its caller decides, known once the transaction is prepared: the priority fee the caller named, and
+ * `deposit`, what opening accounts for the recipient costs (Solana: a token account's rent), which the
+ * recipient can take back by closing the account. `counted` is their sum. The base fee and a priority
+ * fee the gateway chose from the network's recent fees are the network's price, not the caller's
+ * choice, and are not counted. Atomic units of the native currency.
+ */
+export interface NetworkCost {
+  readonly counted: bigint;
+  readonly deposit: bigint;
+  readonly native: { readonly decimals: number; readonly symbol: string };
+}
+
+/** The NetworkCost of a prepared transaction; `callerNamedPriorityFee`: the request set `priorityFee`. */
+export function networkCost(
+  prepared: { readonly priorityFee: bigint; readonly accountRent?: bigint | undefined },
+  native: { readonly decimals: number; readonly symbol: string },
+  callerNamedPriorityFee: boolean,
+): NetworkCost {
+  const deposit = prepared.accountRent ?? 0n;
+  return { counted: (callerNamedPriorityFee ? prepared.priorityFee : 0n) + deposit, deposit, native };
+}
+
 export interface SpendGuardDeps {
   readonly store: Store;
   readonly now?: () => number;
@@ -56,6 +80,13 @@ export interface SpendGuardDeps {
  *
  * Every refusal is not `final`: nothing was recorded, and the answer may change (the day rolls on, an
  * admin changes the policy), so an Idempotency-Key retry is judged afresh rather than replayed.
+ *
+ * Costs: `chargeIn` also takes the payment's NetworkCost. Daily caps of the native currency count its
+ * `counted` part too (a native payment: amount plus that; a token payment: that, in native currency),
+ * since a caller-chosen priority fee or a deposit given to a recipient is money leaving the wallet at
+ * the caller's word; `maxPerPayment` stays on the amount. A token payment whose transaction hands the recipient a
+ * deposit is refused by a policy that lists its assets without the native currency: the recipient could
+ * close the account and keep the deposit, a native payment the policy does not allow.
  *
  * Releasing: a spend counts while its payment is pending, submitted, confirmed or finalized. A payment
  * that ends failed, expired or reverted stops counting by itself (the sum joins the payments table), so a
@@ -91,33 +122,83 @@ export class SpendGuard {
     checkDailyCaps(caps, intent, spent);
   }
 
-  /** Step 2 (see the class): the enforcement, atomic with recording the payment `paymentId`. */
-  async chargeIn(tx: Repositories, intent: SpendIntent, paymentId: string): Promise<void> {
+  /**
+   * Step 2 (see the class): the enforcement, atomic with recording the payment `paymentId`, counting
+   * `cost` (what the prepared transaction pays the network) against the native currency's daily caps.
+   */
+  async chargeIn(
+    tx: Repositories,
+    intent: SpendIntent,
+    paymentId: string,
+    cost?: NetworkCost,
+  ): Promise<void> {
     const at = this.now();
-    const asset = assetKey(intent);
     const policies = await tx.spending.policiesFor(intent.accountId, intent.keyId);
     const caps = judge(policies, intent, at);
-    if (caps.length > 0) {
-      await tx.spending.lockAsset(intent.accountId, intent.network, asset, at);
-      const spent = await tx.spending.spentSince(
-        intent.accountId,
-        intent.network,
-        asset,
-        at - SPEND_WINDOW_MS,
-      );
-      checkDailyCaps(caps, intent, spent);
+    const fee = cost?.counted ?? 0n;
+    // What each asset's daily caps count: the native part first, so every path locks in one order.
+    const charges: { intent: SpendIntent; caps: readonly DailyCap[] }[] = [];
+    if (intent.asset.address === null) {
+      charges.push({ intent: { ...intent, amount: intent.amount + fee }, caps });
+    } else {
+      if (cost !== undefined && fee > 0n) {
+        const native: SpendIntent = {
+          ...intent,
+          asset: { address: null, decimals: cost.native.decimals, symbol: cost.native.symbol },
+          amount: fee,
+        };
+        charges.push({ intent: native, caps: judgeCost(policies, native, cost.deposit) });
+      }
+      charges.push({ intent, caps });
     }
-    await tx.spending.pruneSpends(intent.accountId, intent.network, asset, at - SPEND_WINDOW_MS);
-    await tx.spending.recordSpend({
-      paymentId,
-      accountId: intent.accountId,
-      keyId: intent.keyId,
-      network: intent.network,
-      asset,
-      amount: intent.amount,
-      createdAt: at,
-    });
+    for (const charge of charges) {
+      const asset = assetKey(charge.intent);
+      if (charge.caps.length > 0) {
+        await tx.spending.lockAsset(intent.accountId, intent.network, asset, at);
+        const spent = await tx.spending.spentSince(
+          intent.accountId,
+          intent.network,
+          asset,
+          at - SPEND_WINDOW_MS,
+        );
+        checkDailyCaps(charge.caps, charge.intent, spent);
+      }
+      await tx.spending.pruneSpends(intent.accountId, intent.network, asset, at - SPEND_WINDOW_MS);
+      await tx.spending.recordSpend({
+        paymentId,
+        accountId: intent.accountId,
+        keyId: intent.keyId,
+        network: intent.network,
+        asset,
+        amount: charge.intent.amount,
+        createdAt: at,
+      });
+    }
   }
+}
+
+/**
+ * The native currency's daily caps a token payment's network cost counts against. A policy that lists
+ * its assets without the native currency lets a priority fee through uncounted (it goes to the network,
+ * not to the recipient), but not a deposit handed to the recipient (see SpendGuard, Costs).
+ */
+function judgeCost(policies: readonly SpendPolicyRecord[], native: SpendIntent, deposit: bigint): DailyCap[] {
+  const caps: DailyCap[] = [];
+  for (const policy of policies) {
+    if (policy.limits === null) continue;
+    const limit = policy.limits.find((l) => l.network === native.network && l.asset === null);
+    if (limit === undefined) {
+      if (deposit === 0n) continue;
+      const owner = policy.keyId === null ? "The account's spend policy" : "The API key's spend policy";
+      throw notAllowed(
+        policy.keyId === null ? 'account' : 'key',
+        'limits',
+        `${owner} does not list ${nameOf(native)} on ${native.network}, and this payment would give the recipient a deposit of ${amountText(deposit, native)} (opening its token account), which it can take.`,
+      );
+    }
+    if (limit.maxPerDay !== null) caps.push({ policy, limit: { ...limit, maxPerDay: limit.maxPerDay } });
+  }
+  return caps;
 }
 
 /** A daily cap that binds the spend: whose policy, and the limit entry it comes from. */

@@ -33,13 +33,15 @@ export const spendPolicies: Migration = {
       .execute();
     await db.schema
       .createTable('spend_records')
-      .addColumn('payment_id', 'text', (c) => c.primaryKey())
+      .addColumn('payment_id', 'text', (c) => c.notNull())
       .addColumn('account_id', 'text', (c) => c.notNull())
       .addColumn('key_id', 'text')
       .addColumn('network', 'text', (c) => c.notNull())
       .addColumn('asset', 'text', (c) => c.notNull())
       .addColumn('amount', 'text', (c) => c.notNull())
       .addColumn('created_at', 'bigint', (c) => c.notNull())
+      // A token payment also spends the native currency (its fee and any deposit): one row per asset.
+      .addPrimaryKeyConstraint('spend_records_pk', ['payment_id', 'asset'])
       .execute();
     await sql`create index spend_records_window on spend_records (account_id, network, asset, created_at)`.execute(
       db,

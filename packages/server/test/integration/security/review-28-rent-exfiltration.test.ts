@@ -121,9 +121,7 @@ describe('review #28: SOL leaves through token-account rent under a USDC-only po
     assert.equal(res.body.error.code, 'SPEND_NOT_ALLOWED');
   });
 
-  it('yet USDC sends to fresh recipients hand them SOL they can take', {
-    todo: 'count the token-account rent (and fees) against the native caps; see the review report',
-  }, async () => {
+  it('nor do USDC sends to fresh recipients hand them SOL they can take (the deposit of their token account)', async () => {
     const collector = await generateKeyPairSigner();
     await chain.adapter.faucet?.fundNative(collector.address, 10_000_000n);
     const mint = address(chain.localnet.usdcMint.address);
@@ -158,9 +156,7 @@ describe('review #28: SOL leaves through token-account rent under a USDC-only po
     );
   });
 
-  it('a native daily cap bounds what the wallet pays, priority fees included', {
-    todo: 'count the caller-chosen priorityFee (and the network fee) against the native caps; see the review report',
-  }, async () => {
+  it('a native daily cap bounds what the wallet pays, priority fees included', async () => {
     const caller = await gw.newCaller('standard');
     const wallet = (await callAs(gw, caller.key, 'POST', '/wallets', { chain: 'solana' })).body
       .address as string;

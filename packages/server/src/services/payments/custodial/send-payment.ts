@@ -15,13 +15,13 @@ import { newId } from '../../../domain/ids.ts';
 import { atomicToDecimalText, toWholeUnits } from '../../../domain/money.ts';
 import type { PaymentRecord } from '../../../domain/records/payment-records.ts';
 import type { PaymentLease, Store } from '../../../store/store.ts';
-import { SpendGuard, type SpendIntent } from '../../spending/spend-guard.ts';
+import { networkCost, SpendGuard, type SpendIntent } from '../../spending/spend-guard.ts';
 import type { WalletService } from '../../wallets/wallet-service.ts';
 import { atomicFromField } from '../amounts.ts';
 import { newPayment } from '../new-payment.ts';
 import { assetOfPayment, type PaymentAsset, sendableAsset } from '../payment-asset.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
-import { checkRecipient } from '../payment-parties.ts';
+import { checkRecipient, checkTokenRecipient } from '../payment-parties.ts';
 import type { PaymentProofs } from '../proofs/payment-proof.ts';
 import type { SendAmountBounds } from '../send-amount-bounds.ts';
 
@@ -128,6 +128,7 @@ export class SendPaymentService {
     const walletAddress = canonicalAddress(input.walletAddress);
     const recipientAddress = canonicalAddress(input.recipientAddress);
     const asset = await sendableAsset(networks, chain, input.asset);
+    checkTokenRecipient(asset.address, recipientAddress);
     const amount = this.deps.amountBounds.atomicAmount(input.amount, asset);
     const priorityFee =
       input.priorityFee === undefined
@@ -194,7 +195,12 @@ export class SendPaymentService {
         const payment = draft(signed);
         stored = { payment, wire: signed.wire };
         await this.deps.store.transaction(async (tx) => {
-          await this.spendGuard.chargeIn(tx, spend, paymentId);
+          await this.spendGuard.chargeIn(
+            tx,
+            spend,
+            paymentId,
+            networkCost(prepared, nativeCurrency, priorityFee !== undefined),
+          );
           await this.deps.ledger.recordIn(tx, payment, undefined, lease);
         });
       } else {
@@ -208,6 +214,7 @@ export class SendPaymentService {
           lease,
           spend,
           paymentId,
+          callerNamedPriorityFee: priorityFee !== undefined,
         });
       }
     } finally {
@@ -249,6 +256,7 @@ export class SendPaymentService {
       lease: PaymentLease;
       spend: SpendIntent;
       paymentId: string;
+      callerNamedPriorityFee: boolean;
     },
   ): Promise<{ payment: PaymentRecord; wire: Uint8Array }> {
     const { prepared } = input;
@@ -268,7 +276,8 @@ export class SendPaymentService {
             : (unsettled.tokens.get(input.asset.address) ?? 0n) + input.amount,
       });
       // After the nonce, so every path takes its locks in one order (SpendGuard's contract).
-      await this.spendGuard.chargeIn(tx, input.spend, input.paymentId);
+      const cost = networkCost(prepared, chain.info.nativeCurrency, input.callerNamedPriorityFee);
+      await this.spendGuard.chargeIn(tx, input.spend, input.paymentId, cost);
       const signed = await chain.sign(nonces.withNonce(prepared, nonce), input.secretKey);
       const payment = input.draft(signed, nonce);
       await this.deps.ledger.recordIn(tx, payment, undefined, input.lease);

@@ -5,13 +5,13 @@ import { newId } from '../../../domain/ids.ts';
 import { toWholeUnits } from '../../../domain/money.ts';
 import type { PaymentRecord } from '../../../domain/records/payment-records.ts';
 import type { Store } from '../../../store/store.ts';
-import { SpendGuard, type SpendIntent } from '../../spending/spend-guard.ts';
+import { networkCost, SpendGuard, type SpendIntent } from '../../spending/spend-guard.ts';
 import { atomicFromField } from '../amounts.ts';
 import { estimatedConfirmation, fundedTransfer, type SendInput } from '../custodial/send-payment.ts';
 import { newPayment } from '../new-payment.ts';
 import { assetOfPayment, type PaymentAsset, sendableAsset } from '../payment-asset.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
-import { checkPayer, checkRecipient } from '../payment-parties.ts';
+import { checkPayer, checkRecipient, checkTokenRecipient } from '../payment-parties.ts';
 import type { PaymentProofs } from '../proofs/payment-proof.ts';
 import type { SendAmountBounds } from '../send-amount-bounds.ts';
 
@@ -105,6 +105,7 @@ export class LocalSendService {
     const walletAddress = canonicalAddress(input.walletAddress);
     const recipientAddress = canonicalAddress(input.recipientAddress);
     const asset = await sendableAsset(this.deps.networks, chain, input.asset);
+    checkTokenRecipient(asset.address, recipientAddress);
     const amount = this.deps.amountBounds.atomicAmount(input.amount, asset);
     const priorityFee =
       input.priorityFee === undefined
@@ -158,7 +159,12 @@ export class LocalSendService {
       idempotencyKey: idempotencyKey ?? null,
     });
     await this.deps.store.transaction(async (tx) => {
-      await this.spendGuard.chargeIn(tx, spend, paymentId);
+      await this.spendGuard.chargeIn(
+        tx,
+        spend,
+        paymentId,
+        networkCost(prepared, nativeCurrency, priorityFee !== undefined),
+      );
       await this.deps.ledger.recordIn(tx, payment);
     });
     return this.result(payment, chain, unsigned);
