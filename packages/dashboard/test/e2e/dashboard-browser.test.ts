@@ -156,7 +156,7 @@ describe('the dashboard in a browser', { skip }, () => {
       JSON.stringify({ limits: [{ network, asset: 'SOL', maxPerPayment: '0.1', maxPerDay }] });
     await page.getByLabel('Policy (JSON)').fill(policy('0.0000000001'));
     await page.getByRole('button', { name: 'Save policy' }).click();
-    await page.getByRole('alert').getByText('limits[0].maxPerDay').waitFor();
+    await page.getByRole('alert').getByText('limits[0].maxPerDay must be a decimal amount').waitFor();
     await page.getByLabel('Policy (JSON)').fill(policy('2'));
     await page.getByRole('button', { name: 'Save policy' }).click();
     await page.getByRole('status').getByText('Policy saved.').waitFor();

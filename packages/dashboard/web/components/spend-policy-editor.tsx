@@ -57,9 +57,9 @@ export function SpendPolicyEditor({ keys }: { keys: readonly ApiKey[] }) {
   useEffect(() => {
     load();
   }, [load]);
+  // A reload after a save must not wipe the save's confirmation: only choosing another policy does.
   useEffect(() => {
     setText(current === undefined ? '' : editable(current));
-    setSaved(undefined);
   }, [current]);
 
   const save = async (event: FormEvent) => {
@@ -102,7 +102,14 @@ export function SpendPolicyEditor({ keys }: { keys: readonly ApiKey[] }) {
         key's binds that key on top.
       </p>
       <label htmlFor={targetId}>Policy of</label>
-      <select id={targetId} value={target} onChange={(event) => setTarget(event.target.value)}>
+      <select
+        id={targetId}
+        value={target}
+        onChange={(event) => {
+          setTarget(event.target.value);
+          setSaved(undefined);
+        }}
+      >
         <option value="account">the account (every key)</option>
         {keys.map((key) => (
           <option key={key.id} value={key.id}>
