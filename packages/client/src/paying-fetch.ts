@@ -41,12 +41,18 @@ export interface PayingFetchOptions {
   readonly fetch?: typeof fetch;
 }
 
-/** A 402 offered a gate402 payment that the buyer's settings do not allow; nothing was paid. */
+/**
+ * A 402 offered a payment that the buyer's settings or the gateway do not allow; nothing was paid. When
+ * the gateway refused it (a spend policy, no payable option), `code` and `details` are the gateway's
+ * (e.g. SPEND_LIMIT_EXCEEDED with the limit and what remains); undefined when this client declined.
+ */
 export class PaymentDeclinedError extends Error {
   override readonly name = 'PaymentDeclinedError';
   constructor(
     message: string,
     readonly requirement: PaymentRequirements,
+    readonly code?: string,
+    readonly details?: Readonly<Record<string, string>>,
   ) {
     super(message);
   }
@@ -259,7 +265,8 @@ async function payWithToken(
     if (isGate402Error(error) && (DECLINED_CODES as readonly string[]).includes(error.code)) {
       const first = offer.accepts.find((r) => r.scheme === EXACT_SCHEME) ?? offer.accepts[0];
       const reasons = error.details === undefined ? '' : ` (${Object.values(error.details).join('; ')})`;
-      if (first !== undefined) throw new PaymentDeclinedError(`${error.message}${reasons}`, first);
+      if (first !== undefined)
+        throw new PaymentDeclinedError(`${error.message}${reasons}`, first, error.code, error.details);
     }
     throw error;
   }

@@ -1,6 +1,13 @@
 import { type Gate402Client, PaymentDeclinedError, payingFetch, paymentResponseOf } from '@gate402/client';
 import { ToolError, toToolFailure } from './tool-error.ts';
 
+/** The gateway's spend-policy refusals, which fetch_paid_url passes on under their own code. */
+const SPEND_POLICY_CODES: ReadonlySet<string> = new Set([
+  'SPEND_LIMIT_EXCEEDED',
+  'SPEND_NOT_ALLOWED',
+  'SPEND_POLICY_EXPIRED',
+]);
+
 /** What fetch_paid_url is asked. */
 export interface FetchPaidUrlInput {
   readonly url: string;
@@ -131,7 +138,13 @@ export async function fetchPaidUrl(
     });
   } catch (error) {
     if (error instanceof PaymentDeclinedError) {
-      throw new ToolError('PAYMENT_DECLINED', `Not paid: ${error.message}. Nothing was paid.`);
+      // The gateway's own refusal (a spend policy's SPEND_LIMIT_EXCEEDED with what remains) is passed on
+      // as it is, so an agent can tell a cap from a price it declined.
+      throw new ToolError(
+        error.code !== undefined && SPEND_POLICY_CODES.has(error.code) ? error.code : 'PAYMENT_DECLINED',
+        `Not paid: ${error.message}. Nothing was paid.`,
+        error.details,
+      );
     }
     throw failedAfter(error, input.url, signal, limits, payment);
   }

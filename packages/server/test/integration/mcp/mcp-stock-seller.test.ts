@@ -29,7 +29,7 @@ describe('MCP fetch_paid_url pays a stock @x402/hono seller on both embedded cha
   let base: string;
   let sellerUrl: string;
   let closeSeller: () => Promise<void>;
-  const buyer = { key: '', wallet: '', evmWallet: '' };
+  const buyer = { key: '', accountId: '', wallet: '', evmWallet: '' };
   let sellerWallet: string;
   let sellerEvmWallet: string;
 
@@ -141,6 +141,39 @@ describe('MCP fetch_paid_url pays a stock @x402/hono seller on both embedded cha
         }),
       );
       assert.equal(declined.code, 'PAYMENT_DECLINED', declined.message);
+
+      // The account's spend policy refuses it: the agent is told the policy's own code and what remains.
+      const at = Date.now();
+      await gw.store.spending.putPolicy({
+        accountId: buyer.accountId,
+        keyId: null,
+        limits: [
+          {
+            network: chain.adapter.info.id,
+            asset: chain.localnet.usdcMint.address,
+            symbol: 'USDC',
+            decimals: 6,
+            maxPerPayment: 5_000n,
+            maxPerDay: null,
+          },
+        ],
+        allowedRecipients: null,
+        allowedHosts: null,
+        allowedNetworks: null,
+        expiresAt: null,
+        createdAt: at,
+        updatedAt: at,
+      });
+      const capped = toolError(
+        await callTool(client, 'fetch_paid_url', {
+          url: sellerUrl,
+          wallet: buyer.wallet,
+          maxAmount: { USDC: '0.05' },
+        }),
+      );
+      assert.equal(capped.code, 'SPEND_LIMIT_EXCEEDED', capped.message);
+      assert.equal(capped.details?.limit, 'maxPerPayment');
+      await gw.store.spending.deletePolicy(buyer.accountId, null);
       const sent = async () =>
         (await callAs(gw, buyer.key, 'GET', `/payment/history/${buyer.wallet}?type=sent`)).body.total;
       assert.equal(await sent(), 0, 'nothing paid');
