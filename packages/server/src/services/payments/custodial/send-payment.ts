@@ -18,6 +18,7 @@ import type { PaymentLease, Store } from '../../../store/store.ts';
 import { networkCost, SpendGuard, type SpendIntent } from '../../spending/spend-guard.ts';
 import type { WalletService } from '../../wallets/wallet-service.ts';
 import { atomicFromField } from '../amounts.ts';
+import { earlierPayment } from '../earlier-payment.ts';
 import { newPayment } from '../new-payment.ts';
 import { assetOfPayment, type PaymentAsset, sendableAsset } from '../payment-asset.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
@@ -113,10 +114,8 @@ export class SendPaymentService {
     keyId: string | null = null,
   ): Promise<SendResult> {
     const { networks, wallets } = this.deps;
-    if (idempotencyKey !== undefined) {
-      const earlier = await this.deps.store.payments.findByIdempotencyKey(accountId, idempotencyKey);
-      if (earlier !== undefined) return this.settle(earlier, this.chainOf(earlier));
-    }
+    const earlier = await earlierPayment(this.deps.store, accountId, idempotencyKey, 'custodial');
+    if (earlier !== undefined) return this.settle(earlier, this.chainOf(earlier));
 
     const chain = networks.resolve({
       address: input.walletAddress,

@@ -8,6 +8,7 @@ import type { Store } from '../../../store/store.ts';
 import { networkCost, SpendGuard, type SpendIntent } from '../../spending/spend-guard.ts';
 import { atomicFromField } from '../amounts.ts';
 import { estimatedConfirmation, fundedTransfer, type SendInput } from '../custodial/send-payment.ts';
+import { earlierPayment } from '../earlier-payment.ts';
 import { newPayment } from '../new-payment.ts';
 import { assetOfPayment, type PaymentAsset, sendableAsset } from '../payment-asset.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
@@ -84,13 +85,11 @@ export class LocalSendService {
     idempotencyKey?: string,
     keyId: string | null = null,
   ): Promise<LocalSendResult> {
-    if (idempotencyKey !== undefined) {
-      // A retry whose first attempt's answer was lost answers the very transaction built then:
-      // a second build would be a second payment the caller could sign.
-      const earlier = await this.deps.store.payments.findByIdempotencyKey(accountId, idempotencyKey);
-      if (earlier?.mode === 'local' && earlier.signedTransaction !== null)
-        return this.result(earlier, this.chainOf(earlier), earlier.signedTransaction);
-    }
+    // A retry whose first attempt's answer was lost answers the very transaction built then:
+    // a second build would be a second payment the caller could sign.
+    const earlier = await earlierPayment(this.deps.store, accountId, idempotencyKey, 'local');
+    if (earlier !== undefined && earlier.signedTransaction !== null)
+      return this.result(earlier, this.chainOf(earlier), earlier.signedTransaction);
 
     const chain = this.deps.networks.resolve({
       address: input.walletAddress,

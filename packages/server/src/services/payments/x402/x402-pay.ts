@@ -23,6 +23,7 @@ import {
 import type { FacilitatorService } from '../../facilitator/facilitator-service.ts';
 import type { SpendGuard, SpendIntent } from '../../spending/spend-guard.ts';
 import type { WalletService } from '../../wallets/wallet-service.ts';
+import { earlierPayment } from '../earlier-payment.ts';
 import { newPayment } from '../new-payment.ts';
 import type { PaymentAsset } from '../payment-asset.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
@@ -114,10 +115,8 @@ export class X402PayService {
     idempotencyKey?: string,
     keyId: string | null = null,
   ): Promise<X402PayResult> {
-    if (idempotencyKey !== undefined) {
-      const earlier = await this.deps.store.payments.findByIdempotencyKey(accountId, idempotencyKey);
-      if (earlier !== undefined && earlier.mode === 'x402') return this.result(earlier);
-    }
+    const earlier = await earlierPayment(this.deps.store, accountId, idempotencyKey, 'x402');
+    if (earlier !== undefined) return this.result(earlier);
     const challenge = readChallenge(input);
     checkResourceHost(challenge, input.resource);
     const allowed = allowedNetworks(input.networks);
