@@ -19,6 +19,7 @@ import { walletChallenges } from './0019-wallet-challenges.ts';
 import { x402SettlementAccountAndFees } from './0020-x402-settlement-account-and-fees.ts';
 import { settlementsByPayment } from './0021-settlements-by-payment.ts';
 import { spendPolicies } from './0022-spend-policies.ts';
+import { refunds } from './0025-refunds.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -45,4 +46,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0020-x402-settlement-account-and-fees': x402SettlementAccountAndFees,
   '0021-settlements-by-payment': settlementsByPayment,
   '0022-spend-policies': spendPolicies,
+  '0025-refunds': refunds,
 };
