@@ -25,6 +25,7 @@ export interface Database {
   spend_policies: SpendPoliciesTable;
   spend_records: SpendRecordsTable;
   spend_locks: SpendLocksTable;
+  refund_locks: RefundLocksTable;
 }
 
 /** People who log in to the web dashboard (see DashboardUserRepository). */
@@ -185,6 +186,9 @@ export interface PaymentsTable {
   /** Token payments (x402 `exact`): the mint or contract and its decimals; null: native currency. */
   asset: string | null;
   asset_decimals: number | null;
+  /** On a refund: the payment it refunds (migration 0025); null otherwise. */
+  refund_of: string | null;
+  refund_reason: string | null;
 }
 
 export interface X402ReceiptsTable {
@@ -296,5 +300,11 @@ export interface SpendLocksTable {
   account_id: string;
   network: string;
   asset: string;
+  updated_at: number;
+}
+
+/** One row per refunded payment, written first by each refund of it (see PaymentRepository.lockRefunds). */
+export interface RefundLocksTable {
+  payment_id: string;
   updated_at: number;
 }

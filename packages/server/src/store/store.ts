@@ -10,7 +10,12 @@ import type {
   WebhookDeliveryRecord,
   WebhookRecord,
 } from '../domain/records/event-records.ts';
-import type { PaymentChanges, PaymentRecord, PaymentSummary } from '../domain/records/payment-records.ts';
+import type {
+  PaymentChanges,
+  PaymentRecord,
+  PaymentSummary,
+  RefundSummary,
+} from '../domain/records/payment-records.ts';
 import type {
   FacilitatorSignerRecord,
   SettlementRecord,
@@ -84,6 +89,37 @@ export interface Repositories {
   readonly dashboardUsers: DashboardUserRepository;
   readonly dashboardSessions: DashboardSessionRepository;
   readonly spending: SpendRepository;
+  readonly paymentVolume: PaymentVolumeRepository;
+}
+
+/** One account's paid volume (confirmed or finalized payments) per UTC day, direction, network and asset. */
+export interface AssetVolume {
+  /** Unix ms of the UTC day's start. */
+  readonly day: number;
+  readonly direction: PaymentDirection;
+  readonly network: string;
+  /** The token; null: the network's native currency. */
+  readonly asset: { readonly address: string; readonly decimals: number } | null;
+  readonly count: number;
+  /** Atomic units, exact. */
+  readonly amount: bigint;
+}
+
+/** What one resource (a paywalled URL) earned, in one asset on one network. */
+export interface ResourceRevenue {
+  readonly resource: string;
+  readonly network: string;
+  readonly asset: { readonly address: string; readonly decimals: number } | null;
+  readonly count: number;
+  readonly amount: bigint;
+}
+
+/** Sums over one account's payments in a time range [since, until) of their creation (Unix ms). */
+export interface PaymentVolumeRepository {
+  /** Paid volume per UTC day, direction, network and asset, oldest day first. */
+  byDay(accountId: string, since: number, until: number): Promise<AssetVolume[]>;
+  /** Received revenue by resource: the `perAsset` highest earners of each network and asset. */
+  topResources(accountId: string, since: number, until: number, perAsset: number): Promise<ResourceRevenue[]>;
 }
 
 export interface AccountRepository {
@@ -226,6 +262,14 @@ export interface PaymentRepository {
   ): Promise<PaymentRecord[]>;
   /** Ends `owner`'s lease; with `notBefore`, workers leave the payment alone until then (back-off). */
   releaseLease(id: string, owner: string, notBefore?: number): Promise<void>;
+  /**
+   * Takes the refund lock row of payment `paymentId` for the rest of the transaction (PostgreSQL: a row
+   * lock held to commit; SQLite: the one writer). Call inside `Store.transaction`, before `refundsOf`,
+   * so the refunds summed and the refund recorded after are one step for every other refund of it.
+   */
+  lockRefunds(paymentId: string, at: number): Promise<void>;
+  /** The refunds of `paymentId` (payments whose refundOf it is), whatever their state, oldest first. */
+  refundsOf(paymentId: string): Promise<RefundSummary[]>;
 }
 
 /**

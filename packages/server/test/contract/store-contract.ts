@@ -457,6 +457,84 @@ export function describePaymentStoreContract(
       assert.deepEqual([failedSentA.total, times(failedSentA)], [1, [2_003]]);
     });
 
+    it("sums an account's paid volume per UTC day, direction and asset exactly, uint256 amounts included", async () => {
+      const owner = anAccount();
+      await store.accounts.insert(owner);
+      const day = 86_400_000;
+      const start = 20_000 * day;
+      const usdc = { address: 'USDC-MINT', decimals: 6 };
+      const eth18 = { address: '0xToken', decimals: 18 };
+      const huge = 2n ** 256n - 1n;
+      const rows = [
+        aPayment(owner.id, { createdAt: start + 1, direction: 'received', amount: 999_999_999n }),
+        aPayment(owner.id, { createdAt: start + 2, direction: 'received', amount: 1n }),
+        aPayment(owner.id, { createdAt: start + 3, direction: 'sent', amount: 5n }),
+        aPayment(owner.id, { createdAt: start + 4, direction: 'received', amount: 7n, status: 'failed' }),
+        aPayment(owner.id, { createdAt: start + 5, direction: 'received', amount: 7n, status: 'reverted' }),
+        aPayment(owner.id, { createdAt: start + 6, direction: 'received', amount: 7n, status: 'pending' }),
+        aPayment(owner.id, { createdAt: start + day, direction: 'received', amount: 250n, asset: usdc }),
+        aPayment(owner.id, { createdAt: start + day + 1, direction: 'received', amount: huge, asset: eth18 }),
+        aPayment(owner.id, {
+          createdAt: start + day + 2,
+          direction: 'received',
+          amount: huge,
+          asset: eth18,
+          status: 'finalized',
+        }),
+        // Outside the range on both sides.
+        aPayment(owner.id, { createdAt: start - 1, direction: 'received', amount: 11n }),
+        aPayment(owner.id, { createdAt: start + 2 * day, direction: 'received', amount: 11n }),
+      ];
+      for (const row of rows) await store.payments.insert(row);
+      const stranger = anAccount();
+      await store.accounts.insert(stranger);
+      await store.payments.insert(
+        aPayment(stranger.id, { createdAt: start + 1, direction: 'received', amount: 3n }),
+      );
+
+      const volume = await store.paymentVolume.byDay(owner.id, start, start + 2 * day);
+      const shown = volume.map((v) => [v.day, v.direction, v.asset?.address ?? null, v.count, v.amount]);
+      assert.deepEqual(
+        shown.sort((a, b) => String(a).localeCompare(String(b))),
+        [
+          [start, 'received', null, 2, 1_000_000_000n],
+          [start, 'sent', null, 1, 5n],
+          [start + day, 'received', '0xToken', 2, huge * 2n],
+          [start + day, 'received', 'USDC-MINT', 1, 250n],
+        ].sort((a, b) => String(a).localeCompare(String(b))),
+      );
+      assert.equal(volume.find((v) => v.asset?.address === '0xToken')?.asset?.decimals, 18);
+      assert.deepEqual(await store.paymentVolume.byDay(owner.id, start + 3 * day, start + 4 * day), []);
+    });
+
+    it('ranks resources by revenue within each asset, paid incoming payments only', async () => {
+      const owner = anAccount();
+      await store.accounts.insert(owner);
+      const at = 30_000 * 86_400_000;
+      const usdc = { address: 'USDC-MINT', decimals: 6 };
+      const paid = (resource: string, amount: bigint, extra: Partial<PaymentRecord> = {}) =>
+        aPayment(owner.id, { createdAt: at, direction: 'received', resource, amount, ...extra });
+      const rows = [
+        paid('https://api.example/a', 10n),
+        paid('https://api.example/a', 10n),
+        paid('https://api.example/b', 30n),
+        paid('https://api.example/c', 5n),
+        paid('https://api.example/d', 1_000n, { status: 'failed' }),
+        paid('https://api.example/e', 1_000n, { direction: 'sent' }),
+        paid('https://api.example/a', 7n, { asset: usdc }),
+      ];
+      for (const row of rows) await store.payments.insert(row);
+      const top = await store.paymentVolume.topResources(owner.id, at, at + 1, 2);
+      assert.deepEqual(
+        top.map((r) => [r.asset?.address ?? null, r.resource, r.count, r.amount]),
+        [
+          [null, 'https://api.example/b', 1, 30n],
+          [null, 'https://api.example/a', 2, 20n],
+          ['USDC-MINT', 'https://api.example/a', 1, 7n],
+        ],
+      );
+    });
+
     it('pages history newest first with a total, by wallet and direction', async () => {
       const owner = anAccount();
       await store.accounts.insert(owner);

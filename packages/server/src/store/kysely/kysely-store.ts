@@ -13,6 +13,7 @@ import { KyselyIdempotencyRepository } from './idempotency-repository.ts';
 import { KyselyJobLeaseRepository } from './job-lease-repository.ts';
 import { KyselyNonceRepository } from './nonce-repository.ts';
 import { KyselyPaymentRepository } from './payment-repository.ts';
+import { KyselyPaymentVolumeRepository } from './payment-volume-repository.ts';
 import { KyselyProofRepository } from './proof-repository.ts';
 import { KyselySettlementRepository } from './settlement-repository.ts';
 import { KyselySpendRepository } from './spend-repository.ts';
@@ -45,6 +46,7 @@ export class KyselyStore implements Store {
   readonly dashboardUsers;
   readonly dashboardSessions;
   readonly spending;
+  readonly paymentVolume;
 
   /** SQLite only: concurrent transactions share one commit (see GroupCommit). */
   private readonly groupCommit: GroupCommit | undefined;
@@ -88,6 +90,7 @@ export class KyselyStore implements Store {
     this.dashboardUsers = repositories.dashboardUsers;
     this.dashboardSessions = repositories.dashboardSessions;
     this.spending = repositories.spending;
+    this.paymentVolume = repositories.paymentVolume;
   }
 
   async transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
@@ -146,5 +149,6 @@ function repositoriesOn(db: Kysely<Database>, eventAppended: (event: EventRecord
     dashboardUsers: new KyselyDashboardUserRepository(db),
     dashboardSessions: new KyselyDashboardSessionRepository(db),
     spending: new KyselySpendRepository(db),
+    paymentVolume: new KyselyPaymentVolumeRepository(db),
   };
 }

@@ -12,7 +12,12 @@ import {
   type PaymentMode,
   type PaymentStatus,
 } from '../../domain/payment-status.ts';
-import type { PaymentChanges, PaymentRecord, PaymentSummary } from '../../domain/records/payment-records.ts';
+import type {
+  PaymentChanges,
+  PaymentRecord,
+  PaymentSummary,
+  RefundSummary,
+} from '../../domain/records/payment-records.ts';
 import type { Database, PaymentCountsTable, PaymentsTable } from '../database-schema.ts';
 import type {
   HistoryQuery,
@@ -73,6 +78,8 @@ const PAYMENT_COLUMNS = [
   'replaced_signatures',
   'asset',
   'asset_decimals',
+  'refund_of',
+  'refund_reason',
 ] as const satisfies readonly (keyof PaymentsTable)[];
 
 const insertPaymentRow = compiledInsertOnce(PAYMENT_COLUMNS, (db: Kysely<Database>, row: PaymentRow) =>
@@ -116,6 +123,8 @@ function paymentRow(payment: PaymentRecord, lease: PaymentLease | undefined): Pa
     replaced_signatures: signatureList(payment.replacedSignatures),
     asset: payment.asset?.address ?? null,
     asset_decimals: payment.asset?.decimals ?? null,
+    refund_of: payment.refundOf ?? null,
+    refund_reason: payment.refundReason ?? null,
   };
 }
 
@@ -133,6 +142,7 @@ const SUMMARY_COLUMNS = [
   'created_at',
   'asset',
   'asset_decimals',
+  'refund_of',
 ] as const satisfies readonly (keyof PaymentsTable)[];
 
 type SummaryRow = Pick<Selectable<PaymentsTable>, (typeof SUMMARY_COLUMNS)[number]>;
@@ -152,6 +162,7 @@ function toSummary(row: SummaryRow): PaymentSummary {
     ...(row.asset === null || row.asset_decimals === null
       ? {}
       : { asset: { address: row.asset, decimals: Number(row.asset_decimals) } }),
+    ...(row.refund_of === null ? {} : { refundOf: row.refund_of }),
   };
 }
 
@@ -376,6 +387,35 @@ export class KyselyPaymentRepository implements PaymentRepository {
     return rows.map(toPayment);
   }
 
+  async lockRefunds(paymentId: string, at: number): Promise<void> {
+    // A write, so that on SQLite the transaction holds the one writer before it reads the refunds; on
+    // PostgreSQL the row stays locked to the commit (insert or update alike).
+    await this.db
+      .insertInto('refund_locks')
+      .values({ payment_id: paymentId, updated_at: at })
+      .onConflict((oc) =>
+        oc.column('payment_id').doUpdateSet((eb) => ({ updated_at: eb.ref('excluded.updated_at') })),
+      )
+      .execute();
+  }
+
+  async refundsOf(paymentId: string): Promise<RefundSummary[]> {
+    const rows = await this.db
+      .selectFrom('payments')
+      .select(['id', 'status', 'mode', 'amount', 'created_at'])
+      .where('refund_of', '=', paymentId)
+      .orderBy('created_at', 'asc')
+      .orderBy('id', 'asc')
+      .execute();
+    return rows.map((row) => ({
+      id: row.id,
+      status: row.status as PaymentStatus,
+      mode: row.mode as PaymentMode,
+      amount: BigInt(row.amount),
+      createdAt: Number(row.created_at),
+    }));
+  }
+
   async releaseLease(id: string, owner: string, notBefore?: number): Promise<void> {
     await this.db
       .updateTable('payments')
@@ -451,5 +491,7 @@ function toPayment(row: Selectable<PaymentsTable>): PaymentRecord {
     ...(row.asset === null || row.asset_decimals === null
       ? {}
       : { asset: { address: row.asset, decimals: Number(row.asset_decimals) } }),
+    ...(row.refund_of === null ? {} : { refundOf: row.refund_of }),
+    ...(row.refund_reason === null ? {} : { refundReason: row.refund_reason }),
   };
 }
