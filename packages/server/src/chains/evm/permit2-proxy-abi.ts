@@ -4,10 +4,13 @@
 // runtime does not depend on the dev-chain package for it.
 
 export const EXACT_PERMIT2_PROXY_ABI = [
+  { inputs: [], name: 'InvalidAmount', type: 'error' },
   { inputs: [], name: 'InvalidDestination', type: 'error' },
   { inputs: [], name: 'InvalidOwner', type: 'error' },
   { inputs: [], name: 'PaymentTooEarly', type: 'error' },
+  { inputs: [], name: 'Permit2612AmountMismatch', type: 'error' },
   { anonymous: false, inputs: [], name: 'Settled', type: 'event' },
+  { anonymous: false, inputs: [], name: 'SettledWithPermit', type: 'event' },
   {
     inputs: [],
     name: 'PERMIT2',
@@ -62,6 +65,55 @@ export const EXACT_PERMIT2_PROXY_ABI = [
       { internalType: 'bytes', name: 'signature', type: 'bytes' },
     ],
     name: 'settle',
+    outputs: [],
+    stateMutability: 'nonpayable',
+    type: 'function',
+  },
+  {
+    inputs: [
+      {
+        components: [
+          { internalType: 'uint256', name: 'value', type: 'uint256' },
+          { internalType: 'uint256', name: 'deadline', type: 'uint256' },
+          { internalType: 'bytes32', name: 'r', type: 'bytes32' },
+          { internalType: 'bytes32', name: 's', type: 'bytes32' },
+          { internalType: 'uint8', name: 'v', type: 'uint8' },
+        ],
+        internalType: 'struct ExactPermit2Proxy.EIP2612Permit',
+        name: 'permit2612',
+        type: 'tuple',
+      },
+      {
+        components: [
+          {
+            components: [
+              { internalType: 'address', name: 'token', type: 'address' },
+              { internalType: 'uint256', name: 'amount', type: 'uint256' },
+            ],
+            internalType: 'struct ISignatureTransferWithWitness.TokenPermissions',
+            name: 'permitted',
+            type: 'tuple',
+          },
+          { internalType: 'uint256', name: 'nonce', type: 'uint256' },
+          { internalType: 'uint256', name: 'deadline', type: 'uint256' },
+        ],
+        internalType: 'struct ISignatureTransferWithWitness.PermitTransferFrom',
+        name: 'permit',
+        type: 'tuple',
+      },
+      { internalType: 'address', name: 'owner', type: 'address' },
+      {
+        components: [
+          { internalType: 'address', name: 'to', type: 'address' },
+          { internalType: 'uint256', name: 'validAfter', type: 'uint256' },
+        ],
+        internalType: 'struct ExactPermit2Proxy.Witness',
+        name: 'witness',
+        type: 'tuple',
+      },
+      { internalType: 'bytes', name: 'signature', type: 'bytes' },
+    ],
+    name: 'settleWithPermit',
     outputs: [],
     stateMutability: 'nonpayable',
     type: 'function',
