@@ -15,3 +15,6 @@ export const PERMIT2_ADDRESS: Address = '0x000000000022D473030F116dDEE9F6B43aC78
 
 /** x402's `exact` Permit2 proxy (x402ExactPermit2Proxy), the spender every x402 Permit2 signature names. */
 export const EXACT_PERMIT2_PROXY_ADDRESS: Address = '0x402085c248EeA27D92E8b30b2C58ed07f9E20001';
+
+/** x402's `upto` Permit2 proxy (x402UptoPermit2Proxy), the spender every x402 `upto` signature names. */
+export const UPTO_PERMIT2_PROXY_ADDRESS: Address = '0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002';

@@ -5,6 +5,7 @@ import {
   AnvilJournal,
   type AnvilProcess,
   ensurePermit2,
+  ensureUptoPermit2Proxy,
   ensureUsdcLike,
   readJournal,
   replayJournal,
@@ -108,6 +109,8 @@ export async function startEmbeddedEvm(options: EmbeddedEvmOptions): Promise<Emb
     });
     // Permit2 and x402's proxy at their canonical addresses, so `exact` Permit2 payments settle here too.
     await ensurePermit2(client, { deployer: operator });
+    // And x402's `upto` proxy, so `upto` payments (sign a maximum, settle the actual amount) settle here.
+    await ensureUptoPermit2Proxy(client);
     const adapter = anvilAdapter({
       rpcUrl: anvil.rpcUrl,
       wsUrl: anvil.wsUrl,
