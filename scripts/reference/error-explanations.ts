@@ -26,6 +26,9 @@ export const ERROR_EXPLANATIONS: Readonly<Record<ErrorCode, ErrorExplanation>> =
     when: 'a custodial spend under a spend policy past its `expiresAt` (`details.policy`: `key` or `account`): an expired policy allows nothing until an admin key sets it again',
   },
   PAYMENT_NOT_FOUND: { when: "no such payment in your account (another account's looks the same)" },
+  INVALID_PAYMENT_STATE: {
+    when: '`POST /payment/refund`: the payment is not `confirmed` or `finalized` yet (or failed, expired, reverted); `details.status` names its state',
+  },
   TOKEN_NOT_FOUND: { when: '`GET /token/info`: the address is not a token mint (or ERC-20 contract)' },
   WALLET_ALREADY_REGISTERED: {
     when: 'the address is already registered, by any account (the answer never says which): registering it, or asking for a challenge for it',

@@ -40,6 +40,7 @@ import { mcpRoutes } from './http/routes/mcp.ts';
 import { networkRoutes } from './http/routes/networks.ts';
 import { paymentRoutes } from './http/routes/payments.ts';
 import { portfolioRoutes } from './http/routes/portfolio.ts';
+import { refundRoutes } from './http/routes/refunds.ts';
 import { spendPolicyRoutes } from './http/routes/spend-policies.ts';
 import { tokenAccountRoutes } from './http/routes/token-accounts.ts';
 import { tokenRoutes } from './http/routes/tokens.ts';
@@ -214,6 +215,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(faucetRoutes, { faucet: services.faucet });
   await app.register(walletRoutes, { wallets: services.wallets });
   await app.register(paymentRoutes, services);
+  await app.register(refundRoutes, services);
   await app.register(x402PayRoutes, services);
   await app.register(transactionRoutes, services);
   await app.register(verifyRoutes, services);

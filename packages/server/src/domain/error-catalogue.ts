@@ -25,6 +25,11 @@ export const ERROR_CATALOGUE = {
   /** Spend policies: the policy has expired, so it allows no spend at all until it is set again. */
   SPEND_POLICY_EXPIRED: { status: 403, message: 'The spend policy has expired; it allows no payments.' },
   PAYMENT_NOT_FOUND: { status: 404, message: 'No such payment.' },
+  /**
+   * The payment is not in a state that allows what was asked (a refund of a payment that is not
+   * confirmed or finalized); `details.paymentId` says which state, `details.status` names it.
+   */
+  INVALID_PAYMENT_STATE: { status: 409, message: 'The payment is not in a state that allows this.' },
   TOKEN_NOT_FOUND: { status: 404, message: 'No token mint or contract at this address.' },
   WALLET_ALREADY_REGISTERED: { status: 409, message: 'This address is already registered.' },
   INVALID_CHALLENGE: {

@@ -70,5 +70,15 @@ export const EVENT_TYPES = [
   'payment.failed',
   'payment.expired',
   'payment.reverted',
+  /**
+   * On a received payment, when one of its refunds confirms (#30): the payment with its `refunds`
+   * totals and the `refund` that confirmed. The refund itself has its own payment.confirmed.
+   */
+  'payment.refunded',
+  /**
+   * On a received payment, when a confirmed refund of it left the chain for good (reorganisation):
+   * its amount is refundable again, and the refund itself has its own payment.reverted.
+   */
+  'payment.refund_reverted',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

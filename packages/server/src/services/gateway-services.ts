@@ -15,6 +15,7 @@ import { PaymentProofs, type PublishedKey } from './payments/proofs/payment-proo
 import { ProofVerifier } from './payments/proofs/proof-verifier.ts';
 import { VerifyPaymentService } from './payments/proofs/verify-payment.ts';
 import { ReceivePaymentService } from './payments/receive-payment.ts';
+import { RefundService } from './payments/refunds/refund-service.ts';
 import { SendAmountBounds } from './payments/send-amount-bounds.ts';
 import { X402LocalReceiveService } from './payments/x402/x402-local-receive.ts';
 import { X402PayService } from './payments/x402/x402-pay.ts';
@@ -49,6 +50,8 @@ export interface GatewayServices {
   readonly x402Pay: X402PayService;
   /** Reads and sets spend policies (admin-scoped keys, the CLI, the dashboard); SpendGuard enforces them. */
   readonly spendPolicies: SpendPolicyService;
+  /** Refunds of received payments (POST /payment/refund), made by `send` or `localSend`. */
+  readonly refunds: RefundService;
 }
 
 export interface ServiceParts {
@@ -107,22 +110,24 @@ export function createServices(parts: ServiceParts): GatewayServices {
   const amountBounds = new SendAmountBounds(parts.sendAmountBounds);
   // Enforces spend policies on every custodial spend (send, x402 pay, local build).
   const spendGuard = new SpendGuard({ store, now });
+  const send = new SendPaymentService({
+    ...common,
+    amountBounds,
+    spendGuard,
+    instanceId: parts.instanceId,
+    confirmTimeoutMs: parts.confirmTimeoutMs,
+  });
+  const localSend = new LocalSendService({ ...common, amountBounds, spendGuard });
   return {
     accounts: new AccountService(store, now, parts.authCacheMs ?? 0),
     wallets,
     faucet: new FaucetService(networks),
     proofs,
     ledger,
-    send: new SendPaymentService({
-      ...common,
-      amountBounds,
-      spendGuard,
-      instanceId: parts.instanceId,
-      confirmTimeoutMs: parts.confirmTimeoutMs,
-    }),
+    send,
     receive: new ReceivePaymentService({ ...common, verifier, x402 }),
     query: new PaymentQueryService(store, networks, wallets, now),
-    localSend: new LocalSendService({ ...common, amountBounds, spendGuard }),
+    localSend,
     localReceive: new LocalReceiveService({ ...common, verifier, x402: x402Receipts }),
     verify: new VerifyPaymentService(verifier, x402, networks),
     tokens: new TokenInfoService(networks),
@@ -139,5 +144,6 @@ export function createServices(parts: ServiceParts): GatewayServices {
       now,
     }),
     spendPolicies: new SpendPolicyService({ store, networks, now }),
+    refunds: new RefundService({ store, networks, send, localSend, now }),
   };
 }

@@ -51,6 +51,19 @@ export interface PaymentRecord {
    * currency; `amount` is then in the token's atomic units. Absent: native currency.
    */
   readonly asset?: { readonly address: string; readonly decimals: number };
+  /** A refund (#30): the received payment it gives back, whose payer it pays. Absent on other payments. */
+  readonly refundOf?: string;
+  /** A refund: why, as the caller said. */
+  readonly refundReason?: string;
+}
+
+/** One refund of a payment, as the refund total is summed from (PaymentRepository.refundsOf). */
+export interface RefundSummary {
+  readonly id: string;
+  readonly status: PaymentStatus;
+  readonly mode: PaymentMode;
+  readonly amount: bigint;
+  readonly createdAt: number;
 }
 
 export type PaymentChanges = Partial<
@@ -85,4 +98,5 @@ export type PaymentSummary = Pick<
   | 'signature'
   | 'createdAt'
   | 'asset'
+  | 'refundOf'
 >;

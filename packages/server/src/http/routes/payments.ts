@@ -214,10 +214,36 @@ const ReceiveResult = Type.Object(
   { $id: 'ReceiveResult', title: 'ReceiveResult' },
 );
 
+/** On a received payment: its refunds (POST /payment/refund). */
+const RefundsSchema = Type.Object(
+  {
+    refunded: Type.Number({
+      description: 'Given back for good: refunds confirmed or finalized, in whole units of the asset.',
+    }),
+    pending: Type.Number({ description: 'Refunds under way (pending or submitted).' }),
+    refundable: Type.Number({ description: 'What a further refund may still give back.' }),
+    payments: Type.Array(
+      Type.Object({
+        paymentId: Type.String(),
+        amount: Type.Number(),
+        status: Type.String(),
+        timestamp: Type.Integer(),
+      }),
+      { description: 'Every refund of the payment, oldest first, whatever its state.' },
+    ),
+  },
+  { $id: 'Refunds', title: 'Refunds' },
+);
+
+const PaymentType = Type.Union([Type.Literal('sent'), Type.Literal('received'), Type.Literal('refund')], {
+  description:
+    '`refund`: a payment back to the payer of one the account received (POST /payment/refund); it is sent money, listed with `sent`.',
+});
+
 const PaymentSchema = Type.Object(
   {
     paymentId: Type.String(),
-    type: Type.Union([Type.Literal('sent'), Type.Literal('received')]),
+    type: PaymentType,
     network: Type.String(),
     signature: Type.Union([Type.String(), Type.Null()]),
     status: Type.String({ enum: [...PAYMENT_STATUSES] }),
@@ -230,13 +256,17 @@ const PaymentSchema = Type.Object(
     timestamp: Type.Integer(),
     metadata: Type.Optional(Type.Object({}, { additionalProperties: true })),
     asset: AssetSchema,
+    refundOf: Type.Optional(Type.String({ description: 'On a refund: the payment it refunds.' })),
+    refundReason: Type.Optional(Type.String({ description: 'On a refund: the reason given.' })),
+    refunds: Type.Optional(RefundsSchema),
   },
   { $id: 'Payment', title: 'Payment' },
 );
 
 const HistoryEntry = Type.Object({
   paymentId: Type.String(),
-  type: Type.Union([Type.Literal('sent'), Type.Literal('received')]),
+  type: PaymentType,
+  refundOf: Type.Optional(Type.String({ description: 'On a refund: the payment it refunds.' })),
   amount: Type.Number(),
   recipient: Type.Optional(Type.String()),
   sender: Type.Optional(Type.String()),

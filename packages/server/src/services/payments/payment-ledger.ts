@@ -1,10 +1,12 @@
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
 import { newId } from '../../domain/ids.ts';
+import { toWholeUnits } from '../../domain/money.ts';
 import { type EventType, type PaymentStatus, statusesBefore } from '../../domain/payment-status.ts';
 import type { PaymentChanges, PaymentRecord } from '../../domain/records/payment-records.ts';
 import type { PaymentLease, Repositories, Store } from '../../store/store.ts';
 import { assetOfPayment } from './payment-asset.ts';
 import { paymentView } from './payment-view.ts';
+import { refundsView } from './refunds/refund-totals.ts';
 
 /**
  * Every payment state change goes through here: the new state and its outbox event are written in one
@@ -79,7 +81,40 @@ export class PaymentLedger {
     }
     const type = moved === undefined ? undefined : eventFor(moved, to);
     if (moved !== undefined && type !== undefined) await tx.events.append(this.event(moved, type));
+    if (moved?.refundOf !== undefined && (to === 'confirmed' || to === 'reverted')) {
+      await this.refundEvent(tx, moved, to === 'confirmed' ? 'payment.refunded' : 'payment.refund_reverted');
+    }
     return moved;
+  }
+
+  /**
+   * payment.refunded / payment.refund_reverted on the payment `refund` gives back, in the transaction
+   * that moved the refund, with what its refunds now add up to: a seller's books follow the chain, and
+   * a refund that a reorganisation takes off the chain gives its amount back to what is refundable.
+   */
+  private async refundEvent(tx: Repositories, refund: PaymentRecord, type: EventType): Promise<void> {
+    const original = refund.refundOf === undefined ? undefined : await tx.payments.get(refund.refundOf);
+    if (original === undefined) return;
+    const asset = assetOfPayment(this.networks, original);
+    const refunds = await tx.payments.refundsOf(original.id);
+    const data = {
+      ...paymentView(original, asset),
+      refunds: refundsView(original, refunds, asset.decimals, this.networks.get(original.network)),
+      refund: {
+        paymentId: refund.id,
+        amount: toWholeUnits(refund.amount, asset.decimals),
+        status: refund.status,
+        signature: refund.signature,
+      },
+    };
+    await tx.events.append({
+      id: newId('evt'),
+      accountId: original.accountId,
+      type,
+      paymentId: original.id,
+      data,
+      createdAt: this.now(),
+    });
   }
 
   private event(payment: PaymentRecord, type: EventType) {

@@ -10,6 +10,7 @@ import type { WalletService } from '../wallets/wallet-service.ts';
 import { assetOfPayment, type PaymentAsset } from './payment-asset.ts';
 import { PaymentStatusCache } from './payment-status-cache.ts';
 import { type PaymentView, paymentView } from './payment-view.ts';
+import { refundsView } from './refunds/refund-totals.ts';
 
 /** How long a network's block height is reused for confirmation counts. */
 const HEIGHT_TTL_MS = 400;
@@ -17,7 +18,9 @@ const HEIGHT_TTL_MS = 400;
 /** One entry of a wallet's history (spec §2.4). */
 export interface HistoryEntry {
   paymentId: string;
-  type: PaymentDirection;
+  /** `refund`: a sent payment that refunds one the account received (listed with `sent`). */
+  type: PaymentDirection | 'refund';
+  refundOf?: string;
   amount: number;
   recipient?: string;
   sender?: string;
@@ -51,11 +54,14 @@ export class PaymentQueryService {
     if (payment === undefined || payment.accountId !== accountId) {
       throw new GatewayError('PAYMENT_NOT_FOUND', { message: `No payment ${paymentId}.` });
     }
-    return paymentView(
-      payment,
-      assetOfPayment(this.networks, payment),
-      await this.currentHeight(payment.network),
-    );
+    const asset = assetOfPayment(this.networks, payment);
+    const view = paymentView(payment, asset, await this.currentHeight(payment.network));
+    // Refunds change while the payment stays as it is (a final one is cached for good): read each time.
+    if (payment.direction === 'received' && payment.refundOf === undefined) {
+      const refunds = await this.store.payments.refundsOf(payment.id);
+      view.refunds = refundsView(payment, refunds, asset.decimals, this.networks.get(payment.network));
+    }
+    return view;
   }
 
   async history(
@@ -124,7 +130,7 @@ export class PaymentQueryService {
     const asset = assetOfPayment(this.networks, payment);
     const entry: HistoryEntry = {
       paymentId: payment.id,
-      type: payment.direction,
+      type: payment.refundOf === undefined ? payment.direction : 'refund',
       amount: toWholeUnits(payment.amount, asset.decimals),
       status: payment.status,
       timestamp: payment.createdAt,
@@ -135,6 +141,7 @@ export class PaymentQueryService {
     if (payment.direction === 'sent') entry.recipient = payment.recipient;
     else entry.sender = payment.sender;
     if (payment.resource !== null) entry.resource = payment.resource;
+    if (payment.refundOf !== undefined) entry.refundOf = payment.refundOf;
     return entry;
   }
 

@@ -1,11 +1,13 @@
 import { toWholeUnits } from '../../domain/money.ts';
 import type { PaymentRecord } from '../../domain/records/payment-records.ts';
 import type { PaymentAsset } from './payment-asset.ts';
+import type { RefundsView } from './refunds/refund-totals.ts';
 
 /** A payment as the API shows it (spec §2.1): amounts in whole units of its asset, times in Unix ms. */
 export interface PaymentView {
   paymentId: string;
-  type: 'sent' | 'received';
+  /** `refund`: a payment back to the payer of one the account received (POST /payment/refund). */
+  type: 'sent' | 'received' | 'refund';
   network: string;
   signature: string | null;
   status: string;
@@ -19,6 +21,12 @@ export interface PaymentView {
   metadata?: Record<string, unknown>;
   /** What `amount` is in: the native currency (`address: null`) or a token (x402 `exact`). */
   asset: PaymentAsset;
+  /** On a refund: the payment it refunds. */
+  refundOf?: string;
+  /** On a refund: the reason the caller gave. */
+  refundReason?: string;
+  /** On a received payment (status): what was refunded of it and what still can be. */
+  refunds?: RefundsView;
 }
 
 /**
@@ -32,7 +40,7 @@ export function paymentView(
 ): PaymentView {
   const view: PaymentView = {
     paymentId: payment.id,
-    type: payment.direction,
+    type: payment.refundOf === undefined ? payment.direction : 'refund',
     network: payment.network,
     signature: payment.signature,
     status: payment.status,
@@ -46,6 +54,8 @@ export function paymentView(
   };
   if (payment.resource !== null) view.resource = payment.resource;
   if (payment.metadata !== null) view.metadata = { ...payment.metadata };
+  if (payment.refundOf !== undefined) view.refundOf = payment.refundOf;
+  if (payment.refundReason !== undefined) view.refundReason = payment.refundReason;
   return view;
 }
 

@@ -14,7 +14,7 @@ import { GatewayError, invalidParameters } from '../../../domain/gateway-error.t
 import { newId } from '../../../domain/ids.ts';
 import { atomicToDecimalText, toWholeUnits } from '../../../domain/money.ts';
 import type { PaymentRecord } from '../../../domain/records/payment-records.ts';
-import type { PaymentLease, Store } from '../../../store/store.ts';
+import type { PaymentLease, Repositories, Store } from '../../../store/store.ts';
 import { networkCost, SpendGuard, type SpendIntent } from '../../spending/spend-guard.ts';
 import type { WalletService } from '../../wallets/wallet-service.ts';
 import { atomicFromField } from '../amounts.ts';
@@ -36,6 +36,27 @@ export interface SendInput {
   readonly network?: string | undefined;
   /** A symbol GET /networks lists or a token address (sendableAsset); absent: the native currency. */
   readonly asset?: string | undefined;
+}
+
+/**
+ * What a send made on the gateway's own behalf adds to a caller's request (a refund, services/payments/
+ * refunds/): custodial and local-mode sends take the same options.
+ */
+export interface SendOptions {
+  /**
+   * The amount in exact atomic units, in place of `input.amount` (which is then only shown). The
+   * per-asset send bounds are not applied: the caller of the option bounds it (a refund, by what it gives back).
+   */
+  readonly atomicAmount?: bigint;
+  /** Recorded on the payment: it refunds this received payment. */
+  readonly refundOf?: string;
+  readonly refundReason?: string;
+  /**
+   * Runs inside the database transaction that records the payment, after the spend policies took their
+   * locks and before the payment is written; what it throws refuses the send with nothing recorded or
+   * broadcast (a refund checks there, under its lock, that the refunds still fit in what they refund).
+   */
+  readonly inTransaction?: (tx: Repositories) => Promise<void>;
 }
 
 /** Spec §2.2. */
@@ -112,6 +133,7 @@ export class SendPaymentService {
     input: SendInput,
     idempotencyKey?: string,
     keyId: string | null = null,
+    options: SendOptions = {},
   ): Promise<SendResult> {
     const { networks, wallets } = this.deps;
     const earlier = await earlierPayment(this.deps.store, accountId, idempotencyKey, 'custodial');
@@ -128,7 +150,7 @@ export class SendPaymentService {
     const recipientAddress = canonicalAddress(input.recipientAddress);
     const asset = await sendableAsset(networks, chain, input.asset);
     checkTokenRecipient(asset.address, recipientAddress);
-    const amount = this.deps.amountBounds.atomicAmount(input.amount, asset);
+    const amount = options.atomicAmount ?? this.deps.amountBounds.atomicAmount(input.amount, asset);
     const priorityFee =
       input.priorityFee === undefined
         ? undefined
@@ -184,6 +206,8 @@ export class SendPaymentService {
         lastValidBlockHeight: signed.lastValidBlockHeight,
         idempotencyKey: idempotencyKey ?? null,
         ...(nonce === undefined ? {} : { nonce }),
+        ...(options.refundOf === undefined ? {} : { refundOf: options.refundOf }),
+        ...(options.refundReason === undefined ? {} : { refundReason: options.refundReason }),
       });
     const lease = { owner: this.deps.instanceId, until: at + this.deps.confirmTimeoutMs + LEASE_MARGIN_MS };
     // Stored, with the signed bytes, before anything reaches the chain.
@@ -200,6 +224,7 @@ export class SendPaymentService {
             paymentId,
             networkCost(prepared, nativeCurrency, priorityFee !== undefined),
           );
+          await options.inTransaction?.(tx);
           await this.deps.ledger.recordIn(tx, payment, undefined, lease);
         });
       } else {
@@ -214,6 +239,7 @@ export class SendPaymentService {
           spend,
           paymentId,
           callerNamedPriorityFee: priorityFee !== undefined,
+          inTransaction: options.inTransaction,
         });
       }
     } finally {
@@ -256,6 +282,7 @@ export class SendPaymentService {
       spend: SpendIntent;
       paymentId: string;
       callerNamedPriorityFee: boolean;
+      inTransaction: SendOptions['inTransaction'];
     },
   ): Promise<{ payment: PaymentRecord; wire: Uint8Array }> {
     const { prepared } = input;
@@ -277,6 +304,7 @@ export class SendPaymentService {
       // After the nonce, so every path takes its locks in one order (SpendGuard's contract).
       const cost = networkCost(prepared, chain.info.nativeCurrency, input.callerNamedPriorityFee);
       await this.spendGuard.chargeIn(tx, input.spend, input.paymentId, cost);
+      await input.inTransaction?.(tx);
       const signed = await chain.sign(nonces.withNonce(prepared, nonce), input.secretKey);
       const payment = input.draft(signed, nonce);
       await this.deps.ledger.recordIn(tx, payment, undefined, input.lease);

@@ -7,7 +7,12 @@ import type { PaymentRecord } from '../../../domain/records/payment-records.ts';
 import type { Store } from '../../../store/store.ts';
 import { networkCost, SpendGuard, type SpendIntent } from '../../spending/spend-guard.ts';
 import { atomicFromField } from '../amounts.ts';
-import { estimatedConfirmation, fundedTransfer, type SendInput } from '../custodial/send-payment.ts';
+import {
+  estimatedConfirmation,
+  fundedTransfer,
+  type SendInput,
+  type SendOptions,
+} from '../custodial/send-payment.ts';
 import { earlierPayment } from '../earlier-payment.ts';
 import { newPayment } from '../new-payment.ts';
 import { assetOfPayment, type PaymentAsset, sendableAsset } from '../payment-asset.ts';
@@ -84,6 +89,7 @@ export class LocalSendService {
     input: SendInput,
     idempotencyKey?: string,
     keyId: string | null = null,
+    options: SendOptions = {},
   ): Promise<LocalSendResult> {
     // A retry whose first attempt's answer was lost answers the very transaction built then:
     // a second build would be a second payment the caller could sign.
@@ -105,7 +111,7 @@ export class LocalSendService {
     const recipientAddress = canonicalAddress(input.recipientAddress);
     const asset = await sendableAsset(this.deps.networks, chain, input.asset);
     checkTokenRecipient(asset.address, recipientAddress);
-    const amount = this.deps.amountBounds.atomicAmount(input.amount, asset);
+    const amount = options.atomicAmount ?? this.deps.amountBounds.atomicAmount(input.amount, asset);
     const priorityFee =
       input.priorityFee === undefined
         ? undefined
@@ -156,6 +162,8 @@ export class LocalSendService {
       // Never later than the blockhash (as estimated from slot time), never more than 60 s.
       expiresAt: at + Math.floor(Math.min(LOCAL_TRANSACTION_VALIDITY_MS, prepared.validForMs ?? Infinity)),
       idempotencyKey: idempotencyKey ?? null,
+      ...(options.refundOf === undefined ? {} : { refundOf: options.refundOf }),
+      ...(options.refundReason === undefined ? {} : { refundReason: options.refundReason }),
     });
     await this.deps.store.transaction(async (tx) => {
       await this.spendGuard.chargeIn(
@@ -164,6 +172,7 @@ export class LocalSendService {
         paymentId,
         networkCost(prepared, nativeCurrency, priorityFee !== undefined),
       );
+      await options.inTransaction?.(tx);
       await this.deps.ledger.recordIn(tx, payment);
     });
     return this.result(payment, chain, unsigned);
