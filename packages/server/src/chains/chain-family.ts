@@ -3,6 +3,7 @@ import type { ChainFamily } from '../domain/address.ts';
 import type { ChainAdapter } from './chain-adapter.ts';
 import type { ExactScheme } from './exact-scheme.ts';
 import type { RpcObserver } from './rpc-endpoints.ts';
+import type { UptoScheme } from './upto-scheme.ts';
 
 /** The chains of one family a gateway connected to (embedded or remote), and how to let go of them. */
 export interface FamilyConnection {
@@ -61,6 +62,16 @@ export interface ChainFamilyModule<Settings = unknown> {
     assets: readonly string[],
     options: { readonly now: () => number; readonly log?: ((message: string) => void) | undefined },
   ): Promise<ExactScheme>;
+  /**
+   * The x402 `upto` scheme on `chain` (sign a maximum, settle the actual amount), with its start-up done;
+   * undefined where the family (or the chain) has none. Absent: the family offers no `upto`.
+   */
+  uptoScheme?(
+    chain: ChainAdapter,
+    feePayer: { readonly address: string; readonly secretKey: Uint8Array },
+    assets: readonly string[],
+    options: { readonly now: () => number; readonly log?: ((message: string) => void) | undefined },
+  ): Promise<UptoScheme | undefined>;
   /** The CAIP-2 namespace of this family's network ids (`solana`, `eip155`). */
   readonly caip2Namespace: string;
   /** The CAIP-2 wildcard under which GET /facilitator/supported lists this family's signers. */

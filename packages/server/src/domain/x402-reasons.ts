@@ -50,6 +50,10 @@ export const X402_REASONS = [
   'permit2_proxy_not_deployed',
   'permit2_simulation_failed',
   'permit2_token_mismatch',
+  // upto on EVM (Permit2 through x402's upto proxy; names of @x402/evm 2.x): the witness names another
+  // facilitator, and a settle asking more than the signed maximum.
+  'upto_facilitator_mismatch',
+  'invalid_upto_evm_payload_settlement_exceeds_amount',
   // exact on Solana: an SPL transferChecked the facilitator co-signs as fee payer.
   'invalid_exact_svm_payload_amount_mismatch',
   'invalid_exact_svm_payload_excessive_signers',

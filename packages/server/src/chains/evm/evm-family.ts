@@ -6,6 +6,7 @@ import { connectEvm } from './connect-evm.ts';
 import { EvmAdapter } from './evm-adapter.ts';
 import { evmExplorerUrl } from './evm-explorers.ts';
 import { ExactEvmScheme } from './exact-evm-scheme.ts';
+import { UptoEvmScheme } from './upto-evm-scheme.ts';
 
 /** EVM chains: hex addresses with an optional EIP-55 checksum, transaction hashes, blocks of seconds. */
 export const evmFamily: ChainFamilyModule<Parameters<typeof connectEvm>[0]> = {
@@ -34,6 +35,18 @@ export const evmFamily: ChainFamilyModule<Parameters<typeof connectEvm>[0]> = {
     } catch (error) {
       log?.(
         `x402 facilitator: could not look for Permit2 on ${chain.info.name} (${error instanceof Error ? error.message : String(error)}); Permit2 is not offered there`,
+      );
+    }
+    return scheme;
+  },
+  uptoScheme: async (chain, feePayer, assets, { now, log }) => {
+    const durability = chain instanceof EvmAdapter ? chain.durability : undefined;
+    const scheme = new UptoEvmScheme(chain.endpoints, feePayer, chain.info.id, assets, now, durability);
+    try {
+      if (await scheme.detect()) log?.(`x402 facilitator: upto payments offered on ${chain.info.name}`);
+    } catch (error) {
+      log?.(
+        `x402 facilitator: could not look for x402's upto proxy on ${chain.info.name} (${error instanceof Error ? error.message : String(error)}); upto is not offered there`,
       );
     }
     return scheme;

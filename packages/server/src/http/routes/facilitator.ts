@@ -60,6 +60,12 @@ const SettleResponse = Type.Object(
       description: 'The settling transaction (Solana signature, EVM hash); empty when none.',
     }),
     network: Type.String({ description: 'As the request named it (v1 name or CAIP-2 id).' }),
+    amount: Type.Optional(
+      Type.String({
+        description:
+          '`upto` only: the amount actually settled, atomic units (at most the signed maximum; "0" for a settle that charged nothing, with an empty `transaction`). Absent for `exact`.',
+      }),
+    ),
     paymentId: Type.Optional(
       Type.String({
         description:

@@ -12,6 +12,8 @@ export interface SettleAnswer {
   payer?: string;
   transaction: string;
   network: string;
+  /** upto: the amount actually settled, atomic units (x402's SettleResponse `amount`); absent for exact. */
+  amount?: string;
 }
 export interface SupportedAnswer {
   kinds: { x402Version: number; scheme: string; network: string; extra?: Record<string, unknown> }[];

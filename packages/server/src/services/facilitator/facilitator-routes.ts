@@ -2,17 +2,20 @@ import type { ChainAdapter } from '../../chains/chain-adapter.ts';
 import { chainFamily } from '../../chains/chain-families.ts';
 import type { ExactScheme } from '../../chains/exact-scheme.ts';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
+import type { SchemeName, UptoScheme } from '../../chains/upto-scheme.ts';
 import type { Store } from '../../store/store.ts';
 import { v1NameOf } from '../../x402/network-names.ts';
 import type { SecretBox } from '../custody/secret-box.ts';
 import type { SupportedAnswer } from './facilitator-answers.ts';
 import { FeePayerKeys } from './fee-payer-keys.ts';
 
-/** The chain and the `exact` scheme that serve one network. */
-export interface Route {
-  readonly chain: ChainAdapter;
-  readonly scheme: ExactScheme;
-}
+/**
+ * The chain and the scheme that serve one (network, scheme) pair. `upto` schemes speak ExactScheme's
+ * methods with UptoScheme's amount rules; the service branches on `name`, never on a chain family.
+ */
+export type Route =
+  | { readonly chain: ChainAdapter; readonly name: 'exact'; readonly scheme: ExactScheme }
+  | { readonly chain: ChainAdapter; readonly name: 'upto'; readonly scheme: UptoScheme };
 
 export interface FacilitatorRoutesDeps {
   readonly store: Store;
@@ -33,15 +36,16 @@ const LOCAL_FEE_PAYER_FUNDING = 10n;
  * answer of GET /facilitator/supported drawn from them.
  */
 export class FacilitatorRoutes {
-  private readonly routes = new Map<string, Route>();
+  /** By network (CAIP-2, aliases included), then by scheme name. */
+  private readonly routes = new Map<string, Map<SchemeName, Route>>();
   /** The public ids local chains also answer to; see localAliases. */
   private aliases: Map<string, ChainAdapter> | undefined;
 
   constructor(private readonly deps: FacilitatorRoutesDeps) {}
 
-  /** The route of a network (CAIP-2, the devnet alias included); undefined when none. */
-  get(network: string): Route | undefined {
-    return this.routes.get(network);
+  /** The route of a network (CAIP-2, the devnet alias included) and scheme; undefined when none. */
+  get(network: string, scheme: string = 'exact'): Route | undefined {
+    return this.routes.get(network)?.get(scheme as SchemeName);
   }
 
   /** Loads (or creates) the fee-payer keys and sets up a scheme per network; funds them on local chains. */
@@ -56,7 +60,13 @@ export class FacilitatorRoutes {
         now: this.deps.now,
         log: this.deps.log,
       });
-      this.routes.set(chain.info.id, { chain, scheme });
+      const schemes = new Map<SchemeName, Route>([['exact', { chain, name: 'exact', scheme }]]);
+      const upto = await chainFamily(family).uptoScheme?.(chain, key, assets, {
+        now: this.deps.now,
+        log: this.deps.log,
+      });
+      if (upto !== undefined) schemes.set('upto', { chain, name: 'upto', scheme: upto });
+      this.routes.set(chain.info.id, schemes);
       if (chain.info.isLocal && chain.faucet !== undefined) await this.fund(chain, key.address);
     }
     for (const [alias, local] of this.localAliases()) {
@@ -68,20 +78,26 @@ export class FacilitatorRoutes {
   supported(): SupportedAnswer {
     const kinds: SupportedAnswer['kinds'] = [];
     const signers: Record<string, string[]> = {};
-    for (const [network, { scheme }] of this.routes) {
-      const extra = scheme.supportedExtra();
-      const kind = (x402Version: number, name: string) =>
-        kinds.push({
-          x402Version,
-          scheme: 'exact',
-          network: name,
-          ...(extra === undefined ? {} : { extra }),
-        });
-      kind(2, network);
-      const v1 = v1NameOf(network);
-      if (v1 !== undefined) kind(1, v1);
-      const family = chainFamily(scheme.family).signersNamespace;
-      signers[family] = [...new Set([...(signers[family] ?? []), ...scheme.signers()])];
+    for (const [network, schemes] of this.routes) {
+      for (const route of schemes.values()) {
+        const { scheme } = route;
+        // `upto` only where the chain carries what it needs, as last looked (EVM: x402's upto proxy).
+        if (route.name === 'upto' && !route.scheme.available()) continue;
+        const extra = scheme.supportedExtra();
+        const kind = (x402Version: number, name: string) =>
+          kinds.push({
+            x402Version,
+            scheme: route.name,
+            network: name,
+            ...(extra === undefined ? {} : { extra }),
+          });
+        kind(2, network);
+        // x402 v1 has `exact` only.
+        const v1 = route.name === 'exact' ? v1NameOf(network) : undefined;
+        if (v1 !== undefined) kind(1, v1);
+        const family = chainFamily(scheme.family).signersNamespace;
+        signers[family] = [...new Set([...(signers[family] ?? []), ...scheme.signers()])];
+      }
     }
     return { kinds, extensions: [], signers };
   }
@@ -134,7 +150,7 @@ export class FacilitatorRoutes {
 
   /** This facilitator's Solana fee payer, which sellers name in `extra.feePayer`. */
   feePayerOf(network: string | undefined): string | undefined {
-    const route = network === undefined ? undefined : this.routes.get(network);
+    const route = network === undefined ? undefined : this.get(network);
     return route !== undefined && chainFamily(route.scheme.family).sellersNameFeePayer
       ? route.scheme.signers()[0]
       : undefined;

@@ -9,6 +9,7 @@ import type {
   PreparedSettlementTx,
 } from '../../chains/exact-scheme.ts';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
+import type { SchemeName } from '../../chains/upto-scheme.ts';
 import { GatewayError } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
 import { atomicToDecimalText } from '../../domain/money.ts';
@@ -155,6 +156,14 @@ export class FacilitatorService {
     if (!resolved.ok)
       return { isValid: false, invalidReason: resolved.reason, invalidMessage: resolved.message };
     const { route, payment, requirements } = resolved;
+    // upto: the requirements offer a maximum, which the payload must sign; a maximum of nothing is no offer.
+    if (route.name === 'upto' && requirements.amount === 0n) {
+      return {
+        isValid: false,
+        invalidReason: 'invalid_payment_requirements',
+        invalidMessage: 'paymentRequirements offers a maximum of 0 atomic units: amount must be at least 1',
+      };
+    }
     // What the payload pays, before whether it was settled (see settleResolved).
     const terms = await route.scheme.checkTerms(payment.payload, requirements);
     if (terms !== undefined) return invalid(terms);
@@ -162,7 +171,7 @@ export class FacilitatorService {
     const key = route.scheme.settlementKey(payment.payload);
     const settled = key === undefined ? undefined : await this.deps.store.settlements.get(key);
     // Only for the terms it settles, as in settleResolved: for others the payload pays someone else.
-    if (settled !== undefined && settles(settled, requirements)) {
+    if (settled !== undefined && settles(route, settled, requirements)) {
       // Still on its way (claimed or broadcast, not yet confirmed): not settled, but not free to settle
       // anew either; a settle call looks at that same transaction (see settleResolved).
       const underWay = settled.status === 'claimed' || settled.status === 'submitted';
@@ -251,7 +260,8 @@ export class FacilitatorService {
   }
 
   private keyOf(payment: X402Payment): string | undefined {
-    const route = payment.network === undefined ? undefined : this.routes.get(payment.network);
+    const route =
+      payment.network === undefined ? undefined : this.routes.get(payment.network, payment.scheme);
     return route?.scheme.settlementKey(payment.payload);
   }
 
@@ -280,12 +290,23 @@ export class FacilitatorService {
     });
     if (!resolved.ok) return fail(resolved.reason, resolved.message);
     const { route, payment, requirements } = resolved;
+    // upto: `requirements.amount` is the actual amount to settle; the payload's terms are checked
+    // against the maximum it signed (the seller's 402 offered it), and the actual amount must not exceed it.
+    const signed = route.name === 'upto' ? route.scheme.signedMaximum(payment.payload) : undefined;
+    const signedTerms = signed === undefined ? requirements : { ...requirements, amount: signed.amount };
     // What the payload pays (token, recipient, amount), from the payload alone, comes before what
     // became of it: a payload that does not pay these requirements is refused for that, settled or not,
     // never answered `duplicate_settlement` (or a settlement's transaction) for a payment it is not.
-    const terms = await route.scheme.checkTerms(payment.payload, requirements);
+    const terms = await route.scheme.checkTerms(payment.payload, signedTerms);
     if (terms !== undefined)
       return fail(terms.reason, terms.message, terms.payer === undefined ? {} : { payer: terms.payer });
+    if (route.name === 'upto' && signed !== undefined && requirements.amount > signed.amount) {
+      return fail(
+        route.scheme.exceedsMaximumReason,
+        `the seller asks to settle ${requirements.amount}, more than the ${signed.amount} the payer signed`,
+        { payer: signed.payer },
+      );
+    }
     const key = route.scheme.settlementKey(payment.payload);
     if (key === undefined) {
       const verdict = await route.scheme.verify(payment.payload, requirements);
@@ -300,12 +321,16 @@ export class FacilitatorService {
     // cannot verify). Verification refuses it as for a payload nobody settled, so one seller's
     // settlement never answers success, or its seller's payment, to another.
     const existing = await this.deps.store.settlements.get(key);
-    if (existing !== undefined && settles(existing, requirements))
-      return this.answer(await this.resume(route, existing, holder, asker), networkAsSent, asker);
+    if (existing !== undefined && settles(route, existing, requirements))
+      return this.answer(await this.resume(route, existing, holder, asker), networkAsSent, asker, route);
 
+    // upto: nothing to move. x402's upto scheme settles 0 without the chain; the payload is consumed all
+    // the same (settled at most once), recorded as a settlement of 0 with no transaction.
+    if (route.name === 'upto' && requirements.amount === 0n)
+      return this.settleNothing(route, key, payment, requirements, signedTerms, asker, networkAsSent);
     const small = await this.belowMinimum(route, requirements);
     if (small !== undefined) return fail(small.reason, small.message);
-    const verdict = await route.scheme.verify(payment.payload, requirements);
+    const verdict = await route.scheme.verify(payment.payload, signedTerms);
     if (!verdict.valid)
       return fail(
         verdict.reason,
@@ -323,7 +348,7 @@ export class FacilitatorService {
       // this payload that landed meanwhile (here or on another instance) makes it revert, as does anyone
       // else's use of the authorization. The first makes this one the duplicate; the second, a refusal.
       if ((await this.deps.store.settlements.get(key)) === undefined) {
-        const now = await route.scheme.verify(payment.payload, requirements);
+        const now = await route.scheme.verify(payment.payload, signedTerms);
         if (now.valid) throw error;
         return fail(now.reason, now.message, now.payer === undefined ? {} : { payer: now.payer });
       }
@@ -333,7 +358,7 @@ export class FacilitatorService {
       // Another request (here or on another instance) claimed it first: this one is the duplicate.
       const winner = await this.deps.store.settlements.get(key);
       if (winner === undefined) throw new Error(`settlement ${key} neither claimed nor found`);
-      return this.answer(await this.resume(route, winner, holder, asker), networkAsSent, asker);
+      return this.answer(await this.resume(route, winner, holder, asker), networkAsSent, asker, route);
     }
     const outcome = await this.broadcastAndWait(route, claimed.record, decimals, true, holder);
     if (outcome.kind === 'failed' && outcome.neverSent && claimed.nonce !== undefined) {
@@ -341,7 +366,62 @@ export class FacilitatorService {
       // fee payer's sequence keeps no gap that would hold every later settlement.
       await this.deps.store.nonces.release(route.chain.info.id, claimed.nonce.address, claimed.nonce.value);
     }
-    return this.answer(outcome, networkAsSent, asker);
+    return this.answer(outcome, networkAsSent, asker, route);
+  }
+
+  /**
+   * An `upto` settle of 0 (x402: no usage, no charge): verified as any settle, then recorded as settled
+   * with no transaction, in one insert keyed as any settlement of the payload, so the payload is settled
+   * at most once (a later settle of it is `duplicate_settlement`). No payment is recorded (nothing moved)
+   * and no fee is charged; the answer's `transaction` is empty and its `amount` "0".
+   */
+  private async settleNothing(
+    route: Route,
+    key: string,
+    payment: X402Payment,
+    requirements: ExactRequirements,
+    signedTerms: ExactRequirements,
+    asker: SettleAsker,
+    networkAsSent: string,
+  ): Promise<SettleAnswer> {
+    const verdict = await route.scheme.verify(payment.payload, signedTerms);
+    if (!verdict.valid) {
+      return {
+        success: false,
+        errorReason: verdict.reason,
+        errorMessage: verdict.message,
+        ...(verdict.payer === undefined ? {} : { payer: verdict.payer }),
+        transaction: '',
+        network: networkAsSent,
+      };
+    }
+    const at = this.now();
+    const record: SettlementRecord = {
+      key,
+      network: route.chain.info.id,
+      payer: verdict.payer,
+      payTo: canonicalAddress(requirements.payTo),
+      asset: requirements.asset,
+      amount: 0n,
+      transactionId: '',
+      signedTransaction: '',
+      lastValidBlockHeight: null,
+      status: 'settled',
+      error: null,
+      paymentId: null,
+      createdAt: at,
+      updatedAt: at,
+      claimedBy: null,
+      resource: payment.resource ?? null,
+      accountId: asker.accountId,
+      sponsoredFee: null,
+    };
+    if (!(await this.deps.store.settlements.claim(record))) {
+      const winner = await this.deps.store.settlements.get(key);
+      if (winner === undefined) throw new Error(`settlement ${key} neither claimed nor found`);
+      return this.answer(await this.resume(route, winner, null, asker), networkAsSent, asker, route);
+    }
+    return this.answer({ kind: 'settled', settlement: record }, networkAsSent, asker, route);
   }
 
   /**
@@ -394,25 +474,34 @@ export class FacilitatorService {
   ):
     | { ok: true; route: Route; payment: X402Payment; requirements: ExactRequirements }
     | { ok: false; reason: X402Reason; message: string } {
-    if (payment.scheme !== 'exact') {
+    if (payment.scheme !== 'exact' && payment.scheme !== 'upto') {
       return {
         ok: false,
         reason: 'invalid_scheme',
         message: `scheme ${payment.scheme} is not supported; see GET /facilitator/supported`,
       };
     }
-    const route = payment.network === undefined ? undefined : this.routes.get(payment.network);
-    if (route === undefined) {
+    if (payment.network === undefined || this.routes.get(payment.network) === undefined) {
       return {
         ok: false,
         reason: 'invalid_network',
         message: `network ${payment.networkAsSent} is not served here; see GET /facilitator/supported`,
       };
     }
+    const route = this.routes.get(payment.network, payment.scheme);
+    // x402 v1 has `exact` only; `upto` is served only where the chain carries what it needs.
+    if (route === undefined || (route.name === 'upto' && payment.x402Version !== 2)) {
+      return {
+        ok: false,
+        reason: 'invalid_scheme',
+        message: `scheme ${payment.scheme} is not served on ${payment.networkAsSent} for x402 version ${payment.x402Version}; see GET /facilitator/supported`,
+      };
+    }
     // Nothing to pay: settling it would have the fee payer pay the network fee (gas) for a transfer of
     // nothing, at the asking of anyone holding a key. Refused as requirements, as an amount that is no
     // atomic amount is (parsePaymentRequest), on every route to a scheme: verify, settle, the receive routes.
-    if (payment.requirements.amount === 0n) {
+    // upto: 0 is the actual amount of a settle that charges nothing (settleResolved), refused as a maximum (verifyResolved).
+    if (payment.requirements.amount === 0n && route.name === 'exact') {
       return {
         ok: false,
         reason: 'invalid_payment_requirements',
@@ -514,7 +603,7 @@ export class FacilitatorService {
    * error, or provably expired: past its lastValidBlockHeight and still unknown), or leaves it open.
    */
   async finish(settlement: SettlementRecord, waitMs: number): Promise<SettlementStatus | 'open'> {
-    const route = this.routes.get(settlement.network);
+    const route = this.routes.get(settlement.network, schemeOfSettlement(settlement));
     if (route === undefined || (settlement.status !== 'claimed' && settlement.status !== 'submitted'))
       return settlement.status;
     const decimals = await this.decimalsOf(route, settlement.asset);
@@ -832,9 +921,15 @@ export class FacilitatorService {
    * one's success, even when this request is the one that saw it confirm: it is that account's
    * payment, and this one is answered `duplicate_settlement`.
    */
-  private answer(outcome: Outcome, network: string, asker: SettleAsker): SettleAnswer {
+  private answer(outcome: Outcome, network: string, asker: SettleAsker, route: Route): SettleAnswer {
     const { settlement } = outcome;
-    const common = { payer: settlement.payer, transaction: settlement.transactionId, network };
+    const common = {
+      payer: settlement.payer,
+      transaction: settlement.transactionId,
+      network,
+      // upto: what the settlement moves (the actual amount), as x402's SettleResponse `amount` says it.
+      ...(route.name === 'upto' ? { amount: settlement.amount.toString() } : {}),
+    };
     // Settlements claimed before the asking account was kept (recorder null) answer their mover, as then.
     const recorder = recorderOf(settlement);
     const kind =
@@ -907,14 +1002,27 @@ function charged(settlement: SettlementRecord, fee: bigint | undefined): { spons
   return fee === undefined || settlement.sponsoredFee == null ? {} : { sponsoredFee: fee };
 }
 
-/** Whether a settlement carries the payment these requirements ask for. */
-function settles(settlement: SettlementRecord, requirements: ExactRequirements): boolean {
+/**
+ * Whether a settlement carries the payment these requirements ask for. upto: the amount is the seller's
+ * choice at settle (the settlement's is the actual amount, the requirements' the maximum at verify, or
+ * another actual amount at a retried settle), so the payload's identity (the key), network, recipient
+ * and asset decide: a retried settle of it, whatever amount it asks, is answered that settlement.
+ */
+function settles(route: Route, settlement: SettlementRecord, requirements: ExactRequirements): boolean {
   return (
     settlement.network === requirements.network &&
     settlement.payTo === canonicalAddress(requirements.payTo) &&
     canonicalAddress(settlement.asset) === canonicalAddress(requirements.asset) &&
-    settlement.amount === requirements.amount
+    (route.name === 'upto' || settlement.amount === requirements.amount)
   );
+}
+
+/**
+ * The scheme a stored settlement belongs to, from its key: every `upto` scheme keys its settlements
+ * `<network>:upto:…` (UptoScheme.settlementKey); every other key is `exact`'s.
+ */
+function schemeOfSettlement(settlement: SettlementRecord): SchemeName {
+  return settlement.key.startsWith(`${settlement.network}:upto:`) ? 'upto' : 'exact';
 }
 
 /** The x402 version a facilitator request's payload states (2 when it states none it could be). */
