@@ -30,6 +30,7 @@ import { installMetrics } from './http/plugins/metrics.ts';
 import { installOpenApi } from './http/plugins/openapi.ts';
 import { installValidation } from './http/plugins/validation.ts';
 import { accountRoutes } from './http/routes/account.ts';
+import { accountSummaryRoutes } from './http/routes/account-summary.ts';
 import { asyncApiRoutes } from './http/routes/asyncapi.ts';
 import { facilitatorRoutes } from './http/routes/facilitator.ts';
 import { faucetRoutes } from './http/routes/faucet.ts';
@@ -207,6 +208,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(guideRoutes);
   await app.register(wellKnownRoutes, { proofs: services.proofs });
   await app.register(accountRoutes);
+  await app.register(accountSummaryRoutes, { summary: services.summary });
   await app.register(spendPolicyRoutes, { spendPolicies: services.spendPolicies });
   await app.register(networkRoutes, { networks: deps.networks, facilitator: services.facilitator });
   await app.register(tokenAccountRoutes, {

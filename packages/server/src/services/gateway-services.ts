@@ -3,6 +3,7 @@ import type { SendAmountBoundsTable } from '../domain/send-amount-bounds.ts';
 import type { OutboundPolicy } from '../outbound/ssrf-guard.ts';
 import type { Store } from '../store/store.ts';
 import { AccountService } from './accounts/account-service.ts';
+import { AccountSummaryService } from './accounts/account-summary.ts';
 import { SecretBox } from './custody/secret-box.ts';
 import { FacilitatorService, type SponsoredFeeObserver } from './facilitator/facilitator-service.ts';
 import { FeeBudget, type FeeBudgetSettings } from './facilitator/fee-budget.ts';
@@ -52,6 +53,8 @@ export interface GatewayServices {
   readonly spendPolicies: SpendPolicyService;
   /** Refunds of received payments (POST /payment/refund), made by `send` or `localSend`. */
   readonly refunds: RefundService;
+  /** What the account's payments add up to lately (GET /account/summary, the dashboard's home). */
+  readonly summary: AccountSummaryService;
 }
 
 export interface ServiceParts {
@@ -144,6 +147,7 @@ export function createServices(parts: ServiceParts): GatewayServices {
       now,
     }),
     spendPolicies: new SpendPolicyService({ store, networks, now }),
+    summary: new AccountSummaryService({ store, networks, now }),
     refunds: new RefundService({ store, networks, send, localSend, now }),
   };
 }

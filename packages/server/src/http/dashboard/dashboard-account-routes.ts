@@ -6,12 +6,14 @@ import { RATE_WINDOW_MS } from '../../domain/plan.ts';
 import type { ApiKeyRecord } from '../../domain/records/account-records.ts';
 import type { RateLimiter } from '../../ratelimit/rate-limiter.ts';
 import type { AccountService } from '../../services/accounts/account-service.ts';
+import type { AccountSummaryService } from '../../services/accounts/account-summary.ts';
+import { SummaryQuery } from '../routes/account-summary.ts';
 import { dashboardUserOf } from './dashboard-session.ts';
 
 /** The account's plan and usage, and its API keys (spec §2.6 and §5: keys live in the dashboard). */
 export async function dashboardAccountRoutes(
   app: FastifyInstance,
-  opts: { accounts: AccountService; rateLimiter: RateLimiter },
+  opts: { accounts: AccountService; rateLimiter: RateLimiter; summary: AccountSummaryService },
 ) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const { accounts } = opts;
@@ -33,6 +35,10 @@ export async function dashboardAccountRoutes(
       createdAt: account.createdAt,
     };
   });
+
+  r.get('/account/summary', { schema: { hide: true, querystring: SummaryQuery } }, async (request) =>
+    opts.summary.summary(dashboardUserOf(request).accountId, request.query.days ?? 30),
+  );
 
   r.get('/keys', { schema: { hide: true } }, async (request) => {
     const keys = await accounts.listKeys(dashboardUserOf(request).accountId);

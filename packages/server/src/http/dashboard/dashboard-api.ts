@@ -48,7 +48,11 @@ export async function dashboardApi(app: FastifyInstance, deps: DashboardApiDeps)
   const { services } = deps;
   const streams = new LiveStreamRegistry();
   await app.register(dashboardAuthRoutes, { auth: deps.auth, streams });
-  await app.register(dashboardAccountRoutes, { accounts: services.accounts, rateLimiter: deps.rateLimiter });
+  await app.register(dashboardAccountRoutes, {
+    accounts: services.accounts,
+    rateLimiter: deps.rateLimiter,
+    summary: services.summary,
+  });
   await app.register(dashboardSpendPolicyRoutes, { spendPolicies: services.spendPolicies });
   await app.register(dashboardWalletRoutes, {
     wallets: services.wallets,

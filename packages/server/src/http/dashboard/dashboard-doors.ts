@@ -35,6 +35,7 @@ export const DASHBOARD_DOORS: Readonly<Record<string, DashboardDoor>> = {
   'PUT /spend-policies/keys/:keyId': { feature: 'account' },
   'DELETE /spend-policies/keys/:keyId': { feature: 'account' },
   'GET /account': { feature: 'account' },
+  'GET /account/summary': { feature: 'account' },
   'GET /wallets': { feature: 'wallets' },
   'POST /wallets': { feature: 'wallets' },
   'POST /wallets/challenge': { feature: 'wallets' },
