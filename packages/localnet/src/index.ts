@@ -2,6 +2,7 @@
 
 export { DropSlotsRefused } from './chain/chain.ts';
 export { MAX_AIRDROP_LAMPORTS } from './chain/faucet.ts';
+export { PAYMENT_CHANNELS_PROGRAM } from './chain/payment-channels-program.ts';
 export { runLocalnetCli } from './cli.ts';
 export type { Localnet, LocalnetLogger, LocalnetOptions, UsdcMintInfo } from './localnet.ts';
 export { startLocalnet } from './localnet.ts';

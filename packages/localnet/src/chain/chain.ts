@@ -34,6 +34,7 @@ export type { AccountSnapshot } from './account-snapshot.ts';
 
 import { LedgerStore, SCHEMA_VERSION_WITH_SNAPSHOT } from './ledger-store.ts';
 import { MEMO_PROGRAMS, mainnetMemoLogs, serveNewMemoProgram } from './memo-programs.ts';
+import { servePaymentChannelsProgram } from './payment-channels-program.ts';
 import { RecentSignatures } from './recent-signatures.ts';
 import {
   decodeMint,
@@ -247,6 +248,7 @@ export class Chain {
     // used — the faucet is an account of the ledger — and would be a ghost holder: emptied.
     svm.setLamports(0n);
     serveNewMemoProgram(svm);
+    servePaymentChannelsProgram(svm);
     const blocks = ledger.recentBlocks(SLOT_HASHES_MAX_ENTRIES).reverse();
     // All but the newest: the next startSlot adds it, as the new slot's parent.
     this.slotHashes = blocks
