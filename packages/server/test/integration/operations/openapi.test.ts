@@ -43,6 +43,7 @@ describe('OpenAPI and docs', () => {
       'GET /readyz': 'getReadiness',
       'GET /.well-known/gate402.json': 'getProofKeys',
       'GET /account': 'getAccount',
+      'GET /account/summary': 'getAccountSummary',
       'GET /networks': 'listNetworks',
       'POST /faucet': 'fundFromFaucet',
       'POST /wallets': 'createWallet',
