@@ -26,6 +26,7 @@ export interface Database {
   spend_records: SpendRecordsTable;
   spend_locks: SpendLocksTable;
   refund_locks: RefundLocksTable;
+  discovery_resources: DiscoveryResourcesTable;
 }
 
 /** People who log in to the web dashboard (see DashboardUserRepository). */
@@ -306,5 +307,27 @@ export interface SpendLocksTable {
 /** One row per refunded payment, written first by each refund of it (see PaymentRepository.lockRefunds). */
 export interface RefundLocksTable {
   payment_id: string;
+  updated_at: number;
+}
+
+/** The x402 bazaar catalogue (migration 0023, DiscoveryRepository); JSON columns are text. */
+export interface DiscoveryResourcesTable {
+  account_id: string;
+  resource: string;
+  tool: string;
+  type: string;
+  x402_version: number;
+  description: string | null;
+  mime_type: string | null;
+  service_name: string | null;
+  /** JSON array of strings. */
+  tags: string | null;
+  network: string;
+  scheme: string;
+  pay_to: string;
+  accepts: string;
+  extensions: string;
+  search_text: string;
+  created_at: number;
   updated_at: number;
 }

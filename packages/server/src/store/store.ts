@@ -3,6 +3,7 @@ import type { PaymentDirection, PaymentMode, PaymentStatus } from '../domain/pay
 import type { Plan } from '../domain/plan.ts';
 import type { AccountRecord, ApiKeyRecord, KeyWithAccount } from '../domain/records/account-records.ts';
 import type { DashboardSessionRecord, DashboardUserRecord } from '../domain/records/dashboard-records.ts';
+import type { DiscoveryRepository } from '../domain/records/discovery-records.ts';
 import type {
   DeliveryAttempt,
   EventHeader,
@@ -90,6 +91,7 @@ export interface Repositories {
   readonly dashboardSessions: DashboardSessionRepository;
   readonly spending: SpendRepository;
   readonly paymentVolume: PaymentVolumeRepository;
+  readonly discovery: DiscoveryRepository;
 }
 
 /** One account's paid volume (confirmed or finalized payments) per UTC day, direction, network and asset. */

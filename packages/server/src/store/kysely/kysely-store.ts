@@ -6,6 +6,7 @@ import { KyselyAccountRepository } from './account-repository.ts';
 import { KyselyApiKeyRepository } from './api-key-repository.ts';
 import { KyselyDashboardSessionRepository } from './dashboard-session-repository.ts';
 import { KyselyDashboardUserRepository } from './dashboard-user-repository.ts';
+import { KyselyDiscoveryRepository } from './discovery-repository.ts';
 import { KyselyEventRepository } from './event-repository.ts';
 import { KyselyFacilitatorSignerRepository } from './facilitator-signer-repository.ts';
 import { GroupCommit } from './group-commit.ts';
@@ -47,6 +48,7 @@ export class KyselyStore implements Store {
   readonly dashboardSessions;
   readonly spending;
   readonly paymentVolume;
+  readonly discovery;
 
   /** SQLite only: concurrent transactions share one commit (see GroupCommit). */
   private readonly groupCommit: GroupCommit | undefined;
@@ -91,6 +93,7 @@ export class KyselyStore implements Store {
     this.dashboardSessions = repositories.dashboardSessions;
     this.spending = repositories.spending;
     this.paymentVolume = repositories.paymentVolume;
+    this.discovery = repositories.discovery;
   }
 
   async transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
@@ -150,5 +153,6 @@ function repositoriesOn(db: Kysely<Database>, eventAppended: (event: EventRecord
     dashboardSessions: new KyselyDashboardSessionRepository(db),
     spending: new KyselySpendRepository(db),
     paymentVolume: new KyselyPaymentVolumeRepository(db),
+    discovery: new KyselyDiscoveryRepository(db),
   };
 }

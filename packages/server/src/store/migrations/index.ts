@@ -19,6 +19,7 @@ import { walletChallenges } from './0019-wallet-challenges.ts';
 import { x402SettlementAccountAndFees } from './0020-x402-settlement-account-and-fees.ts';
 import { settlementsByPayment } from './0021-settlements-by-payment.ts';
 import { spendPolicies } from './0022-spend-policies.ts';
+import { discoveryResources } from './0023-discovery-resources.ts';
 import { refunds } from './0025-refunds.ts';
 
 /**
@@ -46,5 +47,6 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0020-x402-settlement-account-and-fees': x402SettlementAccountAndFees,
   '0021-settlements-by-payment': settlementsByPayment,
   '0022-spend-policies': spendPolicies,
+  '0023-discovery-resources': discoveryResources,
   '0025-refunds': refunds,
 };
