@@ -56,6 +56,9 @@ export const ERROR_EXPLANATIONS: Readonly<Record<ErrorCode, ErrorExplanation>> =
   },
   IDEMPOTENCY_KEY_IN_USE: { when: 'a request with this Idempotency-Key is still running' },
   IDEMPOTENCY_KEY_REUSED: { when: 'this Idempotency-Key was used with a different request' },
+  PAYMENT_IDENTIFIER_REUSED: {
+    when: "`POST /facilitator/verify` or `/settle`: the payload's x402 `payment-identifier` id was used by this account with another payload or other requirements (x402 reason `payment_identifier_conflict`); nothing was run",
+  },
   PAYMENT_FAILED: {
     when: 'the payment failed on chain or expired before landing; `details.paymentId` names it',
   },

@@ -301,6 +301,20 @@ export const SETTINGS = {
         (key) => key.length > 0 && key.length <= 100,
       ),
   }),
+  x402DiscoveryPublic: setting({
+    env: 'X402_DISCOVERY_PUBLIC',
+    description:
+      "Whether GET /facilitator/discovery/resources and /search answer without an API key, listing every account's catalogued x402 `bazaar` resources (the public view, as x402's reference facilitator serves it). false: only with a key, and only the caller's account's own resources.",
+    fallback: () => true,
+    parse: boolean,
+  }),
+  x402DiscoveryMaxPerAccount: setting({
+    env: 'X402_DISCOVERY_MAX_PER_ACCOUNT',
+    description:
+      "Resources one account may have in the built-in facilitator's `bazaar` discovery catalogue; a declaration of one more is not catalogued (its settle still succeeds, its EXTENSION-RESPONSES header says rejected). A resource already catalogued is still updated. 0: none are catalogued.",
+    fallback: () => 1_000,
+    parse: integerIn(0, 1_000_000),
+  }),
   sendAmountBounds: setting<SendAmountBoundsTable>({
     env: 'SEND_AMOUNT_BOUNDS',
     description:

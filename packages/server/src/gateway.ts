@@ -231,6 +231,10 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
       outbound,
       feeBudget: { budgets: config.x402FeeBudget, minimums: config.x402MinSettleAmount },
       sendAmountBounds: config.sendAmountBounds,
+      discovery: {
+        publicListing: config.x402DiscoveryPublic,
+        maxPerAccount: config.x402DiscoveryMaxPerAccount,
+      },
       ...(metrics === undefined ? {} : { confirmations: metrics, sponsoredFees: metrics }),
       ...overrides.services,
     });

@@ -44,6 +44,14 @@ export const ERROR_CATALOGUE = {
   EMAIL_ALREADY_REGISTERED: { status: 409, message: 'This email already has a dashboard login.' },
   IDEMPOTENCY_KEY_IN_USE: { status: 409, message: 'A request with this Idempotency-Key is still running.' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, message: 'This Idempotency-Key was used with a different request.' },
+  /**
+   * /facilitator/verify and /settle: the payload's x402 payment-identifier id was used by this account
+   * with another payload or other requirements (the extension's 409 Conflict); nothing was run.
+   */
+  PAYMENT_IDENTIFIER_REUSED: {
+    status: 409,
+    message: 'This payment identifier was used with a different payment payload or requirements.',
+  },
   PAYMENT_FAILED: { status: 422, message: 'The payment failed on chain or expired before landing.' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'Request body is too large.' },
   UNSUPPORTED_MEDIA_TYPE: {

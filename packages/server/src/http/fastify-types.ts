@@ -20,6 +20,11 @@ declare module 'fastify' {
     feature?: Feature;
     /** A key scope the route needs besides its feature (access-policy.ts step 4). */
     scope?: ApiKeyScope;
+    /**
+     * A request without an Authorization header reaches the route with no caller (the x402 bazaar's
+     * public listing); one with a key is decided as on any route of the feature.
+     */
+    keyOptional?: boolean;
   }
   interface FastifyRequest {
     /** Set on authenticated routes; absent on public ones. */

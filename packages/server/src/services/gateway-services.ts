@@ -5,8 +5,10 @@ import type { Store } from '../store/store.ts';
 import { AccountService } from './accounts/account-service.ts';
 import { AccountSummaryService } from './accounts/account-summary.ts';
 import { SecretBox } from './custody/secret-box.ts';
+import { DiscoveryCatalogue, type DiscoverySettings } from './facilitator/discovery-catalogue.ts';
 import { FacilitatorService, type SponsoredFeeObserver } from './facilitator/facilitator-service.ts';
 import { FeeBudget, type FeeBudgetSettings } from './facilitator/fee-budget.ts';
+import { PaymentIdentifiers } from './facilitator/payment-identifier.ts';
 import { SendPaymentService } from './payments/custodial/send-payment.ts';
 import { LocalReceiveService } from './payments/local/local-receive.ts';
 import { LocalSendService } from './payments/local/local-send.ts';
@@ -45,6 +47,10 @@ export interface GatewayServices {
   readonly portfolio: PortfolioService;
   /** The built-in x402 facilitator; `start()` it before serving (it loads its fee-payer keys). */
   readonly facilitator: FacilitatorService;
+  /** The facilitator's x402 `bazaar` catalogue (GET /facilitator/discovery/resources). */
+  readonly discovery: DiscoveryCatalogue;
+  /** The x402 `payment-identifier` extension on /facilitator/verify and /settle. */
+  readonly paymentIdentifiers: PaymentIdentifiers;
   /** x402 payloads given to /transaction/receive; the reconciler watches their pending payments. */
   readonly x402Receipts: X402LocalReceiveService;
   /** Pays x402 sellers from custodial wallets (POST /payment/x402); the reconciler watches the payments. */
@@ -81,6 +87,8 @@ export interface ServiceParts {
   readonly feeBudget?: FeeBudgetSettings;
   /** Told what each settlement's network fee cost its account (the /metrics sponsored fees). */
   readonly sponsoredFees?: SponsoredFeeObserver;
+  /** The bazaar catalogue's public listing and bound (X402_DISCOVERY_*); defaults if absent. */
+  readonly discovery?: DiscoverySettings;
 }
 
 export function createServices(parts: ServiceParts): GatewayServices {
@@ -136,6 +144,17 @@ export function createServices(parts: ServiceParts): GatewayServices {
     tokens: new TokenInfoService(networks),
     portfolio: new PortfolioService(networks),
     facilitator,
+    discovery: new DiscoveryCatalogue({
+      repository: store.discovery,
+      settings: parts.discovery ?? { publicListing: true, maxPerAccount: 1_000 },
+      now,
+    }),
+    // A request waits for another with its identifier at most as long as that one's settle may wait.
+    paymentIdentifiers: new PaymentIdentifiers({
+      idempotency: store.idempotency,
+      waitMs: parts.confirmTimeoutMs + 10_000,
+      now,
+    }),
     x402Receipts,
     x402Pay: new X402PayService({
       store,

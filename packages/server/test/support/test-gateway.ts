@@ -11,6 +11,7 @@ import type { GatewayMetrics } from '../../src/metrics/gateway-metrics.ts';
 import { MemoryRateLimiter } from '../../src/ratelimit/memory-rate-limiter.ts';
 import type { RateLimiter } from '../../src/ratelimit/rate-limiter.ts';
 import type { AccountService } from '../../src/services/accounts/account-service.ts';
+import type { DiscoverySettings } from '../../src/services/facilitator/discovery-catalogue.ts';
 import type { FeeBudgetSettings } from '../../src/services/facilitator/fee-budget.ts';
 import type { GatewayServices } from '../../src/services/gateway-services.ts';
 import { openStore } from '../../src/store/open-store.ts';
@@ -67,6 +68,8 @@ export interface TestGatewayOptions {
   readonly readiness?: readonly ReadinessCheck[];
   /** The x402 facilitator's fee budgets and minimum settle amounts (X402_FEE_BUDGET, X402_MIN_SETTLE_AMOUNT). */
   readonly feeBudget?: FeeBudgetSettings;
+  /** The x402 bazaar catalogue's public listing and bound (X402_DISCOVERY_PUBLIC, X402_DISCOVERY_MAX_PER_ACCOUNT). */
+  readonly discovery?: DiscoverySettings;
   /** Routes a test adds before the app is sealed, e.g. one that throws. */
   readonly extraRoutes?: (app: FastifyInstance) => void;
   /** REQUEST_TIMEOUT_MS: time to send a whole request (and, with TLS, to finish the handshake). */
@@ -113,6 +116,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       outbound: { allowPrivate: options.allowPrivateOutboundUrls ?? false },
       ...(options.now === undefined ? {} : { now: options.now }),
       ...(options.feeBudget === undefined ? {} : { feeBudget: options.feeBudget }),
+      ...(options.discovery === undefined ? {} : { discovery: options.discovery }),
     },
     events:
       options.events === undefined

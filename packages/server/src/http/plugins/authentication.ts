@@ -31,13 +31,14 @@ export function installAuthentication(app: FastifyInstance, deps: Authentication
     const feature = route.config?.feature;
     if (feature === undefined) return;
     const scope = route.config?.scope;
+    const keyOptional = route.config?.keyOptional === true;
     for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
       deps.doors.push({ way: 'api', method, url: route.url, access: feature });
     }
     const onRequest = route.onRequest;
     route.onRequest = [
       ...(onRequest === undefined ? [] : Array.isArray(onRequest) ? onRequest : [onRequest]),
-      authenticationHook(deps.policy, feature, scope),
+      authenticationHook(deps.policy, feature, scope, keyOptional),
     ];
   });
 }
@@ -50,8 +51,14 @@ function authenticationHook(
   policy: AccessPolicy,
   feature: Feature,
   scope: ApiKeyScope | undefined,
+  keyOptional = false,
 ): onRequestHookHandler {
   return (request, reply, done) => {
+    // A route open without a key (keyOptional) still decides a key that is given.
+    if (keyOptional && request.headers.authorization === undefined) {
+      done();
+      return;
+    }
     const key = BEARER.exec(request.headers.authorization ?? '')?.[1];
     const now = policy.decideNow(key, feature, scope);
     if (now !== undefined) {
