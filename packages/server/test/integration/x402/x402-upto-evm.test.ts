@@ -3,7 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { UPTO_PERMIT2_PROXY_RUNTIME_CODE_HASH } from '@gate402/anvil';
 import { x402Client } from '@x402/core/client';
-import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from '@x402/core/http';
+import {
+  decodePaymentResponseHeader,
+  decodePaymentSignatureHeader,
+  encodePaymentSignatureHeader,
+} from '@x402/core/http';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { createPermit2ApprovalTx, x402UptoPermit2ProxyABI, x402UptoPermit2ProxyAddress } from '@x402/evm';
 import { UptoEvmScheme as UptoBuyerScheme } from '@x402/evm/upto/client';
@@ -299,6 +303,38 @@ describe('x402 upto on EVM (Permit2 through the upto proxy)', () => {
     }
     assert.equal(await balanceOf(buyer.address), buyerBefore - 12345n);
     assert.equal((await api(seller.key, 'GET', `/payment/history/${seller.evm}`)).body.total, 1);
+  });
+
+  it('POST /payment/receive takes an upto PAYMENT-SIGNATURE value and settles expectedAmount, the seller’s final amount, once', async () => {
+    const buyer = await newBuyer();
+    const payload = await uptoPayload(buyer);
+    const body = {
+      walletAddress: seller.evm,
+      paymentProof: encodePaymentSignatureHeader(payload),
+      expectedAmount: 0.0123,
+      asset: 'USDC',
+    };
+    const received = await api(seller.key, 'POST', '/payment/receive', body);
+    assert.equal(received.status, 200, JSON.stringify(received.body));
+    assert.deepEqual(
+      [received.body.amountReceived, received.body.sender, received.body.status],
+      [0.0123, buyer.address, 'confirmed'],
+    );
+    assert.equal(await balanceOf(buyer.address), 1_000_000n - 12_300n);
+    const again = await api(seller.key, 'POST', '/payment/receive', { ...body, expectedAmount: 0.04 });
+    assert.deepEqual(
+      [again.status, again.body.error.code, again.body.error.details.paymentProof],
+      [422, 'INVALID_PAYMENT_PROOF', 'already_used'],
+    );
+    // More than the signed maximum is refused before anything is settled.
+    const other = await uptoPayload(buyer);
+    const over = await api(seller.key, 'POST', '/payment/receive', {
+      ...body,
+      paymentProof: encodePaymentSignatureHeader(other),
+      expectedAmount: 0.06,
+    });
+    assert.equal(over.status, 422, JSON.stringify(over.body));
+    assert.equal(await balanceOf(buyer.address), 1_000_000n - 12_300n);
   });
 
   it('a settle above the signed maximum is refused with the stock reason; nothing moves, and the permit still settles within it', async () => {

@@ -419,7 +419,9 @@ export class X402ReceiveService {
         requirements: {
           asset,
           payTo: input.walletAddress,
-          amount: offered,
+          // upto: the buyer signed a maximum (`offered`); the seller settles what it states it earned,
+          // expectedAmount, at most that maximum (checked above and by the facilitator).
+          amount: scheme === 'upto' ? expected : offered,
           maxTimeoutSeconds: accepted?.maxTimeoutSeconds ?? 60,
           extra,
         },
