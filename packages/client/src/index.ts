@@ -39,5 +39,21 @@ export {
   type PaywallRequest,
   type ProtectOptions,
 } from './paywall.ts';
+export type {
+  PaywallAbort,
+  PaywallAfterSettleHook,
+  PaywallAfterVerifyHook,
+  PaywallBeforeSettleHook,
+  PaywallBeforeVerifyHook,
+  PaywallFailureContext,
+  PaywallHookContext,
+  PaywallHookName,
+  PaywallHookRequest,
+  PaywallHooks,
+  PaywallOnSettleFailureHook,
+  PaywallOnVerifyFailureHook,
+  PaywallSettleResultContext,
+  PaywallVerifyResultContext,
+} from './paywall-hooks.ts';
 export { GATE402_NATIVE_SCHEME, NATIVE_ASSET } from './x402/gate402-native.ts';
 export * from './x402/headers.ts';

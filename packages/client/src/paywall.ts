@@ -6,6 +6,7 @@ import { EXACT_SCHEME, type ExactTokenOption, exactRequirement } from './exact-o
 import type { Gate402Client, ResponseOf } from './gate402-client.ts';
 import { Gate402Error, Gate402TransportError, isGate402Error } from './gate402-error.ts';
 import { NetworkCatalog, type NetworkInfo } from './network-catalog.ts';
+import { PaywallHookRun, PaywallHookStop, type PaywallHooks } from './paywall-hooks.ts';
 import { paymentRequiredAnswer, type V1Requirement, v1Requirements } from './x402/challenge.ts';
 import {
   GATE402_NATIVE_SCHEME,
@@ -41,6 +42,8 @@ export interface ProtectOptions {
    * settled by the gateway's facilitator (the seller's key needs the Premium plan).
    */
   readonly exact?: ExactTokenOption;
+  /** Lifecycle hooks around verify and settle (log, veto, enrich), named as x402's resource server names them. */
+  readonly hooks?: PaywallHooks;
 }
 
 interface PaymentBase {
@@ -58,6 +61,8 @@ interface PaymentBase {
   readonly transaction: string;
   /** Exact decimal in whole units of `asset`: `'0.01'`. */
   readonly amount: string;
+  /** What the resource's hooks left for the handler (`hooks`, PaywallHookContext.metadata). */
+  readonly metadata?: Readonly<Record<string, unknown>>;
 }
 
 /** A native payment, redeemed with POST /payment/receive. */
@@ -201,12 +206,12 @@ export class ProtectedResource {
     if (typeof presented === 'string') return challenge(offer, presented);
 
     if (exact !== undefined && presented.scheme === EXACT_SCHEME && presented.version === 2) {
-      return this.#settleExact(offer, exact, presented);
+      return this.#settleExact(offer, exact, presented, request);
     }
     if (exact !== undefined && presented.scheme === EXACT_SCHEME && presented.version === 1) {
       // x402 v1: the payment names the v1 network it paid on; the offer's v1 form says what it must meet.
       const v1 = offer.v1.find((r) => r.network === presented.network);
-      if (v1 !== undefined) return this.#settleExact(offer, exact, presented, v1);
+      if (v1 !== undefined) return this.#settleExact(offer, exact, presented, request, v1);
     }
     const requirement = offer.v2.accepts[0] as PaymentRequirements;
     // A bare proof names no network: the gateway's receipt says which, and is checked below.
@@ -224,6 +229,13 @@ export class ProtectedResource {
       return challenge(offer, 'the payload carries no paymentProof');
     }
 
+    const hooks = this.#hooks(presented, requirement, request);
+    try {
+      await hooks.before('onBeforeVerify');
+      await hooks.before('onBeforeSettle');
+    } catch (error) {
+      return stopped(offer, error as PaywallHookStop);
+    }
     let receipt: ResponseOf<'receivePayment'>;
     const unansweredKey = JSON.stringify([presented.payload.paymentProof, offer.v2.resource.url]);
     // Taken out while this request uses it, so two requests presenting the proof never share its receipt.
@@ -246,6 +258,7 @@ export class ProtectedResource {
         { idempotencyKey },
       );
     } catch (error) {
+      await hooks.verifyFailure(error as Error);
       if (isRefusedPayment(error)) return challenge(offer, reasonOf(error));
       if (error instanceof Gate402TransportError || isGate402Error(error, 'IDEMPOTENCY_KEY_IN_USE')) {
         remember(this.#unanswered, unansweredKey, idempotencyKey);
@@ -271,12 +284,14 @@ export class ProtectedResource {
       amount: this.#price,
       receipt,
     };
-    return paid(payment, presented.version, {
+    const settled: SettleResponse = {
       success: true,
       payer: receipt.sender,
       transaction: receipt.signature,
       network: receipt.network as SettleResponse['network'],
-    });
+    };
+    await hooks.afterRedeemed(settled);
+    return enriched(paid(payment, presented.version, settled), hooks);
   }
 
   /**
@@ -288,6 +303,7 @@ export class ProtectedResource {
     offer: Offer,
     requirement: PaymentRequirements,
     presented: PresentedPayment,
+    request: PaywallRequest,
     v1?: V1Requirement,
   ): Promise<PaywallDecision> {
     if (v1 === undefined && !sameRequirement(requirement, presented.accepted)) {
@@ -302,9 +318,10 @@ export class ProtectedResource {
     const resumed = this.#unsettled.delete(unsettledKey);
     let settlement: ResponseOf<'facilitatorSettle'>;
     let settling = false;
+    const hooks = this.#hooks(presented, requirement, request);
     try {
       if (!resumed) {
-        const verdict = await this.gateway.facilitatorVerify(body);
+        const verdict = await hooks.verify(() => this.gateway.facilitatorVerify(body));
         if (!verdict.isValid) {
           return challenge(
             offer,
@@ -312,9 +329,14 @@ export class ProtectedResource {
           );
         }
       }
+      // A settle resumed after a lost answer may already be on its way: too late to ask again.
+      if (!resumed) await hooks.before('onBeforeSettle');
       settling = true;
       settlement = await this.gateway.facilitatorSettle(body);
     } catch (error) {
+      if (error instanceof PaywallHookStop) return stopped(offer, error);
+      const recovered = settling ? await hooks.settleFailure(error) : undefined;
+      if (recovered !== undefined) return this.#servedExact(requirement, recovered, v1, hooks);
       // The settle may have sent the payment (or, resumed, found it sent): it is settled again next time.
       // Not after a failed verify: then this paywall never asked for a settlement, and one that exists
       // (another instance's, served there) is not its own.
@@ -334,6 +356,8 @@ export class ProtectedResource {
       };
     }
     if (!settlement.success) {
+      const recovered = await hooks.settleFailure(settlement);
+      if (recovered !== undefined) return this.#servedExact(requirement, recovered, v1, hooks);
       // settlement_pending: the transaction may still land; the same payment presented again is settled
       // again, which looks at that transaction and never sends another.
       if (settlement.errorReason === 'settlement_pending') remember(this.#unsettled, unsettledKey, true);
@@ -342,6 +366,17 @@ export class ProtectedResource {
         `${settlement.errorReason ?? 'settle_failed'}: ${settlement.errorMessage ?? ''}`.trim(),
       );
     }
+    await hooks.afterSettle(settlement as SettleResponse);
+    return this.#servedExact(requirement, settlement, v1, hooks);
+  }
+
+  /** The paid answer to an `exact` payment the facilitator settled (or a failure hook recovered). */
+  async #servedExact(
+    requirement: PaymentRequirements,
+    settlement: ResponseOf<'facilitatorSettle'>,
+    v1: V1Requirement | undefined,
+    hooks: PaywallHookRun,
+  ): Promise<PaywallDecision> {
     const token = await this.gateway.tokenInfo(requirement.asset).catch(() => undefined);
     const payment: ExactPayment = {
       scheme: EXACT_SCHEME,
@@ -359,7 +394,16 @@ export class ProtectedResource {
     };
     // The buyer is told the settlement, not the seller's own record of it.
     const { paymentId: _own, ...response } = settlement;
-    return paid(payment, v1 === undefined ? 2 : 1, response as SettleResponse);
+    return enriched(paid(payment, v1 === undefined ? 2 : 1, response as SettleResponse), hooks);
+  }
+
+  #hooks(presented: PresentedPayment, requirements: PaymentRequirements, request: PaywallRequest) {
+    return new PaywallHookRun(this.options.hooks, {
+      x402Version: presented.version,
+      paymentPayload: presented.decoded,
+      requirements,
+      transportContext: { request },
+    });
   }
 
   #exactRequirement(nativeNetwork: string): Promise<PaymentRequirements> | undefined {
@@ -436,6 +480,22 @@ export class ProtectedResource {
       accepts: exact === undefined ? [requirement] : [requirement, exact],
     };
   }
+}
+
+/** A paid answer with what the hooks added: their metadata on the payment, their headers under the paywall's. */
+function enriched(decision: PaywallDecision, hooks: PaywallHookRun): PaywallDecision {
+  if (!decision.paid) return decision;
+  const metadata = hooks.metadata;
+  return {
+    ...decision,
+    payment: Object.keys(metadata).length === 0 ? decision.payment : { ...decision.payment, metadata },
+    headers: { ...hooks.headers, ...decision.headers },
+  };
+}
+
+/** A hook vetoed the payment (402 naming its reason) or failed (500): nothing was settled. */
+function stopped(offer: Offer, stop: PaywallHookStop): PaywallDecision {
+  return stop.kind === 'veto' ? challenge(offer, stop.message) : failure(500, { error: stop.message });
 }
 
 /** Adds to a bounded memory of unfinished payments, forgetting the oldest beyond MAX_UNFINISHED. */
