@@ -128,6 +128,11 @@ export class ReceivePaymentService {
       sender: claims.from,
       recipient: input.walletAddress,
       amount: received,
+      // A token payment is recorded in its token: without this its atomic amount would read as the
+      // native currency's (2.5 USDC shown as 0.0025 SOL, and refunded as such).
+      ...(verified.asset.address === null
+        ? {}
+        : { asset: { address: verified.asset.address, decimals: verified.asset.decimals } }),
       fee: tx.fee,
       resource: input.resource ?? claims.res ?? null,
       signature,

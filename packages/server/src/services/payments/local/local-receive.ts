@@ -135,6 +135,8 @@ export class LocalReceiveService {
       sender: canonicalAddress(claims.from),
       recipient: walletAddress,
       amount: received,
+      // A token payment is recorded in its token (see ReceivePaymentService).
+      ...(asset.address === null ? {} : { asset: { address: asset.address, decimals: asset.decimals } }),
       fee: tx.fee,
       resource: input.resource ?? claims.res ?? null,
       // The buyer's transaction: what the proof is consumed by once the receipt lands.
