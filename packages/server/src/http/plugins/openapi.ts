@@ -112,7 +112,8 @@ function documentRoute(route: RouteOptions): void {
   if (feature === undefined) return;
   route.schema ??= {};
   const schema = route.schema as Record<string, unknown>;
-  schema.security = [{ bearerAuth: [] }];
+  // A key-optional route (the x402 bazaar's public listing) may be called without one: `{}` says so.
+  schema.security = route.config?.keyOptional === true ? [{ bearerAuth: [] }, {}] : [{ bearerAuth: [] }];
   const tags = (schema.tags as string[] | undefined) ?? [feature];
   schema.tags = tags;
   schema.response ??= {};

@@ -65,6 +65,8 @@ describe('OpenAPI and docs', () => {
       'POST /facilitator/verify': 'verifyX402Payment',
       'POST /facilitator/settle': 'settleX402Payment',
       'POST /facilitator/accepts': 'facilitatorAccepts',
+      'GET /facilitator/discovery/resources': 'listDiscoveryResources',
+      'GET /facilitator/discovery/search': 'searchDiscoveryResources',
       'POST /webhooks': 'createWebhook',
       'GET /webhooks': 'listWebhooks',
       'DELETE /webhooks/{id}': 'deleteWebhook',
