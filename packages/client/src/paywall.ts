@@ -44,6 +44,17 @@ export interface ProtectOptions {
   readonly exact?: ExactTokenOption;
   /** Lifecycle hooks around verify and settle (log, veto, enrich), named as x402's resource server names them. */
   readonly hooks?: PaywallHooks;
+  /**
+   * x402 extensions the 402 declares (`extensions` of its PaymentRequired), which x402 v2 buyers echo in
+   * their payment. With the stock `declareDiscoveryExtension` (`@x402/extensions/bazaar`; give `method`,
+   * which no stock resource server fills in here) the gateway's facilitator catalogues the resource in
+   * GET /facilitator/discovery/resources once an `exact` payment for it settles.
+   *
+   * @example
+   * protect({ price: '0.01', payTo, exact: { asset: usdcMint, amount: '0.01' },
+   *   extensions: declareDiscoveryExtension({ method: 'GET', input: { city: 'Lisbon' } }) })
+   */
+  readonly extensions?: Readonly<Record<string, unknown>>;
 }
 
 interface PaymentBase {
@@ -478,6 +489,7 @@ export class ProtectedResource {
         ...(this.options.mimeType === undefined ? {} : { mimeType: this.options.mimeType }),
       },
       accepts: exact === undefined ? [requirement] : [requirement, exact],
+      ...(this.options.extensions === undefined ? {} : { extensions: { ...this.options.extensions } }),
     };
   }
 }
