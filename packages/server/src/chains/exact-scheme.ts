@@ -12,6 +12,8 @@ export interface ExactScheme {
   signers(): readonly string[];
   /** What `kinds[].extra` says for this family (Solana: the fee payer), if anything. */
   supportedExtra(): Record<string, unknown> | undefined;
+  /** The payload extensions it honours (GET /facilitator/supported `extensions`), e.g. EVM gas sponsoring. */
+  supportedExtensions?(): readonly string[];
   /**
    * What makes this payment unique, from the payload alone (Solana: the transaction message; EVM: the
    * authorization's signer and nonce): the key of its settlement row. Undefined when the payload is

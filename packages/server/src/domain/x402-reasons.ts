@@ -23,6 +23,9 @@ export const X402_REASONS = [
   'amount_below_minimum',
   'fee_budget_exceeded',
   'asset_mismatch',
+  // gate402's own: the payment-identifier extension's 409 (the id used with another payload; still running).
+  'payment_identifier_conflict',
+  'payment_identifier_in_use',
   // exact on EVM: EIP-3009 transferWithAuthorization (names of @x402/evm 2.x).
   'invalid_exact_evm_nonce_already_used',
   'invalid_exact_evm_payload_authorization_valid_after',
@@ -50,6 +53,13 @@ export const X402_REASONS = [
   'permit2_proxy_not_deployed',
   'permit2_simulation_failed',
   'permit2_token_mismatch',
+  // exact on EVM with Permit2: the eip2612GasSponsoring extension (settleWithPermit).
+  'invalid_eip2612_extension_format',
+  'eip2612_from_mismatch',
+  'eip2612_asset_mismatch',
+  'eip2612_spender_not_permit2',
+  'eip2612_deadline_expired',
+  'permit2_2612_amount_mismatch',
   // upto on EVM (Permit2 through x402's upto proxy; names of @x402/evm 2.x): the witness names another
   // facilitator, and a settle asking more than the signed maximum.
   'upto_facilitator_mismatch',

@@ -55,6 +55,26 @@ function record(value: unknown): Record<string, unknown> | undefined {
     : undefined;
 }
 
+/** The payload extensions a scheme reads beside the payload itself (EVM exact with Permit2: gas sponsoring). */
+const SCHEME_EXTENSIONS = ['eip2612GasSponsoring', 'erc20ApprovalGasSponsoring'] as const;
+
+/**
+ * The payload a scheme is given: x402's `payload`, with those of the v2 payment's top-level `extensions`
+ * the scheme itself reads (SCHEME_EXTENSIONS) under `extensions`, if any. The buyer signs neither: the
+ * scheme checks what it takes from them as it checks the payload.
+ */
+export function schemePayloadOf(
+  inner: Record<string, unknown>,
+  extensions: unknown,
+): Record<string, unknown> {
+  const all = record(extensions);
+  if (all === undefined) return inner;
+  const read = SCHEME_EXTENSIONS.filter((key) => all[key] !== undefined);
+  return read.length === 0
+    ? inner
+    : { ...inner, extensions: Object.fromEntries(read.map((k) => [k, all[k]])) };
+}
+
 /**
  * Reads a facilitator request (`{x402Version, paymentPayload, paymentRequirements}`) in the v1 or v2
  * shape. A shape that does not fit is a refusal with an x402 reason, not an exception.
@@ -112,7 +132,7 @@ export function parsePaymentRequest(paymentPayload: unknown, paymentRequirements
       scheme,
       networkAsSent: network,
       network: caip2Of(network),
-      payload: inner,
+      payload: schemePayloadOf(inner, version === 2 ? payload.extensions : undefined),
       requirements: {
         asset,
         payTo,

@@ -23,6 +23,7 @@ import {
 } from '../exact-scheme.ts';
 import type { RpcEndpoints } from '../rpc-endpoints.ts';
 import type { ChainDurability } from './chain-durability.ts';
+import { EIP2612_GAS_SPONSORING } from './eip2612-gas-sponsoring.ts';
 import { toChainError } from './evm-errors.ts';
 import { failoverTransport } from './failover-transport.ts';
 import { firstBlockSince } from './first-block-since.ts';
@@ -149,6 +150,11 @@ export class ExactEvmScheme implements ExactScheme {
   supportedExtra(): Record<string, unknown> | undefined {
     const methods: AssetTransferMethod[] = ['eip3009', 'permit2'];
     return this.permit2Ready ? { assetTransferMethods: methods } : undefined;
+  }
+
+  /** x402's eip2612GasSponsoring, where Permit2 payments settle (permit2-payment.ts: settleWithPermit). */
+  supportedExtensions(): readonly string[] {
+    return this.permit2Ready ? [EIP2612_GAS_SPONSORING] : [];
   }
 
   settlementKey(payload: Readonly<Record<string, unknown>>): string | undefined {

@@ -9,6 +9,16 @@ import {
   parseAbi,
 } from 'viem';
 import { type ExactRefusal, type ExactRequirements, refuse } from '../exact-scheme.ts';
+import {
+  checkEip2612Terms,
+  type Eip2612Permit,
+  ERC20_APPROVAL_GAS_SPONSORING,
+  eip2612PermitOf,
+  eip2612PermitUsable,
+  isMalformed,
+  type MalformedSponsoring,
+  SPONSORING_FIELD,
+} from './eip2612-gas-sponsoring.ts';
 import { toChainError } from './evm-errors.ts';
 import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from './permit2-addresses.ts';
 import { EXACT_PERMIT2_PROXY_ABI } from './permit2-proxy-abi.ts';
@@ -31,6 +41,13 @@ export interface Permit2Authorization {
   readonly to: Address;
   readonly validAfter: bigint;
   readonly signature: Hex;
+  /**
+   * The buyer's EIP-2612 permit approving Permit2 (x402's `eip2612GasSponsoring` extension), when the
+   * payload carries one: the facilitator then settles through the proxy's `settleWithPermit`.
+   */
+  readonly eip2612?: Eip2612Permit | MalformedSponsoring;
+  /** The payload asks the facilitator to broadcast a signed approval (`erc20ApprovalGasSponsoring`), not offered here. */
+  readonly asksApprovalBroadcast?: true;
 }
 
 /** The EIP-712 types x402 clients sign (PermitWitnessTransferFrom with x402's witness). */
@@ -99,24 +116,49 @@ export function permit2AuthorizationOf(
   ) {
     return undefined;
   }
-  return { from, token, amount, spender, nonce, deadline, to, validAfter, signature };
+  const eip2612 = eip2612PermitOf(payload);
+  return {
+    from,
+    token,
+    amount,
+    spender,
+    nonce,
+    deadline,
+    to,
+    validAfter,
+    signature,
+    ...(eip2612 === undefined ? {} : { eip2612 }),
+    ...(record(payload[SPONSORING_FIELD])?.[ERC20_APPROVAL_GAS_SPONSORING] === undefined
+      ? {}
+      : { asksApprovalBroadcast: true as const }),
+  };
 }
 
-/** The proxy call that settles `auth`: the facilitator sends it and pays its gas. */
+/**
+ * The proxy call that settles `auth`: the facilitator sends it and pays its gas. `settleWithPermit` when
+ * the buyer signed an EIP-2612 permit for Permit2 (its approval and the transfer in one transaction),
+ * `settle` otherwise.
+ */
 export function permit2SettleCall(auth: Permit2Authorization): { to: Address; data: Hex } {
-  return {
-    to: EXACT_PERMIT2_PROXY_ADDRESS,
-    data: encodeFunctionData({
-      abi: EXACT_PERMIT2_PROXY_ABI,
-      functionName: 'settle',
-      args: [
-        { permitted: { token: auth.token, amount: auth.amount }, nonce: auth.nonce, deadline: auth.deadline },
-        auth.from,
-        { to: auth.to, validAfter: auth.validAfter },
-        auth.signature,
-      ],
-    }),
-  };
+  const settleArgs = [
+    { permitted: { token: auth.token, amount: auth.amount }, nonce: auth.nonce, deadline: auth.deadline },
+    auth.from,
+    { to: auth.to, validAfter: auth.validAfter },
+    auth.signature,
+  ] as const;
+  const permit = auth.eip2612;
+  const data =
+    permit === undefined || isMalformed(permit)
+      ? encodeFunctionData({ abi: EXACT_PERMIT2_PROXY_ABI, functionName: 'settle', args: settleArgs })
+      : encodeFunctionData({
+          abi: EXACT_PERMIT2_PROXY_ABI,
+          functionName: 'settleWithPermit',
+          args: [
+            { value: permit.value, deadline: permit.deadline, r: permit.r, s: permit.s, v: permit.v },
+            ...settleArgs,
+          ],
+        });
+  return { to: EXACT_PERMIT2_PROXY_ADDRESS, data };
 }
 
 /** Whether a chain carries Permit2 and x402's proxy, so Permit2 payments can be settled there. */
@@ -241,10 +283,30 @@ export async function checkPermit2Payment(
   if ((bitmap >> (auth.nonce & 0xffn)) & 1n) {
     return refuse('permit2_invalid_nonce', 'the permit was already used (its Permit2 nonce is spent)', payer);
   }
-  if (allowance < auth.amount) {
+  // x402's eip2612GasSponsoring: the buyer's EIP-2612 permit approves Permit2 in the settlement itself.
+  const sponsored = auth.eip2612;
+  if (sponsored !== undefined) {
+    const terms = checkEip2612Terms(sponsored, payer, asset, auth.amount);
+    if (terms !== undefined) return terms;
+  }
+  if (sponsored !== undefined && !isMalformed(sponsored)) {
+    if (sponsored.deadline <= now + DEADLINE_MARGIN_SECONDS) {
+      return refuse('eip2612_deadline_expired', 'the EIP-2612 permit has expired (deadline)', payer);
+    }
+    // An allowance already there settles whatever becomes of the permit (the proxy ignores its failure).
+    if (allowance < auth.amount && !(await eip2612PermitUsable(client, sponsored))) {
+      return refuse(
+        'permit2_allowance_required',
+        `the payer has not approved Permit2 (${PERMIT2_ADDRESS}) for ${auth.amount} of ${asset}, and its EIP-2612 permit cannot approve it: not signed by ${payer} under the token's domain, or its nonce ${sponsored.nonce} is not the owner's current one (already used)`,
+        payer,
+      );
+    }
+  } else if (allowance < auth.amount) {
     return refuse(
       'permit2_allowance_required',
-      `the payer has not approved Permit2 (${PERMIT2_ADDRESS}) for at least ${auth.amount} of ${asset}: approve it once, then pay again`,
+      auth.asksApprovalBroadcast === true
+        ? `the payer has not approved Permit2 (${PERMIT2_ADDRESS}) for at least ${auth.amount} of ${asset}, and this facilitator does not broadcast approval transactions (${ERC20_APPROVAL_GAS_SPONSORING} is not in its /supported extensions): approve it once, or sign an EIP-2612 permit (eip2612GasSponsoring)`
+        : `the payer has not approved Permit2 (${PERMIT2_ADDRESS}) for at least ${auth.amount} of ${asset}: approve it once, then pay again`,
       payer,
     );
   }

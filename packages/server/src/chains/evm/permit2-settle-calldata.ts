@@ -30,7 +30,10 @@ const SETTLE_SELECTOR = Buffer.from(toFunctionSelector(SETTLE).slice(2), 'hex');
 const SETTLE_HEAD = [SETTLE.inputs[0], SETTLE.inputs[1], SETTLE.inputs[2]] as const;
 const SETTLE_HEAD_BYTES = 7 * 32;
 
-/** Whether `to` and `data` are a call of x402's exact Permit2 proxy's `settle`; its permit if so. */
+/**
+ * Whether `to` and `data` are a call of x402's exact Permit2 proxy's `settle` or `settleWithPermit` (the
+ * same transfer, after an EIP-2612 approval of Permit2); its permit if so.
+ */
 export function settledPermitOf(
   to: string | null | undefined,
   data: Hex | undefined,
@@ -40,9 +43,15 @@ export function settledPermitOf(
   }
   try {
     const call = decodeFunctionData({ abi: EXACT_PERMIT2_PROXY_ABI, data });
-    if (call.functionName !== 'settle') return undefined;
-    const [permit, owner, witness] = call.args;
-    return permitOf(permit, owner, witness);
+    if (call.functionName === 'settle') {
+      const [permit, owner, witness] = call.args;
+      return permitOf(permit, owner, witness);
+    }
+    if (call.functionName === 'settleWithPermit') {
+      const [, permit, owner, witness] = call.args;
+      return permitOf(permit, owner, witness);
+    }
+    return undefined;
   } catch {
     return undefined;
   }
@@ -53,6 +62,8 @@ export function settledPermitOf(
  * call, further in when a wrapper (Multicall3's aggregate, a smart account's execute, an ERC-4337 bundle)
  * passes the call on as an ABI `bytes` argument, which it copies unchanged. Each occurrence of settle's
  * selector followed by at least settle's static head is read as one call; the signature is not decoded.
+ * Only `settle` is looked for: a wrapper carrying `settleWithPermit` is not recognised (its payment is
+ * then found only by Permit2's nonce and the permit's deadline, as for any carrier not recognised).
  * So this names candidates only: bytes that merely look like a settle are found too, and a call that was
  * made but reverted inside the transaction is found all the same. Whoever relies on one must prove from
  * the transaction's logs that it ran.

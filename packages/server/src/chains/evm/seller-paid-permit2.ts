@@ -18,7 +18,7 @@ const READS_ABI = parseAbi([
  * the buyer's signature fixes recipient and amount, so whoever submitted it paid the seller. Permit2 emits
  * no event naming the nonce it spends, and the proxy's `Settled()` names nothing, so a carrier is found by
  * the token's Transfer event (owner → recipient, the amount) and recognised by its calldata:
- * - a direct call of the proxy's `settle` for this permit (owner, nonce, token, amount, recipient): the
+ * - a direct call of the proxy's `settle` (or `settleWithPermit`, which approves Permit2 first) for this permit (owner, nonce, token, amount, recipient): the
  *   transaction's one call, which succeeded since it logged the transfer;
  * - or a wrapper (a multicall, a smart account's execute, an ERC-4337 bundle…) whose input carries such a
  *   `settle` call verbatim anywhere in it (settleCallsIn) and whose logs show that it ran: the proxy's

@@ -9,7 +9,7 @@ import { type OutboundPolicy, OutboundUrlError } from '../../../outbound/ssrf-gu
 import type { Store } from '../../../store/store.ts';
 import { caip2Of } from '../../../x402/network-names.ts';
 import type { X402Header } from '../../../x402/payment-header.ts';
-import { resourceUrl, type X402Payment } from '../../../x402/payment-request.ts';
+import { resourceUrl, schemePayloadOf, type X402Payment } from '../../../x402/payment-request.ts';
 import { RemoteFacilitator, RemoteFacilitatorError } from '../../../x402/remote-facilitator.ts';
 import type { FacilitatorService } from '../../facilitator/facilitator-service.ts';
 import { atomicFromField } from '../amounts.ts';
@@ -415,7 +415,10 @@ export class X402ReceiveService {
         scheme,
         networkAsSent,
         network,
-        payload: header.value.payload,
+        payload: schemePayloadOf(
+          header.value.payload,
+          header.x402Version === 2 ? (header.value as { extensions?: unknown }).extensions : undefined,
+        ),
         requirements: {
           asset,
           payTo: input.walletAddress,
