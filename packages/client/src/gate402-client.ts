@@ -32,6 +32,7 @@ export interface RequestOptions {
 const IDEMPOTENT: ReadonlySet<OperationName> = new Set([
   'sendPayment',
   'payX402',
+  'refundPayment',
   'receivePayment',
   'buildSendTransaction',
   'buildReceiveTransaction',
@@ -169,6 +170,23 @@ export class Gate402Client {
    */
   checkX402Payment(paymentId: string, options?: RequestOptions): Promise<ResponseOf<'checkX402Payment'>> {
     return this.#call('checkX402Payment', { path: { paymentId }, options });
+  }
+
+  /**
+   * POST /payment/refund/{paymentId}: give back all (the default) or `amount` of a payment the caller
+   * received, to its payer, in the same asset and network; the answer is the refund, a new payment with
+   * `refundOf`. A watch-only wallet's refund comes back unsigned (`mode: 'local'`). Refunds of one payment
+   * never sum above it; the same `idempotencyKey` answers the same refund (docs/refunds.md).
+   *
+   * @example
+   * const refund = await gate402.refundPayment(receipt.paymentId, { amount: 0.5, reason: 'not delivered' });
+   */
+  refundPayment(
+    paymentId: string,
+    body: BodyOf<'refundPayment'> = {},
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'refundPayment'>> {
+    return this.#call('refundPayment', { path: { paymentId }, body, options });
   }
 
   /** POST /payment/receive (spec §4.2): verify a proof for one of the caller's wallets; once per proof. */

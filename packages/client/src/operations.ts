@@ -43,6 +43,11 @@ export const OPERATIONS = {
     method: 'post',
     path: '/payment/x402/{paymentId}/check',
   },
+  refundPayment: {
+    operationId: 'refundPayment',
+    method: 'post',
+    path: '/payment/refund/{paymentId}',
+  },
   receivePayment: { operationId: 'receivePayment', method: 'post', path: '/payment/receive' },
   paymentStatus: { operationId: 'getPaymentStatus', method: 'get', path: '/payment/status/{paymentId}' },
   paymentHistory: {

@@ -32,6 +32,7 @@ import { installValidation } from './http/plugins/validation.ts';
 import { accountRoutes } from './http/routes/account.ts';
 import { accountSummaryRoutes } from './http/routes/account-summary.ts';
 import { asyncApiRoutes } from './http/routes/asyncapi.ts';
+import { exportRoutes } from './http/routes/export.ts';
 import { facilitatorRoutes } from './http/routes/facilitator.ts';
 import { faucetRoutes } from './http/routes/faucet.ts';
 import { guideRoutes } from './http/routes/guide.ts';
@@ -217,6 +218,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(faucetRoutes, { faucet: services.faucet });
   await app.register(walletRoutes, { wallets: services.wallets });
   await app.register(paymentRoutes, services);
+  await app.register(exportRoutes, { exports: services.exports });
   await app.register(refundRoutes, services);
   await app.register(x402PayRoutes, services);
   await app.register(transactionRoutes, services);

@@ -33,6 +33,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/account/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["getAccountSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/facilitator/accepts": {
         parameters: {
             query?: never;
@@ -43,6 +59,38 @@ export interface paths {
         get?: never;
         put?: never;
         post: operations["facilitatorAccepts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/facilitator/discovery/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["listDiscoveryResources"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/facilitator/discovery/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["searchDiscoveryResources"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -145,6 +193,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/payment/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["exportPayments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/payment/history/{walletAddress}": {
         parameters: {
             query?: never;
@@ -171,6 +235,22 @@ export interface paths {
         get?: never;
         put?: never;
         post: operations["receivePayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/payment/refund/{paymentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["refundPayment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -525,7 +605,7 @@ export interface components {
         ErrorBody: {
             error: {
                 /** @enum {string} */
-                code: "INVALID_PARAMETERS" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "SPEND_LIMIT_EXCEEDED" | "SPEND_NOT_ALLOWED" | "SPEND_POLICY_EXPIRED" | "PAYMENT_NOT_FOUND" | "TOKEN_NOT_FOUND" | "WALLET_ALREADY_REGISTERED" | "INVALID_CHALLENGE" | "CHALLENGE_ACCOUNT_MISMATCH" | "CHALLENGE_ADDRESS_MISMATCH" | "CHALLENGE_ALREADY_USED" | "CHALLENGE_EXPIRED" | "INVALID_SIGNATURE" | "EMAIL_ALREADY_REGISTERED" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "PAYMENT_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "RATE_LIMIT" | "FEE_BUDGET_EXCEEDED" | "PAYMENT_OPTION_REFUSED" | "INSUFFICIENT_BALANCE" | "INVALID_PAYMENT_PROOF" | "PAYMENT_VERIFICATION_FAILED" | "INVALID_RECIPIENT" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "CHAIN_UNAVAILABLE";
+                code: "INVALID_PARAMETERS" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "SPEND_LIMIT_EXCEEDED" | "SPEND_NOT_ALLOWED" | "SPEND_POLICY_EXPIRED" | "PAYMENT_NOT_FOUND" | "INVALID_PAYMENT_STATE" | "TOKEN_NOT_FOUND" | "WALLET_ALREADY_REGISTERED" | "INVALID_CHALLENGE" | "CHALLENGE_ACCOUNT_MISMATCH" | "CHALLENGE_ADDRESS_MISMATCH" | "CHALLENGE_ALREADY_USED" | "CHALLENGE_EXPIRED" | "INVALID_SIGNATURE" | "EMAIL_ALREADY_REGISTERED" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "PAYMENT_IDENTIFIER_REUSED" | "PAYMENT_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "RATE_LIMIT" | "FEE_BUDGET_EXCEEDED" | "PAYMENT_OPTION_REFUSED" | "INSUFFICIENT_BALANCE" | "INVALID_PAYMENT_PROOF" | "PAYMENT_VERIFICATION_FAILED" | "INVALID_RECIPIENT" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "CHAIN_UNAVAILABLE";
                 details?: {
                     [key: string]: string;
                 };
@@ -555,6 +635,17 @@ export interface components {
             wsUrl: string | null;
             x402Aliases: string[];
             x402V1Network: string | null;
+        };
+        Refunds: {
+            payments: {
+                amount: number;
+                paymentId: string;
+                status: string;
+                timestamp: number;
+            }[];
+            pending: number;
+            refundable: number;
+            refunded: number;
         };
         SpendPolicy: {
             allowedHosts: string[] | null;
@@ -600,6 +691,22 @@ export interface components {
             lastStatusCode: number | null;
             nextAttemptAt: number | null;
             status: "pending" | "succeeded" | "failed";
+        };
+        X402DiscoveryResource: {
+            accepts: {
+                [key: string]: unknown;
+            }[];
+            description?: string;
+            extensions: {
+                [key: string]: unknown;
+            };
+            lastUpdated: string;
+            mimeType?: string;
+            resource: string;
+            serviceName?: string;
+            tags?: string[];
+            type: string;
+            x402Version: number;
         };
     };
     responses: never;
@@ -664,6 +771,130 @@ export interface operations {
                             resetAt: number;
                             windowSeconds: number;
                         };
+                    };
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getAccountSummary: {
+        parameters: {
+            query?: {
+                days?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        assets: {
+                            asset: string | null;
+                            decimals: number;
+                            network: string;
+                            received: {
+                                amount: string;
+                                atomic: string;
+                                count: number;
+                            };
+                            sent: {
+                                amount: string;
+                                atomic: string;
+                                count: number;
+                            };
+                            symbol: string | null;
+                        }[];
+                        daily: {
+                            asset: string | null;
+                            date: string;
+                            decimals: number;
+                            network: string;
+                            received: {
+                                amount: string;
+                                atomic: string;
+                                count: number;
+                            };
+                            sent: {
+                                amount: string;
+                                atomic: string;
+                                count: number;
+                            };
+                            symbol: string | null;
+                        }[];
+                        days: number;
+                        from: number;
+                        to: number;
+                        topResources: {
+                            amount: string;
+                            asset: string | null;
+                            atomic: string;
+                            count: number;
+                            decimals: number;
+                            network: string;
+                            resource: string;
+                            symbol: string | null;
+                        }[];
                     };
                 };
             };
@@ -823,6 +1054,191 @@ export interface operations {
             };
         };
     };
+    listDiscoveryResources: {
+        parameters: {
+            query?: {
+                extensions?: string;
+                limit?: number;
+                network?: string;
+                offset?: number;
+                payTo?: string;
+                scheme?: string;
+                type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["X402DiscoveryResource"][];
+                        pagination: {
+                            limit: number;
+                            offset: number;
+                            total: number;
+                        };
+                        /** @enum {number} */
+                        x402Version: 2;
+                    };
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    searchDiscoveryResources: {
+        parameters: {
+            query: {
+                cursor?: string;
+                extensions?: string;
+                limit?: number;
+                network?: string;
+                payTo?: string;
+                query: string;
+                scheme?: string;
+                type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        pagination: {
+                            cursor: string | null;
+                            limit: number;
+                        };
+                        partialResults: boolean;
+                        resources: components["schemas"]["X402DiscoveryResource"][];
+                        /** @enum {number} */
+                        x402Version: 2;
+                    };
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     settleX402Payment: {
         parameters: {
             query?: never;
@@ -852,6 +1268,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        amount?: string;
                         errorMessage?: string;
                         errorReason?: string;
                         network: string;
@@ -884,6 +1301,31 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            requestId?: string;
+                            retryAfter?: number;
+                        };
+                        errorMessage?: string;
+                        errorReason?: string;
+                        invalidMessage?: string;
+                        invalidReason?: string;
+                        /** @enum {boolean} */
+                        isValid?: false;
+                        network?: string;
+                        /** @enum {boolean} */
+                        success: false;
+                        transaction?: string;
+                    };
                 };
             };
             413: {
@@ -1079,6 +1521,31 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            code: string;
+                            message: string;
+                            requestId?: string;
+                            retryAfter?: number;
+                        };
+                        errorMessage?: string;
+                        errorReason?: string;
+                        invalidMessage?: string;
+                        invalidReason?: string;
+                        /** @enum {boolean} */
+                        isValid?: false;
+                        network?: string;
+                        /** @enum {boolean} */
+                        success: false;
+                        transaction?: string;
+                    };
                 };
             };
             413: {
@@ -1306,6 +1773,87 @@ export interface operations {
             };
         };
     };
+    exportPayments: {
+        parameters: {
+            query?: {
+                format?: "csv" | "jsonl";
+                from?: string;
+                to?: string;
+                wallet?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/jsonl": string;
+                    "text/csv": string;
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     getPaymentHistory: {
         parameters: {
             query?: {
@@ -1335,12 +1883,13 @@ export interface operations {
                             network: string;
                             paymentId: string;
                             recipient?: string;
+                            refundOf?: string;
                             resource?: string;
                             sender?: string;
                             signature: string | null;
                             status: string;
                             timestamp: number;
-                            type: "sent" | "received";
+                            type: "sent" | "received" | "refund";
                         }[];
                         total: number;
                         walletAddress: string;
@@ -1450,6 +1999,115 @@ export interface operations {
                         verificationTime: string;
                         /** @enum {boolean} */
                         verified: true;
+                    };
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    refundPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                paymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    amount?: number;
+                    metadata?: {
+                        [key: string]: unknown;
+                    };
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        amount: number;
+                        asset: components["schemas"]["Asset"];
+                        blockHeight?: number | null;
+                        estimatedConfirmation: string;
+                        expiresAt?: number;
+                        fee: number;
+                        lastValidBlockHeight?: number;
+                        mode: "custodial" | "local";
+                        network: string;
+                        paymentId: string;
+                        paymentProof: string;
+                        reason?: string;
+                        recipient: string;
+                        reference?: string;
+                        refundOf: string;
+                        signature?: string;
+                        status: string;
+                        /** @enum {boolean} */
+                        success: true;
+                        timestamp?: number;
+                        transaction?: string;
                     };
                 };
             };
@@ -1644,13 +2302,16 @@ export interface operations {
                         network: string;
                         paymentId: string;
                         recipient: string;
+                        refundOf?: string;
+                        refundReason?: string;
+                        refunds?: components["schemas"]["Refunds"];
                         resource?: string;
                         sender: string;
                         signature: string | null;
                         /** @enum {string} */
                         status: "pending" | "submitted" | "confirmed" | "finalized" | "failed" | "expired" | "reverted";
                         timestamp: number;
-                        type: "sent" | "received";
+                        type: "sent" | "received" | "refund";
                     };
                 };
             };
@@ -3615,7 +4276,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    eventTypes?: ("payment.sent" | "payment.received" | "payment.confirmed" | "payment.finalized" | "payment.failed" | "payment.expired" | "payment.reverted")[];
+                    eventTypes?: ("payment.sent" | "payment.received" | "payment.confirmed" | "payment.finalized" | "payment.failed" | "payment.expired" | "payment.reverted" | "payment.refunded" | "payment.refund_reverted")[];
                     url: string;
                 };
             };

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useId, useRef, useState } from 'react';
 import { api, type PaymentEntry, type PaymentEvent, type Wallet } from '../api.ts';
 import { ErrorMessage } from '../components/error-message.tsx';
+import { ExportForm } from '../components/export-form.tsx';
 import { formatTime, shorten } from '../components/format.ts';
 import { useLivePayments } from '../live-payments.ts';
 import { navigate } from '../router.ts';
@@ -215,6 +216,7 @@ function PaymentList() {
           Older
         </button>
       </nav>
+      <ExportForm wallets={wallets} />
     </section>
   );
 }

@@ -10,6 +10,7 @@ import { FacilitatorService, type SponsoredFeeObserver } from './facilitator/fac
 import { FeeBudget, type FeeBudgetSettings } from './facilitator/fee-budget.ts';
 import { PaymentIdentifiers } from './facilitator/payment-identifier.ts';
 import { SendPaymentService } from './payments/custodial/send-payment.ts';
+import { PaymentExportService } from './payments/export/payment-export-service.ts';
 import { LocalReceiveService } from './payments/local/local-receive.ts';
 import { LocalSendService } from './payments/local/local-send.ts';
 import { type ConfirmationObserver, PaymentLedger } from './payments/payment-ledger.ts';
@@ -40,6 +41,8 @@ export interface GatewayServices {
   readonly send: SendPaymentService;
   readonly receive: ReceivePaymentService;
   readonly query: PaymentQueryService;
+  /** CSV and JSON Lines exports of the account's payments (GET /payment/export, the dashboard's). */
+  readonly exports: PaymentExportService;
   readonly localSend: LocalSendService;
   readonly localReceive: LocalReceiveService;
   readonly verify: VerifyPaymentService;
@@ -138,6 +141,7 @@ export function createServices(parts: ServiceParts): GatewayServices {
     send,
     receive: new ReceivePaymentService({ ...common, verifier, x402 }),
     query: new PaymentQueryService(store, networks, wallets, now),
+    exports: new PaymentExportService(store, networks, wallets, now),
     localSend,
     localReceive: new LocalReceiveService({ ...common, verifier, x402: x402Receipts }),
     verify: new VerifyPaymentService(verifier, x402, networks),

@@ -24,6 +24,7 @@ import type {
 } from '../domain/records/settlement-records.ts';
 import type { SpendPolicyRecord, SpendRecord } from '../domain/records/spend-policy-records.ts';
 import type { WalletChallengeRecord, WalletRecord } from '../domain/records/wallet-records.ts';
+import type { ExportedPayment, ExportPageQuery } from './payment-export.ts';
 
 /**
  * The storage port. Services depend on this interface only; SQL never leaves `store/`.
@@ -239,6 +240,8 @@ export interface PaymentRepository {
   history(query: HistoryQuery): Promise<{ total: number; payments: PaymentSummary[] }>;
   /** The account's payments, newest first, narrowed by any of wallet, direction and status (the dashboard). */
   search(query: PaymentSearch): Promise<{ total: number; payments: PaymentSummary[] }>;
+  /** One keyset page of an export, oldest first (GET /payment/export; see payment-export.ts). */
+  exportPage(query: ExportPageQuery): Promise<ExportedPayment[]>;
   /**
    * Leases up to `limit` payments in `statuses` whose lease is free or lapsed to `owner` until
    * `until`, so that with several instances one worker handles each payment at a time.

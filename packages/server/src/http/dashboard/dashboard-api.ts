@@ -9,6 +9,7 @@ import type { Door } from '../doors.ts';
 import { dashboardAccountRoutes } from './dashboard-account-routes.ts';
 import { dashboardAuthRoutes } from './dashboard-auth-routes.ts';
 import { installDashboardDoors } from './dashboard-doors.ts';
+import { dashboardExportRoutes } from './dashboard-export-routes.ts';
 import { dashboardLivePayments } from './dashboard-live-payments.ts';
 import { dashboardPaymentRoutes } from './dashboard-payment-routes.ts';
 import { installDashboardSession } from './dashboard-session.ts';
@@ -60,6 +61,7 @@ export async function dashboardApi(app: FastifyInstance, deps: DashboardApiDeps)
     networks: deps.networks,
   });
   await app.register(dashboardPaymentRoutes, { query: services.query });
+  await app.register(dashboardExportRoutes, { exports: services.exports });
   if (deps.events !== undefined) {
     await app.register(dashboardLivePayments, {
       hub: deps.events.hub,

@@ -42,6 +42,7 @@ export const DASHBOARD_DOORS: Readonly<Record<string, DashboardDoor>> = {
   'POST /wallets/:address/faucet': { feature: 'faucet' },
   'GET /payments': { feature: 'history' },
   'GET /payments/:paymentId': { feature: 'status' },
+  'GET /payments/export': { feature: 'history' },
   // The live list is the payment stream's events: the same feature as the WebSocket stream.
   'GET /payments/live': { feature: 'stream' },
 };

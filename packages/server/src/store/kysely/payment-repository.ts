@@ -19,6 +19,7 @@ import type {
   RefundSummary,
 } from '../../domain/records/payment-records.ts';
 import type { Database, PaymentCountsTable, PaymentsTable } from '../database-schema.ts';
+import type { ExportedPayment, ExportPageQuery } from '../payment-export.ts';
 import type {
   HistoryQuery,
   PaymentLease,
@@ -28,6 +29,7 @@ import type {
 } from '../store.ts';
 import { compiledInsertOnce, compiledOnce } from './compiled-query.ts';
 import { leaseRows } from './lease-rows.ts';
+import { exportPage } from './payment-export-query.ts';
 
 /** Every payment's wallet count moves with it: +1, or a first row of 1. */
 export const insertPaymentCount = compiledInsertOnce(
@@ -340,6 +342,10 @@ export class KyselyPaymentRepository implements PaymentRepository {
         .execute(),
     ]);
     return { total: Number(count.n), payments: rows.map(toSummary) };
+  }
+
+  exportPage(query: ExportPageQuery): Promise<ExportedPayment[]> {
+    return exportPage(this.db, query);
   }
 
   async lease(

@@ -56,6 +56,7 @@ describe('OpenAPI and docs', () => {
       'POST /payment/x402/{paymentId}/check': 'checkX402Payment',
       'GET /payment/status/{paymentId}': 'getPaymentStatus',
       'GET /payment/history/{walletAddress}': 'getPaymentHistory',
+      'GET /payment/export': 'exportPayments',
       'POST /transaction/send': 'buildSendTransaction',
       'POST /transaction/receive': 'buildReceiveTransaction',
       'POST /v1/payments/verify': 'verifyPayment',
