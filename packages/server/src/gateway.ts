@@ -22,6 +22,7 @@ import { type Job, type JobName, namedJob } from './scheduling/job.ts';
 import type { AccountService, CreatedApiKey } from './services/accounts/account-service.ts';
 import { loadMasterKey } from './services/custody/master-key.ts';
 import { DashboardAuthService } from './services/dashboard-auth/dashboard-auth-service.ts';
+import type { FacilitatorHooks } from './services/facilitator/facilitator-hooks.ts';
 import { createServices, type GatewayServices, type ServiceParts } from './services/gateway-services.ts';
 import { openStore, storageLocation } from './store/open-store.ts';
 import { makeDataDirPrivate } from './store/private-data-dir.ts';
@@ -72,6 +73,12 @@ export interface GatewayOverrides {
   readonly startFacilitator?: boolean;
   /** On storage with no account, create a demo account and key (DEMO_ACCOUNT). Default: the configuration. */
   readonly demoAccount?: boolean;
+  /**
+   * The operator's lifecycle hooks around the built-in facilitator's verify and settle (log, veto,
+   * recover), named as x402's `x402Facilitator` names them; a hook that throws is logged (error level)
+   * unless they bring their own `onHookError`. See FacilitatorHooks for what each may do.
+   */
+  readonly facilitatorHooks?: FacilitatorHooks;
 }
 
 export interface DemoAccount {
@@ -236,6 +243,14 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
         maxPerAccount: config.x402DiscoveryMaxPerAccount,
       },
       ...(metrics === undefined ? {} : { confirmations: metrics, sponsoredFees: metrics }),
+      ...(overrides.facilitatorHooks === undefined
+        ? {}
+        : {
+            facilitatorHooks: {
+              onHookError: (hook, error) => logger.error({ err: error, hook }, 'a facilitator hook failed'),
+              ...overrides.facilitatorHooks,
+            },
+          }),
       ...overrides.services,
     });
     // The facilitator's start (fee-payer keys, funding them on local chains, Permit2 detection) waits on

@@ -2,7 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { NetworkRegistry } from './chains/network-registry.ts';
 import type { Config } from './config.ts';
-import { createGateway, createLogger, type DemoAccount, type Gateway } from './gateway.ts';
+import {
+  createGateway,
+  createLogger,
+  type DemoAccount,
+  type Gateway,
+  type GatewayOverrides,
+} from './gateway.ts';
 import type { GatewayServices } from './services/gateway-services.ts';
 import type { Store } from './store/store.ts';
 
@@ -26,8 +32,9 @@ export interface RunningServer {
 export async function startServer(
   config: Config,
   logger: Logger = createLogger(config),
+  options: Pick<GatewayOverrides, 'facilitatorHooks'> = {},
 ): Promise<RunningServer> {
-  const gateway = await createGateway(config, { logger });
+  const gateway = await createGateway(config, { ...options, logger });
   try {
     gateway.startJobs();
     const url = await gateway.listen();

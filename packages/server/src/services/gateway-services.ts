@@ -6,6 +6,7 @@ import { AccountService } from './accounts/account-service.ts';
 import { AccountSummaryService } from './accounts/account-summary.ts';
 import { SecretBox } from './custody/secret-box.ts';
 import { DiscoveryCatalogue, type DiscoverySettings } from './facilitator/discovery-catalogue.ts';
+import { type FacilitatorHooks, withFacilitatorHooks } from './facilitator/facilitator-hooks.ts';
 import { FacilitatorService, type SponsoredFeeObserver } from './facilitator/facilitator-service.ts';
 import { FeeBudget, type FeeBudgetSettings } from './facilitator/fee-budget.ts';
 import { PaymentIdentifiers } from './facilitator/payment-identifier.ts';
@@ -90,6 +91,8 @@ export interface ServiceParts {
   readonly feeBudget?: FeeBudgetSettings;
   /** Told what each settlement's network fee cost its account (the /metrics sponsored fees). */
   readonly sponsoredFees?: SponsoredFeeObserver;
+  /** The operator's hooks around the built-in facilitator's verify and settle (createGateway's facilitatorHooks). */
+  readonly facilitatorHooks?: FacilitatorHooks;
   /** The bazaar catalogue's public listing and bound (X402_DISCOVERY_*); defaults if absent. */
   readonly discovery?: DiscoverySettings;
 }
@@ -102,7 +105,7 @@ export function createServices(parts: ServiceParts): GatewayServices {
   const ledger = new PaymentLedger(store, networks, now, parts.confirmations);
   const common = { store, networks, wallets, proofs, ledger, now };
   const verifier = new ProofVerifier({ ...common, proofMaxAgeMs: parts.proofMaxAgeMs });
-  const facilitator = new FacilitatorService({
+  const builtInFacilitator = new FacilitatorService({
     store,
     networks,
     ledger,
@@ -113,6 +116,8 @@ export function createServices(parts: ServiceParts): GatewayServices {
     ...(parts.sponsoredFees === undefined ? {} : { sponsoredFees: parts.sponsoredFees }),
     now,
   });
+  // The operator's hooks around its verify and settle, when given (createGateway's facilitatorHooks).
+  const facilitator = withFacilitatorHooks(builtInFacilitator, parts.facilitatorHooks);
   const x402 = new X402ReceiveService({
     store,
     facilitator,
