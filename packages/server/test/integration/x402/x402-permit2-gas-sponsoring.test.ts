@@ -3,7 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { serve } from '@hono/node-server';
 import { x402Client } from '@x402/core/client';
-import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from '@x402/core/http';
+import {
+  decodePaymentResponseHeader,
+  decodePaymentSignatureHeader,
+  encodePaymentSignatureHeader,
+} from '@x402/core/http';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { ExactEvmScheme as EvmBuyerScheme } from '@x402/evm/exact/client';
 import { ExactEvmScheme as EvmSellerScheme } from '@x402/evm/exact/server';
@@ -17,16 +21,32 @@ import {
   paymentMiddleware as honoPaymentMiddleware,
 } from '@x402/hono';
 import { Hono } from 'hono';
-import { type Address, createPublicClient, type Hex, http, parseAbi, toFunctionSelector } from 'viem';
+import {
+  type Address,
+  bytesToHex,
+  createPublicClient,
+  createWalletClient,
+  decodeFunctionData,
+  getAddress,
+  type Hex,
+  http,
+  parseAbi,
+  parseTransaction,
+  toFunctionSelector,
+} from 'viem';
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
 import { createAnvilClient } from '../../../src/chains/evm/anvil-client.ts';
 import { anvilEndpoints } from '../../../src/chains/evm/embedded-evm.ts';
 import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from '../../../src/chains/evm/permit2-addresses.ts';
+import { EXACT_PERMIT2_PROXY_ABI } from '../../../src/chains/evm/permit2-proxy-abi.ts';
 import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
 import { feeDayOf } from '../../../src/domain/sponsored-fees.ts';
 import { callAs } from '../../support/api-caller.ts';
+import { signAndBroadcastEvm } from '../../support/evm-local-signer.ts';
+import { handReconciler, untilNotPending } from '../../support/hand-reconciler.ts';
 import { startTestEvm, type TestEvm } from '../../support/test-anvil.ts';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
+import { newWatchedEvmWallet } from '../../support/watched-evm-wallet.ts';
 import { recordingFetch } from '../../support/x402-buyer.ts';
 import { gatewayFacilitator, startShop, type TestShop } from '../../support/x402-shop.ts';
 
@@ -411,5 +431,91 @@ describe('x402 exact Permit2 with eip2612GasSponsoring', () => {
     assert.deepEqual([settle.success, settle.errorReason], [false, 'permit2_allowance_required']);
     assert.equal(await chainClient().getTransactionCount({ address: buyer.address }), 0);
     assert.equal(await read('balanceOf', buyer.address), 1_000_000n);
+  });
+
+  it('a settleWithPermit dropped from the pool and carried by someone else is found by the finisher: settled once, never resent', async () => {
+    const patient = await startTestGateway({
+      networks: new NetworkRegistry([evm.adapter]),
+      confirmTimeoutMs: 400,
+    });
+    const anvil = createAnvilClient(anvilEndpoints(evm.anvil.rpcUrl, undefined));
+    try {
+      await patient.services.facilitator.start();
+      const buyer = await newBuyer();
+      const requirements = requirementsFor();
+      const payload = await stockPayload(buyer, requirements);
+      const { accountId } = await patient.newCaller('premium');
+      await anvil.setAutomine(false);
+      const pending = await patient.services.facilitator.settle(payload, requirements, accountId);
+      assert.deepEqual([pending.success, pending.errorReason], [false, 'settlement_pending']);
+      await anvil.dropTransaction({ hash: pending.transaction as Hex });
+      await anvil.setAutomine(true);
+      const key = patient.services.facilitator.identityOf({
+        x402Version: 2,
+        scheme: 'exact',
+        networkAsSent: network,
+        network,
+        payload: payload.payload,
+        requirements: { ...requirements, amount: 20000n },
+      });
+      const row = await patient.store.settlements.get(key ?? '');
+      assert.ok(row !== undefined);
+      // Anyone may submit the buyer's signed call: a third party sends the same settleWithPermit.
+      const stored = parseTransaction(bytesToHex(Buffer.from(row.signedTransaction, 'base64')));
+      assert.equal(stored.data?.slice(0, 10), SETTLE_WITH_PERMIT);
+      const other = privateKeyToAccount(generatePrivateKey());
+      await api(seller.key, 'POST', '/faucet', { address: other.address, amount: 1 });
+      const carried = await createWalletClient({
+        account: other,
+        transport: http(evm.anvil.rpcUrl),
+      }).sendTransaction({ chain: null, to: EXACT_PERMIT2_PROXY_ADDRESS, data: stored.data ?? '0x' });
+      const receipt = await chainClient().waitForTransactionReceipt({ hash: carried, pollingInterval: 20 });
+      assert.equal(receipt.status, 'success');
+      // The finisher looks for the payment of the stored settleWithPermit and finds the other's carrier.
+      let status = await patient.services.facilitator.finish(row, 2_000);
+      for (let i = 0; i < 20 && status === 'open'; i++) {
+        const now = await patient.store.settlements.get(row.key);
+        status = now === undefined ? 'open' : await patient.services.facilitator.finish(now, 2_000);
+      }
+      assert.equal(status, 'settled');
+      const again = await patient.services.facilitator.settle(payload, requirements, accountId);
+      assert.deepEqual([again.success, again.errorReason], [false, 'duplicate_settlement']);
+      assert.equal(await read('balanceOf', buyer.address), 1_000_000n - 20000n);
+    } finally {
+      await anvil.setAutomine(true);
+      await patient.close();
+    }
+  });
+
+  it('local mode: POST /transaction/receive builds the seller its own settleWithPermit; once broadcast, the payment is confirmed once', async () => {
+    const caller = await gw.newCaller('standard');
+    const wallet = await newWatchedEvmWallet(gw, evm, caller.key);
+    const reconciler = handReconciler(gw, 'x402-eip2612-local');
+    const buyer = await newBuyer();
+    const requirements = requirementsFor({ payTo: wallet.address });
+    const payload = await stockPayload(buyer, requirements);
+    const body = {
+      walletAddress: wallet.address,
+      paymentProof: encodePaymentSignatureHeader(payload),
+      expectedAmount: 0.02,
+      asset: 'USDC',
+    };
+    const built = await callAs(gw, caller.key, 'POST', '/transaction/receive', body);
+    assert.equal(built.status, 200, JSON.stringify(built.body));
+    const tx = parseTransaction(bytesToHex(Buffer.from(built.body.transaction, 'base64')));
+    assert.equal(getAddress(tx.to ?? '0x'), EXACT_PERMIT2_PROXY_ADDRESS);
+    const call = decodeFunctionData({ abi: EXACT_PERMIT2_PROXY_ABI, data: tx.data ?? '0x' });
+    assert.equal(call.functionName, 'settleWithPermit');
+    const hash = await signAndBroadcastEvm(evm.anvil.rpcUrl, built.body.transaction, wallet.privateKey);
+    const status = await untilNotPending(
+      reconciler,
+      () => callAs(gw, caller.key, 'GET', `/payment/status/${built.body.paymentId}`),
+      50,
+    );
+    assert.deepEqual([status.status, status.signature, status.sender], ['confirmed', hash, buyer.address]);
+    assert.equal(await read('balanceOf', buyer.address), 1_000_000n - 20000n);
+    assert.equal(await read('balanceOf', wallet.address as Address), 20000n);
+    const again = await callAs(gw, caller.key, 'POST', '/transaction/receive', body);
+    assert.deepEqual([again.status, again.body.error.details.paymentProof], [422, 'already_used']);
   });
 });
