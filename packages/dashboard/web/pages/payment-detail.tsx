@@ -3,15 +3,18 @@ import { api, type PaymentDetail } from '../api.ts';
 import { CopyButton } from '../components/copy-button.tsx';
 import { ErrorMessage } from '../components/error-message.tsx';
 import { formatTime } from '../components/format.ts';
+import { RefundButton } from '../components/refund-dialog.tsx';
 import { navigate } from '../router.ts';
 
 /** Every field of one payment, and a link to a block explorer where the network has one. */
 export function PaymentDetailView({ paymentId }: { paymentId: string }) {
   const [payment, setPayment] = useState<PaymentDetail>();
   const [error, setError] = useState<unknown>();
+  const [loads, setLoads] = useState(0);
   useEffect(() => {
+    void loads;
     api<PaymentDetail>('GET', `/payments/${encodeURIComponent(paymentId)}`).then(setPayment, setError);
-  }, [paymentId]);
+  }, [paymentId, loads]);
 
   return (
     <section aria-labelledby="payment-title">
@@ -36,7 +39,24 @@ export function PaymentDetailView({ paymentId }: { paymentId: string }) {
               <code>{payment.paymentId}</code>
             </dd>
             <dt>Type</dt>
-            <dd>{payment.type}</dd>
+            <dd>
+              {payment.type}
+              {payment.refundOf !== undefined && (
+                <>
+                  {' of '}
+                  <a
+                    href={`/dashboard/payments/${payment.refundOf}`}
+                    onClick={(e) => {
+                      e.preventDefault();
+                      navigate(`payments/${payment.refundOf ?? ''}`);
+                    }}
+                  >
+                    {payment.refundOf}
+                  </a>
+                  {payment.refundReason === undefined ? '' : ` (${payment.refundReason})`}
+                </>
+              )}
+            </dd>
             <dt>Status</dt>
             <dd>
               <span className="status-badge" data-status={payment.status}>
@@ -96,6 +116,38 @@ export function PaymentDetailView({ paymentId }: { paymentId: string }) {
                 <dt>Metadata</dt>
                 <dd>
                   <pre>{JSON.stringify(payment.metadata, null, 2)}</pre>
+                </dd>
+              </>
+            )}
+            {payment.refunds !== undefined && (
+              <>
+                <dt>Refunds</dt>
+                <dd>
+                  {payment.refunds.refunded} {payment.asset.symbol ?? 'token'} refunded
+                  {payment.refunds.pending > 0 ? `, ${payment.refunds.pending} under way` : ''};{' '}
+                  {payment.refunds.refundable} refundable{' '}
+                  <RefundButton payment={payment} onRefunded={() => setLoads((n) => n + 1)} />
+                  {payment.refunds.payments.length > 0 && (
+                    <ul>
+                      {payment.refunds.payments.map((r) => (
+                        <li key={r.paymentId}>
+                          <a
+                            href={`/dashboard/payments/${r.paymentId}`}
+                            onClick={(e) => {
+                              e.preventDefault();
+                              navigate(`payments/${r.paymentId}`);
+                            }}
+                          >
+                            {r.paymentId}
+                          </a>{' '}
+                          {r.amount}{' '}
+                          <span className="status-badge" data-status={r.status}>
+                            {r.status}
+                          </span>
+                        </li>
+                      ))}
+                    </ul>
+                  )}
                 </dd>
               </>
             )}

@@ -60,7 +60,7 @@ export async function dashboardApi(app: FastifyInstance, deps: DashboardApiDeps)
     faucet: services.faucet,
     networks: deps.networks,
   });
-  await app.register(dashboardPaymentRoutes, { query: services.query });
+  await app.register(dashboardPaymentRoutes, { query: services.query, refunds: services.refunds });
   await app.register(dashboardExportRoutes, { exports: services.exports });
   if (deps.events !== undefined) {
     await app.register(dashboardLivePayments, {

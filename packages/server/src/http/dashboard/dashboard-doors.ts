@@ -43,6 +43,8 @@ export const DASHBOARD_DOORS: Readonly<Record<string, DashboardDoor>> = {
   'GET /payments': { feature: 'history' },
   'GET /payments/:paymentId': { feature: 'status' },
   'GET /payments/export': { feature: 'history' },
+  // A refund is a payment leaving a wallet: the feature of POST /payment/refund.
+  'POST /payments/:paymentId/refund': { feature: 'payments' },
   // The live list is the payment stream's events: the same feature as the WebSocket stream.
   'GET /payments/live': { feature: 'stream' },
 };

@@ -4,11 +4,16 @@ import { Type } from 'typebox';
 import { explorerTransactionUrl } from '../../chains/chain-families.ts';
 import { PAYMENT_STATUSES } from '../../domain/payment-status.ts';
 import type { PaymentQueryService } from '../../services/payments/payment-query.ts';
+import type { RefundService } from '../../services/payments/refunds/refund-service.ts';
 import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
+import { MAX_REFUND_REASON_LENGTH } from '../routes/refunds.ts';
 import { dashboardUserOf } from './dashboard-session.ts';
 
 /** Payment history across the account's wallets, with filters and pages, and one payment in full. */
-export async function dashboardPaymentRoutes(app: FastifyInstance, opts: { query: PaymentQueryService }) {
+export async function dashboardPaymentRoutes(
+  app: FastifyInstance,
+  opts: { query: PaymentQueryService; refunds: RefundService },
+) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
   r.get(
@@ -53,6 +58,37 @@ export async function dashboardPaymentRoutes(app: FastifyInstance, opts: { query
       const explorerUrl =
         payment.signature === null ? undefined : explorerTransactionUrl(payment.network, payment.signature);
       return { ...payment, explorerUrl: explorerUrl ?? null };
+    },
+  );
+
+  // The Refund button's dialog (POST /payment/refund for the session's account). The dialog makes one
+  // `idempotencyKey` when it opens, so a confirmation sent twice (a retry after a lost answer) is one refund.
+  // No API key: only the account's spend policy binds it.
+  r.post(
+    '/payments/:paymentId/refund',
+    {
+      schema: {
+        hide: true,
+        params: Type.Object({ paymentId: Type.String({ minLength: 1, maxLength: 100 }) }),
+        body: Type.Object(
+          {
+            amount: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000_000_000 })),
+            reason: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_REFUND_REASON_LENGTH })),
+            idempotencyKey: Type.String({ minLength: 1, maxLength: 255 }),
+          },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (request) => {
+      const { amount, reason, idempotencyKey } = request.body;
+      return opts.refunds.refund(
+        dashboardUserOf(request).accountId,
+        request.params.paymentId,
+        { amount, reason },
+        `dashboard-${idempotencyKey}`,
+        null,
+      );
     },
   );
 }
