@@ -78,9 +78,11 @@ export class FacilitatorRoutes {
   supported(): SupportedAnswer {
     const kinds: SupportedAnswer['kinds'] = [];
     const signers: Record<string, string[]> = {};
+    const extensions = new Set<string>();
     for (const [network, schemes] of this.routes) {
       for (const route of schemes.values()) {
         const { scheme } = route;
+        for (const extension of scheme.supportedExtensions?.() ?? []) extensions.add(extension);
         // `upto` only where the chain carries what it needs, as last looked (EVM: x402's upto proxy).
         if (route.name === 'upto' && !route.scheme.available()) continue;
         const extra = scheme.supportedExtra();
@@ -99,7 +101,7 @@ export class FacilitatorRoutes {
         signers[family] = [...new Set([...(signers[family] ?? []), ...scheme.signers()])];
       }
     }
-    return { kinds, extensions: [], signers };
+    return { kinds, extensions: [...extensions], signers };
   }
 
   /**
