@@ -374,7 +374,7 @@ export class UptoEvmScheme implements UptoScheme {
   ): Promise<LandedPayment | 'never' | undefined> {
     let found: LandedPayment | 'never' | undefined;
     try {
-      found = await this.findLanded(settle, fromBlock);
+      found = await this.searchCarrier(settle, fromBlock);
     } catch (error) {
       throw toChainError(error);
     }
@@ -396,7 +396,7 @@ export class UptoEvmScheme implements UptoScheme {
    * owner, nonce and token. Read the nonce before the latest block: a block past the deadline seen after
    * an unspent nonce means unspent for good.
    */
-  private async findLanded(
+  private async searchCarrier(
     settle: UptoSettleCall,
     fromBlock: () => Promise<bigint>,
   ): Promise<LandedPayment | 'never' | undefined> {

@@ -134,9 +134,20 @@ describe('x402 facilitator with stock @x402 sellers and buyers', () => {
     const caller = seller;
     const { status, body } = await api(caller.key, 'GET', '/facilitator/supported');
     assert.equal(status, 200);
-    const kinds = body.kinds as { x402Version: number; network: string; extra?: { feePayer?: string } }[];
+    const all = body.kinds as {
+      x402Version: number;
+      scheme: string;
+      network: string;
+      extra?: { feePayer?: string };
+    }[];
+    const kinds = all.filter((k) => k.scheme === 'exact');
     const feePayer = kinds.find((k) => k.network === chain.adapter.info.id)?.extra?.feePayer;
     assert.ok(feePayer !== undefined && body.signers['solana:*'].includes(feePayer));
+    // Beside exact: upto (x402 v2 only) where the chain carries x402's upto proxy, as the embedded anvil does.
+    assert.deepEqual(
+      all.filter((k) => k.scheme === 'upto' && k.network === evm.adapter.info.id).map((k) => k.x402Version),
+      [2],
+    );
     assert.deepEqual(
       kinds.map((k) => `${k.x402Version}:${k.network}`).sort(),
       [

@@ -230,7 +230,8 @@ describe('x402 upto on EVM (Permit2 through the upto proxy)', () => {
       abi
         .filter(
           (x) =>
-            x.type === 'function' && ['settle', 'settleWithPermit'].includes((x as { name: string }).name),
+            x.type === 'function' &&
+            ['settle', 'settleWithPermit'].includes((x as unknown as { name: string }).name),
         )
         .map((x) => toFunctionSelector(x as Parameters<typeof toFunctionSelector>[0]))
         .sort();
