@@ -55,5 +55,12 @@ export type {
   PaywallSettleResultContext,
   PaywallVerifyResultContext,
 } from './paywall-hooks.ts';
+export {
+  UPTO_SCHEME,
+  type UptoPayment,
+  type UptoSettlement,
+  UptoSettleRefused,
+  type UptoTokenOption,
+} from './upto-offer.ts';
 export { GATE402_NATIVE_SCHEME, NATIVE_ASSET } from './x402/gate402-native.ts';
 export * from './x402/headers.ts';

@@ -7,6 +7,13 @@ import type { Gate402Client, ResponseOf } from './gate402-client.ts';
 import { Gate402Error, Gate402TransportError, isGate402Error } from './gate402-error.ts';
 import { NetworkCatalog, type NetworkInfo } from './network-catalog.ts';
 import { PaywallHookRun, PaywallHookStop, type PaywallHooks } from './paywall-hooks.ts';
+import {
+  UPTO_SCHEME,
+  type UptoPayment,
+  type UptoTokenOption,
+  uptoPayment,
+  uptoRequirement,
+} from './upto-offer.ts';
 import { paymentRequiredAnswer, type V1Requirement, v1Requirements } from './x402/challenge.ts';
 import {
   GATE402_NATIVE_SCHEME,
@@ -42,6 +49,12 @@ export interface ProtectOptions {
    * settled by the gateway's facilitator (the seller's key needs the Premium plan).
    */
   readonly exact?: ExactTokenOption;
+  /**
+   * Also offer x402's `upto` token payment (usage-based): the buyer signs `upto.max`, the facilitator
+   * verifies it before the handler runs, and the handler states what the request cost with
+   * `payment.settle(amount)` (the payment the adapter attaches, `scheme: 'upto'`), which settles that, once.
+   */
+  readonly upto?: UptoTokenOption;
   /** Lifecycle hooks around verify and settle (log, veto, enrich), named as x402's resource server names them. */
   readonly hooks?: PaywallHooks;
   /**
@@ -94,7 +107,7 @@ export interface ExactPayment extends PaymentBase {
 }
 
 /** A payment the paywall accepted, attached to the request it let through. */
-export type Gate402Payment = NativePayment | ExactPayment;
+export type Gate402Payment = NativePayment | ExactPayment | UptoPayment;
 
 /** What a framework adapter needs from the request. */
 export interface PaywallRequest {
@@ -138,6 +151,8 @@ export class ProtectedResource {
   readonly #price: string;
   /** The `exact` requirement, completed from the gateway once; a failed lookup is asked again. */
   #exact: Promise<PaymentRequirements> | undefined;
+  /** The `upto` requirement, likewise. */
+  #upto: Promise<PaymentRequirements> | undefined;
   /**
    * The Idempotency-Key of each receive that got no answer, by proof and resource. The gateway may have
    * taken the proof then: asked again with the same key, it answers that receipt rather than "already
@@ -176,9 +191,11 @@ export class ProtectedResource {
   async handle(request: PaywallRequest): Promise<PaywallDecision> {
     let network: NetworkInfo | undefined;
     let exact: PaymentRequirements | undefined;
+    let upto: PaymentRequirements | undefined;
     try {
       network = await this.networks.resolve(this.options.payTo, this.options.network);
       if (network !== undefined) exact = await this.#exactRequirement(network.id);
+      if (network !== undefined) upto = await this.#uptoRequirement(network.id);
     } catch (error) {
       // The gateway answered nothing or refused (502, as for a payment it cannot check); anything else is
       // the seller's `exact` option the gateway's answers rule out (more decimals than the token has, a
@@ -194,7 +211,7 @@ export class ProtectedResource {
     }
     let v2: PaymentRequired;
     try {
-      v2 = this.#offer(network, request.url, exact);
+      v2 = this.#offer(network, request.url, exact, upto);
     } catch (error) {
       return failure(500, { error: `price ${this.#price}: ${(error as Error).message} for ${network.id}` });
     }
@@ -216,6 +233,9 @@ export class ProtectedResource {
     if (presented === undefined) return challenge(offer, 'payment required');
     if (typeof presented === 'string') return challenge(offer, presented);
 
+    if (upto !== undefined && presented.scheme === UPTO_SCHEME && presented.version === 2) {
+      return this.#verifyUpto(offer, upto, presented, request);
+    }
     if (exact !== undefined && presented.scheme === EXACT_SCHEME && presented.version === 2) {
       return this.#settleExact(offer, exact, presented, request);
     }
@@ -381,6 +401,52 @@ export class ProtectedResource {
     return this.#servedExact(requirement, settlement, v1, hooks);
   }
 
+  /**
+   * x402 `upto`: the facilitator verifies the signed maximum now; the handler settles what the request
+   * cost (UptoPayment.settle), after serving it. Nothing is settled here.
+   */
+  async #verifyUpto(
+    offer: Offer,
+    requirement: PaymentRequirements,
+    presented: PresentedPayment,
+    request: PaywallRequest,
+  ): Promise<PaywallDecision> {
+    if (!sameRequirement(requirement, presented.accepted)) {
+      return challenge(offer, 'the payment accepted other requirements than the ones offered');
+    }
+    const hooks = this.#hooks(presented, requirement, request);
+    let payment: UptoPayment;
+    try {
+      const verdict = await hooks.verify(() =>
+        this.gateway.facilitatorVerify({
+          x402Version: 2,
+          paymentPayload: presented.decoded,
+          paymentRequirements: requirement,
+        }),
+      );
+      if (!verdict.isValid) {
+        return challenge(
+          offer,
+          `${verdict.invalidReason ?? 'invalid'}: ${verdict.invalidMessage ?? ''}`.trim(),
+        );
+      }
+      payment = await uptoPayment(
+        this.gateway,
+        requirement,
+        presented.decoded as unknown as Record<string, unknown>,
+        verdict.payer ?? '',
+        (settlement) => paid(payment, 2, settlement).headers,
+      );
+    } catch (error) {
+      if (error instanceof PaywallHookStop) return stopped(offer, error);
+      return gatewayFailure(error);
+    }
+    return enriched(
+      { paid: true, payment, headers: { 'Access-Control-Expose-Headers': EXPOSED_HEADERS } },
+      hooks,
+    );
+  }
+
   /** The paid answer to an `exact` payment the facilitator settled (or a failure hook recovered). */
   async #servedExact(
     requirement: PaymentRequirements,
@@ -415,6 +481,20 @@ export class ProtectedResource {
       requirements,
       transportContext: { request },
     });
+  }
+
+  #uptoRequirement(nativeNetwork: string): Promise<PaymentRequirements> | undefined {
+    const option = this.options.upto;
+    if (option === undefined) return undefined;
+    this.#upto ??= uptoRequirement(this.gateway, option, {
+      network: nativeNetwork,
+      payTo: this.options.payTo,
+      maxTimeoutSeconds: this.options.maxTimeoutSeconds ?? 60,
+    }).catch((error: unknown) => {
+      this.#upto = undefined;
+      throw error;
+    });
+    return this.#upto;
   }
 
   #exactRequirement(nativeNetwork: string): Promise<PaymentRequirements> | undefined {
@@ -471,7 +551,12 @@ export class ProtectedResource {
     }
   }
 
-  #offer(network: NetworkInfo, requestUrl: string, exact: PaymentRequirements | undefined): PaymentRequired {
+  #offer(
+    network: NetworkInfo,
+    requestUrl: string,
+    exact: PaymentRequirements | undefined,
+    upto?: PaymentRequirements,
+  ): PaymentRequired {
     const requirement: PaymentRequirements = {
       scheme: GATE402_NATIVE_SCHEME,
       network: network.id as PaymentRequirements['network'],
@@ -488,7 +573,7 @@ export class ProtectedResource {
         ...(this.options.description === undefined ? {} : { description: this.options.description }),
         ...(this.options.mimeType === undefined ? {} : { mimeType: this.options.mimeType }),
       },
-      accepts: exact === undefined ? [requirement] : [requirement, exact],
+      accepts: [requirement, ...(exact === undefined ? [] : [exact]), ...(upto === undefined ? [] : [upto])],
       ...(this.options.extensions === undefined ? {} : { extensions: { ...this.options.extensions } }),
     };
   }

@@ -1,0 +1,172 @@
+import type { PaymentRequirements, SettleResponse } from '@x402/core/types';
+import { fromAtomicUnits, toAtomicUnits } from './decimal-amount.ts';
+import type { Gate402Client, ResponseOf } from './gate402-client.ts';
+
+/**
+ * x402's `upto` token payment a protected resource may offer (usage-based: LLM tokens, bytes, seconds):
+ * the buyer signs a maximum, the handler states what the request actually cost, and only that is settled.
+ * Served by the gateway's facilitator where GET /facilitator/supported lists `upto` (EVM with x402's upto
+ * Permit2 proxy; the embedded anvil has it). Buyers approve Permit2 for the token once.
+ */
+export interface UptoTokenOption {
+  /** The token (an ERC-20 contract on EVM). */
+  readonly asset: string;
+  /** The most one request may cost, in whole tokens, as a decimal: `'0.05'` USDC. */
+  readonly max: string | number;
+  /** CAIP-2 id; default the network of the native offer. Must list `upto` in GET /facilitator/supported. */
+  readonly network?: string;
+  /** Who is paid; default `payTo`. */
+  readonly payTo?: string;
+  /** Added to the requirement's `extra`. */
+  readonly extra?: Readonly<Record<string, unknown>>;
+}
+
+export const UPTO_SCHEME = 'upto';
+
+/**
+ * An `upto` payment the facilitator verified (the buyer's signed maximum) and nothing settled yet: the
+ * handler serves the request, then calls `settle` with what it cost, once. A handler that never calls it
+ * charges nothing (the buyer's permit expires unused).
+ */
+export interface UptoPayment {
+  readonly scheme: typeof UPTO_SCHEME;
+  readonly network: string;
+  /** The mint or contract. */
+  readonly asset: string;
+  /** Who signed. */
+  readonly payer: string;
+  /** The signed maximum, exact decimal in whole units of `asset`. */
+  readonly max: string;
+  /** What the resource's hooks left for the handler. */
+  readonly metadata?: Readonly<Record<string, unknown>>;
+  /** None yet: the gateway records the payment when the handler settles it (UptoSettlement.paymentId). */
+  readonly paymentId?: undefined;
+  /**
+   * Settles `amount` (whole tokens, at most `max`; 0 charges nothing) through the gateway's facilitator,
+   * once: a second call answers the first call's result (one that failed on the way, or found the
+   * settlement pending, asks again, and the facilitator answers that same settlement whatever the amount).
+   * Resolves to the settlement and the PAYMENT-RESPONSE header to send with the answer; rejects with
+   * UptoSettleRefused when the facilitator refused.
+   */
+  settle(amount: string | number): Promise<UptoSettlement>;
+}
+
+/**
+ * The facilitator did not settle: `settlement` says why. `settlement_pending` (sent, not confirmed in
+ * time) may still land: calling `settle` again looks at that same transaction, never sends another.
+ */
+export class UptoSettleRefused extends Error {
+  constructor(readonly settlement: ResponseOf<'facilitatorSettle'>) {
+    super(
+      `the facilitator did not settle the upto payment: ${settlement.errorReason ?? 'settle_failed'} ${settlement.errorMessage ?? ''}`.trim(),
+    );
+    this.name = 'UptoSettleRefused';
+  }
+}
+
+export interface UptoSettlement {
+  /** The facilitator's settle answer; `amount` is what moved, in atomic units. */
+  readonly settlement: ResponseOf<'facilitatorSettle'> & { readonly amount?: string };
+  /** The gateway's record of the payment in the seller's account; absent for a settle of 0. */
+  readonly paymentId?: string;
+  /** What moved, exact decimal in whole units of the asset. */
+  readonly amount: string;
+  /** `PAYMENT-RESPONSE` (and its CORS exposure) for the buyer, to set on the answer if it is not sent yet. */
+  readonly headers: Record<string, string>;
+}
+
+/** The `upto` requirement, completed from the gateway: the token's decimals and the facilitator's address. */
+export async function uptoRequirement(
+  gateway: Gate402Client,
+  option: UptoTokenOption,
+  defaults: { network: string; payTo: string; maxTimeoutSeconds: number },
+): Promise<PaymentRequirements> {
+  const network = option.network ?? defaults.network;
+  const [token, supported] = await Promise.all([
+    gateway.tokenInfo(option.asset),
+    gateway.facilitatorSupported(),
+  ]);
+  const kind = supported.kinds.find(
+    (k) => k.scheme === UPTO_SCHEME && k.network === network && k.x402Version === 2,
+  );
+  const facilitatorAddress = (kind?.extra as Record<string, unknown> | undefined)?.facilitatorAddress;
+  if (kind === undefined || typeof facilitatorAddress !== 'string') {
+    throw new Error(`the gateway's facilitator does not settle upto payments on ${network}`);
+  }
+  let amount: bigint;
+  try {
+    amount = toAtomicUnits(option.max, token.decimals);
+  } catch (error) {
+    throw new RangeError(`upto.max ${option.max}: ${option.asset} has ${token.decimals} decimals`, {
+      cause: error,
+    });
+  }
+  return {
+    scheme: UPTO_SCHEME,
+    network: network as PaymentRequirements['network'],
+    asset: option.asset,
+    amount: amount.toString(),
+    payTo: option.payTo ?? defaults.payTo,
+    maxTimeoutSeconds: defaults.maxTimeoutSeconds,
+    // What the stock upto client signs into the witness: the one facilitator that may settle.
+    extra: { assetTransferMethod: 'permit2', facilitatorAddress, ...(option.extra ?? {}) },
+  };
+}
+
+/**
+ * The payment the handler settles: `settle(amount)` asks the facilitator to settle the actual amount of
+ * the verified payload, once. `headersOf` makes the PAYMENT-RESPONSE header of a settlement.
+ */
+export async function uptoPayment(
+  gateway: Gate402Client,
+  requirement: PaymentRequirements,
+  paymentPayload: Record<string, unknown>,
+  payer: string,
+  headersOf: (settlement: SettleResponse) => Record<string, string>,
+): Promise<UptoPayment> {
+  const token = await gateway.tokenInfo(requirement.asset);
+  const max = BigInt(requirement.amount);
+  let settled: Promise<UptoSettlement> | undefined;
+  return {
+    scheme: UPTO_SCHEME,
+    network: requirement.network,
+    asset: requirement.asset,
+    payer,
+    max: fromAtomicUnits(max, token.decimals),
+    settle(amount) {
+      settled ??= (async () => {
+        const atomic = toAtomicUnits(amount, token.decimals);
+        if (atomic > max) {
+          throw new RangeError(
+            `settle(${amount}): more than the ${fromAtomicUnits(max, token.decimals)} the buyer signed`,
+          );
+        }
+        const settlement = (await gateway.facilitatorSettle({
+          x402Version: 2,
+          paymentPayload,
+          paymentRequirements: { ...requirement, amount: atomic.toString() },
+        } as Parameters<Gate402Client['facilitatorSettle']>[0])) as UptoSettlement['settlement'];
+        if (!settlement.success) throw new UptoSettleRefused(settlement);
+        const { paymentId, ...response } = settlement;
+        return {
+          settlement,
+          ...(paymentId === undefined ? {} : { paymentId }),
+          amount: fromAtomicUnits(BigInt(settlement.amount ?? atomic.toString()), token.decimals),
+          headers: headersOf(response as SettleResponse),
+        };
+      })();
+      const attempt = settled;
+      // Asked again after a failure on the way or a pending settlement; a refusal or success stays the answer.
+      attempt.catch((error: unknown) => {
+        const pending =
+          error instanceof UptoSettleRefused && error.settlement.errorReason === 'settlement_pending';
+        if (
+          (pending || (!(error instanceof UptoSettleRefused) && !(error instanceof RangeError))) &&
+          settled === attempt
+        )
+          settled = undefined;
+      });
+      return attempt;
+    },
+  };
+}
