@@ -256,6 +256,28 @@ export class Gate402Client {
     return this.#call('facilitatorAccepts', { body, options });
   }
 
+  /**
+   * GET /facilitator/discovery/resources: the x402 `bazaar` catalogue — resources sellers declared and
+   * were paid for through this facilitator — of your account (the key is sent when the client has one).
+   *
+   * @example
+   * const { items } = await gate402.discoveryResources({ type: 'http', limit: 20 });
+   */
+  discoveryResources(
+    query: QueryParameters<'discoveryResources'> = {},
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'discoveryResources'>> {
+    return this.#call('discoveryResources', { query, options });
+  }
+
+  /** GET /facilitator/discovery/search: catalogued resources whose text holds every word of `query`. */
+  discoverySearch(
+    query: QueryParameters<'discoverySearch'>,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'discoverySearch'>> {
+    return this.#call('discoverySearch', { query, options });
+  }
+
   /** GET /facilitator/supported: the x402 kinds (scheme, network) the built-in facilitator verifies and settles. */
   facilitatorSupported(options?: RequestOptions): Promise<ResponseOf<'facilitatorSupported'>> {
     return this.#call('facilitatorSupported', { options });

@@ -72,6 +72,16 @@ export const OPERATIONS = {
   facilitatorVerify: { operationId: 'verifyX402Payment', method: 'post', path: '/facilitator/verify' },
   facilitatorSettle: { operationId: 'settleX402Payment', method: 'post', path: '/facilitator/settle' },
   facilitatorAccepts: { operationId: 'facilitatorAccepts', method: 'post', path: '/facilitator/accepts' },
+  discoveryResources: {
+    operationId: 'listDiscoveryResources',
+    method: 'get',
+    path: '/facilitator/discovery/resources',
+  },
+  discoverySearch: {
+    operationId: 'searchDiscoveryResources',
+    method: 'get',
+    path: '/facilitator/discovery/search',
+  },
   createWebhook: { operationId: 'createWebhook', method: 'post', path: '/webhooks' },
   webhooks: { operationId: 'listWebhooks', method: 'get', path: '/webhooks' },
   deleteWebhook: { operationId: 'deleteWebhook', method: 'delete', path: '/webhooks/{id}' },

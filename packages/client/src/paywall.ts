@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { fromAtomicUnits, toAtomicUnits, toJsonNumber } from './decimal-amount.ts';
+import { declaredExtensions } from './declared-extensions.ts';
 import { EXACT_SCHEME, type ExactTokenOption, exactRequirement } from './exact-offer.ts';
 import type { Gate402Client, ResponseOf } from './gate402-client.ts';
 import { Gate402Error, Gate402TransportError, isGate402Error } from './gate402-error.ts';
@@ -59,13 +60,14 @@ export interface ProtectOptions {
   readonly hooks?: PaywallHooks;
   /**
    * x402 extensions the 402 declares (`extensions` of its PaymentRequired), which x402 v2 buyers echo in
-   * their payment. With the stock `declareDiscoveryExtension` (`@x402/extensions/bazaar`; give `method`,
-   * which no stock resource server fills in here) the gateway's facilitator catalogues the resource in
-   * GET /facilitator/discovery/resources once an `exact` payment for it settles.
+   * their payment. With the stock `declareDiscoveryExtension` (`@x402/extensions/bazaar`) the gateway's
+   * facilitator catalogues the resource in GET /facilitator/discovery/resources once an `exact` payment
+   * for it settles; an HTTP declaration's method, which a stock seller's resource server fills in from
+   * the route, is GET here (POST with a `bodyType`) unless the declaration states one.
    *
    * @example
    * protect({ price: '0.01', payTo, exact: { asset: usdcMint, amount: '0.01' },
-   *   extensions: declareDiscoveryExtension({ method: 'GET', input: { city: 'Lisbon' } }) })
+   *   extensions: declareDiscoveryExtension({ input: { city: 'Lisbon' } }) })
    */
   readonly extensions?: Readonly<Record<string, unknown>>;
 }
@@ -574,7 +576,9 @@ export class ProtectedResource {
         ...(this.options.mimeType === undefined ? {} : { mimeType: this.options.mimeType }),
       },
       accepts: [requirement, ...(exact === undefined ? [] : [exact]), ...(upto === undefined ? [] : [upto])],
-      ...(this.options.extensions === undefined ? {} : { extensions: { ...this.options.extensions } }),
+      ...(this.options.extensions === undefined
+        ? {}
+        : { extensions: declaredExtensions(this.options.extensions) }),
     };
   }
 }

@@ -46,8 +46,8 @@ describe('gate402 paywall: bazaar discovery info', () => {
       payTo,
       description: 'Sunny or not',
       exact: { asset: usdc, amount: '0.01', network: DEVNET },
+      // No method: protect() states GET, as a stock seller's resource server states the route's.
       extensions: declareDiscoveryExtension({
-        method: 'GET',
         input: { city: 'Porto' },
         output: { example: { forecast: 'sunny' } },
       }),
@@ -82,5 +82,7 @@ describe('gate402 paywall: bazaar discovery info', () => {
     assert.equal(items[0]?.description, 'Sunny or not');
     assert.equal(items[0]?.accepts[0]?.scheme, 'exact');
     assert.equal(items[0]?.accepts[0]?.payTo, payTo);
+    const declared = items[0]?.extensions?.bazaar as { info: { input: Record<string, unknown> } } | undefined;
+    assert.deepEqual(declared?.info.input, { type: 'http', method: 'GET', queryParams: { city: 'Porto' } });
   });
 });
