@@ -54,9 +54,14 @@ function authenticationHook(
   keyOptional = false,
 ): onRequestHookHandler {
   return (request, reply, done) => {
-    // A route open without a key (keyOptional) still decides a key that is given.
+    // A route open without a key (keyOptional) still decides a key that is given; without one, the
+    // client address is counted instead of an account.
     if (keyOptional && request.headers.authorization === undefined) {
-      done();
+      policy.countAnonymous(request.ip).then(({ rate, error }) => {
+        setRateLimitHeaders(reply, 'anonymous', rate);
+        if (error === undefined) done();
+        else sendError(reply, request, error);
+      }, done);
       return;
     }
     const key = BEARER.exec(request.headers.authorization ?? '')?.[1];

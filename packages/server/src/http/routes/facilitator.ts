@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { GatewayError, toErrorBody } from '../../domain/gateway-error.ts';
+import type { X402Reason } from '../../domain/x402-reasons.ts';
 import {
   BAZAAR,
   type BazaarResponse,
@@ -552,7 +553,7 @@ function identified<T>(
   reply: FastifyReply,
   outcome: IdentifiedOutcome<T>,
   bazaar: BazaarResponse | undefined,
-  x402: (reason: string, message: string) => Record<string, unknown>,
+  x402: (reason: X402Reason, message: string) => Record<string, unknown>,
 ): T | FastifyReply {
   switch (outcome.kind) {
     case 'answered':

@@ -43,6 +43,12 @@ export interface AccessPolicyDeps {
 }
 
 /**
+ * Requests per minute one client address may make without a key to a door open to it (keyOptional: the
+ * x402 bazaar's public listing and search), over every such door and every instance sharing the counter.
+ */
+export const ANONYMOUS_RATE_LIMIT = 60;
+
+/**
  * The one authorization policy of every door (README, "Plans and rate limits"): the HTTP API, the
  * payment stream's upgrade, its `auth` message and its heartbeat re-check, the dashboard API and its
  * live list all ask `decide` (or its synchronous twin `decideNow`), with the feature the door belongs
@@ -104,6 +110,32 @@ export class AccessPolicy {
     const which = plans.length === 0 ? 'no plan here does' : `${plans.join(' or ')} do`;
     // Stock x402 sellers log only the first 200 characters of the refusal's body: the point comes first.
     return `The ${plan} plan does not include facilitator (${which}): an x402 seller using this key cannot start. The x402 facilitator is GET /facilitator/supported, POST /facilitator/verify and /facilitator/settle.`;
+  }
+
+  /**
+   * A door open without a key, asked without one: counted per client address (ANONYMOUS_RATE_LIMIT), so
+   * the public listing cannot be called without bound; 429 past it, and 503 when the counter is
+   * unreachable (fail closed, as for keys).
+   */
+  async countAnonymous(address: string): Promise<{ rate: RateLimitDecision; error?: GatewayError }> {
+    let rate: RateLimitDecision;
+    try {
+      rate = await this.deps.rateLimiter.hit(`anonymous:${address}`, ANONYMOUS_RATE_LIMIT);
+    } catch (error) {
+      throw new GatewayError('SERVICE_UNAVAILABLE', {
+        message: 'Rate limiting is unavailable; retry shortly.',
+        retryAfter: 1,
+        cause: error,
+      });
+    }
+    if (rate.allowed) return { rate };
+    return {
+      rate,
+      error: new GatewayError('RATE_LIMIT_EXCEEDED', {
+        message: `Rate limit of ${rate.limit} requests per minute without an API key exceeded; retry in ${rate.resetSeconds} s, or send your key.`,
+        retryAfter: rate.resetSeconds,
+      }),
+    };
   }
 
   /** Whether the plan grants the feature; for a door that authenticated and counted already. */

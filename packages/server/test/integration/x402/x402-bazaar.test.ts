@@ -19,6 +19,8 @@ import express from 'express';
 import type { LightMyRequestResponse } from 'fastify';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
+import { MemoryRateLimiter } from '../../../src/ratelimit/memory-rate-limiter.ts';
+import { ANONYMOUS_RATE_LIMIT } from '../../../src/services/accounts/access-policy.ts';
 import { SOLANA_DEVNET_ID } from '../../../src/x402/network-names.ts';
 import { callAs } from '../../support/api-caller.ts';
 import { DATABASE_URL, tempPostgres, tempSqlite } from '../../support/databases.ts';
@@ -486,5 +488,36 @@ describe('x402 bazaar: the operator turns the public listing off and bounds each
     });
     assert.equal(theirs.statusCode, 200);
     assert.deepEqual(theirs.json().resources, []);
+  });
+});
+
+describe('x402 bazaar: the public listing is rate limited per client address', () => {
+  let gw: TestGateway;
+  before(async () => {
+    // The limiter's clock is pinned: the window cannot roll over between the requests.
+    gw = await startTestGateway({ rateLimiter: new MemoryRateLimiter(() => 1_800_000_000_000) });
+  });
+  after(() => gw?.close());
+
+  it('answers 60 requests a minute from one address without a key, then 429; another address and a key are counted apart', async () => {
+    const anonymous = (remoteAddress: string) =>
+      gw.app.inject({ method: 'GET', url: '/facilitator/discovery/resources', remoteAddress });
+    for (let i = 0; i < ANONYMOUS_RATE_LIMIT; i++) {
+      const res = await anonymous('192.0.2.1');
+      assert.equal(res.statusCode, 200, `request ${i + 1}: ${res.body}`);
+    }
+    const refused = await anonymous('192.0.2.1');
+    assert.equal(refused.statusCode, 429);
+    assert.equal(refused.json().error.code, 'RATE_LIMIT_EXCEEDED');
+    assert.ok(Number(refused.headers['retry-after']) >= 1);
+    assert.equal((await anonymous('192.0.2.2')).statusCode, 200);
+    const { key } = await gw.newCaller('premium');
+    const keyed = await gw.app.inject({
+      method: 'GET',
+      url: '/facilitator/discovery/resources',
+      headers: bearer(key),
+      remoteAddress: '192.0.2.1',
+    });
+    assert.equal(keyed.statusCode, 200);
   });
 });
