@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createSolanaRpc, generateKeyPairSigner, type Address as SolanaAddress } from '@solana/kit';
 import { encodePaymentSignatureHeader } from '@x402/core/http';
-import { type Address, type Hex, parseAbi } from 'viem';
+import { createPermit2ApprovalTx } from '@x402/evm';
+import { UptoEvmScheme } from '@x402/evm/upto/client';
+import { type Address, createWalletClient, type Hex, http, parseAbi } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { ChainAdapter } from '../../../src/chains/chain-adapter.ts';
 import type { PaymentReconciler } from '../../../src/workers/payment-reconciler.ts';
@@ -17,6 +19,7 @@ import {
   evmExactRequirements,
   evmPayload,
   spendNonceOnAnotherAuthorization,
+  stockPayload,
   svmExactRequirements,
   svmPayload,
 } from '../../support/x402-buyer.ts';
@@ -391,6 +394,95 @@ settlementReorgs<EvmPaymentFixture>({
     return landed.blockNumber;
   },
   // The fee payer's nonce is unused, so the resent bytes are mined, and the transfer fails on chain.
+  resentFailed: async (f, hash) => {
+    const failed = await receiptAgain(f, hash);
+    assert.equal(failed.status, 'reverted');
+  },
+  finalizePast: async (f) => {
+    await f.anvil.mine({ blocks: PAST_FINALITY });
+  },
+});
+
+const PERMIT2 = '0x000000000022D473030F116dDEE9F6B43aC78BA3' as const;
+
+// EVM `upto`: the facilitator's settle of the actual amount (0.02 USDC of a 0.05 maximum) through x402's
+// upto Permit2 proxy; the buyer undoes it by invalidating its Permit2 nonce.
+settlementReorgs<EvmPaymentFixture>({
+  name: 'anvil (upto)',
+  block: 'block',
+  undone: 'the buyer invalidated its Permit2 nonce',
+  relanded: ['confirmed'],
+  start: () => startEvmPaymentFixture(),
+  shared: onEvm,
+  adapter: (f) => f.chain,
+  prepareSeller: async () => {},
+  pay: async (f, seller) => {
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    await f.chain.faucet?.fundNative(buyer.address, ETH);
+    const funded = await f.post(seller.key, '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    assert.equal(funded.statusCode, 200, funded.body);
+    const wallet = createWalletClient({ account: buyer, transport: http(f.evm.anvil.rpcUrl) });
+    const approval = await wallet.sendTransaction({
+      ...createPermit2ApprovalTx(f.evm.usdc.address as Address),
+      chain: null,
+    });
+    await f.anvil.waitForTransactionReceipt({ hash: approval, pollingInterval: 20 });
+    const facilitatorAddress = f.gw.services.facilitator.supported().signers['eip155:*']?.[0] ?? '';
+    const payload = await stockPayload(
+      new UptoEvmScheme(buyer),
+      {
+        scheme: 'upto',
+        network: f.chain.info.id as `eip155:${string}`,
+        asset: f.evm.usdc.address,
+        amount: '50000',
+        payTo: seller.wallet,
+        maxTimeoutSeconds: 300,
+        extra: { assetTransferMethod: 'permit2', facilitatorAddress },
+      },
+      'https://shop.example/report',
+    );
+    const nonce = BigInt(
+      (payload.payload as { permit2Authorization: { nonce: string } }).permit2Authorization.nonce,
+    );
+    return {
+      // /payment/receive settles expectedAmount (0.02 USDC), the seller's final amount.
+      proof: encodePaymentSignatureHeader(payload),
+      spendElsewhere: async () => {
+        const hash = await wallet.writeContract({
+          chain: null,
+          address: PERMIT2,
+          abi: parseAbi(['function invalidateUnorderedNonces(uint256 wordPos, uint256 mask)']),
+          functionName: 'invalidateUnorderedNonces',
+          args: [nonce >> 8n, 1n << (nonce & 0xffn)],
+        });
+        await f.anvil.waitForTransactionReceipt({ hash, pollingInterval: 20 });
+      },
+    };
+  },
+  settled: async () => {},
+  usdcOf: (f, owner) =>
+    f.anvil.readContract({
+      address: f.evm.usdc.address as Address,
+      abi: BALANCE_OF,
+      functionName: 'balanceOf',
+      args: [owner as Address],
+    }),
+  dropFrom: async (f, slot) => {
+    assert.equal(await f.anvil.getBlockNumber(), slot);
+    await f.anvil.request({ method: 'anvil_rollback', params: [1] } as never as {
+      method: 'anvil_mine';
+      params: [Hex, Hex];
+    });
+  },
+  moveOn: async (f) => {
+    await f.anvil.mine({ blocks: 3 });
+  },
+  inChain: async (f, hash) => (await receiptOf(f, hash)) !== undefined,
+  landed: async (f, hash) => {
+    const landed = await receiptAgain(f, hash);
+    assert.equal(landed.status, 'success');
+    return landed.blockNumber;
+  },
   resentFailed: async (f, hash) => {
     const failed = await receiptAgain(f, hash);
     assert.equal(failed.status, 'reverted');
