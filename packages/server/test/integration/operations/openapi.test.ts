@@ -57,6 +57,7 @@ describe('OpenAPI and docs', () => {
       'GET /payment/status/{paymentId}': 'getPaymentStatus',
       'GET /payment/history/{walletAddress}': 'getPaymentHistory',
       'GET /payment/export': 'exportPayments',
+      'POST /payment/refund/{paymentId}': 'refundPayment',
       'POST /transaction/send': 'buildSendTransaction',
       'POST /transaction/receive': 'buildReceiveTransaction',
       'POST /v1/payments/verify': 'verifyPayment',
