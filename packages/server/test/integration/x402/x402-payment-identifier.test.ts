@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { generateKeyPairSigner } from '@solana/kit';
@@ -305,5 +306,69 @@ describe('x402 payment-identifier on the built-in facilitator', () => {
     assert.equal(refused.statusCode, 409);
     assert.equal(refused.json().errorReason, 'payment_identifier_conflict');
     assert.equal(await paymentsFrom(seller.key, seller.evm, buyer.address), 1);
+  });
+});
+
+describe('x402 payment-identifier across two gateway instances on one database', () => {
+  let chain: TestChain;
+  let first: TestGateway;
+  let second: TestGateway;
+
+  before(async () => {
+    chain = await startTestChain();
+    // PostgreSQL when DATABASE_URL is set (instances behind a load balancer); else one SQLite file.
+    const storage = DATABASE_URL === undefined ? tempSqlite() : await tempPostgres();
+    const shared = {
+      storage,
+      masterKey: new Uint8Array(randomBytes(32)),
+      networks: new NetworkRegistry([chain.adapter]),
+    };
+    first = await startTestGateway({ ...shared, disposeStorage: false });
+    second = await startTestGateway(shared);
+    await first.services.facilitator.start();
+    await second.services.facilitator.start();
+  });
+  after(async () => {
+    await first?.close();
+    await second?.close();
+    await chain?.close();
+  });
+
+  it('one identifier settled at both at once is one settlement, answered alike; another payload under it is refused at either', async () => {
+    const seller = await first.newCaller('premium');
+    const payTo = (await callAs(first, seller.key, 'POST', '/wallets', { chain: 'solana' })).body.address;
+    await callAs(first, seller.key, 'POST', '/faucet', { address: payTo, amount: 0.01, token: 'USDC' });
+    const buyer = await generateKeyPairSigner();
+    await callAs(first, seller.key, 'POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const feePayer = first.services.facilitator.feePayerOf(SOLANA_DEVNET_ID) ?? '';
+    assert.equal(second.services.facilitator.feePayerOf(SOLANA_DEVNET_ID), feePayer, 'one fee payer');
+    const requirements = svmExactRequirements(chain, { amount: '10000', payTo, feePayer });
+    const id = generatePaymentId();
+    const request = {
+      paymentPayload: { ...(await svmPayload(chain, buyer, requirements)), extensions: identified(id) },
+      paymentRequirements: requirements,
+    };
+    const settle = (gw: TestGateway, body: object) =>
+      gw.app.inject({
+        method: 'POST',
+        url: '/facilitator/settle',
+        headers: bearer(seller.key),
+        payload: body,
+      });
+    const [x, y] = await Promise.all([settle(first, request), settle(second, request)]);
+    assert.equal(x.json().success, true, x.body);
+    assert.equal(y.json().success, true, y.body);
+    assert.equal(x.json().transaction, y.json().transaction);
+    assert.equal([x, y].filter((r) => r.headers['idempotent-replayed'] === 'true').length, 1);
+    const other = {
+      paymentPayload: { ...(await svmPayload(chain, buyer, requirements)), extensions: identified(id) },
+      paymentRequirements: requirements,
+    };
+    for (const gw of [first, second]) assert.equal((await settle(gw, other)).statusCode, 409);
+    const history = await callAs(first, seller.key, 'GET', `/payment/history/${payTo}`);
+    assert.equal(
+      history.body.payments.filter((p: { sender: string }) => p.sender === buyer.address).length,
+      1,
+    );
   });
 });
