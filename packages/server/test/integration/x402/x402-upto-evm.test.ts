@@ -448,6 +448,70 @@ describe('x402 upto on EVM (Permit2 through the upto proxy)', () => {
     assert.equal(await balanceOf(buyer.address), 1_000_000n - 1000n);
   });
 
+  it('another account settling a settled payload is answered duplicate_settlement and records nothing; an exact Permit2 payload is no upto payload', async () => {
+    const buyer = await newBuyer();
+    const payload = await uptoPayload(buyer);
+    const first = await facilitator('settle', payload, { ...payload.accepted, amount: '3000' });
+    assert.deepEqual([first.success, first.amount], [true, '3000']);
+    const other = await gw.newCaller('premium');
+    const squatted = await api(other.key, 'POST', '/facilitator/settle', {
+      x402Version: 2,
+      paymentPayload: payload,
+      paymentRequirements: { ...payload.accepted, amount: '40000' },
+    });
+    assert.deepEqual(
+      [squatted.body.success, squatted.body.errorReason, squatted.body.transaction, squatted.body.paymentId],
+      [false, 'duplicate_settlement', first.transaction, undefined],
+    );
+    assert.equal(await balanceOf(buyer.address), 1_000_000n - 3000n);
+    // An exact Permit2 permit (witness without a facilitator, spender the exact proxy) offered as upto.
+    const exactLike = structuredClone(payload);
+    const auth = exactLike.payload.permit2Authorization as {
+      spender: string;
+      witness: Record<string, unknown>;
+    };
+    auth.spender = EXACT_PERMIT2_PROXY_ADDRESS;
+    delete auth.witness.facilitator;
+    const refused = await facilitator('settle', exactLike, { ...exactLike.accepted, amount: '1000' });
+    assert.deepEqual([refused.success, refused.errorReason], [false, 'invalid_payload']);
+  });
+
+  it('the fee budget and the minimum settled bind upto as exact: the actual amount below the minimum, or a fee past the budget, settles nothing', async () => {
+    const strict = await startTestGateway({
+      networks: new NetworkRegistry([evm.adapter]),
+      feeBudget: { budgets: { evm: '0.000000000000000001' }, minimums: { USDC: '0.01' } },
+    });
+    try {
+      await strict.services.facilitator.start();
+      const caller = await strict.newCaller('premium');
+      const facilitatorOf = getAddress(
+        strict.services.facilitator.supported().signers['eip155:*']?.[0] ?? '0x',
+      );
+      const buyer = await newBuyer();
+      const requirements = requirementsFor({
+        extra: { assetTransferMethod: 'permit2', facilitatorAddress: facilitatorOf },
+      });
+      const payload = await uptoPayload(buyer, requirements);
+      const call = async (action: 'verify' | 'settle', amount: string) =>
+        callAs(strict, caller.key, 'POST', `/facilitator/${action}`, {
+          x402Version: 2,
+          paymentPayload: payload,
+          paymentRequirements: { ...requirements, amount },
+        });
+      assert.equal((await call('verify', MAX.toString())).body.isValid, true, 'a maximum above the minimum');
+      const small = await call('settle', '9999');
+      assert.deepEqual([small.body.success, small.body.errorReason], [false, 'amount_below_minimum']);
+      const drained = await call('settle', '20000');
+      assert.deepEqual([drained.status, drained.body.error?.code], [429, 'FEE_BUDGET_EXCEEDED']);
+      assert.equal(await balanceOf(buyer.address), 1_000_000n);
+      // The payload was never claimed: the seller's own facilitator (another one) cannot settle it either.
+      const elsewhere = await facilitator('settle', payload, { ...requirements, amount: '20000' });
+      assert.deepEqual([elsewhere.success, elsewhere.errorReason], [false, 'upto_facilitator_mismatch']);
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('the proxy lets only the witness’s facilitator settle: the buyer’s or a stranger’s own call reverts', async () => {
     const buyer = await newBuyer();
     const payload = await uptoPayload(buyer);
