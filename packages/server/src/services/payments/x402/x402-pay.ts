@@ -281,6 +281,14 @@ export class X402PayService {
     maxAmount: Readonly<Record<string, number>>,
     allowed: ReadonlySet<string> | undefined,
   ): Promise<Chosen | { refusal: string }> {
+    // upto moves tokens through Permit2 alone, which custodial wallets have not approved (an approval is a
+    // transaction from the wallet, paying gas, that the gateway does not send): not paid, saying why.
+    if (option.scheme === 'upto') {
+      return {
+        refusal:
+          'scheme upto is not paid from custodial wallets yet: it moves tokens through Permit2, which they have not approved; exact only',
+      };
+    }
     if (option.scheme !== 'exact')
       return { refusal: `scheme ${clip(option.scheme)} is not paid; exact only` };
     const chain = option.network === undefined ? undefined : this.deps.facilitator.chainOf(option.network);
