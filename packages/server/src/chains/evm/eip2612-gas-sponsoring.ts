@@ -1,5 +1,7 @@
 import {
   type Address,
+  BaseError,
+  ContractFunctionExecutionError,
   encodeAbiParameters,
   getAddress,
   type Hex,
@@ -167,7 +169,7 @@ const PERMIT_TYPEHASH = keccak256(
  * ERC-1271 signatures of contract wallets in `permit` are not asked: x402's proxy passes (v, r, s) only.
  */
 export async function eip2612PermitUsable(client: PublicClient, permit: Eip2612Permit): Promise<boolean> {
-  const [domainSeparator, nonce] = await Promise.all([
+  const read = await Promise.all([
     client.readContract({ address: permit.asset, abi: EIP2612_READS_ABI, functionName: 'DOMAIN_SEPARATOR' }),
     client.readContract({
       address: permit.asset,
@@ -176,8 +178,14 @@ export async function eip2612PermitUsable(client: PublicClient, permit: Eip2612P
       args: [permit.from],
     }),
   ]).catch((error: unknown) => {
+    // A token without EIP-2612 (no DOMAIN_SEPARATOR or nonces) reverts or answers nothing: no permit of it
+    // can approve Permit2. Anything else is the chain's failure.
+    if (error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionExecutionError))
+      return undefined;
     throw toChainError(error);
   });
+  if (read === undefined) return false;
+  const [domainSeparator, nonce] = read;
   if (nonce !== permit.nonce) return false;
   const structHash = keccak256(
     encodeAbiParameters(

@@ -36,6 +36,7 @@ import {
 } from 'viem';
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
 import { createAnvilClient } from '../../../src/chains/evm/anvil-client.ts';
+import { eip2612PermitOf, eip2612PermitUsable } from '../../../src/chains/evm/eip2612-gas-sponsoring.ts';
 import { anvilEndpoints } from '../../../src/chains/evm/embedded-evm.ts';
 import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from '../../../src/chains/evm/permit2-addresses.ts';
 import { EXACT_PERMIT2_PROXY_ABI } from '../../../src/chains/evm/permit2-proxy-abi.ts';
@@ -517,5 +518,18 @@ describe('x402 exact Permit2 with eip2612GasSponsoring', () => {
     assert.equal(await read('balanceOf', wallet.address as Address), 20000n);
     const again = await callAs(gw, caller.key, 'POST', '/transaction/receive', body);
     assert.deepEqual([again.status, again.body.error.details.paymentProof], [422, 'already_used']);
+  });
+
+  it('a permit of a contract without EIP-2612 (or of no contract) is not usable, and never a chain error', async () => {
+    const buyer = await newBuyer();
+    const payload = await stockPayload(buyer, requirementsFor());
+    const permit = eip2612PermitOf({ extensions: payload.extensions });
+    assert.ok(permit !== undefined && !('malformed' in permit));
+    const client = chainClient();
+    assert.equal(await eip2612PermitUsable(client, permit), true, 'the untouched permit is usable');
+    // Permit2 has a DOMAIN_SEPARATOR but no nonces(owner); an address without code answers nothing.
+    assert.equal(await eip2612PermitUsable(client, { ...permit, asset: PERMIT2_ADDRESS }), false);
+    const nobody = privateKeyToAccount(generatePrivateKey()).address;
+    assert.equal(await eip2612PermitUsable(client, { ...permit, asset: nobody }), false);
   });
 });
