@@ -532,7 +532,7 @@ describe('dashboard API: security', () => {
         },
         {
           'eventTypes.0':
-            'must be one of payment.sent, payment.received, payment.confirmed, payment.finalized, payment.failed, payment.expired, payment.reverted',
+            'must be one of payment.sent, payment.received, payment.confirmed, payment.finalized, payment.failed, payment.expired, payment.reverted, payment.refunded, payment.refund_reverted',
         },
       ],
     ];
