@@ -13,7 +13,7 @@ describe('protect(): the extensions its 402 declares', () => {
       declareDiscoveryExtension({ bodyType: 'json', input: { q: 'x' } }),
     ) as Declared;
     assert.equal(body.bazaar.info.input.method, 'POST');
-    const stated = declareDiscoveryExtension({ input: { q: 'x' } }) as Declared;
+    const stated = declareDiscoveryExtension({ input: { q: 'x' } }) as unknown as Declared;
     stated.bazaar.info.input.method = 'DELETE';
     assert.equal((declaredExtensions(stated) as Declared).bazaar.info.input.method, 'DELETE');
   });
@@ -23,7 +23,7 @@ describe('protect(): the extensions its 402 declares', () => {
     assert.deepEqual(declaredExtensions(mcp), mcp);
     const given = { 'payment-identifier': { info: { required: false } }, bazaar: 'not one' };
     assert.deepEqual(declaredExtensions(given), given);
-    const original = declareDiscoveryExtension({ input: { q: 'x' } }) as Declared;
+    const original = declareDiscoveryExtension({ input: { q: 'x' } }) as unknown as Declared;
     declaredExtensions(original);
     assert.equal(original.bazaar.info.input.method, undefined);
   });
