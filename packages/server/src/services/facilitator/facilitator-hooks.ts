@@ -10,7 +10,7 @@ import type { FacilitatorService, SettleAsker } from './facilitator-service.ts';
 export interface FacilitatorHookContext {
   readonly paymentPayload: Readonly<Record<string, unknown>>;
   readonly requirements: Readonly<Record<string, unknown>>;
-  /** POST /facilitator/verify or /settle (a seller's x402 middleware), or POST /payment/receive. */
+  /** POST /facilitator/verify or /settle (a seller's x402 middleware), or POST /payment/receive (settle) and /v1/payments/verify (verify). */
   readonly via: 'facilitator' | 'receive';
 }
 export interface FacilitatorSettleHookContext extends FacilitatorHookContext {
@@ -61,7 +61,8 @@ type OneOrMany<T> = T | readonly T[];
  * Lifecycle hooks of the built-in facilitator, named as `x402Facilitator` names them, given to
  * `createGateway(config, { facilitatorHooks })` or `startServer(config, logger, { facilitatorHooks })`.
  * Each takes one function or a list, run in order. They run for every verify and settle the facilitator
- * does: POST /facilitator/verify and /settle, and x402 payloads given to POST /payment/receive.
+ * does: POST /facilitator/verify and /settle, and x402 payloads given to POST /payment/receive (which
+ * settles at once: settle hooks only) or POST /v1/payments/verify (verify hooks only).
  *
  * Money rules, whatever a hook does:
  * - `onBeforeVerify` / `onBeforeSettle` run before anything is checked or signed. An abort answers

@@ -4,8 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { x402Client } from '@x402/core/client';
-import { decodePaymentResponseHeader } from '@x402/core/http';
+import { x402Client, x402HTTPClient } from '@x402/core/client';
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentResponseHeader,
+  encodePaymentSignatureHeader,
+} from '@x402/core/http';
 import { ExactEvmScheme as EvmBuyerScheme } from '@x402/evm/exact/client';
 import { ExactEvmScheme as EvmSellerScheme } from '@x402/evm/exact/server';
 import { wrapFetchWithPayment } from '@x402/fetch';
@@ -46,12 +50,14 @@ describe('facilitator hooks through the programmatic server API', () => {
     contexts: Record<string, Record<string, unknown>>;
     blockPayer?: string;
     afterSettleThrows?: boolean;
+    beforeVerifyThrows?: boolean;
   } = { calls: [], contexts: {} };
 
   const hooks: FacilitatorHooks = {
     onBeforeVerify: (context) => {
       policy.calls.push('onBeforeVerify');
       policy.contexts.onBeforeVerify = { ...context };
+      if (policy.beforeVerifyThrows) throw new Error('the sanctions list is unreachable');
       return undefined;
     },
     onAfterVerify: (context) => {
@@ -173,6 +179,17 @@ describe('facilitator hooks through the programmatic server API', () => {
     policy.contexts = {};
     delete policy.blockPayer;
     policy.afterSettleThrows = false;
+    policy.beforeVerifyThrows = false;
+  }
+
+  function hookFailures(): [FacilitatorHookName | undefined, string | undefined][] {
+    return logLines
+      .map(
+        (line) =>
+          JSON.parse(line) as { msg?: string; hook?: FacilitatorHookName; err?: { message?: string } },
+      )
+      .filter((entry) => entry.msg === 'a facilitator hook failed')
+      .map((entry) => [entry.hook, entry.err?.message]);
   }
 
   it('calls the hooks in order, with the payment, the requirements, the asking account and the results', async () => {
@@ -230,15 +247,59 @@ describe('facilitator hooks through the programmatic server API', () => {
     assert.deepEqual(await res.json(), { report: 'paid' });
     assert.equal(await usdcOf(address), FUNDED - PRICE);
     assert.equal(await settledFor(address), 1);
-    const logged = logLines
-      .map(
-        (line) =>
-          JSON.parse(line) as { msg?: string; hook?: FacilitatorHookName; err?: { message?: string } },
-      )
-      .filter((entry) => entry.msg === 'a facilitator hook failed');
-    assert.deepEqual(
-      logged.map((entry) => [entry.hook, entry.err?.message]),
-      [['onAfterSettle', 'the ledger export is down']],
+    assert.deepEqual(hookFailures(), [['onAfterSettle', 'the ledger export is down']]);
+  });
+
+  it('a before-verify hook that throws: unexpected_verify_error, logged, nothing settled', async () => {
+    reset();
+    policy.beforeVerifyThrows = true;
+    const { address, pay } = await buyer();
+    const res = await pay(`${shop.url}/report`);
+    assert.equal(res.status, 402);
+    const refusal = decodePaymentRequiredHeader(res.headers.get('payment-required') ?? '');
+    assert.match(refusal.error ?? '', /unexpected_verify_error/);
+    assert.doesNotMatch(refusal.error ?? '', /sanctions/, "the hook's own message is not told to the seller");
+    assert.deepEqual(policy.calls, ['onBeforeVerify']);
+    assert.deepEqual(hookFailures().at(-1), ['onBeforeVerify', 'the sanctions list is unreachable']);
+    assert.equal(await usdcOf(address), FUNDED);
+    assert.equal(await settledFor(address), 0);
+  });
+
+  it('runs the settle hooks for an x402 payload given to POST /payment/receive too, naming the account', async () => {
+    reset();
+    const account = privateKeyToAccount(generatePrivateKey());
+    await api('POST', '/faucet', { address: account.address, amount: 1, token: 'USDC' });
+    const unpaid = await fetch(`${shop.url}/report`);
+    const required = decodePaymentRequiredHeader(unpaid.headers.get('payment-required') ?? '');
+    const stock = new x402HTTPClient(
+      x402Client.fromConfig({
+        schemes: [{ network: ANVIL, client: new EvmBuyerScheme(account) }],
+        spendControls: { allowedAssets: [{ network: ANVIL, asset: usdc }] },
+      }),
     );
+    const payload = await stock.createPaymentPayload(required);
+    const received = (await api('POST', '/payment/receive', {
+      walletAddress: payTo,
+      paymentProof: encodePaymentSignatureHeader(payload),
+      expectedAmount: Number(PRICE) / 1e6,
+      asset: 'USDC',
+    })) as { sender: string; signature: string };
+    assert.equal(received.sender.toLowerCase(), account.address.toLowerCase());
+    // POST /payment/receive settles at once (the settle verifies first, as x402's settle does): no verify hooks.
+    assert.deepEqual(policy.calls, ['onBeforeSettle', 'onAfterSettle']);
+    const settle = policy.contexts.onBeforeSettle as {
+      via: string;
+      accountId: string;
+      requirements: Record<string, unknown>;
+    };
+    assert.deepEqual(
+      [settle.via, settle.accountId, settle.requirements.amount, settle.requirements.payTo],
+      ['receive', sellerAccount, String(PRICE), payTo],
+    );
+    assert.equal(
+      (policy.contexts.onAfterSettle?.result as { transaction?: string } | undefined)?.transaction,
+      received.signature,
+    );
+    assert.equal(await usdcOf(account.address), FUNDED - PRICE);
   });
 });
