@@ -525,7 +525,7 @@ describe('x402 upto on EVM (Permit2 through the upto proxy)', () => {
     });
     assert.equal(refused.status, 422, JSON.stringify(refused.body));
     assert.equal(refused.body.error.code, 'PAYMENT_OPTION_REFUSED');
-    assert.match(refused.body.error.details['paymentRequired.accepts[0]'], /upto .*Permit2/);
+    assert.match(refused.body.error.details['paymentRequired.accepts[0]'], /"upto" is not paid .*Permit2/);
     assert.equal((await api(buyerKey, 'GET', `/payment/history/${wallet}`)).body.total, 0);
   });
 

@@ -286,7 +286,7 @@ export class X402PayService {
     if (option.scheme === 'upto') {
       return {
         refusal:
-          'scheme upto is not paid from custodial wallets yet: it moves tokens through Permit2, which they have not approved; exact only',
+          'scheme "upto" is not paid from custodial wallets yet: it moves tokens through Permit2, which they have not approved; exact only',
       };
     }
     if (option.scheme !== 'exact')
