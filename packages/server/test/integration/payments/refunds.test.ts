@@ -8,7 +8,14 @@ import { startEvmPaymentFixture } from '../../support/evm-payment-fixture.ts';
 import { type FamilyPaymentFixture, onEvm, onSolana } from '../../support/family-fixtures.ts';
 import type { Party } from '../../support/party.ts';
 import { startPaymentFixture } from '../../support/payment-fixture.ts';
-import { bearer } from '../../support/test-gateway.ts';
+import { bearer, type TestGatewayOptions } from '../../support/test-gateway.ts';
+import { WebhookReceiver } from '../../support/webhook-receiver.ts';
+
+/** Webhooks delivered fast, to a receiver on loopback. */
+const EVENTS: TestGatewayOptions = {
+  allowPrivateOutboundUrls: true,
+  events: { config: { allowPrivateOutboundUrls: true, webhookRetryBaseMs: 50, eventsPollMs: 50 } },
+};
 
 /**
  * Refunds (#30): POST /payment/refund/{paymentId} through the HTTP API, on a real chain and a real
@@ -34,7 +41,7 @@ const setups: Setup[] = storages.flatMap((storage) => [
     name: `Solana localnet, ${storage.name}`,
     skip: storage.skip,
     start: async () => {
-      const raw = await startPaymentFixture({ gateway: { storage: await storage.make() } });
+      const raw = await startPaymentFixture({ gateway: { storage: await storage.make(), ...EVENTS } });
       return { f: onSolana(raw), close: () => raw.close() };
     },
   },
@@ -42,7 +49,7 @@ const setups: Setup[] = storages.flatMap((storage) => [
     name: `anvil, ${storage.name}`,
     skip: storage.skip,
     start: async () => {
-      const raw = await startEvmPaymentFixture({ gateway: { storage: await storage.make() } });
+      const raw = await startEvmPaymentFixture({ gateway: { storage: await storage.make(), ...EVENTS } });
       return { f: onEvm(raw), close: () => raw.close() };
     },
   },
@@ -374,6 +381,38 @@ for (const setup of setups) {
       assert.equal(res.json().error.code, 'SPEND_LIMIT_EXCEEDED');
       const half = await refund(s, paymentId, { amount: 0.5 });
       assert.equal(half.statusCode, 200, half.body);
+    });
+
+    it('delivers payment.refunded to a webhook that asks for it, signed, with the refund and the totals', async () => {
+      const s = await seller();
+      const hooks = new WebhookReceiver();
+      try {
+        const hook = await f.post(s.key, '/webhooks', {
+          url: await hooks.start(),
+          eventTypes: ['payment.refunded', 'payment.refund_reverted'],
+        });
+        assert.equal(hook.statusCode, 200, hook.body);
+        hooks.secret = hook.json().secret;
+        const paymentId = await paid(s, 1.5);
+        const r = await refund(s, paymentId, { amount: 1 });
+        assert.equal(r.statusCode, 200, r.body);
+        await hooks.until(1);
+        const delivered = hooks.received[0]?.verified as {
+          type: string;
+          data: {
+            paymentId: string;
+            refunds: { refunded: number; refundable: number };
+            refund: { paymentId: string };
+          };
+        };
+        assert.equal(delivered.type, 'payment.refunded');
+        assert.equal(delivered.data.paymentId, paymentId);
+        assert.deepEqual([delivered.data.refunds.refunded, delivered.data.refunds.refundable], [1, 0.5]);
+        assert.equal(delivered.data.refund.paymentId, r.json().paymentId);
+        assert.equal(hooks.received.length, 1, 'only the payment.refunded: not the sends and receipts');
+      } finally {
+        await hooks.close();
+      }
     });
 
     it('gives a reverted refund back: payment.refund_reverted on the payment, and its amount is refundable again', async () => {
