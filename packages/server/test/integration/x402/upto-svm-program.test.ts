@@ -200,7 +200,7 @@ describe('x402 upto on Solana: stock @x402/svm against the localnet payment-chan
   /** distribute with the splits `recipients` (the stock facilitator's: payTo at 10,000 bps). */
   const distributeIx = async (
     c: { channel: Address; payer: Address; payTo: Address },
-    options: { recipients?: Address[]; tail?: Address[]; mint?: Address } = {},
+    options: { recipients?: Address[]; tail?: Address[]; mint?: Address; rentPayer?: Address } = {},
   ): Promise<Instruction> => {
     const recipients = options.recipients ?? [c.payTo];
     const ofMint = options.mint ?? mint();
@@ -223,7 +223,7 @@ describe('x402 upto on Solana: stock @x402/svm against the localnet payment-chan
       accounts: [
         w(c.channel),
         w(c.payer),
-        w(facilitatorKey.address),
+        w(options.rentPayer ?? facilitatorKey.address),
         w(await ata(c.channel, ofMint)),
         w(await ata(c.payer, ofMint)),
         w(await ata(facilitatorKey.address, ofMint)),
@@ -407,5 +407,213 @@ describe('x402 upto on Solana: stock @x402/svm against the localnet payment-chan
     const refunded = await claim(c.paymentPayload, c.requirements, 0n);
     assert.equal(refunded.success, true, JSON.stringify(refunded));
     assert.equal(await balance(c.payer), 10_000_000n);
+  });
+  /** Sends `instructions` for real and waits until the transaction is confirmed without an error. */
+  const send = async (instructions: Instruction[], feePayer: KeyPairSigner) => {
+    const rpc = createSolanaRpc(rpcUrl);
+    const { value: lifetime } = await rpc.getLatestBlockhash({ commitment: 'confirmed' }).send();
+    const message = pipe(
+      createTransactionMessage({ version: 0 }),
+      (m) => setTransactionMessageFeePayerSigner(feePayer, m),
+      (m) => setTransactionMessageLifetimeUsingBlockhash(lifetime, m),
+      (m) => appendTransactionMessageInstructions(instructions, m),
+    );
+    const wire = getBase64EncodedWireTransaction(await signTransactionMessageWithSigners(message));
+    const signature = await rpc.sendTransaction(wire, { encoding: 'base64' }).send();
+    for (;;) {
+      const { value } = await rpc.getSignatureStatuses([signature]).send();
+      const status = value[0];
+      if (status?.confirmationStatus === 'confirmed' || status?.confirmationStatus === 'finalized') {
+        assert.equal(status.err, null);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+
+  /** A channel opened by hand (the payer is its own rent payer), with a grace period of one second. */
+  const openByHand = async (deposit: bigint) => {
+    const payer = await generateKeyPairSigner();
+    chain.localnet.airdrop(payer.address, 1_000_000_000n);
+    await chain.localnet.mintUsdc(payer.address, 10_000_000n);
+    const payTo = (await generateKeyPairSigner()).address;
+    await chain.localnet.mintUsdc(payTo, 1n);
+    const salt = 7n;
+    const openSlot = await createSolanaRpc(rpcUrl).getSlot({ commitment: 'confirmed' }).send();
+    const u64 = (v: bigint) => {
+      const b = new Uint8Array(8);
+      new DataView(b.buffer).setBigUint64(0, v, true);
+      return b;
+    };
+    const [channel] = await getProgramDerivedAddress({
+      programAddress: PROGRAM,
+      seeds: [
+        new TextEncoder().encode('channel'),
+        getAddressEncoder().encode(payer.address),
+        getAddressEncoder().encode(facilitatorKey.address),
+        getAddressEncoder().encode(mint()),
+        getAddressEncoder().encode(authorizer.address),
+        u64(salt),
+        u64(openSlot),
+      ],
+    });
+    const [eventAuthority] = await getProgramDerivedAddress({
+      programAddress: PROGRAM,
+      seeds: [new TextEncoder().encode('event_authority')],
+    });
+    const data = new Uint8Array(1 + 28 + 4 + 34);
+    const view = new DataView(data.buffer);
+    data[0] = 1;
+    view.setBigUint64(1, salt, true);
+    view.setBigUint64(9, deposit, true);
+    view.setUint32(17, 1, true); // grace period: 1 s
+    view.setBigUint64(21, openSlot, true);
+    view.setUint32(29, 1, true);
+    data.set(getAddressEncoder().encode(payTo), 33);
+    view.setUint16(65, 10_000, true);
+    const signerMeta: AccountSignerMeta = {
+      address: payer.address,
+      role: AccountRole.WRITABLE_SIGNER,
+      signer: payer,
+    };
+    await send(
+      [
+        {
+          programAddress: PROGRAM,
+          accounts: [
+            signerMeta,
+            signerMeta,
+            { address: facilitatorKey.address, role: AccountRole.READONLY },
+            { address: mint(), role: AccountRole.READONLY },
+            { address: authorizer.address, role: AccountRole.READONLY },
+            { address: channel, role: AccountRole.WRITABLE },
+            { address: await ata(payer.address), role: AccountRole.WRITABLE },
+            { address: await ata(channel), role: AccountRole.WRITABLE },
+            { address: TOKEN_PROGRAM_ADDRESS, role: AccountRole.READONLY },
+            { address: address('11111111111111111111111111111111'), role: AccountRole.READONLY },
+            { address: address('SysvarRent111111111111111111111111111111111'), role: AccountRole.READONLY },
+            { address: address('ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL'), role: AccountRole.READONLY },
+            { address: eventAuthority, role: AccountRole.READONLY },
+            { address: PROGRAM, role: AccountRole.READONLY },
+          ],
+          data,
+        },
+      ],
+      payer,
+    );
+    return { payer, payTo, channel };
+  };
+  const payerIx = (
+    disc: number,
+    payer: KeyPairSigner,
+    channel: Address,
+    more: Address[] = [],
+    extra: Uint8Array = new Uint8Array(),
+  ): Instruction => {
+    const payerMeta: AccountSignerMeta = {
+      address: payer.address,
+      role: AccountRole.READONLY_SIGNER,
+      signer: payer,
+    };
+    return {
+      programAddress: PROGRAM,
+      accounts: [
+        payerMeta,
+        { address: channel, role: AccountRole.WRITABLE },
+        ...more.map((a, i) => ({ address: a, role: i < 2 ? AccountRole.WRITABLE : AccountRole.READONLY })),
+      ],
+      data: new Uint8Array([disc, ...extra]),
+    };
+  };
+  /** Seals a closing channel once its grace period has passed (the chain's clock decides). */
+  const sealWhenDue = async (channel: Address, feePayer: KeyPairSigner) => {
+    const seal: Instruction = {
+      programAddress: PROGRAM,
+      accounts: [{ address: channel, role: AccountRole.WRITABLE }],
+      data: new Uint8Array([6]),
+    };
+    for (;;) {
+      const err = await onChain([seal], feePayer);
+      if (err === 'null') break;
+      assert.equal(err, custom(0, 2201), 'before the grace period ends, seal waits');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await send([seal], feePayer);
+  };
+
+  it('the buyer gets the whole deposit back alone: requestClose, seal after the grace period, distribute', async () => {
+    const { payer, payTo, channel } = await openByHand(3_000_000n);
+    assert.equal(await balance(payer.address), 7_000_000n);
+    const stranger = await generateKeyPairSigner();
+    chain.localnet.airdrop(stranger.address, 1_000_000_000n);
+    assert.equal(
+      await onChain([payerIx(5, stranger, channel)], stranger),
+      custom(0, 5),
+      'only the payer closes',
+    );
+    await send([payerIx(5, payer, channel)], payer);
+    assert.equal(await onChain([payerIx(5, payer, channel)], payer), custom(0, 2), 'closing once');
+    await sealWhenDue(channel, payer);
+    const c = { channel, payer: payer.address, payTo };
+    // The buyer opened it by hand, so the buyer is its rent payer too.
+    await send([await distributeIx(c, { rentPayer: payer.address })], payer);
+    assert.equal(await balance(payer.address), 10_000_000n, 'nothing was settled: everything back');
+    assert.equal(await balance(payTo), 1n);
+  });
+
+  it('withdrawPayer refunds deposit - settled once; topUp raises the deposit, by the payer only', async () => {
+    const { payer, payTo, channel } = await openByHand(1_000_000n);
+    const tokenAccounts = [await ata(payer.address), await ata(channel), mint(), TOKEN_PROGRAM_ADDRESS];
+    const amount = new Uint8Array(8);
+    new DataView(amount.buffer).setBigUint64(0, 500_000n, true);
+    const topUp = (who: KeyPairSigner) =>
+      payerIx(
+        3,
+        who,
+        channel,
+        [tokenAccounts[0], tokenAccounts[1], tokenAccounts[2], tokenAccounts[3]] as Address[],
+        amount,
+      );
+    const stranger = await generateKeyPairSigner();
+    chain.localnet.airdrop(stranger.address, 1_000_000_000n);
+    assert.equal(await onChain([topUp(stranger)], stranger), custom(0, 5));
+    await send([topUp(payer)], payer);
+    assert.equal(await balance(payer.address), 8_500_000n);
+    // A voucher up to the raised deposit applies; one unit over does not.
+    const expiresAt = BigInt(Math.floor(Date.now() / 1000) + 600);
+    assert.equal(
+      await onChain([await voucher(authorizer, channel, 1_500_001n, expiresAt), settleIx(channel)], payer),
+      custom(1, 235),
+    );
+    await send([await voucher(authorizer, channel, 600_000n, expiresAt), settleIx(channel)], payer);
+    const withdraw = payerIx(8, payer, channel, [
+      await ata(channel),
+      await ata(payer.address),
+      mint(),
+      TOKEN_PROGRAM_ADDRESS,
+    ] as Address[]);
+    assert.equal(await onChain([withdraw], payer), custom(0, 2), 'not before the channel is sealed');
+    await send([payerIx(5, payer, channel)], payer);
+    await sealWhenDue(channel, payer);
+    await send([withdraw], payer);
+    assert.equal(await balance(payer.address), 10_000_000n - 600_000n);
+    assert.equal(await onChain([withdraw], payer), custom(0, 2300), 'once');
+    // distribute then pays the settled 600,000 to the seller and no second refund.
+    await send(
+      [await distributeIx({ channel, payer: payer.address, payTo }, { rentPayer: payer.address })],
+      payer,
+    );
+    assert.equal(await balance(payTo), 1n + 600_000n);
+    assert.equal(await balance(payer.address), 10_000_000n - 600_000n);
+    // Distributed: reclaim waits for the open-slot window (1,500 slots) to pass.
+    const reclaim: Instruction = {
+      programAddress: PROGRAM,
+      accounts: [
+        { address: channel, role: AccountRole.WRITABLE },
+        { address: payer.address, role: AccountRole.WRITABLE },
+      ],
+      data: new Uint8Array([9]),
+    };
+    assert.equal(await onChain([reclaim], payer), custom(0, 2414));
   });
 });
