@@ -31,7 +31,9 @@ export function expressPaywall(gateway: Gate402Client): {
           });
           res.set(decision.headers);
           if (!decision.paid) {
-            res.status(decision.status).json(decision.body);
+            // A string is the browser paywall page (its Content-Type is among the headers).
+            if (typeof decision.body === 'string') res.status(decision.status).send(decision.body);
+            else res.status(decision.status).json(decision.body);
             return;
           }
           res.locals.payment = decision.payment;

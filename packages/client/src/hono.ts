@@ -24,6 +24,10 @@ export function honoPaywall(gateway: Gate402Client): {
       return async (c, next) => {
         const decision = await resource.handle({ url: c.req.url, header: (name) => c.req.header(name) });
         if (!decision.paid) {
+          // A string is the browser paywall page (its Content-Type is among the headers).
+          if (typeof decision.body === 'string') {
+            return c.body(decision.body, decision.status as 402, decision.headers);
+          }
           return c.json(decision.body as object, decision.status as 402, decision.headers);
         }
         c.set('payment', decision.payment);

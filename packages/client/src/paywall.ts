@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
+import { BrowserPaywall, type PaywallPageOptions } from './browser-paywall/paywall-page.ts';
 import { fromAtomicUnits, toAtomicUnits, toJsonNumber } from './decimal-amount.ts';
 import { declaredExtensions } from './declared-extensions.ts';
 import { EXACT_SCHEME, type ExactTokenOption, exactRequirement } from './exact-offer.ts';
@@ -56,6 +57,12 @@ export interface ProtectOptions {
    * `payment.settle(amount)` (the payment the adapter attaches, `scheme: 'upto'`), which settles that, once.
    */
   readonly upto?: UptoTokenOption;
+  /**
+   * Browsers (`Accept: text/html` from a `Mozilla` user agent, as the stock x402 middleware decides) that
+   * present no payment get a self-contained 402 page that explains the price and pays an `exact` option
+   * with an injected wallet; `false` answers them the JSON 402 like any client.
+   */
+  readonly paywallPage?: PaywallPageOptions | false;
   /** Lifecycle hooks around verify and settle (log, veto, enrich), named as x402's resource server names them. */
   readonly hooks?: PaywallHooks;
   /**
@@ -125,6 +132,7 @@ export type PaywallDecision =
       readonly paid: false;
       readonly status: number;
       readonly headers: Record<string, string>;
+      /** JSON to send; a string (the browser paywall page) is sent as is under its Content-Type header. */
       readonly body: unknown;
     };
 
@@ -169,12 +177,14 @@ export class ProtectedResource {
    * then this paywall's own settlement. Used once and forgotten, so a replay after that is refused as before.
    */
   readonly #unsettled = new Map<string, true>();
+  readonly #browser: BrowserPaywall;
 
   constructor(
     private readonly gateway: Gate402Client,
     private readonly networks: NetworkCatalog,
     private readonly options: ProtectOptions,
   ) {
+    this.#browser = new BrowserPaywall(gateway, options.paywallPage);
     const price = typeof options.price === 'number' ? String(options.price) : options.price.trim();
     // 18 decimals (wei) hold every native currency; the network's own decimals are checked per request.
     const atomic = toAtomicUnits(price, 18);
@@ -232,7 +242,11 @@ export class ProtectedResource {
       ),
     };
     const presented = readPresentedPayment((name) => request.header(name));
-    if (presented === undefined) return challenge(offer, 'payment required');
+    if (presented === undefined) {
+      const unpaid = challenge(offer, 'payment required');
+      const page = await this.#browser.answer(request, offer.v2, known, unpaid.headers);
+      return page === undefined ? unpaid : { paid: false, ...page };
+    }
     if (typeof presented === 'string') return challenge(offer, presented);
 
     if (upto !== undefined && presented.scheme === UPTO_SCHEME && presented.version === 2) {
