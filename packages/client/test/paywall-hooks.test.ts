@@ -241,6 +241,57 @@ describe('gate402 paywall: lifecycle hooks', () => {
     assert.equal(await receivedFrom(signer.address), 1);
   });
 
+  it('native gate402 payments: both before-hooks run before the proof is redeemed; a veto leaves it unredeemed', async () => {
+    const buyerClient = new Gate402Client({ url: gateway.url, apiKey: await gateway.newApiKey() });
+    const wallet = (await buyerClient.createWallet({ chain: 'solana' })).address;
+    await buyerClient.faucet({ address: wallet, amount: 1 });
+    const calls: string[] = [];
+    let veto = true;
+    const app = await startSellerApp('express', seller, {
+      price: '0.01',
+      payTo,
+      hooks: {
+        onBeforeVerify: (context) => {
+          calls.push(`onBeforeVerify:${context.requirements.scheme}`);
+        },
+        onBeforeSettle: () => {
+          calls.push('onBeforeSettle');
+          return veto ? { abort: true, reason: 'closed_for_maintenance' } : undefined;
+        },
+        onAfterVerify: (context) => {
+          calls.push(`onAfterVerify:${context.result.payer === wallet}`);
+        },
+        onAfterSettle: (context) => {
+          calls.push(`onAfterSettle:${context.result.payer === wallet}`);
+        },
+      },
+    });
+    apps.push(app);
+    const sent = await buyerClient.sendPayment({
+      walletAddress: wallet,
+      recipientAddress: payTo,
+      amount: 0.01,
+      resource: app.url,
+    });
+    const vetoed = await fetch(app.url, { headers: { 'x-payment': sent.paymentProof } });
+    assert.equal(vetoed.status, 402);
+    assert.equal(((await vetoed.json()) as { error?: string }).error, 'closed_for_maintenance');
+    assert.deepEqual(calls, ['onBeforeVerify:gate402-native', 'onBeforeSettle']);
+    // The proof was not taken: once the seller lets it through, the same proof is served, once.
+    veto = false;
+    calls.length = 0;
+    const served = await fetch(app.url, { headers: { 'x-payment': sent.paymentProof } });
+    assert.equal(served.status, 200, await served.clone().text());
+    assert.deepEqual(calls, [
+      'onBeforeVerify:gate402-native',
+      'onBeforeSettle',
+      'onAfterVerify:true',
+      'onAfterSettle:true',
+    ]);
+    const replay = await fetch(app.url, { headers: { 'x-payment': sent.paymentProof } });
+    assert.equal(replay.status, 402);
+  });
+
   it('onVerifyFailure sees a refused payment (one atomic unit short) and cannot make it pay', async () => {
     const failures: string[] = [];
     const url = await sellerApp({
