@@ -97,6 +97,17 @@ export class Gate402Client {
     return this.#call('account', { options });
   }
 
+  /**
+   * GET /account/summary: what the account's payments added up to in the last `days` UTC days (1–90,
+   * default 30): paid volume per day and asset, totals, and the resources that earned most.
+   */
+  accountSummary(
+    query: QueryParameters<'accountSummary'> = {},
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'accountSummary'>> {
+    return this.#call('accountSummary', { query, options });
+  }
+
   /** GET /networks: the configured networks (CAIP-2 id, native currency, RPC URLs, tokens). */
   networks(options?: RequestOptions): Promise<ResponseOf<'networks'>> {
     return this.#call('networks', { options });

@@ -145,6 +145,9 @@ export type PaymentEntry = Answer<'getPaymentHistory'>['payments'][number];
 /** A payment in full (spec §2.1), with a block explorer link where the network has a public explorer. */
 export type PaymentDetail = Answer<'getPaymentStatus'> & { explorerUrl: string | null };
 
+/** GET /account/summary: paid volume per day and asset, totals and top resources (the home page). */
+export type AccountSummary = Answer<'getAccountSummary'>;
+
 export type Webhook = components['schemas']['Webhook'];
 export type Delivery = components['schemas']['WebhookDelivery'];
 

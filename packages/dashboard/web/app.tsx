@@ -2,6 +2,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { ApiError, api, type Session, setCsrfToken, whenSessionEnds } from './api.ts';
 import { ErrorMessage } from './components/error-message.tsx';
 import { AuthPage } from './pages/auth-page.tsx';
+import { HomePage } from './pages/home-page.tsx';
 import { KeysPage } from './pages/keys-page.tsx';
 import { OverviewPage } from './pages/overview-page.tsx';
 import { PasswordPage } from './pages/password-page.tsx';
@@ -11,7 +12,8 @@ import { WebhooksPage } from './pages/webhooks-page.tsx';
 import { navigate, usePage } from './router.ts';
 
 const PAGES = [
-  { page: '', label: 'Plan & usage' },
+  { page: '', label: 'Home' },
+  { page: 'usage', label: 'Plan & usage' },
   { page: 'keys', label: 'API Keys' },
   { page: 'wallets', label: 'Wallets' },
   { page: 'payments', label: 'Payments' },
@@ -102,7 +104,8 @@ export function App() {
       </header>
       <main id="main" tabIndex={-1}>
         <ErrorMessage error={logOutError} />
-        {current.page === '' && <OverviewPage />}
+        {current.page === '' && <HomePage />}
+        {current.page === 'usage' && <OverviewPage />}
         {current.page === 'keys' && <KeysPage />}
         {current.page === 'wallets' && <WalletsPage />}
         {current.page === 'payments' && <PaymentsPage detailId={page.split('/')[1]} />}

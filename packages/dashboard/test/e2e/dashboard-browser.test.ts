@@ -102,7 +102,8 @@ describe('the dashboard in a browser', { skip }, () => {
     await shot('02-sign-up-refused');
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign up' }).click();
-    await page.getByRole('heading', { level: 1, name: 'Plan & usage' }).waitFor();
+    await page.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
+    await goTo('Plan & usage');
     assert.equal(await page.getByTestId('plan').textContent(), 'Standard');
     await shot('03-plan-and-usage');
 
@@ -192,7 +193,7 @@ describe('the dashboard in a browser', { skip }, () => {
     await page.keyboard.press('Tab');
     await page.keyboard.type(PASSWORD);
     await page.keyboard.press('Enter');
-    await page.getByRole('heading', { level: 1, name: 'Plan & usage' }).waitFor();
+    await page.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
   });
 
   it('creates Solana and EVM wallets, funds them from the faucet in the native currency and USDC, and the balances show with symbol and decimals', async () => {
@@ -401,7 +402,7 @@ describe('the dashboard in a browser', { skip }, () => {
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill(newPassword);
     await page.getByRole('button', { name: 'Log in' }).click();
-    await page.getByRole('heading', { level: 1, name: 'Plan & usage' }).waitFor();
+    await page.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
   });
 
   it('stays logged in and says so when the log-out does not reach the gateway; the next one ends the session', async () => {
@@ -414,7 +415,7 @@ describe('the dashboard in a browser', { skip }, () => {
     await shot('15-log-out-failed');
     // What the page says is true: the session is still open.
     await page.reload();
-    await page.getByRole('heading', { level: 1, name: 'Plan & usage' }).waitFor();
+    await page.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
     await page.unroute('**/dashboard/api/logout');
 
     await page.getByRole('button', { name: 'Log out' }).click();
