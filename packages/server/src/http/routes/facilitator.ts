@@ -357,8 +357,9 @@ export async function facilitatorRoutes(
       const settle = async (): Promise<SettleAnswer & { paymentId?: string }> => {
         // Settled for the caller's account: its payment, its fee budget (see FacilitatorService).
         const answer = await deps.facilitator.settle(paymentPayload, paymentRequirements, accountId);
-        // Catalogued only once its payment is settled, for the account that settled it.
-        if (answer.success) {
+        // Catalogued only once its payment is settled, for the account that settled it; an upto settle
+        // of 0 moved nothing (no chain, no fee), so it is no payment to list a resource by.
+        if (answer.success && answer.amount !== '0') {
           bazaar = await deps.discovery
             .catalogue(accountId, paymentPayload, paymentRequirements)
             .catch((error: unknown) => {
