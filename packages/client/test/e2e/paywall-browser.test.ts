@@ -501,6 +501,32 @@ describe('the browser paywall page (protect() answering Accept: text/html)', { s
     const wrong = await fetch(app.url, { headers: { [BLOCKHASH_HEADER]: 'solana:nowhere' } });
     assert.equal(wrong.status, 400);
 
+    // Every adapter sends the page as HTML under its policy (Express above; Fastify and Hono here).
+    for (const framework of ['fastify', 'hono'] as const) {
+      const other = await startSellerApp(framework, premium, {
+        price: '0.01',
+        payTo: (await premium.createWallet({ chain: 'evm' })).address,
+        exact: { asset: usdcEvm, amount: '0.02', extra: { name: 'USD Coin', version: '2' } },
+      });
+      apps.push(other);
+      const html = await fetch(other.url, {
+        headers: {
+          accept: 'text/html,application/xhtml+xml',
+          'user-agent': 'Mozilla/5.0 (X11; Linux x86_64)',
+        },
+      });
+      assert.equal(html.status, 402, framework);
+      assert.match(html.headers.get('content-type') ?? '', /^text\/html; charset=utf-8/, framework);
+      assert.match(
+        html.headers.get('content-security-policy') ?? '',
+        /^default-src 'none'; script-src 'sha256-/,
+      );
+      assert.ok(html.headers.get('payment-required'), framework);
+      const text = await html.text();
+      assert.match(text, /^<!doctype html>/, framework);
+      assert.match(text, /<li>0\.02 USDC on [^<]+<\/li>/, framework);
+    }
+
     const native = await seller({ price: '0.01', description: 'the forecast' }, 'solana');
     const { page, problems } = await newPage();
     const response = await page.goto(native.app.url);
