@@ -63,6 +63,7 @@ import type { DashboardAuthService } from './services/dashboard-auth/dashboard-a
 import type { GatewayServices } from './services/gateway-services.ts';
 import { TokenAccountService } from './services/wallets/token-accounts.ts';
 import type { Store } from './store/store.ts';
+import { installHttpTracing } from './telemetry/http-tracing.ts';
 import { GATE402_VERSION } from './version.ts';
 
 export interface AppDeps {
@@ -153,6 +154,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(tls === undefined ? {} : { serverFactory: httpsServerFactory(tls, timeouts.requestTimeout) }),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // Before any hook or route: a request's span covers all of it, and every handler runs inside it.
+  installHttpTracing(app);
   // Fastify's requestTimeout alone does not time out a request whose body never comes (connection-limits.ts).
   Object.assign(app.server, timeouts);
   capConnectionsPerAddress(

@@ -1,5 +1,6 @@
 import { FEATURES, type PlanAccess } from '../domain/plan-access.ts';
 import { createLogger, type DemoAccount, startServer } from '../server.ts';
+import { startTracingFromEnv } from '../telemetry/start-tracing.ts';
 import type { CliContext } from './cli-context.ts';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -10,6 +11,9 @@ const SHUTDOWN_GRACE_MS = 10_000;
  */
 export async function serveCommand(ctx: CliContext): Promise<void> {
   const logger = createLogger(ctx.config);
+  // Before the gateway is built: its request hooks are installed only if tracing is on by then.
+  const tracing = await startTracingFromEnv(process.env);
+  if (tracing !== undefined) logger.info('OpenTelemetry tracing on (OTEL_TRACES_EXPORTER)');
   const server = await startServer(ctx.config, logger);
   logger.info({ url: server.url }, 'gate402 listening');
 
@@ -33,10 +37,14 @@ export async function serveCommand(ctx: CliContext): Promise<void> {
         logger.error('shutdown took too long; exiting');
         process.exit(1);
       }, SHUTDOWN_GRACE_MS).unref();
-      server.close().then(resolve, (error: unknown) => {
-        logger.error({ err: error }, 'error during shutdown');
-        resolve();
-      });
+      // Tracing last, so the spans of the requests that finished during the shutdown are sent too.
+      server
+        .close()
+        .then(() => tracing?.shutdown())
+        .then(resolve, (error: unknown) => {
+          logger.error({ err: error }, 'error during shutdown');
+          resolve();
+        });
     };
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);

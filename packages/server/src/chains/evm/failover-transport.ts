@@ -8,6 +8,7 @@ import {
   TimeoutError,
   type Transport,
 } from 'viem';
+import { withSpan } from '../../telemetry/tracing.ts';
 import type { RpcEndpoints } from '../rpc-endpoints.ts';
 
 /**
@@ -23,12 +24,19 @@ export function failoverTransport(endpoints: RpcEndpoints, timeoutMs: number): T
       http(url, { retryCount: 0, timeout: timeoutMs + 1_000 })({ retryCount: 0 }).request,
     ]),
   );
+  // One span per call when tracing is on, failovers included; no URL in it (a provider's may hold a key).
   const request = (async ({ method, params }: { method: string; params?: unknown }) =>
-    endpoints.run({
-      method,
-      attempt: (url) => (requests.get(url) as EIP1193RequestFn)({ method, params } as never),
-      isUnavailable: isTransportFailure,
-    })) as EIP1193RequestFn;
+    withSpan(
+      `rpc ${method}`,
+      'client',
+      { 'rpc.system': 'jsonrpc', 'rpc.method': method, 'gate402.chain.family': 'evm' },
+      () =>
+        endpoints.run({
+          method,
+          attempt: (url) => (requests.get(url) as EIP1193RequestFn)({ method, params } as never),
+          isUnavailable: isTransportFailure,
+        }),
+    )) as EIP1193RequestFn;
   return custom({ request }, { retryCount: 0 });
 }
 

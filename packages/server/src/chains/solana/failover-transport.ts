@@ -1,4 +1,5 @@
 import { isSolanaError, type RpcTransport } from '@solana/kit';
+import { withSpan } from '../../telemetry/tracing.ts';
 import type { RpcEndpoints } from '../rpc-endpoints.ts';
 import { createNodeHttpTransport, RpcTransportError } from './node-http-transport.ts';
 
@@ -9,14 +10,23 @@ import { createNodeHttpTransport, RpcTransportError } from './node-http-transpor
  */
 export function failoverTransport(endpoints: RpcEndpoints): RpcTransport {
   const transports = new Map(endpoints.urls.map((url) => [url, createNodeHttpTransport({ url })]));
-  return (<TResponse>(config: { payload: unknown; signal?: AbortSignal }) =>
-    endpoints.run({
-      method: methodOf(config.payload),
-      attempt: (url, signal) => (transports.get(url) as RpcTransport)<TResponse>({ ...config, signal }),
-      isUnavailable: isTransportFailure,
-      isRefusal: (response) => typeof response === 'object' && response !== null && 'error' in response,
-      signal: config.signal,
-    })) as RpcTransport;
+  return (<TResponse>(config: { payload: unknown; signal?: AbortSignal }) => {
+    const method = methodOf(config.payload);
+    // One span per call when tracing is on, failovers included; no URL in it (a provider's may hold a key).
+    return withSpan(
+      `rpc ${method}`,
+      'client',
+      { 'rpc.system': 'jsonrpc', 'rpc.method': method, 'gate402.chain.family': 'solana' },
+      () =>
+        endpoints.run({
+          method,
+          attempt: (url, signal) => (transports.get(url) as RpcTransport)<TResponse>({ ...config, signal }),
+          isUnavailable: isTransportFailure,
+          isRefusal: (response) => typeof response === 'object' && response !== null && 'error' in response,
+          signal: config.signal,
+        }),
+    );
+  }) as RpcTransport;
 }
 
 function methodOf(payload: unknown): string {

@@ -8,6 +8,7 @@ import type {
 import type { OutboundPolicy } from '../../outbound/ssrf-guard.ts';
 import { MAX_BACKOFF_MS } from '../../scheduling/periodic-worker.ts';
 import type { Store } from '../../store/store.ts';
+import { type SpanAttributes, tracer, withSpan } from '../../telemetry/tracing.ts';
 import type { EventHub } from '../event-hub.ts';
 import { paymentEventMessage } from '../payment-event-message.ts';
 import { nextAttemptAt, retryAfterMs } from './retry-schedule.ts';
@@ -285,15 +286,24 @@ export class WebhookWorker {
       await store.webhookDeliveries.release(delivery.id, instanceId);
       return;
     }
-    const outcome = await postWebhook(
-      endpoint.url,
-      {
-        'webhook-id': event.id,
-        'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
-        'webhook-signature': signature,
+    // One span per delivery attempt when tracing is on; the receiver gets its W3C trace context.
+    const outcome = await withSpan(
+      'webhook.deliver',
+      'client',
+      deliveryAttributes(delivery, event, attempts),
+      async (span) => {
+        if (event.paymentId !== null) tracer().notePayment(event.paymentId);
+        const headers: Record<string, string> = {
+          'webhook-id': event.id,
+          'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
+          'webhook-signature': signature,
+        };
+        tracer().inject(headers);
+        const sent = await postWebhook(endpoint.url, headers, body, this.options.policy);
+        if (sent.statusCode !== null) span.setAttribute('http.response.status_code', sent.statusCode);
+        if (!sent.ok) span.fail(new WebhookNotDelivered());
+        return sent;
       },
-      body,
-      this.options.policy,
     );
     const at = this.now();
     if (outcome.ok) {
@@ -363,4 +373,24 @@ function outcomeSoFar(delivery: WebhookDeliveryRecord): DeliveryAttempt {
     lastAttemptAt: delivery.lastAttemptAt,
     deliveredAt: delivery.deliveredAt,
   };
+}
+
+/** What a delivery span says: the endpoint, event and attempt, never the URL (it may hold a token). */
+function deliveryAttributes(
+  delivery: WebhookDeliveryRecord,
+  event: EventRecord,
+  attempt: number,
+): SpanAttributes {
+  return {
+    'gate402.webhook.id': delivery.webhookId,
+    'gate402.webhook.delivery.id': delivery.id,
+    'gate402.event.id': event.id,
+    'gate402.event.type': event.type,
+    'gate402.webhook.attempt': attempt,
+  };
+}
+
+/** A delivery attempt the endpoint did not take (no answer, or not 2xx): the span's error type. */
+class WebhookNotDelivered extends Error {
+  override readonly name = 'WebhookNotDelivered';
 }

@@ -1,5 +1,6 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { EventRecord } from '../../domain/records/event-records.ts';
+import { tracer, withSpan } from '../../telemetry/tracing.ts';
 import type { Database } from '../database-schema.ts';
 import type { Repositories, Store } from '../store.ts';
 import { KyselyAccountRepository } from './account-repository.ts';
@@ -98,8 +99,21 @@ export class KyselyStore implements Store {
 
   async transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
     const appended: EventRecord[] = [];
-    const unit = (trx: Transaction<Database>) => work(repositoriesOn(trx, (event) => appended.push(event)));
-    const result = await (this.groupCommit?.run(unit) ?? this.db.transaction().execute(unit));
+    // One span per transaction when tracing is on (a payment written in it names itself on it). The work
+    // is bound to the span: SQLite's group commit runs it in the context of whoever opened the batch.
+    const result = await withSpan(
+      'db.transaction',
+      'internal',
+      { 'db.operation.name': 'transaction' },
+      () => {
+        const unit = tracer().bind((trx: Transaction<Database>) =>
+          work(repositoriesOn(trx, (event) => appended.push(event))),
+        );
+        return this.groupCommit === undefined
+          ? this.db.transaction().execute(unit)
+          : this.groupCommit.run(unit);
+      },
+    );
     // Only after the commit, which is durable once the transaction resolves (DurableSqliteDialect).
     if (appended.length > 0) this.eventsCommitted(appended);
     return result;

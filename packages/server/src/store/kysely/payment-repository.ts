@@ -18,6 +18,7 @@ import type {
   PaymentSummary,
   RefundSummary,
 } from '../../domain/records/payment-records.ts';
+import { tracer } from '../../telemetry/tracing.ts';
 import type { Database, PaymentCountsTable, PaymentsTable } from '../database-schema.ts';
 import type { ExportedPayment, ExportPageQuery } from '../payment-export.ts';
 import type {
@@ -205,6 +206,7 @@ export class KyselyPaymentRepository implements PaymentRepository {
       await this.db.transaction().execute((trx) => new KyselyPaymentRepository(trx).insert(payment, lease));
       return;
     }
+    tracer().notePayment(payment.id);
     await insertPaymentCount(this.db, {
       account_id: payment.accountId,
       wallet_address: payment.walletAddress,
@@ -236,6 +238,7 @@ export class KyselyPaymentRepository implements PaymentRepository {
     changes: PaymentChanges,
     at: number,
   ): Promise<PaymentRecord | undefined> {
+    tracer().notePayment(id);
     // Only moves the state machine allows: a payment in a final state is never written again, which is
     // what lets status keep final payments in memory on every instance (PaymentStatusCache).
     const allowed = from.filter((before) => canMove(before, status));
