@@ -1,3 +1,4 @@
+export { BLOCKHASH_HEADER, isWebBrowser, type PaywallPageOptions } from './browser-paywall/paywall-page.ts';
 export { fromAtomicUnits, toAtomicUnits } from './decimal-amount.ts';
 export { EXACT_SCHEME, type ExactTokenOption } from './exact-offer.ts';
 export {
