@@ -8,6 +8,7 @@ import type { Benchmark, BenchRow } from './bench-row.ts';
 const BENCHMARKS: Record<string, () => Promise<{ default: Benchmark }>> = {
   account: () => import('./account.ts'),
   payments: () => import('./payments.ts'),
+  export: () => import('./export.ts'),
   localnet: () => import('./localnet.ts'),
   events: () => import('./events.ts'),
   facilitator: () => import('./facilitator.ts'),

@@ -66,6 +66,47 @@ function accepted(parse: (raw: string) => unknown): string {
   }
 }
 
+/** The OTEL_* variables gate402's tracing honours (read by the SDK itself; tracing-settings.ts decides on/off). */
+const OTEL_SETTINGS: readonly (readonly [string, string, string])[] = [
+  [
+    'OTEL_TRACES_EXPORTER',
+    '(unset: off)',
+    '`otlp` exports spans over OTLP/HTTP (protobuf); `console` prints them; unset or `none`: no tracing and no OpenTelemetry code loaded.',
+  ],
+  ['OTEL_SDK_DISABLED', 'false', '`true` turns tracing off whatever else is set.'],
+  [
+    'OTEL_EXPORTER_OTLP_ENDPOINT',
+    'http://localhost:4318',
+    'The collector; traces go to `<endpoint>/v1/traces`.',
+  ],
+  [
+    'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    '(unset)',
+    'The full traces URL, instead of the one derived from `OTEL_EXPORTER_OTLP_ENDPOINT`.',
+  ],
+  [
+    'OTEL_EXPORTER_OTLP_HEADERS',
+    '(unset)',
+    'Headers sent to the collector, `key=value,…` (e.g. its API key).',
+  ],
+  ['OTEL_SERVICE_NAME', 'gate402', 'The `service.name` of every span.'],
+  [
+    'OTEL_RESOURCE_ATTRIBUTES',
+    '(unset)',
+    'More resource attributes, `key=value,…` (e.g. `deployment.environment=prod`).',
+  ],
+  [
+    'OTEL_TRACES_SAMPLER',
+    'parentbased_always_on',
+    'The sampler (`traceidratio` with `OTEL_TRACES_SAMPLER_ARG=0.1` keeps a tenth).',
+  ],
+  [
+    'OTEL_BSP_SCHEDULE_DELAY',
+    '5000',
+    'Milliseconds between exports of batched spans (`OTEL_BSP_*` bound the batch).',
+  ],
+];
+
 export function renderConfiguration(): string {
   const known = new Set(Object.values(SETTINGS).map((s) => s.env));
   const stray = Object.keys(SETTING_NOTES).filter((env) => !known.has(env));
@@ -94,6 +135,18 @@ export function renderConfiguration(): string {
     '| Variable | Default | Accepts | Meaning |',
     '|---|---|---|---|',
     ...rows,
+    '',
+    '## OpenTelemetry tracing',
+    '',
+    'Read by the OpenTelemetry SDK (the standard `OTEL_*` variables), not by config.ts; tracing is off unless',
+    '`OTEL_TRACES_EXPORTER` names an exporter, and then only is the SDK loaded. See',
+    '[Operations: Traces](../operations.md#traces).',
+    '',
+    '| Variable | Default | Meaning |',
+    '|---|---|---|',
+    ...OTEL_SETTINGS.map(
+      ([env, fallback, meaning]) => `| \`${env}\` | ${cell(fallback)} | ${cell(meaning)} |`,
+    ),
     '',
     '## Plans',
     '',
