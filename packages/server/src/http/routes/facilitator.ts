@@ -326,6 +326,12 @@ export async function facilitatorRoutes(
           return { body: answer, final: answer.invalidReason !== 'settlement_pending' };
         },
       );
+      // A verify says what holds now: a kept "valid" is never replayed, for the payload may have been
+      // settled since, and a buyer resending a settled payload under its own identifier would be answered
+      // valid again (a stock seller then serves it once more). It is looked at afresh; another payload
+      // under the identifier is still refused (409), and a refusal is replayed.
+      if (outcome.kind === 'replayed' && (JSON.parse(outcome.body) as VerifyAnswer).isValid === true)
+        return withBazaar(reply, await verify(), bazaar);
       return identified(request, reply, outcome, bazaar, (reason, message) => ({
         isValid: false,
         invalidReason: reason,

@@ -173,8 +173,9 @@ describe('x402 payment-identifier on the built-in facilitator', () => {
         paymentPayload: sent,
         paymentRequirements: sent.accepted,
       });
-      assert.equal(verified.headers['idempotent-replayed'], 'true');
-      assert.equal(verified.json().isValid, true);
+      // A kept "valid" is never replayed: the payload is settled now (review-29).
+      assert.equal(verified.json().isValid, false);
+      assert.equal(verified.json().invalidReason, 'duplicate_settlement');
       assert.equal(await paymentsFrom(seller.key, seller.solana, buyer.address), 1);
     } finally {
       await new Promise((resolve) => listening.close(() => resolve(undefined)));
