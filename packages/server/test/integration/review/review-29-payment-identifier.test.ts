@@ -14,9 +14,9 @@ import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
 import { SOLANA_DEVNET_ID } from '../../../src/x402/network-names.ts';
 import { callAs } from '../../support/api-caller.ts';
 import { tempSqlite } from '../../support/databases.ts';
-import { startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
+import { bearer, startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
 import { startTestChain, type TestChain } from '../../support/test-localnet.ts';
-import { recordingFetch } from '../../support/x402-buyer.ts';
+import { recordingFetch, svmExactRequirements, svmPayload } from '../../support/x402-buyer.ts';
 
 /**
  * Review of #29 (adversarial): the payment-identifier extension as a hostile BUYER uses it. The
@@ -107,5 +107,39 @@ describe('review-29: payment-identifier as a hostile buyer', () => {
     } finally {
       await new Promise((resolve) => listening.close(() => resolve(undefined)));
     }
+  });
+
+  it('two requests resending one payload with an identifier at once: verified alike, then only one settle is a success', {
+    todo: 'review-29: a settle replayed under a payment identifier answers success:true again (paymentIdentifiers.run settle in http/routes/facilitator.ts), and a facilitator cannot tell a seller retrying from a buyer replaying; a buyer firing the same PAYMENT-SIGNATURE (with an id of its own) at a stock seller N times at once gets N verifies valid (none settled yet) and N successes for one payment. Only the first settle answer should be success for a payload the seller did not retry itself (e.g. replay success only to a request carrying the same Idempotency-Key header, else duplicate_settlement)',
+  }, async () => {
+    const buyer = await generateKeyPairSigner();
+    await callAs(gw, seller.key, 'POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
+    const paymentRequirements = svmExactRequirements(chain, {
+      amount: '10000',
+      payTo: seller.solana,
+      feePayer: gw.services.facilitator.feePayerOf(SOLANA_DEVNET_ID) ?? '',
+    });
+    const paymentPayload = {
+      ...(await svmPayload(chain, buyer, paymentRequirements)),
+      extensions: { [PAYMENT_IDENTIFIER]: { info: { id: generatePaymentId() } } },
+    };
+    const body = { x402Version: 2, paymentPayload, paymentRequirements };
+    const call = (action: string) =>
+      gw.app.inject({
+        method: 'POST',
+        url: `/facilitator/${action}`,
+        headers: bearer(seller.key),
+        payload: body,
+      });
+    // What a stock seller does for each of two requests that arrived together: verify both, then settle.
+    const verdicts = [(await call('verify')).json(), (await call('verify')).json()];
+    assert.deepEqual(
+      verdicts.map((v) => v.isValid),
+      [true, true],
+    );
+    const settled = [(await call('settle')).json(), (await call('settle')).json()];
+    assert.equal(settled[0].success, true, JSON.stringify(settled[0]));
+    assert.equal(settled[1].success, false, 'the second request is served for the same payment');
+    assert.equal(settled[1].errorReason, 'duplicate_settlement');
   });
 });
