@@ -44,10 +44,13 @@ export function parseExportTime(text: string, field: 'from' | 'to'): number {
   else if (DATE_ONLY.test(text)) at = Date.parse(`${text}T00:00:00Z`) + (field === 'to' ? DAY_MS : 0);
   else if (DATE_TIME.test(text)) at = Date.parse(text);
   else throw invalidParameters({ [field]: rule });
-  // Date.parse takes 2026-02-30 as March 2nd: a day that does not exist is refused, not moved.
+  // Date.parse takes 2026-02-30 as March 2nd: a day that does not exist is refused, not moved (a date, or
+  // the date of a date-time).
   if (
     !Number.isFinite(at) ||
-    (DATE_ONLY.test(text) && new Date(at - (field === 'to' ? DAY_MS : 0)).toISOString().slice(0, 10) !== text)
+    (DATE_ONLY.test(text) &&
+      new Date(at - (field === 'to' ? DAY_MS : 0)).toISOString().slice(0, 10) !== text) ||
+    (DATE_TIME.test(text) && !isCalendarDay(text.slice(0, 10)))
   ) {
     throw invalidParameters({ [field]: `${rule}; ${text} is no such time` });
   }
@@ -159,6 +162,12 @@ export class PaymentExportService {
       body,
     };
   }
+}
+
+/** Whether `date` (YYYY-MM-DD) names a day of the calendar. */
+function isCalendarDay(date: string): boolean {
+  const at = Date.parse(`${date}T00:00:00Z`);
+  return Number.isFinite(at) && new Date(at).toISOString().slice(0, 10) === date;
 }
 
 function day(at: number): string {
