@@ -123,7 +123,8 @@ async function exportThroughGateway(
     if (!res.ok || res.body === null) throw new Error(`export answered ${res.status}: ${await res.text()}`);
     let lines = 0;
     for await (const chunk of res.body) {
-      for (const byte of chunk as Uint8Array) if (byte === 10) lines += 1;
+      const bytes = chunk as Uint8Array;
+      for (let at = bytes.indexOf(10); at !== -1; at = bytes.indexOf(10, at + 1)) lines += 1;
     }
     const ms = performance.now() - started;
     child.stdin.end();
