@@ -323,7 +323,12 @@ export async function facilitatorRoutes(
         { paymentPayload, paymentRequirements },
         async () => {
           const answer = await verify();
-          return { body: answer, final: answer.invalidReason !== 'settlement_pending' };
+          return {
+            body: answer,
+            final:
+              answer.invalidReason !== 'settlement_pending' &&
+              answer.invalidReason !== 'unexpected_verify_error',
+          };
         },
       );
       // A verify says what holds now: a kept "valid" is never replayed, for the payload may have been
@@ -393,8 +398,14 @@ export async function facilitatorRoutes(
           { paymentPayload, paymentRequirements },
           async () => {
             const answer = await settle();
-            // Still pending: a retry with the identifier looks at the settlement again.
-            return { body: answer, final: answer.errorReason !== 'settlement_pending' };
+            // Still pending, or not tried (a hook failed: nothing was sent): a retry with the identifier
+            // looks again.
+            return {
+              body: answer,
+              final:
+                answer.errorReason !== 'settlement_pending' &&
+                answer.errorReason !== 'unexpected_settle_error',
+            };
           },
         );
         return identified(request, reply, outcome, bazaar, (reason, message) => ({
