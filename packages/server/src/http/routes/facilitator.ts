@@ -408,6 +408,23 @@ export async function facilitatorRoutes(
             };
           },
         );
+        // A success is answered once, to the settle that moved the money. The buyer writes the payload
+        // and its identifier, so a replayed success would let a buyer resending one payment to a stock
+        // seller (which serves on every success) be served again: copies verified before the payment
+        // settled, then settled after it, would each get one. A replay says the payment was settled, by
+        // which transaction, as a settle without an identifier does (review-29).
+        const replayed = outcome.kind === 'replayed' ? (JSON.parse(outcome.body) as SettleAnswer) : undefined;
+        if (replayed?.success === true) {
+          return reply
+            .code(200)
+            .header('idempotent-replayed', 'true')
+            .send({
+              ...replayed,
+              success: false,
+              errorReason: 'duplicate_settlement',
+              errorMessage: `this payment was already settled by ${replayed.transaction}`,
+            });
+        }
         return identified(request, reply, outcome, bazaar, (reason, message) => ({
           success: false,
           errorReason: reason,

@@ -109,9 +109,7 @@ describe('review-29: payment-identifier as a hostile buyer', () => {
     }
   });
 
-  it('two requests resending one payload with an identifier at once: verified alike, then only one settle is a success', {
-    todo: 'review-29: a settle replayed under a payment identifier answers success:true again (paymentIdentifiers.run settle in http/routes/facilitator.ts), and a facilitator cannot tell a seller retrying from a buyer replaying; a buyer firing the same PAYMENT-SIGNATURE (with an id of its own) at a stock seller N times at once gets N verifies valid (none settled yet) and N successes for one payment. Only the first settle answer should be success for a payload the seller did not retry itself (e.g. replay success only to a request carrying the same Idempotency-Key header, else duplicate_settlement)',
-  }, async () => {
+  it('two requests resending one payload with an identifier at once: verified alike, then only one settle is a success', async () => {
     const buyer = await generateKeyPairSigner();
     await callAs(gw, seller.key, 'POST', '/faucet', { address: buyer.address, amount: 1, token: 'USDC' });
     const paymentRequirements = svmExactRequirements(chain, {

@@ -159,15 +159,17 @@ describe('x402 payment-identifier on the built-in facilitator', () => {
       const echoed = sent.extensions?.[PAYMENT_IDENTIFIER] as { info: { id: string } } | undefined;
       assert.equal(echoed?.info.id, id);
       const first = await facilitator.settle(sent, sent.accepted);
-      // The seller's own settle of it came first: this is its answer again, the same transaction.
-      assert.equal(first.success, true, JSON.stringify(first));
+      // The seller's own settle of it came first: only that one was a success; this names its transaction.
+      assert.equal(first.success, false, JSON.stringify(first));
+      assert.equal(first.errorReason, 'duplicate_settlement');
       const again = await post(seller.key, '/facilitator/settle', {
         paymentPayload: sent,
         paymentRequirements: sent.accepted,
       });
       assert.equal(again.statusCode, 200);
       assert.equal(again.headers['idempotent-replayed'], 'true');
-      assert.equal(again.json().success, true);
+      assert.equal(again.json().success, false);
+      assert.equal(again.json().errorReason, 'duplicate_settlement');
       assert.equal(again.json().transaction, first.transaction);
       const verified = await post(seller.key, '/facilitator/verify', {
         paymentPayload: sent,
@@ -244,14 +246,14 @@ describe('x402 payment-identifier on the built-in facilitator', () => {
     assert.equal(replayByB.json().errorReason, 'duplicate_settlement');
   });
 
-  it('two settles of one payload with one identifier at once: one settlement, both answered it', async () => {
+  it('two settles of one payload with one identifier at once: one settlement, one success, the other names it', async () => {
     const request = await (await solanaBuyer(seller.solana)).sign(identified(generatePaymentId()));
     const [x, y] = await Promise.all([
       post(seller.key, '/facilitator/settle', request),
       post(seller.key, '/facilitator/settle', request),
     ]);
-    assert.equal(x.json().success, true, x.body);
-    assert.equal(y.json().success, true, y.body);
+    assert.equal([x, y].filter((r) => r.json().success === true).length, 1, `${x.body} ${y.body}`);
+    assert.equal([x, y].find((r) => r.json().success !== true)?.json().errorReason, 'duplicate_settlement');
     assert.equal(x.json().transaction, y.json().transaction);
     assert.equal([x, y].filter((r) => r.headers['idempotent-replayed'] === 'true').length, 1);
   });
@@ -357,8 +359,7 @@ describe('x402 payment-identifier across two gateway instances on one database',
         payload: body,
       });
     const [x, y] = await Promise.all([settle(first, request), settle(second, request)]);
-    assert.equal(x.json().success, true, x.body);
-    assert.equal(y.json().success, true, y.body);
+    assert.equal([x, y].filter((r) => r.json().success === true).length, 1, `${x.body} ${y.body}`);
     assert.equal(x.json().transaction, y.json().transaction);
     assert.equal([x, y].filter((r) => r.headers['idempotent-replayed'] === 'true').length, 1);
     const other = {
