@@ -18,6 +18,8 @@ const WARM_UP = 500;
 const CLOSED_LOOP = 2_000;
 const OPEN_PASSES = 3;
 const OPEN_PASS = RECEIVE_RATE * 2;
+/** Requests of the sequential latency measures (the dashboard home's summary). */
+const SEQUENTIAL = 200;
 const PROOFS_NEEDED = WARM_UP + CLOSED_LOOP + OPEN_PASS * OPEN_PASSES;
 
 /**
@@ -93,6 +95,30 @@ const paymentsBenchmark: Benchmark = async () => {
       });
       rows.push({ name: `${name} p99`, value: measured.p99Ms, unit: 'ms' });
     }
+
+    // The dashboard home's figures: one user's page load at a time, so requests one after another on
+    // one connection (a closed loop of 100 would only measure the queue), beside the history page
+    // the same way.
+    await section('account summary', async () => {
+      const summary = await sequentialLatency(`${base}/account/summary?days=30`, auth, SEQUENTIAL);
+      const history = await sequentialLatency(
+        `${base}/payment/history/${v.WALLET}?limit=50`,
+        auth,
+        SEQUENTIAL,
+      );
+      rows.push({
+        name: 'GET /account/summary (30 days, 100k payments) p50',
+        value: summary.p50Ms,
+        unit: 'ms',
+        reference: { name: 'history page, one at a time', value: history.p50Ms },
+      });
+      rows.push({
+        name: 'GET /account/summary (30 days, 100k payments) p99',
+        value: summary.p99Ms,
+        unit: 'ms',
+        reference: { name: 'history page, one at a time', value: history.p99Ms },
+      });
+    });
 
     await section('sends and receives', async () => {
       const proofs: string[] = [];
@@ -211,6 +237,25 @@ const paymentsBenchmark: Benchmark = async () => {
 };
 
 /** A part that fails is reported and skipped, so the figures of the other parts still print. */
+/** Requests measured one after another (after 10 unmeasured), p50 and p99 of their answer times. */
+async function sequentialLatency(
+  url: string,
+  headers: Record<string, string>,
+  count: number,
+): Promise<{ p50Ms: number; p99Ms: number }> {
+  const times: number[] = [];
+  for (let i = 0; i < count + 10; i++) {
+    const started = performance.now();
+    const res = await fetch(url, { headers });
+    await res.arrayBuffer();
+    if (!res.ok) throw new Error(`${url} answered ${res.status}`);
+    if (i >= 10) times.push(performance.now() - started);
+  }
+  times.sort((a, b) => a - b);
+  const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0;
+  return { p50Ms: at(0.5), p99Ms: at(0.99) };
+}
+
 async function section(name: string, work: () => Promise<void>): Promise<void> {
   try {
     await work();

@@ -858,6 +858,11 @@ export interface operations {
                                 atomic: string;
                                 count: number;
                             };
+                            refunded: {
+                                amount: string;
+                                atomic: string;
+                                count: number;
+                            };
                             sent: {
                                 amount: string;
                                 atomic: string;
@@ -871,6 +876,11 @@ export interface operations {
                             decimals: number;
                             network: string;
                             received: {
+                                amount: string;
+                                atomic: string;
+                                count: number;
+                            };
+                            refunded: {
                                 amount: string;
                                 atomic: string;
                                 count: number;
@@ -892,6 +902,7 @@ export interface operations {
                             count: number;
                             decimals: number;
                             network: string;
+                            refunded: string;
                             resource: string;
                             symbol: string | null;
                         }[];

@@ -120,6 +120,15 @@ export function HomePage() {
                       {formatMoney(a.received.amount, a.symbol, a.asset)} ·{' '}
                       {a.received.count.toLocaleString()} {a.received.count === 1 ? 'payment' : 'payments'}
                     </dd>
+                    {a.refunded.count > 0 && (
+                      <>
+                        <dt>Refunded</dt>
+                        <dd title={`${a.refunded.amount} ${unitOf(a)}`} data-testid="refunded">
+                          {formatMoney(a.refunded.amount, a.symbol, a.asset)} ·{' '}
+                          {a.refunded.count.toLocaleString()} {a.refunded.count === 1 ? 'refund' : 'refunds'}
+                        </dd>
+                      </>
+                    )}
                     <dt>Sent</dt>
                     <dd title={`${a.sent.amount} ${unitOf(a)}`} data-testid="sent">
                       {formatMoney(a.sent.amount, a.symbol, a.asset)} · {a.sent.count.toLocaleString()}{' '}
@@ -196,7 +205,15 @@ export function HomePage() {
                       <td>
                         <code>{r.resource}</code>
                       </td>
-                      <td title={`${r.amount} ${unitOf(r)}`}>{formatMoney(r.amount, r.symbol, r.asset)}</td>
+                      <td title={`${r.amount} ${unitOf(r)}`}>
+                        {formatMoney(r.amount, r.symbol, r.asset)}
+                        {r.refunded !== '0' && (
+                          <span className="hint">
+                            {' '}
+                            (after {formatMoney(r.refunded, r.symbol, r.asset)} refunded)
+                          </span>
+                        )}
+                      </td>
                       <td>{r.count.toLocaleString()}</td>
                     </tr>
                   ))}

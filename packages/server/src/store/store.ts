@@ -100,6 +100,8 @@ export interface AssetVolume {
   /** Unix ms of the UTC day's start. */
   readonly day: number;
   readonly direction: PaymentDirection;
+  /** Refunds (sent back to the payer of a received payment) apart from other payments. */
+  readonly refund: boolean;
   readonly network: string;
   /** The token; null: the network's native currency. */
   readonly asset: { readonly address: string; readonly decimals: number } | null;
@@ -123,6 +125,11 @@ export interface PaymentVolumeRepository {
   byDay(accountId: string, since: number, until: number): Promise<AssetVolume[]>;
   /** Received revenue by resource: the `perAsset` highest earners of each network and asset. */
   topResources(accountId: string, since: number, until: number, perAsset: number): Promise<ResourceRevenue[]>;
+  /**
+   * What was refunded (paid refunds) of the received payments for each resource made in the range,
+   * whenever the refunds were made; `count` is the number of refunds.
+   */
+  refundsByResource(accountId: string, since: number, until: number): Promise<ResourceRevenue[]>;
 }
 
 export interface AccountRepository {

@@ -9,6 +9,13 @@ const Amount = {
   atomic: Type.String({ description: 'Atomic units (lamports, wei, token base units), exact decimal text.' }),
 };
 const Flow = Type.Object({ ...Amount, count: Type.Integer({ description: 'Paid payments counted.' }) });
+const Flows = {
+  received: Type.Object(Flow.properties, { description: 'Every paid payment in.' }),
+  sent: Type.Object(Flow.properties, { description: 'Paid payments out, refunds apart.' }),
+  refunded: Type.Object(Flow.properties, {
+    description: 'Paid refunds: money given back to the payers of received payments.',
+  }),
+};
 const AssetName = {
   network: Type.String(),
   asset: Type.Union([Type.String(), Type.Null()], {
@@ -25,7 +32,7 @@ export const AccountSummarySchema = Type.Object(
     from: Type.Integer({ description: 'Unix ms: the start of the first UTC day counted.' }),
     to: Type.Integer({ description: 'Unix ms: when the summary was made.' }),
     days: Type.Integer(),
-    assets: Type.Array(Type.Object({ ...AssetName, received: Flow, sent: Flow }), {
+    assets: Type.Array(Type.Object({ ...AssetName, ...Flows }), {
       description:
         'Totals per network and asset over the window; the native currency first within a network.',
     }),
@@ -33,14 +40,25 @@ export const AccountSummarySchema = Type.Object(
       Type.Object({
         date: Type.String({ description: 'The UTC day, YYYY-MM-DD.' }),
         ...AssetName,
-        received: Flow,
-        sent: Flow,
+        ...Flows,
       }),
       { description: 'Per UTC day and asset, only days with a paid payment, oldest first.' },
     ),
     topResources: Type.Array(
-      Type.Object({ resource: Type.String(), ...AssetName, ...Amount, count: Type.Integer() }),
-      { description: 'The ten resources that earned most in each asset (received payments), highest first.' },
+      Type.Object({
+        resource: Type.String(),
+        ...AssetName,
+        ...Amount,
+        count: Type.Integer({ description: 'Paid sales of the resource.' }),
+        refunded: Type.String({
+          description:
+            'Whole units refunded of those sales (exact decimal text), already taken off `amount`.',
+        }),
+      }),
+      {
+        description:
+          'The ten resources that earned most in each asset, highest first: paid received payments naming the resource, less what was refunded of them.',
+      },
     ),
   },
   { $id: 'AccountSummary', title: 'AccountSummary' },

@@ -24,21 +24,33 @@ export interface AssetName {
   readonly decimals: number;
 }
 
-export interface AssetTotals extends AssetName {
-  readonly received: ShownAmount & { readonly count: number };
-  readonly sent: ShownAmount & { readonly count: number };
+/** Money in one direction: how much, and in how many payments. */
+export type Flow = ShownAmount & { readonly count: number };
+
+/**
+ * Received: every paid payment in. Sent: paid payments out, refunds apart. Refunded: paid refunds,
+ * money given back to the payers of received payments (so received − refunded is what was kept).
+ */
+export interface Flows {
+  readonly received: Flow;
+  readonly sent: Flow;
+  readonly refunded: Flow;
 }
 
-export interface DayVolume extends AssetName {
+export interface AssetTotals extends AssetName, Flows {}
+
+export interface DayVolume extends AssetName, Flows {
   /** The UTC day, `YYYY-MM-DD`. */
   readonly date: string;
-  readonly received: ShownAmount & { readonly count: number };
-  readonly sent: ShownAmount & { readonly count: number };
 }
 
+/** A resource's revenue: what its sales brought in, less what was refunded of them. */
 export interface TopResource extends AssetName, ShownAmount {
   readonly resource: string;
+  /** Paid sales. */
   readonly count: number;
+  /** Refunded of those sales, whole units (exact decimal text); already taken off `amount`. */
+  readonly refunded: string;
 }
 
 export interface AccountSummary {
@@ -70,9 +82,12 @@ export class AccountSummaryService {
   async summary(accountId: string, days: number): Promise<AccountSummary> {
     const to = this.now();
     const from = Math.floor(to / DAY_MS) * DAY_MS - (days - 1) * DAY_MS;
-    const [volume, top] = await Promise.all([
+    // Ranked by what sales brought in, then net of refunds: twice as many asked for, so a resource
+    // refunded away drops out of the ten rather than leaving a gap.
+    const [volume, top, refunds] = await Promise.all([
       this.deps.store.paymentVolume.byDay(accountId, from, to + 1),
-      this.deps.store.paymentVolume.topResources(accountId, from, to + 1, TOP_RESOURCES),
+      this.deps.store.paymentVolume.topResources(accountId, from, to + 1, TOP_RESOURCES * 2),
+      this.deps.store.paymentVolume.refundsByResource(accountId, from, to + 1),
     ]);
     return {
       from,
@@ -80,7 +95,7 @@ export class AccountSummaryService {
       days,
       assets: this.totals(volume),
       daily: this.daily(volume),
-      topResources: top.map((r) => this.topResource(r)),
+      topResources: this.topResources(top, refunds),
     };
   }
 
@@ -93,7 +108,7 @@ export class AccountSummaryService {
         entry = { name: this.nameOf(row), sums: emptySums() };
         byAsset.set(key, entry);
       }
-      add(entry.sums, row.direction, row.amount, row.count);
+      add(entry.sums, row, row.amount, row.count);
     }
     return [...byAsset.values()]
       .map(({ name, sums }) => ({ ...name, ...shownSums(sums, name.decimals) }))
@@ -109,7 +124,7 @@ export class AccountSummaryService {
         entry = { day: row.day, name: this.nameOf(row), sums: emptySums() };
         byDay.set(key, entry);
       }
-      add(entry.sums, row.direction, row.amount, row.count);
+      add(entry.sums, row, row.amount, row.count);
     }
     return [...byDay.values()]
       .sort((a, b) => a.day - b.day || byNetworkThenAsset(a.name, b.name))
@@ -120,15 +135,39 @@ export class AccountSummaryService {
       }));
   }
 
-  private topResource(row: ResourceRevenue): TopResource {
-    const name = this.nameOf(row);
-    return {
-      resource: row.resource,
-      ...name,
-      amount: atomicToDecimalText(row.amount, name.decimals),
-      atomic: row.amount.toString(),
-      count: row.count,
-    };
+  /** Each asset's highest earners net of refunds, highest first; ties by resource. */
+  private topResources(
+    sales: readonly ResourceRevenue[],
+    refunds: readonly ResourceRevenue[],
+  ): TopResource[] {
+    const key = (r: ResourceRevenue) => `${assetKey(r)}|${r.resource}`;
+    const refunded = new Map(refunds.map((r) => [key(r), r.amount]));
+    const byAsset = new Map<string, { net: bigint; back: bigint; row: ResourceRevenue }[]>();
+    for (const row of sales) {
+      const back = refunded.get(key(row)) ?? 0n;
+      const net = row.amount > back ? row.amount - back : 0n;
+      const list = byAsset.get(assetKey(row)) ?? [];
+      list.push({ net, back, row });
+      byAsset.set(assetKey(row), list);
+    }
+    const shown: TopResource[] = [];
+    for (const list of byAsset.values()) {
+      list.sort((a, b) =>
+        a.net === b.net ? (a.row.resource < b.row.resource ? -1 : 1) : a.net > b.net ? -1 : 1,
+      );
+      for (const { net, back, row } of list.slice(0, TOP_RESOURCES)) {
+        const name = this.nameOf(row);
+        shown.push({
+          resource: row.resource,
+          ...name,
+          amount: atomicToDecimalText(net, name.decimals),
+          atomic: net.toString(),
+          count: row.count,
+          refunded: atomicToDecimalText(back, name.decimals),
+        });
+      }
+    }
+    return shown;
   }
 
   /** The asset's symbol and decimals: the network's native currency, or a token it lists. */
@@ -155,40 +194,40 @@ export class AccountSummaryService {
   }
 }
 
-interface Sums {
-  received: bigint;
-  receivedCount: number;
-  sent: bigint;
-  sentCount: number;
-}
+type FlowName = keyof Flows;
+type Sums = Record<FlowName, { amount: bigint; count: number }>;
 
 function emptySums(): Sums {
-  return { received: 0n, receivedCount: 0, sent: 0n, sentCount: 0 };
-}
-
-function add(sums: Sums, direction: PaymentDirection, amount: bigint, count: number): void {
-  if (direction === 'received') {
-    sums.received += amount;
-    sums.receivedCount += count;
-  } else {
-    sums.sent += amount;
-    sums.sentCount += count;
-  }
-}
-
-function shownSums(sums: Sums, decimals: number): Pick<AssetTotals, 'received' | 'sent'> {
   return {
-    received: {
-      amount: atomicToDecimalText(sums.received, decimals),
-      atomic: sums.received.toString(),
-      count: sums.receivedCount,
-    },
-    sent: {
-      amount: atomicToDecimalText(sums.sent, decimals),
-      atomic: sums.sent.toString(),
-      count: sums.sentCount,
-    },
+    received: { amount: 0n, count: 0 },
+    sent: { amount: 0n, count: 0 },
+    refunded: { amount: 0n, count: 0 },
   };
+}
+
+/** Which flow a payment is in: received, a refund given back, or sent. */
+function flowOf(row: { direction: PaymentDirection; refund: boolean }): FlowName {
+  return row.direction === 'received' ? 'received' : row.refund ? 'refunded' : 'sent';
+}
+
+function add(
+  sums: Sums,
+  row: { direction: PaymentDirection; refund: boolean },
+  amount: bigint,
+  count: number,
+): void {
+  const flow = sums[flowOf(row)];
+  flow.amount += amount;
+  flow.count += count;
+}
+
+function shownSums(sums: Sums, decimals: number): Flows {
+  const shown = (flow: { amount: bigint; count: number }): Flow => ({
+    amount: atomicToDecimalText(flow.amount, decimals),
+    atomic: flow.amount.toString(),
+    count: flow.count,
+  });
+  return { received: shown(sums.received), sent: shown(sums.sent), refunded: shown(sums.refunded) };
 }
 
 function assetKey(row: { network: string; asset: { address: string } | null }): string {

@@ -11,14 +11,30 @@ import { type RawBuilder, sql } from 'kysely';
 
 /** Digits per piece. */
 const PIECE_DIGITS = 9;
-/** Pieces per amount: 9 × 9 = 81 digits hold any uint256 (78 digits). */
+/** Pieces per amount at most: 9 × 9 = 81 digits hold any uint256 (78 digits). */
 const PIECES = 9;
 
-/** The select expressions `piece0` … `piece8` (lowest first) of `sum(column)`; name them with `as`. */
-export function sumPieces(column: string): RawBuilder<unknown>[] {
+/**
+ * The pieces that amounts of up to `digits` digits need: 2 for anything below 10^18 (every amount of
+ * a 6- or 9-decimal asset, and most of an 18-decimal one), up to 9. Each piece costs a CASE per row, so
+ * a query sums as few as the amounts it reads need: ask with `FEW_PIECES`, select `longestOf(column)`
+ * beside them, and ask again with `piecesFor(longest)` when an amount was longer.
+ */
+export function piecesFor(digits: number): number {
+  return Math.min(PIECES, Math.max(1, Math.ceil(digits / PIECE_DIGITS)));
+}
+export const FEW_PIECES = 2;
+
+/** `max(length(column))`, named `longest`: whether the pieces summed were enough (see piecesFor). */
+export function longestOf(column: string): RawBuilder<unknown> {
+  return sql`max(length(${sql.ref(column)})) as longest`;
+}
+
+/** The select expressions `piece0` … (lowest first) of `sum(column)`, each named; `count` of them. */
+export function sumPieces(column: string, count = PIECES): RawBuilder<unknown>[] {
   const value = sql.ref(column);
   const pieces: RawBuilder<unknown>[] = [];
-  for (let i = 0; i < PIECES; i++) {
+  for (let i = 0; i < count; i++) {
     const low = PIECE_DIGITS * i; // digits to the right of this piece
     const high = low + PIECE_DIGITS;
     // The piece is the digits at positions (len - high, len - low] (1-based: len-high+1 … len-low),
@@ -27,13 +43,15 @@ export function sumPieces(column: string): RawBuilder<unknown>[] {
       when length(${value}) <= ${sql.lit(low)} then 0
       when length(${value}) <= ${sql.lit(high)} then cast(substr(${value}, 1, length(${value}) - ${sql.lit(low)}) as bigint)
       else cast(substr(${value}, length(${value}) - ${sql.lit(high - 1)}, ${sql.lit(PIECE_DIGITS)}) as bigint)
-    end)`);
+    end) as ${sql.ref(`piece${i}`)}`);
   }
   return pieces;
 }
 
-/** The names `sumPieces` expressions are selected as. */
-export const PIECE_NAMES = Array.from({ length: PIECES }, (_, i) => `piece${i}`);
+/** Whether a row summed with `count` pieces held an amount longer than they cover. */
+export function needsMorePieces(row: Readonly<Record<string, unknown>>, count: number): boolean {
+  return Number(row.longest ?? 0) > count * PIECE_DIGITS;
+}
 
 /** The exact total from a row's piece sums (numbers from SQLite, numeric text from PostgreSQL). */
 export function joinPieces(row: Readonly<Record<string, unknown>>): bigint {

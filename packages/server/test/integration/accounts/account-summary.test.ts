@@ -50,7 +50,7 @@ describe('account summary: volume, totals and top resources from real payments',
     const flow = (amount: string, atomic: string, count: number) => ({ amount, atomic, count });
     const sol = { network: f.chain.adapter.info.id, asset: null, symbol: 'SOL', decimals: 9 };
     assert.deepEqual(s.assets, [
-      { ...sol, received: flow('0.4', '400000000', 3), sent: flow('0', '0', 0) },
+      { ...sol, received: flow('0.4', '400000000', 3), sent: flow('0', '0', 0), refunded: flow('0', '0', 0) },
     ]);
     assert.deepEqual(s.daily, [
       {
@@ -58,11 +58,12 @@ describe('account summary: volume, totals and top resources from real payments',
         ...sol,
         received: flow('0.4', '400000000', 3),
         sent: flow('0', '0', 0),
+        refunded: flow('0', '0', 0),
       },
     ]);
     assert.deepEqual(s.topResources, [
-      { resource: B, ...sol, amount: '0.25', atomic: '250000000', count: 1 },
-      { resource: A, ...sol, amount: '0.15', atomic: '150000000', count: 2 },
+      { resource: B, ...sol, amount: '0.25', atomic: '250000000', count: 1, refunded: '0' },
+      { resource: A, ...sol, amount: '0.15', atomic: '150000000', count: 2, refunded: '0' },
     ]);
   });
 

@@ -13,9 +13,7 @@ describe('review-30: the account summary after refunds', () => {
   });
   after(() => gw.close());
 
-  it('a payment refunded in full earns its resource nothing, and the refund is no spending', {
-    todo: 'review-30: the summary (store/kysely/payment-volume-repository.ts) adds confirmed payments by direction only: a refund counts as money the seller spent ("sent") and the refunded sale stays revenue of its resource in topResources, so a seller refunding everything is shown earning and spending the same amount',
-  }, async () => {
+  it('a payment refunded in full earns its resource nothing, and the refund is no spending', async () => {
     const { key, accountId } = await gw.newCaller('premium');
     const at = Date.now();
     const asset = { address: 'So1aNaUsdcMint1111111111111111111111111111', decimals: 6 };
@@ -57,7 +55,10 @@ describe('review-30: the account summary after refunds', () => {
       (r: { resource: string }) => r.resource === 'https://shop.example/report',
     );
     assert.equal(top?.atomic ?? '0', '0', 'a sale refunded in full is counted as earned');
+    assert.equal(top?.refunded, '2', 'what was refunded of the sales is shown beside them');
     const totals = summary.body.assets[0];
     assert.equal(totals?.sent.atomic ?? '0', '0', 'the refund is counted as spending');
+    assert.deepEqual(totals?.refunded, { amount: '2', atomic: '2000000', count: 1 });
+    assert.equal(totals?.received.atomic, '2000000', 'received stays what came in');
   });
 });
