@@ -416,7 +416,50 @@ export class Gate402Client {
     return this.#call('deleteKeySpendPolicy', { path: { keyId }, options });
   }
 
-  async #call<N extends OperationName>(name: N, parts: CallParts): Promise<ResponseBody<N>> {
+  /**
+   * GET /payment/export: the account's payments of a date range (one wallet or all), oldest first, as
+   * CSV or JSON Lines, streamed: the body is read as the caller reads it, so a million rows never sit in
+   * memory. The time limit applies until the answer starts; `options.signal` stops the download.
+   */
+  async exportPayments(
+    query: QueryParameters<'exportPayments'> = {},
+    options?: RequestOptions,
+  ): Promise<ReadableStream<Uint8Array>> {
+    const url = this.#urlOf('exportPayments', { query });
+    const headers: Record<string, string> = { accept: 'text/csv, application/x-ndjson, application/json' };
+    if (this.#apiKey !== undefined) headers.authorization = `Bearer ${this.#apiKey}`;
+    const deadline = new AbortController();
+    const timer = setTimeout(
+      () => deadline.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+      this.#timeoutMs,
+    );
+    const stop = new AbortController();
+    deadline.signal.addEventListener('abort', () => stop.abort(deadline.signal.reason), { once: true });
+    options?.signal?.addEventListener('abort', () => stop.abort(options.signal?.reason), { once: true });
+    let response: Response;
+    try {
+      response = await this.#fetch(url, { method: 'GET', headers, signal: stop.signal });
+    } catch (error) {
+      throw new Gate402TransportError(`GET /payment/export: ${describe(error)}`, { cause: error });
+    } finally {
+      clearTimeout(timer);
+    }
+    if (response.ok && response.body !== null) return response.body;
+    const text = await response.text().catch(() => '');
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    if (isErrorBody(json)) throw new Gate402Error(response.status, json);
+    throw new Gate402TransportError(`GET /payment/export answered ${response.status} without an error body`, {
+      status: response.status,
+    });
+  }
+
+  /** Where an operation is served, with the call's path parameters and query. */
+  #urlOf(name: OperationName, parts: CallParts): URL {
     const operation: { method: HttpMethod; path: string } = OPERATIONS[name];
     const url = new URL(this.url);
     const basePath = url.pathname.replace(/\/$/, '');
@@ -426,6 +469,12 @@ export class Gate402Client {
     for (const [key, value] of Object.entries(parts.query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, String(value));
     }
+    return url;
+  }
+
+  async #call<N extends OperationName>(name: N, parts: CallParts): Promise<ResponseBody<N>> {
+    const operation: { method: HttpMethod; path: string } = OPERATIONS[name];
+    const url = this.#urlOf(name, parts);
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.#apiKey !== undefined) headers.authorization = `Bearer ${this.#apiKey}`;
     if (parts.body !== undefined) headers['content-type'] = 'application/json';

@@ -27,6 +27,7 @@ export const OPERATIONS = {
   proofKeys: { operationId: 'getProofKeys', method: 'get', path: '/.well-known/gate402.json' },
   account: { operationId: 'getAccount', method: 'get', path: '/account' },
   accountSummary: { operationId: 'getAccountSummary', method: 'get', path: '/account/summary' },
+  exportPayments: { operationId: 'exportPayments', method: 'get', path: '/payment/export' },
   networks: { operationId: 'listNetworks', method: 'get', path: '/networks' },
   faucet: { operationId: 'fundFromFaucet', method: 'post', path: '/faucet' },
   createWallet: { operationId: 'createWallet', method: 'post', path: '/wallets' },

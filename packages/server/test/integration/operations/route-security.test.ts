@@ -18,7 +18,7 @@ function request(route: { method: string; url: string }, headers: Record<string,
  */
 describe('every authenticated route', () => {
   let gw: TestGateway;
-  let routes: { method: string; url: string }[];
+  let routes: { method: string; url: string; keyOptional: boolean }[];
   let revokedKey: string;
   let noAccessKey: string;
 
@@ -33,7 +33,13 @@ describe('every authenticated route', () => {
     routes = Object.entries(doc.paths).flatMap(([path, operations]) =>
       Object.entries(operations)
         .filter(([, op]) => op.security !== undefined)
-        .map(([method, op]) => ({ method: method.toUpperCase(), url: path.replace(/\{[^}]+\}/g, 'x'), op })),
+        .map(([method, op]) => ({
+          method: method.toUpperCase(),
+          url: path.replace(/\{[^}]+\}/g, 'x'),
+          op,
+          // `{}` among the alternatives: the route also answers without a key (the x402 bazaar listing).
+          keyOptional: (op.security ?? []).some((s) => Object.keys(s as object).length === 0),
+        })),
     );
     const revoked = await gw.newCaller('premium');
     const [record] = await gw.accounts.listKeys(revoked.accountId);
@@ -48,9 +54,17 @@ describe('every authenticated route', () => {
     assert.ok(routes.some((r) => r.method === 'GET' && r.url === '/account'));
   });
 
-  it('answers 401 without a key, with a revoked key, and with garbage', async () => {
+  it('opens no route to callers without a key but the x402 bazaar listing and search', () => {
+    assert.deepEqual(
+      routes.filter((r) => r.keyOptional).map((r) => `${r.method} ${r.url}`),
+      ['GET /facilitator/discovery/resources', 'GET /facilitator/discovery/search'],
+    );
+  });
+
+  it('answers 401 without a key (unless the route is open without one), with a revoked key, and with garbage', async () => {
     for (const route of routes) {
-      for (const headers of [{}, bearer(revokedKey), { authorization: 'Bearer ../../etc/passwd' }]) {
+      const asked = [bearer(revokedKey), { authorization: 'Bearer ../../etc/passwd' }];
+      for (const headers of route.keyOptional ? asked : [{}, ...asked]) {
         const res = await gw.app.inject(request(route, headers));
         assert.equal(res.statusCode, 401, `${route.method} ${route.url}`);
         assert.equal(res.json().error.code, 'UNAUTHORIZED');
