@@ -251,6 +251,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       prefix: DASHBOARD_API_PREFIX,
       auth: deps.dashboard.auth,
       services,
+      store: deps.store,
       networks: deps.networks,
       rateLimiter: deps.rateLimiter,
       policy,

@@ -5,6 +5,7 @@ import type { RateLimiter } from '../../ratelimit/rate-limiter.ts';
 import type { AccessPolicy } from '../../services/accounts/access-policy.ts';
 import type { DashboardAuthService } from '../../services/dashboard-auth/dashboard-auth-service.ts';
 import type { GatewayServices } from '../../services/gateway-services.ts';
+import type { Store } from '../../store/store.ts';
 import type { Door } from '../doors.ts';
 import { dashboardAccountRoutes } from './dashboard-account-routes.ts';
 import { dashboardAuthRoutes } from './dashboard-auth-routes.ts';
@@ -23,6 +24,8 @@ export const DASHBOARD_API_PREFIX = '/dashboard/api';
 export interface DashboardApiDeps {
   readonly auth: DashboardAuthService;
   readonly services: GatewayServices;
+  /** Dashboard idempotency keys (dashboard-idempotency.ts). */
+  readonly store: Store;
   readonly networks: NetworkRegistry;
   readonly rateLimiter: RateLimiter;
   /** The access policy the API asks too: a dashboard route of a feature needs the plan to grant it. */
@@ -60,7 +63,11 @@ export async function dashboardApi(app: FastifyInstance, deps: DashboardApiDeps)
     faucet: services.faucet,
     networks: deps.networks,
   });
-  await app.register(dashboardPaymentRoutes, { query: services.query, refunds: services.refunds });
+  await app.register(dashboardPaymentRoutes, {
+    query: services.query,
+    refunds: services.refunds,
+    store: deps.store,
+  });
   await app.register(dashboardExportRoutes, { exports: services.exports });
   if (deps.events !== undefined) {
     await app.register(dashboardLivePayments, {

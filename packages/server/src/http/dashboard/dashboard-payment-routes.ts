@@ -5,14 +5,16 @@ import { explorerTransactionUrl } from '../../chains/chain-families.ts';
 import { PAYMENT_STATUSES } from '../../domain/payment-status.ts';
 import type { PaymentQueryService } from '../../services/payments/payment-query.ts';
 import type { RefundService } from '../../services/payments/refunds/refund-service.ts';
+import type { Store } from '../../store/store.ts';
 import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
 import { MAX_REFUND_REASON_LENGTH } from '../routes/refunds.ts';
+import { onceByDashboardKey } from './dashboard-idempotency.ts';
 import { dashboardUserOf } from './dashboard-session.ts';
 
 /** Payment history across the account's wallets, with filters and pages, and one payment in full. */
 export async function dashboardPaymentRoutes(
   app: FastifyInstance,
-  opts: { query: PaymentQueryService; refunds: RefundService },
+  opts: { query: PaymentQueryService; refunds: RefundService; store: Store },
 ) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
@@ -62,7 +64,8 @@ export async function dashboardPaymentRoutes(
   );
 
   // The Refund button's dialog (POST /payment/refund for the session's account). The dialog makes one
-  // `idempotencyKey` when it opens, so a confirmation sent twice (a retry after a lost answer) is one refund.
+  // `idempotencyKey` when it opens, so a confirmation sent twice (a retry after a lost answer, or two at
+  // once) is one refund: the second gets the first's answer, or 409 while the first still runs.
   // No API key: only the account's spend policy binds it.
   r.post(
     '/payments/:paymentId/refund',
@@ -80,14 +83,16 @@ export async function dashboardPaymentRoutes(
         ),
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { amount, reason, idempotencyKey } = request.body;
-      return opts.refunds.refund(
-        dashboardUserOf(request).accountId,
-        request.params.paymentId,
-        { amount, reason },
-        `dashboard-${idempotencyKey}`,
-        null,
+      const { accountId } = dashboardUserOf(request);
+      const key = `dashboard-${idempotencyKey}`;
+      const { paymentId } = request.params;
+      return onceByDashboardKey(
+        opts.store,
+        reply,
+        { accountId, key, request: { refund: paymentId, amount, reason } },
+        () => opts.refunds.refund(accountId, paymentId, { amount, reason }, key, null),
       );
     },
   );
