@@ -315,6 +315,13 @@ export const SETTINGS = {
     fallback: () => 1_000,
     parse: integerIn(0, 1_000_000),
   }),
+  x402DiscoveryMaxAgeDays: setting({
+    env: 'X402_DISCOVERY_MAX_AGE_DAYS',
+    description:
+      "Days a resource stays in the built-in facilitator's `bazaar` discovery catalogue after it was last paid for through it. Older ones are no longer listed, no longer count against X402_DISCOVERY_MAX_PER_ACCOUNT, and are deleted when their account next catalogues a new resource; a new settle lists the resource again.",
+    fallback: () => 30,
+    parse: integerIn(1, 3_650),
+  }),
   sendAmountBounds: setting<SendAmountBoundsTable>({
     env: 'SEND_AMOUNT_BOUNDS',
     description:

@@ -241,6 +241,7 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
       discovery: {
         publicListing: config.x402DiscoveryPublic,
         maxPerAccount: config.x402DiscoveryMaxPerAccount,
+        maxAgeMs: config.x402DiscoveryMaxAgeDays * 86_400_000,
       },
       ...(metrics === undefined ? {} : { confirmations: metrics, sponsoredFees: metrics }),
       ...(overrides.facilitatorHooks === undefined

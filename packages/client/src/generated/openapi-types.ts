@@ -700,6 +700,7 @@ export interface components {
             extensions: {
                 [key: string]: unknown;
             };
+            iconUrl?: string;
             lastUpdated: string;
             mimeType?: string;
             resource: string;

@@ -155,7 +155,7 @@ export function createServices(parts: ServiceParts): GatewayServices {
     facilitator,
     discovery: new DiscoveryCatalogue({
       repository: store.discovery,
-      settings: parts.discovery ?? { publicListing: true, maxPerAccount: 1_000 },
+      settings: parts.discovery ?? { publicListing: true, maxPerAccount: 1_000, maxAgeMs: 30 * 86_400_000 },
       now,
     }),
     // A request waits for another with its identifier at most as long as that one's settle may wait.

@@ -322,6 +322,8 @@ export interface DiscoveryResourcesTable {
   service_name: string | null;
   /** JSON array of strings. */
   tags: string | null;
+  /** Migration 0032. */
+  icon_url: string | null;
   network: string;
   scheme: string;
   pay_to: string;

@@ -7,7 +7,10 @@ import type { Store } from '../../src/store/store.ts';
 import { SKIP_POSTGRES, type TempStorage, tempPostgres, tempSqlite } from '../support/databases.ts';
 import { aTestAccount } from '../support/test-account.ts';
 
-/** The bazaar catalogue's repository (migration 0023), the same assertions on SQLite and PostgreSQL. */
+/** A bound of `maxPerAccount` new resources per account, nothing stale. */
+const room = (maxPerAccount: number) => ({ maxPerAccount, staleBefore: 0 });
+
+/** The bazaar catalogue's repository (migrations 0023, 0032), the same assertions on SQLite and PostgreSQL. */
 function describeDiscoveryContract(name: string, storage: () => Promise<TempStorage>, options = {}) {
   describe(`discovery repository: ${name}`, options, () => {
     let store: Store;
@@ -25,6 +28,7 @@ function describeDiscoveryContract(name: string, storage: () => Promise<TempStor
       mimeType: 'application/json',
       serviceName: null,
       tags: ['weather', 'forecast'],
+      iconUrl: 'https://shop.example/icon.png',
       network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1',
       scheme: 'exact',
       payTo: 'PayToAddress111',
@@ -50,8 +54,8 @@ function describeDiscoveryContract(name: string, storage: () => Promise<TempStor
     });
 
     it('stores a resource and reads it back exactly; a later declaration of it replaces it, keeping when it was first seen', async () => {
-      assert.equal(await store.discovery.upsert(resource(a), 10), true);
-      const first = await store.discovery.list({ accountId: a, limit: 10, offset: 0 });
+      assert.equal(await store.discovery.upsert(resource(a), room(10)), true);
+      const first = await store.discovery.list({ updatedSince: 0, accountId: a, limit: 10, offset: 0 });
       assert.deepEqual(first, { items: [resource(a)], total: 1 });
       const later = resource(a, {
         description: 'Weather, now hourly',
@@ -59,8 +63,13 @@ function describeDiscoveryContract(name: string, storage: () => Promise<TempStor
         createdAt: 2_000,
         updatedAt: 2_000,
       });
-      assert.equal(await store.discovery.upsert(later, 10), true);
-      const { items, total } = await store.discovery.list({ accountId: a, limit: 10, offset: 0 });
+      assert.equal(await store.discovery.upsert(later, room(10)), true);
+      const { items, total } = await store.discovery.list({
+        updatedSince: 0,
+        accountId: a,
+        limit: 10,
+        offset: 0,
+      });
       assert.equal(total, 1);
       assert.deepEqual(items[0], { ...later, createdAt: 1_000 });
     });
@@ -68,30 +77,52 @@ function describeDiscoveryContract(name: string, storage: () => Promise<TempStor
     it('keeps at most the bound of new resources per account; an update needs no room; accounts are apart', async () => {
       const other = (n: number) =>
         resource(a, { resource: `https://shop.example/r${n}`, updatedAt: 3_000 + n });
-      assert.equal(await store.discovery.upsert(other(1), 2), true);
-      assert.equal(await store.discovery.upsert(other(2), 2), false, 'the account holds 2: full');
-      assert.equal(await store.discovery.upsert({ ...other(1), description: 'again' }, 2), true);
-      assert.equal(await store.discovery.upsert(resource(b), 1), true, "b's room is b's own");
+      assert.equal(await store.discovery.upsert(other(1), room(2)), true);
+      assert.equal(await store.discovery.upsert(other(2), room(2)), false, 'the account holds 2: full');
+      assert.equal(await store.discovery.upsert({ ...other(1), description: 'again' }, room(2)), true);
+      assert.equal(await store.discovery.upsert(resource(b), room(1)), true, "b's room is b's own");
       // An MCP tool of the same URL is another resource.
-      assert.equal(await store.discovery.upsert(resource(b, { tool: 'forecast', type: 'mcp' }), 2), true);
-      assert.equal((await store.discovery.list({ accountId: b, limit: 10, offset: 0 })).total, 2);
+      assert.equal(
+        await store.discovery.upsert(resource(b, { tool: 'forecast', type: 'mcp' }), room(2)),
+        true,
+      );
+      assert.equal(
+        (await store.discovery.list({ updatedSince: 0, accountId: b, limit: 10, offset: 0 })).total,
+        2,
+      );
     });
 
     it('lists newest first, filters exactly, pages with the total, and over all accounts without one', async () => {
-      const all = await store.discovery.list({ limit: 100, offset: 0 });
+      const all = await store.discovery.list({ updatedSince: 0, limit: 100, offset: 0 });
       assert.equal(all.total, 4);
       const times = all.items.map((i) => i.updatedAt);
       assert.deepEqual(
         times,
         [...times].sort((x, y) => y - x),
       );
-      assert.equal((await store.discovery.list({ type: 'mcp', limit: 10, offset: 0 })).total, 1);
-      assert.equal((await store.discovery.list({ network: 'eip155:1', limit: 10, offset: 0 })).total, 0);
-      assert.equal((await store.discovery.list({ payTo: 'PayToAddress111', limit: 10, offset: 0 })).total, 4);
-      assert.equal((await store.discovery.list({ scheme: 'upto', limit: 10, offset: 0 })).total, 0);
-      const page = await store.discovery.list({ limit: 1, offset: 3 });
+      assert.equal(
+        (await store.discovery.list({ updatedSince: 0, type: 'mcp', limit: 10, offset: 0 })).total,
+        1,
+      );
+      assert.equal(
+        (await store.discovery.list({ updatedSince: 0, network: 'eip155:1', limit: 10, offset: 0 })).total,
+        0,
+      );
+      assert.equal(
+        (await store.discovery.list({ updatedSince: 0, payTo: 'PayToAddress111', limit: 10, offset: 0 }))
+          .total,
+        4,
+      );
+      assert.equal(
+        (await store.discovery.list({ updatedSince: 0, scheme: 'upto', limit: 10, offset: 0 })).total,
+        0,
+      );
+      const page = await store.discovery.list({ updatedSince: 0, limit: 1, offset: 3 });
       assert.deepEqual([page.items.length, page.total], [1, 4]);
-      assert.deepEqual(await store.discovery.list({ limit: 10, offset: 4 }), { items: [], total: 4 });
+      assert.deepEqual(await store.discovery.list({ updatedSince: 0, limit: 10, offset: 4 }), {
+        items: [],
+        total: 4,
+      });
     });
 
     it('searches for every word as literal text: % and _ match only themselves', async () => {
@@ -103,7 +134,9 @@ function describeDiscoveryContract(name: string, storage: () => Promise<TempStor
         10,
       );
       const words = async (...w: string[]) =>
-        (await store.discovery.list({ words: w, limit: 10, offset: 0 })).items.map((i) => i.resource);
+        (await store.discovery.list({ updatedSince: 0, words: w, limit: 10, offset: 0 })).items.map(
+          (i) => i.resource,
+        );
       assert.deepEqual(await words('100%_off'), ['https://odd.example/100%_off']);
       assert.deepEqual(await words('100%'), ['https://odd.example/100%_off']);
       assert.deepEqual(await words('%'), ['https://odd.example/100%_off']);
@@ -113,9 +146,53 @@ function describeDiscoveryContract(name: string, storage: () => Promise<TempStor
       assert.deepEqual(await words('sale', 'odd'), ['https://odd.example/100%_off']);
       assert.deepEqual(await words('sale', 'weather'), []);
       assert.equal(
-        (await store.discovery.list({ accountId: a, words: ['sale'], limit: 10, offset: 0 })).total,
+        (await store.discovery.list({ updatedSince: 0, accountId: a, words: ['sale'], limit: 10, offset: 0 }))
+          .total,
         0,
       );
+    });
+
+    it('counts new resources of one account arriving at once one after another: the bound is exact', async () => {
+      const c = newId('acct');
+      await store.accounts.insert(aTestAccount(c));
+      const outcomes = await Promise.all(
+        Array.from({ length: 12 }, (_, n) =>
+          store.discovery.upsert(resource(c, { resource: `https://burst.example/r${n}` }), room(3)),
+        ),
+      );
+      assert.equal(outcomes.filter(Boolean).length, 3, JSON.stringify(outcomes));
+      assert.equal(
+        (await store.discovery.list({ updatedSince: 0, accountId: c, limit: 100, offset: 0 })).total,
+        3,
+      );
+    });
+
+    it('does not list stale resources, frees their room and deletes them when the account adds a new one', async () => {
+      const d = newId('acct');
+      await store.accounts.insert(aTestAccount(d));
+      const at = (n: number, updatedAt: number) =>
+        resource(d, { resource: `https://stale.example/r${n}`, createdAt: updatedAt, updatedAt });
+      assert.equal(await store.discovery.upsert(at(1, 100), room(2)), true);
+      assert.equal(await store.discovery.upsert(at(2, 200), room(2)), true);
+      const listed = async (since: number) =>
+        (await store.discovery.list({ updatedSince: since, accountId: d, limit: 10, offset: 0 })).items.map(
+          (i) => i.resource,
+        );
+      assert.deepEqual(await listed(150), ['https://stale.example/r2'], 'r1 is older than the listing keeps');
+      assert.equal(
+        await store.discovery.upsert(at(3, 300), { maxPerAccount: 2, staleBefore: 150 }),
+        true,
+        'r1 is stale: its room is free',
+      );
+      assert.deepEqual(
+        await listed(0),
+        ['https://stale.example/r3', 'https://stale.example/r2'],
+        'r1 was deleted',
+      );
+      assert.equal(await store.discovery.upsert(at(4, 400), { maxPerAccount: 2, staleBefore: 150 }), false);
+      // A stale resource paid for again is listed again (an update needs no room).
+      assert.equal(await store.discovery.upsert(at(2, 500), { maxPerAccount: 2, staleBefore: 450 }), true);
+      assert.deepEqual(await listed(450), ['https://stale.example/r2']);
     });
   });
 }

@@ -14,6 +14,8 @@ export interface DiscoveryRecord {
   readonly mimeType: string | null;
   readonly serviceName: string | null;
   readonly tags: readonly string[] | null;
+  /** The seller's `resource.iconUrl`, when one passed the listing's rules (services/facilitator/icon-url.ts). */
+  readonly iconUrl: string | null;
   /** The accepted requirements' network, scheme and payTo (the listing's filters). */
   readonly network: string;
   readonly scheme: string;
@@ -38,6 +40,8 @@ export interface DiscoveryQuery {
   readonly payTo?: string | undefined;
   /** Lower-case words that must all occur in the resource's search text. */
   readonly words?: readonly string[] | undefined;
+  /** Only resources last paid for at or after this time (ms): older entries are stale, not listed. */
+  readonly updatedSince: number;
   readonly limit: number;
   readonly offset: number;
 }
@@ -47,9 +51,14 @@ export interface DiscoveryRepository {
   /**
    * Writes the resource, replacing the account's row for the same resource and tool (the latest
    * declaration wins; `createdAt` stays the first one's). A new row is written only while the account has
-   * fewer than `maxPerAccount`: false when it was full, and nothing was written.
+   * fewer than `bound.maxPerAccount` rows updated at or after `bound.staleBefore`: false when it was full,
+   * and nothing was written. The account's rows older than that are deleted first. The bound is exact:
+   * declarations of new resources arriving at once, on any instance, are counted one after another.
    */
-  upsert(record: DiscoveryRecord, maxPerAccount: number): Promise<boolean>;
+  upsert(
+    record: DiscoveryRecord,
+    bound: { readonly maxPerAccount: number; readonly staleBefore: number },
+  ): Promise<boolean>;
   /** The page of resources the query names, newest first, and how many match in all. */
   list(query: DiscoveryQuery): Promise<{ items: DiscoveryRecord[]; total: number }>;
 }

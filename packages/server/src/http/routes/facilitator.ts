@@ -172,6 +172,12 @@ const DiscoveryResource = Type.Object(
     mimeType: Type.Optional(Type.String()),
     serviceName: Type.Optional(Type.String()),
     tags: Type.Optional(Type.Array(Type.String())),
+    iconUrl: Type.Optional(
+      Type.String({
+        description:
+          "The seller's `resource.iconUrl`: an http(s) URL on a DNS name (not an address, not this machine), at most 2,048 characters.",
+      }),
+    ),
     extensions: Type.Object(
       {},
       {

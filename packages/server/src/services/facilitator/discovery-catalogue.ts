@@ -4,6 +4,7 @@ import type {
   DiscoveryRecord,
   DiscoveryRepository,
 } from '../../domain/records/discovery-records.ts';
+import { safeIconUrl } from './icon-url.ts';
 
 /** The x402 extension this catalogue reads (specs/extensions/bazaar.md). */
 export const BAZAAR = 'bazaar';
@@ -31,6 +32,12 @@ export interface DiscoverySettings {
   readonly publicListing: boolean;
   /** X402_DISCOVERY_MAX_PER_ACCOUNT: resources one account may have catalogued. */
   readonly maxPerAccount: number;
+  /**
+   * X402_DISCOVERY_MAX_AGE_DAYS, in ms: a resource not paid for again within it is stale — no longer
+   * listed, no longer counted against the account's bound, and deleted when the account next catalogues
+   * a new one. A listing is a claim that the resource sells now; a seller gone quiet stops being shown.
+   */
+  readonly maxAgeMs: number;
 }
 
 /** The `bazaar` entry of an EXTENSION-RESPONSES header (specs/extensions/bazaar.md). */
@@ -50,6 +57,7 @@ export interface DiscoveryItem {
   mimeType?: string;
   serviceName?: string;
   tags?: string[];
+  iconUrl?: string;
   extensions: Record<string, unknown>;
 }
 
@@ -127,7 +135,7 @@ export class DiscoveryCatalogue {
     const at = this.deps.now();
     const stored = await this.deps.repository.upsert(
       { ...declared.record, accountId, createdAt: at, updatedAt: at },
-      this.deps.settings.maxPerAccount,
+      { maxPerAccount: this.deps.settings.maxPerAccount, staleBefore: at - this.deps.settings.maxAgeMs },
     );
     return stored
       ? { status: 'success' }
@@ -151,6 +159,7 @@ export class DiscoveryCatalogue {
       scheme: filters.scheme,
       payTo: filters.payTo,
       words,
+      updatedSince: this.deps.now() - this.deps.settings.maxAgeMs,
       limit: filters.limit,
       offset: filters.offset,
     };
@@ -170,6 +179,7 @@ function toItem(r: DiscoveryRecord): DiscoveryItem {
     ...(r.mimeType === null ? {} : { mimeType: r.mimeType }),
     ...(r.serviceName === null ? {} : { serviceName: r.serviceName }),
     ...(r.tags === null ? {} : { tags: [...r.tags] }),
+    ...(r.iconUrl === null ? {} : { iconUrl: r.iconUrl }),
     extensions: { ...r.extensions },
   };
 }
@@ -281,6 +291,7 @@ function declarationOf(paymentPayload: unknown, paymentRequirements: unknown): D
       mimeType,
       serviceName,
       tags,
+      iconUrl: safeIconUrl(resource?.iconUrl),
       network,
       scheme,
       payTo,

@@ -9,36 +9,53 @@ import type { Database, DiscoveryResourcesTable } from '../database-schema.ts';
 export class KyselyDiscoveryRepository implements DiscoveryRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async upsert(record: DiscoveryRecord, maxPerAccount: number): Promise<boolean> {
+  async upsert(
+    record: DiscoveryRecord,
+    bound: { readonly maxPerAccount: number; readonly staleBefore: number },
+  ): Promise<boolean> {
     const row = toRow(record);
     const { account_id, resource, tool, created_at: _, ...changed } = row;
-    const updated = await this.db
-      .updateTable('discovery_resources')
-      .set(changed)
-      .where('account_id', '=', account_id)
-      .where('resource', '=', resource)
-      .where('tool', '=', tool)
-      .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) > 0) return true;
-    const count = await this.db
-      .selectFrom('discovery_resources')
-      .select((eb) => eb.fn.countAll<string | number>().as('n'))
-      .where('account_id', '=', account_id)
-      .executeTakeFirstOrThrow();
-    // Two first declarations of new resources at once may both see room for one: the bound is a
-    // guard against a seller filling the database, not an exact quota.
-    if (Number(count.n) >= maxPerAccount) return false;
-    await this.db
-      .insertInto('discovery_resources')
-      .values(row)
-      // Another settle declared the same resource meanwhile: the later write wins, as an update would.
-      .onConflict((oc) => oc.columns(['account_id', 'resource', 'tool']).doUpdateSet(changed))
-      .execute();
-    return true;
+    const run = async (db: Kysely<Database>): Promise<boolean> => {
+      const updated = await db
+        .updateTable('discovery_resources')
+        .set(changed)
+        .where('account_id', '=', account_id)
+        .where('resource', '=', resource)
+        .where('tool', '=', tool)
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) > 0) return true;
+      // The account's row, written to itself: PostgreSQL holds its row lock (on a column no key uses, so
+      // payments referencing the account are not blocked) to the commit, SQLite the one writer; a second
+      // new declaration for the account waits here and counts the first one's row.
+      await db
+        .updateTable('accounts')
+        .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+        .where('id', '=', account_id)
+        .execute();
+      await db
+        .deleteFrom('discovery_resources')
+        .where('account_id', '=', account_id)
+        .where('updated_at', '<', bound.staleBefore)
+        .execute();
+      const count = await db
+        .selectFrom('discovery_resources')
+        .select((eb) => eb.fn.countAll<string | number>().as('n'))
+        .where('account_id', '=', account_id)
+        .executeTakeFirstOrThrow();
+      if (Number(count.n) >= bound.maxPerAccount) return false;
+      await db
+        .insertInto('discovery_resources')
+        .values(row)
+        // Another settle declared the same resource meanwhile: the later write wins, as an update would.
+        .onConflict((oc) => oc.columns(['account_id', 'resource', 'tool']).doUpdateSet(changed))
+        .execute();
+      return true;
+    };
+    return this.db.isTransaction ? run(this.db) : this.db.transaction().execute(run);
   }
 
   async list(query: DiscoveryQuery): Promise<{ items: DiscoveryRecord[]; total: number }> {
-    let filtered = this.db.selectFrom('discovery_resources');
+    let filtered = this.db.selectFrom('discovery_resources').where('updated_at', '>=', query.updatedSince);
     if (query.accountId !== undefined) filtered = filtered.where('account_id', '=', query.accountId);
     if (query.type !== undefined) filtered = filtered.where('type', '=', query.type);
     if (query.network !== undefined) filtered = filtered.where('network', '=', query.network);
@@ -80,6 +97,7 @@ function toRow(r: DiscoveryRecord): Selectable<DiscoveryResourcesTable> {
     mime_type: r.mimeType,
     service_name: r.serviceName,
     tags: r.tags === null ? null : JSON.stringify(r.tags),
+    icon_url: r.iconUrl,
     network: r.network,
     scheme: r.scheme,
     pay_to: r.payTo,
@@ -102,6 +120,7 @@ function fromRow(row: Selectable<DiscoveryResourcesTable>): DiscoveryRecord {
     mimeType: row.mime_type,
     serviceName: row.service_name,
     tags: row.tags === null ? null : (JSON.parse(row.tags) as string[]),
+    iconUrl: row.icon_url,
     network: row.network,
     scheme: row.scheme,
     payTo: row.pay_to,

@@ -21,6 +21,7 @@ import { settlementsByPayment } from './0021-settlements-by-payment.ts';
 import { spendPolicies } from './0022-spend-policies.ts';
 import { discoveryResources } from './0023-discovery-resources.ts';
 import { refunds } from './0025-refunds.ts';
+import { discoveryIconUrl } from './0032-discovery-icon-url.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -49,4 +50,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0022-spend-policies': spendPolicies,
   '0023-discovery-resources': discoveryResources,
   '0025-refunds': refunds,
+  '0032-discovery-icon-url': discoveryIconUrl,
 };

@@ -290,6 +290,31 @@ describe('x402 bazaar: the discovery catalogue of the built-in facilitator', () 
     assert.equal(mine[0].description, 'second words');
   });
 
+  it("lists the seller's iconUrl when it names a public host, and drops one that names this machine", async () => {
+    const url = 'https://icons.example/api/data';
+    const listed = async (iconUrl: string) => {
+      const ext = declareDiscoveryExtension({ input: { q: 'x' } }).bazaar as {
+        info: { input: Record<string, unknown> };
+      };
+      ext.info.input.method = 'GET';
+      const { paymentPayload, paymentRequirements } = await solanaPayment({ bazaar: ext });
+      const res = await post(seller.key, '/facilitator/settle', {
+        paymentPayload: { ...paymentPayload, resource: { url, iconUrl } },
+        paymentRequirements,
+      });
+      assert.equal(res.json().success, true, res.body);
+      assert.deepEqual(bazaarOf(res), { status: 'success' }, 'an unsafe icon is dropped, not a rejection');
+      return (await list('?limit=100', seller.key))
+        .json()
+        .items.find((i: { resource: string }) => i.resource === url);
+    };
+    assert.equal(
+      (await listed('https://cdn.icons.example/logo.png')).iconUrl,
+      'https://cdn.icons.example/logo.png',
+    );
+    assert.equal('iconUrl' in (await listed('http://169.254.169.254/latest/meta-data')), false);
+  });
+
   it('refuses oversized or malformed declarations without failing the payment, and never lists them', async () => {
     const good = declareDiscoveryExtension({ input: { q: 'x' } }).bazaar as {
       info: { input: Record<string, unknown> };
@@ -419,7 +444,7 @@ describe('x402 bazaar: the operator turns the public listing off and bounds each
     chain = await startTestChain();
     gw = await startTestGateway({
       networks: new NetworkRegistry([chain.adapter]),
-      discovery: { publicListing: false, maxPerAccount: 1 },
+      discovery: { publicListing: false, maxPerAccount: 1, maxAgeMs: 86_400_000 },
     });
     await gw.services.facilitator.start();
   });
