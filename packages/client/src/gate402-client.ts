@@ -425,37 +425,16 @@ export class Gate402Client {
     query: QueryParameters<'exportPayments'> = {},
     options?: RequestOptions,
   ): Promise<ReadableStream<Uint8Array>> {
-    const url = this.#urlOf('exportPayments', { query });
-    const headers: Record<string, string> = { accept: 'text/csv, application/x-ndjson, application/json' };
-    if (this.#apiKey !== undefined) headers.authorization = `Bearer ${this.#apiKey}`;
-    const deadline = new AbortController();
-    const timer = setTimeout(
-      () => deadline.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
-      this.#timeoutMs,
+    const { response, label } = await this.#exchange(
+      'exportPayments',
+      { query, options },
+      'text/csv, application/x-ndjson, application/json',
+      // Nothing is read within the time limit: the body is the caller's to read, at its own pace.
+      async () => undefined,
     );
-    const stop = new AbortController();
-    deadline.signal.addEventListener('abort', () => stop.abort(deadline.signal.reason), { once: true });
-    options?.signal?.addEventListener('abort', () => stop.abort(options.signal?.reason), { once: true });
-    let response: Response;
-    try {
-      response = await this.#fetch(url, { method: 'GET', headers, signal: stop.signal });
-    } catch (error) {
-      throw new Gate402TransportError(`GET /payment/export: ${describe(error)}`, { cause: error });
-    } finally {
-      clearTimeout(timer);
-    }
     if (response.ok && response.body !== null) return response.body;
     const text = await response.text().catch(() => '');
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    if (isErrorBody(json)) throw new Gate402Error(response.status, json);
-    throw new Gate402TransportError(`GET /payment/export answered ${response.status} without an error body`, {
-      status: response.status,
-    });
+    throw refusal(response.status, parsedOrUndefined(text), label, undefined);
   }
 
   /** Where an operation is served, with the call's path parameters and query. */
@@ -473,9 +452,38 @@ export class Gate402Client {
   }
 
   async #call<N extends OperationName>(name: N, parts: CallParts): Promise<ResponseBody<N>> {
+    const {
+      response,
+      read: text,
+      label,
+      idempotencyKey,
+    } = await this.#exchange(name, parts, 'application/json', (answer) => answer.text());
+    const json = parsedOrUndefined(text);
+    if (json === undefined) {
+      throw new Gate402TransportError(`${label} answered ${response.status} without JSON`, {
+        status: response.status,
+        idempotencyKey,
+      });
+    }
+    if (response.ok || parts.alsoOk?.includes(response.status)) return json as ResponseBody<N>;
+    throw refusal(response.status, json, label, idempotencyKey);
+  }
+
+  /**
+   * Sends one operation and reads its answer with `read`, both within the client's time limit (and the
+   * caller's signal, which also stops a body read later). A failure to get an answer is a
+   * Gate402TransportError carrying the Idempotency-Key sent, so the call can be retried safely.
+   */
+  async #exchange<T>(
+    name: OperationName,
+    parts: CallParts,
+    accept: string,
+    read: (response: Response) => Promise<T>,
+  ): Promise<{ response: Response; read: T; label: string; idempotencyKey: string | undefined }> {
     const operation: { method: HttpMethod; path: string } = OPERATIONS[name];
-    const url = this.#urlOf(name, parts);
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const method = operation.method.toUpperCase();
+    const label = `${method} ${operation.path}`;
+    const headers: Record<string, string> = { accept };
     if (this.#apiKey !== undefined) headers.authorization = `Bearer ${this.#apiKey}`;
     if (parts.body !== undefined) headers['content-type'] = 'application/json';
     // A key of its own when the caller gave none, so the call can still be retried safely: a transport
@@ -496,43 +504,41 @@ export class Gate402Client {
       parts.options?.signal === undefined
         ? deadline.signal
         : AbortSignal.any([parts.options.signal, deadline.signal]);
-
-    let response: Response;
-    let text: string;
     try {
-      response = await this.#fetch(url, {
-        method: operation.method.toUpperCase(),
+      const response = await this.#fetch(this.#urlOf(name, parts), {
+        method,
         headers,
         ...(parts.body === undefined ? {} : { body: JSON.stringify(parts.body) }),
         signal,
       });
-      text = await response.text();
+      return { response, read: await read(response), label, idempotencyKey };
     } catch (error) {
-      throw new Gate402TransportError(
-        `${operation.method.toUpperCase()} ${operation.path}: ${describe(error)}`,
-        {
-          cause: error,
-          idempotencyKey,
-        },
-      );
+      throw new Gate402TransportError(`${label}: ${describe(error)}`, { cause: error, idempotencyKey });
     } finally {
       clearTimeout(timer);
     }
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new Gate402TransportError(
-        `${operation.method.toUpperCase()} ${operation.path} answered ${response.status} without JSON`,
-        { status: response.status, idempotencyKey },
-      );
-    }
-    if (response.ok || parts.alsoOk?.includes(response.status)) return json as ResponseBody<N>;
-    if (isErrorBody(json)) throw new Gate402Error(response.status, json);
-    throw new Gate402TransportError(
-      `${operation.method.toUpperCase()} ${operation.path} answered ${response.status} without an error body`,
-      { status: response.status, idempotencyKey },
-    );
+  }
+}
+
+/** The refusal an answer that is not a success stands for: the gateway's error body, or a transport error. */
+function refusal(
+  status: number,
+  json: unknown,
+  label: string,
+  idempotencyKey: string | undefined,
+): Gate402Error | Gate402TransportError {
+  if (isErrorBody(json)) return new Gate402Error(status, json);
+  return new Gate402TransportError(`${label} answered ${status} without an error body`, {
+    status,
+    idempotencyKey,
+  });
+}
+
+function parsedOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
   }
 }
 
