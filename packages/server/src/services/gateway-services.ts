@@ -22,6 +22,7 @@ import { VerifyPaymentService } from './payments/proofs/verify-payment.ts';
 import { ReceivePaymentService } from './payments/receive-payment.ts';
 import { RefundService } from './payments/refunds/refund-service.ts';
 import { SendAmountBounds } from './payments/send-amount-bounds.ts';
+import { Permit2ApprovalService } from './payments/x402/permit2-approvals.ts';
 import { X402LocalReceiveService } from './payments/x402/x402-local-receive.ts';
 import { X402PayService } from './payments/x402/x402-pay.ts';
 import { X402ReceiveService } from './payments/x402/x402-receive.ts';
@@ -172,6 +173,7 @@ export function createServices(parts: ServiceParts): GatewayServices {
       facilitator,
       ledger,
       spending: spendGuard,
+      approvals: new Permit2ApprovalService({ store, wallets, ledger, instanceId: parts.instanceId, now }),
       now,
     }),
     spendPolicies: new SpendPolicyService({ store, networks, now }),

@@ -27,6 +27,7 @@ export interface Database {
   spend_locks: SpendLocksTable;
   refund_locks: RefundLocksTable;
   discovery_resources: DiscoveryResourcesTable;
+  permit2_approvals: Permit2ApprovalsTable;
 }
 
 /** People who log in to the web dashboard (see DashboardUserRepository). */
@@ -94,6 +95,16 @@ export interface WalletNoncesTable {
   network: string;
   address: string;
   next_nonce: number;
+}
+
+/** A custodial EVM wallet's Permit2 approval of one token: the payment recording it (see Permit2ApprovalRepository). */
+export interface Permit2ApprovalsTable {
+  network: string;
+  wallet_address: string;
+  token: string;
+  payment_id: string;
+  created_at: number;
+  updated_at: number;
 }
 
 /** Payments per wallet and direction, maintained with every insert. */

@@ -93,6 +93,7 @@ export interface Repositories {
   readonly spending: SpendRepository;
   readonly paymentVolume: PaymentVolumeRepository;
   readonly discovery: DiscoveryRepository;
+  readonly permit2Approvals: Permit2ApprovalRepository;
 }
 
 /** One account's paid volume (confirmed or finalized payments) per UTC day, direction, network and asset. */
@@ -282,6 +283,28 @@ export interface PaymentRepository {
   lockRefunds(paymentId: string, at: number): Promise<void>;
   /** The refunds of `paymentId` (payments whose refundOf it is), whatever their state, oldest first. */
   refundsOf(paymentId: string): Promise<RefundSummary[]>;
+}
+
+/**
+ * The Permit2 approval of a custodial EVM wallet for one token (POST /payment/x402 paying a Permit2
+ * offer): which payment records its `approve` transaction. One row per (network, wallet, token): the
+ * claim is what lets exactly one request, on any instance, send the approval.
+ */
+export interface Permit2ApprovalRepository {
+  /** The payment recording the wallet's approval of `token`; undefined when none was ever sent. */
+  get(network: string, walletAddress: string, token: string): Promise<string | undefined>;
+  /**
+   * Names `paymentId` as the approval: a new row (`replacing` undefined), or in place of `replacing`, an
+   * approval that ended without landing. False when another approval holds the row already.
+   */
+  claim(
+    network: string,
+    walletAddress: string,
+    token: string,
+    paymentId: string,
+    replacing: string | undefined,
+    at: number,
+  ): Promise<boolean>;
 }
 
 /**

@@ -70,6 +70,8 @@ export type PaymentChanges = Partial<
   Pick<
     PaymentRecord,
     | 'signature'
+    // x402 `upto` (POST /payment/x402): recorded at the signed maximum, then at what the chain shows settled.
+    | 'amount'
     | 'signedTransaction'
     | 'lastValidBlockHeight'
     | 'slot'

@@ -16,6 +16,7 @@ import { KyselyJobLeaseRepository } from './job-lease-repository.ts';
 import { KyselyNonceRepository } from './nonce-repository.ts';
 import { KyselyPaymentRepository } from './payment-repository.ts';
 import { KyselyPaymentVolumeRepository } from './payment-volume-repository.ts';
+import { KyselyPermit2ApprovalRepository } from './permit2-approval-repository.ts';
 import { KyselyProofRepository } from './proof-repository.ts';
 import { KyselySettlementRepository } from './settlement-repository.ts';
 import { KyselySpendRepository } from './spend-repository.ts';
@@ -50,6 +51,7 @@ export class KyselyStore implements Store {
   readonly spending;
   readonly paymentVolume;
   readonly discovery;
+  readonly permit2Approvals;
 
   /** SQLite only: concurrent transactions share one commit (see GroupCommit). */
   private readonly groupCommit: GroupCommit | undefined;
@@ -95,6 +97,7 @@ export class KyselyStore implements Store {
     this.spending = repositories.spending;
     this.paymentVolume = repositories.paymentVolume;
     this.discovery = repositories.discovery;
+    this.permit2Approvals = repositories.permit2Approvals;
   }
 
   async transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
@@ -168,5 +171,6 @@ function repositoriesOn(db: Kysely<Database>, eventAppended: (event: EventRecord
     spending: new KyselySpendRepository(db),
     paymentVolume: new KyselyPaymentVolumeRepository(db),
     discovery: new KyselyDiscoveryRepository(db),
+    permit2Approvals: new KyselyPermit2ApprovalRepository(db),
   };
 }

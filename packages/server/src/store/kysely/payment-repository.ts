@@ -438,6 +438,7 @@ export class KyselyPaymentRepository implements PaymentRepository {
 function columns(changes: PaymentChanges): Updateable<PaymentsTable> {
   const set: Updateable<PaymentsTable> = {};
   if (changes.signature !== undefined) set.signature = changes.signature;
+  if (changes.amount !== undefined) set.amount = changes.amount.toString();
   if (changes.signedTransaction !== undefined) set.signed_transaction = changes.signedTransaction;
   if (changes.lastValidBlockHeight !== undefined)
     set.last_valid_block_height = toNumber(changes.lastValidBlockHeight);

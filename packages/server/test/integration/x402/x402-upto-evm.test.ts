@@ -512,23 +512,6 @@ describe('x402 upto on EVM (Permit2 through the upto proxy)', () => {
     }
   });
 
-  it('POST /payment/x402 does not pay an upto option from a custodial wallet, saying why, and signs nothing', async () => {
-    const buyerKey = (await gw.newCaller('premium')).key;
-    const wallet = (await api(buyerKey, 'POST', '/wallets', { chain: 'evm' })).body.address as Address;
-    await api(buyerKey, 'POST', '/faucet', { address: wallet, amount: 1, token: 'USDC' });
-    const challenge = (await fetch(shopUrl)).headers.get('payment-required') ?? '';
-    const refused = await api(buyerKey, 'POST', '/payment/x402', {
-      walletAddress: wallet,
-      paymentRequired: challenge,
-      resource: shopUrl,
-      maxAmount: { USDC: 1 },
-    });
-    assert.equal(refused.status, 422, JSON.stringify(refused.body));
-    assert.equal(refused.body.error.code, 'PAYMENT_OPTION_REFUSED');
-    assert.match(refused.body.error.details['paymentRequired.accepts[0]'], /"upto" is not paid .*Permit2/);
-    assert.equal((await api(buyerKey, 'GET', `/payment/history/${wallet}`)).body.total, 0);
-  });
-
   it('the proxy lets only the witness’s facilitator settle: the buyer’s or a stranger’s own call reverts', async () => {
     const buyer = await newBuyer();
     const payload = await uptoPayload(buyer);

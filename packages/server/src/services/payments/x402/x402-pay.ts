@@ -5,6 +5,8 @@ import type { ExactPayer } from '../../../chains/exact-payer.ts';
 import { EXACT_PAYERS } from '../../../chains/exact-payers.ts';
 import type { ExactRequirements } from '../../../chains/exact-scheme.ts';
 import type { NetworkRegistry } from '../../../chains/network-registry.ts';
+import type { UptoPayer } from '../../../chains/upto-payer.ts';
+import { UPTO_PAYERS } from '../../../chains/upto-payers.ts';
 import { addressFamily } from '../../../domain/address.ts';
 import { GatewayError, invalidParameters } from '../../../domain/gateway-error.ts';
 import { newId } from '../../../domain/ids.ts';
@@ -27,6 +29,7 @@ import { earlierPayment } from '../earlier-payment.ts';
 import { newPayment } from '../new-payment.ts';
 import type { PaymentAsset } from '../payment-asset.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
+import type { Permit2ApprovalService } from './permit2-approvals.ts';
 
 export interface X402PayInput {
   readonly walletAddress: string;
@@ -72,6 +75,11 @@ export interface X402PayDeps {
   readonly ledger: PaymentLedger;
   /** The spend policies of the account and the key (services/spending/): checked before signing, enforced when recording. */
   readonly spending: SpendGuard;
+  /**
+   * Sends a custodial wallet's one Permit2 approval of a token before its first Permit2 payment (x402
+   * `upto` on EVM); without it, such options are refused.
+   */
+  readonly approvals?: Permit2ApprovalService;
   /** How long past an EVM payment's validBefore it is still looked for (the chain's clock may trail); default 60 s. */
   readonly clockMarginMs?: number;
   /** The longest validity (`maxTimeoutSeconds`) a payment is signed for. */
@@ -132,7 +140,13 @@ export class X402PayService {
     let chosen: Chosen | undefined;
     let policyRefusal: GatewayError | undefined;
     for (const [i, option] of challenge.accepts.entries()) {
-      const verdict = await this.judge(option, wallet.address, input.maxAmount, allowed);
+      const verdict = await this.judge(
+        option,
+        wallet.address,
+        input.maxAmount,
+        allowed,
+        challenge.x402Version,
+      );
       if ('refusal' in verdict) {
         refusals[`${field}.accepts[${i}]`] = verdict.refusal;
         continue;
@@ -155,6 +169,19 @@ export class X402PayService {
       throw policyRefusal ?? new GatewayError('PAYMENT_OPTION_REFUSED', { details: refusals });
     }
 
+    // upto (Permit2): the wallet's one approval of the token, sent and mined before anything is signed.
+    // After the spend policies allowed the maximum, so a refused payment sends no approval either.
+    if (chosen.upto !== undefined) {
+      await this.deps.approvals?.ensure(
+        accountId,
+        chosen.chain,
+        chosen.upto,
+        wallet.address,
+        chosen.token,
+        chosen.option.amount,
+      );
+    }
+
     // Opened only now: nothing is decrypted for a challenge that is refused.
     const signer = await this.deps.wallets.signer(accountId, wallet.address);
     let signed: Awaited<ReturnType<Chosen['payer']['sign']>>;
@@ -170,6 +197,10 @@ export class X402PayService {
       throw new Error(
         `the ${chosen.chain.info.family} payer signed as ${signed.payer}, not ${wallet.address}`,
       );
+    }
+    // The spend policies were charged the maximum the seller asked: the permit must take no more.
+    if (chosen.upto !== undefined && chosen.upto.signedMaximum(signed.payload) !== chosen.option.amount) {
+      throw new Error('the upto payer signed another maximum than the option asked');
     }
 
     const at = this.now();
@@ -248,6 +279,26 @@ export class X402PayService {
       extra: {},
     };
     const payload = decoded.value.payload as Record<string, unknown>;
+    const upto = uptoPayerOf(decoded.value, chain);
+    if (upto !== undefined) {
+      // The amount is what the seller settled (at most the maximum it was recorded at), as the chain shows it.
+      const settled = await upto.findSettlement(payload, payment.createdAt - SEARCH_MARGIN_MS);
+      if (settled !== undefined) {
+        const blockHeight = await chain.blockHeightOf(settled.slot).catch(() => null);
+        await this.deps.ledger.move(payment, 'confirmed', {
+          amount: settled.amount,
+          signature: settled.transactionId,
+          slot: settled.slot,
+          blockHeight,
+          confirmedAt: this.now(),
+        });
+      } else if (gone) {
+        await this.deps.ledger.move(payment, 'expired', {
+          error: 'the seller settled nothing on chain before the permit expired; nothing was paid',
+        });
+      }
+      return;
+    }
     const landed = await scheme.findPaid(payload, requirements, payment.createdAt - SEARCH_MARGIN_MS);
     if (landed !== undefined) {
       const blockHeight = await chain.blockHeightOf(landed.slot).catch(() => null);
@@ -280,17 +331,11 @@ export class X402PayService {
     wallet: string,
     maxAmount: Readonly<Record<string, number>>,
     allowed: ReadonlySet<string> | undefined,
+    x402Version: 1 | 2,
   ): Promise<Chosen | { refusal: string }> {
-    // upto moves tokens through Permit2 alone, which custodial wallets have not approved (an approval is a
-    // transaction from the wallet, paying gas, that the gateway does not send): not paid, saying why.
-    if (option.scheme === 'upto') {
-      return {
-        refusal:
-          'scheme "upto" is not paid from custodial wallets yet: it moves tokens through Permit2, which they have not approved; exact only',
-      };
-    }
-    if (option.scheme !== 'exact')
-      return { refusal: `scheme ${clip(option.scheme)} is not paid; exact only` };
+    if (option.scheme !== 'exact' && option.scheme !== 'upto')
+      return { refusal: `scheme ${clip(option.scheme)} is not paid; exact or upto only` };
+    if (option.scheme === 'upto' && x402Version !== 2) return { refusal: 'scheme "upto" is x402 v2 only' };
     const chain = option.network === undefined ? undefined : this.deps.facilitator.chainOf(option.network);
     if (chain === undefined || option.network === undefined) {
       return { refusal: `network ${clip(option.networkAsSent)} is not configured here (GET /networks)` };
@@ -330,9 +375,22 @@ export class X402PayService {
     if (canonicalAddress(payTo) === wallet) return { refusal: 'payTo is the paying wallet itself' };
     const reserved = chainFamily(family).reservedAccount(payTo);
     if (reserved !== undefined) return { refusal: `payTo is the ${reserved}, which is no wallet` };
-    const factory = EXACT_PAYERS[family];
-    if (factory === undefined) return { refusal: `exact payments on ${family} are not supported` };
-    const payer = factory(chain);
+    let payer: ExactPayer;
+    let upto: UptoPayer | undefined;
+    if (option.scheme === 'upto') {
+      const factory = UPTO_PAYERS[family];
+      if (factory === undefined || this.deps.approvals === undefined) {
+        return {
+          refusal: `scheme "upto" is not paid from custodial ${chain.info.name} wallets yet; exact only there`,
+        };
+      }
+      upto = factory(chain);
+      payer = upto;
+    } else {
+      const factory = EXACT_PAYERS[family];
+      if (factory === undefined) return { refusal: `exact payments on ${family} are not supported` };
+      payer = factory(chain);
+    }
     const refusal = payer.refusal(option.raw, wallet);
     if (refusal !== undefined) return { refusal };
     const balance = (await chain.getTokenAccounts(wallet))
@@ -343,7 +401,7 @@ export class X402PayService {
         refusal: `the wallet holds ${atomicToDecimalText(balance, token.decimals)} ${token.symbol}, less than the ${atomicToDecimalText(option.amount, token.decimals)} asked`,
       };
     }
-    return { option, chain, token, payer };
+    return { option, chain, token, payer, ...(upto === undefined ? {} : { upto }) };
   }
 
   private result(payment: PaymentRecord): X402PayResult {
@@ -379,6 +437,15 @@ interface Chosen {
   readonly chain: ChainAdapter;
   readonly token: TokenInfo;
   readonly payer: ExactPayer;
+  /** An `upto` option: its payer (also `payer`), which needs the wallet's Permit2 approval first. */
+  readonly upto?: UptoPayer;
+}
+
+/** The upto payer of a payload this service signed for `upto`; undefined for any other. */
+function uptoPayerOf(paymentPayload: object, chain: ChainAdapter): UptoPayer | undefined {
+  const accepted = (paymentPayload as { accepted?: unknown }).accepted as { scheme?: unknown } | undefined;
+  if (accepted?.scheme !== 'upto') return undefined;
+  return UPTO_PAYERS[chain.info.family]?.(chain);
 }
 
 /** The spend the spend policies judge: the option's token, amount and payee, on the configured network. */

@@ -1,0 +1,41 @@
+import type { ChainAdapter, PreparedTransaction } from './chain-adapter.ts';
+import type { ExactPayer } from './exact-payer.ts';
+
+/**
+ * The buyer's side of x402 `upto` on one chain family, for a custodial wallet (POST /payment/x402): the
+ * wallet signs a MAXIMUM with the family's stock x402 client, and the seller's facilitator settles the
+ * actual amount, at most that, once. Where the scheme moves tokens through an allowance the wallet must
+ * have granted first (EVM: the token's allowance to Permit2), the payer reads it and prepares the
+ * wallet's own transaction granting it; the caller sends that exactly once per wallet and token.
+ */
+export interface UptoPayer extends ExactPayer {
+  /** The signed maximum and signer of a payload this payer signed; undefined when it does not decode. */
+  signedMaximum(payload: Readonly<Record<string, unknown>>): bigint | undefined;
+  /** What the wallet lets the scheme move of `token` now (EVM: allowance(wallet, Permit2)), atomic units. */
+  allowance(wallet: string, token: string): Promise<bigint>;
+  /**
+   * The wallet's unsigned transaction granting the scheme all of `token` (EVM: approve(Permit2, 2^256-1)),
+   * paid by the wallet in the native currency (`fee`: the most it can cost). Its nonce (where the chain
+   * has nonces) is the node's pending count, a floor: the caller allocates the wallet's nonce as it stores it.
+   */
+  prepareApproval(wallet: string, token: string): Promise<PreparedTransaction>;
+  /**
+   * The settlement of a payload this payer signed, as it landed on chain (whoever sent it): its
+   * transaction and the ACTUAL amount it moved to the payload's payee (at most the signed maximum);
+   * undefined while none is found. `since` (Unix ms): nothing landed earlier is looked for.
+   */
+  findSettlement(
+    payload: Readonly<Record<string, unknown>>,
+    since: number,
+  ): Promise<UptoSettlementFound | undefined>;
+}
+
+export interface UptoSettlementFound {
+  readonly transactionId: string;
+  readonly slot: bigint;
+  /** What the settlement moved, atomic units of the token. */
+  readonly amount: bigint;
+}
+
+/** The payer of the family of `chain`. */
+export type UptoPayerFactory = (chain: ChainAdapter) => UptoPayer;
