@@ -56,6 +56,7 @@ export type {
   PaywallSettleResultContext,
   PaywallVerifyResultContext,
 } from './paywall-hooks.ts';
+export { PaywallHookStop } from './paywall-hooks.ts';
 export {
   UPTO_SCHEME,
   type UptoPayment,

@@ -452,6 +452,7 @@ export class ProtectedResource {
         presented.decoded as unknown as Record<string, unknown>,
         verdict.payer ?? '',
         (settlement) => paid(payment, 2, settlement).headers,
+        hooks,
       );
     } catch (error) {
       if (error instanceof PaywallHookStop) return stopped(offer, error);

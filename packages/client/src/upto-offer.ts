@@ -1,6 +1,7 @@
 import type { PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { fromAtomicUnits, toAtomicUnits } from './decimal-amount.ts';
 import type { Gate402Client, ResponseOf } from './gate402-client.ts';
+import type { PaywallHookRun } from './paywall-hooks.ts';
 
 /**
  * x402's `upto` token payment a protected resource may offer (usage-based: LLM tokens, bytes, seconds):
@@ -45,8 +46,11 @@ export interface UptoPayment {
    * Settles `amount` (whole tokens, at most `max`; 0 charges nothing) through the gateway's facilitator,
    * once: a second call answers the first call's result (one that failed on the way, or found the
    * settlement pending, asks again, and the facilitator answers that same settlement whatever the amount).
-   * Resolves to the settlement and the PAYMENT-RESPONSE header to send with the answer; rejects with
-   * UptoSettleRefused when the facilitator refused.
+   * Runs the resource's settle hooks as an `exact` payment's settle does: `onBeforeSettle` first (a veto
+   * or a hook that throws rejects with PaywallHookStop, and nothing is settled), `onSettleFailure` on a
+   * refusal or failure (a recovery is taken as the settlement, on the seller's word), `onAfterSettle`
+   * once settled. Resolves to the settlement and the PAYMENT-RESPONSE header to send with the answer;
+   * rejects with UptoSettleRefused when the facilitator refused.
    */
   settle(amount: string | number): Promise<UptoSettlement>;
 }
@@ -123,6 +127,7 @@ export async function uptoPayment(
   paymentPayload: Record<string, unknown>,
   payer: string,
   headersOf: (settlement: SettleResponse) => Record<string, string>,
+  hooks?: PaywallHookRun,
 ): Promise<UptoPayment> {
   const token = await gateway.tokenInfo(requirement.asset);
   const max = BigInt(requirement.amount);
@@ -141,12 +146,26 @@ export async function uptoPayment(
             `settle(${amount}): more than the ${fromAtomicUnits(max, token.decimals)} the buyer signed`,
           );
         }
-        const settlement = (await gateway.facilitatorSettle({
-          x402Version: 2,
-          paymentPayload,
-          paymentRequirements: { ...requirement, amount: atomic.toString() },
-        } as Parameters<Gate402Client['facilitatorSettle']>[0])) as UptoSettlement['settlement'];
-        if (!settlement.success) throw new UptoSettleRefused(settlement);
+        // Before anything is settled: a veto (or a hook that throws) rejects, and the permit stays unspent.
+        await hooks?.before('onBeforeSettle');
+        let settlement: UptoSettlement['settlement'];
+        try {
+          settlement = (await gateway.facilitatorSettle({
+            x402Version: 2,
+            paymentPayload,
+            paymentRequirements: { ...requirement, amount: atomic.toString() },
+          } as Parameters<Gate402Client['facilitatorSettle']>[0])) as UptoSettlement['settlement'];
+        } catch (error) {
+          const recovered = await hooks?.settleFailure(error);
+          if (recovered === undefined) throw error;
+          settlement = recovered as UptoSettlement['settlement'];
+        }
+        if (!settlement.success) {
+          const recovered = await hooks?.settleFailure(settlement);
+          if (recovered === undefined) throw new UptoSettleRefused(settlement);
+          settlement = recovered as UptoSettlement['settlement'];
+        }
+        await hooks?.afterSettle(settlement as SettleResponse);
         const { paymentId, ...response } = settlement;
         return {
           settlement,
