@@ -2105,6 +2105,8 @@ export interface operations {
                         estimatedConfirmation: string;
                         expiresAt?: number;
                         fee: number;
+                        /** @enum {string} */
+                        heldUntil?: "refunded_payment_finalized";
                         lastValidBlockHeight?: number;
                         mode: "custodial" | "local";
                         network: string;
@@ -2308,6 +2310,9 @@ export interface operations {
                         asset: components["schemas"]["Asset"];
                         blockHeight: number | null;
                         confirmations: number;
+                        failureReason?: string;
+                        /** @enum {string} */
+                        heldUntil?: "refunded_payment_finalized";
                         metadata?: {
                             [key: string]: unknown;
                         };

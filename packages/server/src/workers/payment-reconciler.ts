@@ -6,6 +6,8 @@ import type { PaymentRecord } from '../domain/records/payment-records.ts';
 import { PeriodicWorker } from '../scheduling/periodic-worker.ts';
 import { LocalModeConfirmation } from '../services/payments/local/local-confirmation.ts';
 import type { PaymentLedger } from '../services/payments/payment-ledger.ts';
+import { isHeldRefund } from '../services/payments/refunds/held-refund.ts';
+import { HeldRefundRelease } from '../services/payments/refunds/held-refund-release.ts';
 import { isX402Receipt, type X402LocalReceiveService } from '../services/payments/x402/x402-local-receive.ts';
 import { isX402Purchase, type X402PayService } from '../services/payments/x402/x402-pay.ts';
 import type { WalletService } from '../services/wallets/wallet-service.ts';
@@ -73,6 +75,8 @@ const LATE_LANDING_RECHECK_MS = 15_000;
  * - EVM custodial sends (a nonce from the database): see SequencedSendReconciler — resent, replaced with
  *   higher fees when stuck, settled by whichever of their transactions is mined, expired only once
  *   their nonce is used by another transaction.
+ * - a refund held until the payment it refunds is final (refunds/held-refund.ts): signed and sent once
+ *   that payment is finalized, cancelled if it never will be (HeldRefundRelease).
  * This is also the crash recovery: a send whose process died after storing is finished here.
  */
 export class PaymentReconciler {
@@ -80,6 +84,7 @@ export class PaymentReconciler {
   private readonly sequenced: SequencedSendReconciler;
   private readonly finality: FinalityWatch;
   private readonly local: LocalModeConfirmation;
+  private readonly heldRefunds: HeldRefundRelease;
   private readonly worker: PeriodicWorker;
 
   constructor(private readonly deps: ReconcilerDeps) {
@@ -98,6 +103,12 @@ export class PaymentReconciler {
       now: this.now,
     });
     this.local = new LocalModeConfirmation({ store: deps.store, ledger: deps.ledger, now: this.now });
+    this.heldRefunds = new HeldRefundRelease({
+      store: deps.store,
+      networks: deps.networks,
+      ledger: deps.ledger,
+      wallets: deps.wallets,
+    });
     this.worker = new PeriodicWorker(() => this.runOnce(), {
       intervalMs: deps.intervalMs ?? 1_000,
       onError: (error) => deps.log?.('payment reconciler pass failed', error),
@@ -160,6 +171,8 @@ export class PaymentReconciler {
         await this.local.watchExpired(payment, chain);
       } else if (payment.mode === 'local' && payment.status === 'pending') {
         await this.local.watchPending(payment, chain);
+      } else if (isHeldRefund(payment)) {
+        await this.heldRefunds.advance(payment, chain);
       } else if (payment.signature !== null) {
         if (chain.nonces !== undefined && payment.nonce !== undefined && payment.nonce !== null) {
           await this.sequenced.advance(payment, payment.signature, chain, chain.nonces);

@@ -80,6 +80,7 @@ export type PaymentChanges = Partial<
     | 'fee'
     | 'confirmedAt'
     | 'replacedSignatures'
+    | 'nonce'
   >
 >;
 

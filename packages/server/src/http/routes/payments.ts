@@ -258,6 +258,18 @@ const PaymentSchema = Type.Object(
     asset: AssetSchema,
     refundOf: Type.Optional(Type.String({ description: 'On a refund: the payment it refunds.' })),
     refundReason: Type.Optional(Type.String({ description: 'On a refund: the reason given.' })),
+    heldUntil: Type.Optional(
+      Type.Literal('refunded_payment_finalized', {
+        description:
+          'On a refund of a payment that was only `confirmed`: its transaction is held (not signed, not broadcast; status `pending`) until the refunded payment is `finalized`, then sent. If that payment is reverted instead, the refund ends `failed` having sent nothing.',
+      }),
+    ),
+    failureReason: Type.Optional(
+      Type.String({
+        description:
+          'On a `failed` refund: why (e.g. cancelled while held because the refunded payment was reverted).',
+      }),
+    ),
     refunds: Type.Optional(RefundsSchema),
   },
   { $id: 'Payment', title: 'Payment' },

@@ -50,8 +50,14 @@ const RefundResult = Type.Object(
     recipient: Type.String({ description: 'The payer of the refunded payment.' }),
     status: Type.String({
       description:
-        '`confirmed`; `submitted` when confirmation took longer than the wait; `pending` (`local`, or a broadcast that could not reach the chain and is resent).',
+        '`confirmed`; `submitted` when confirmation took longer than the wait; `pending` (`local`, a broadcast that could not reach the chain and is resent, or a refund held until the refunded payment is final: see `heldUntil`).',
     }),
+    heldUntil: Type.Optional(
+      Type.Literal('refunded_payment_finalized', {
+        description:
+          '`custodial` refund of a payment that is only `confirmed`: accepted, counted against what is refundable and charged to spend policies now, but its transaction is held — not signed or broadcast, `signature` and `paymentProof` empty — until the refunded payment is `finalized`; then it is sent (payment.sent, payment.confirmed, …). If the refunded payment is reverted instead, the refund ends `failed` (payment.failed, `failureReason` in its status), nothing sent, its amount refundable again.',
+      }),
+    ),
     blockHeight: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
     timestamp: Type.Optional(Type.Integer()),
     estimatedConfirmation: Type.String(),
@@ -81,7 +87,7 @@ export async function refundRoutes(app: FastifyInstance, deps: RefundRouteDeps) 
         summary:
           'Give back all or part of a payment you received, to its payer, in the same asset and network.',
         description:
-          "For a `confirmed` or `finalized` payment your account received (POST /payment/receive, /transaction/receive, or an x402 settlement recorded for it): the wallet that received it sends the amount (default: all not refunded yet) back to the payer (x402 `exact`: the buyer that signed; Solana tokens go to its associated token account) as a new payment whose `refundOf` names it; the payment shows `refunds` in its status, and `payment.refunded` is emitted on it when a refund confirms (`payment.refund_reverted` if a reorganisation takes a confirmed refund off the chain). Refunds of one payment never sum above it, however many arrive at once. Refused: another account's payment (404 PAYMENT_NOT_FOUND), a payment not yet confirmed (409 INVALID_PAYMENT_STATE), a refund, a payment you sent, or an amount of 0, above what is left or with more decimals than the asset (400 naming the field). Spend policies apply as to any payment leaving a wallet. Send an `Idempotency-Key` header: the same key answers the same refund.",
+          "For a `confirmed` or `finalized` payment your account received (POST /payment/receive, /transaction/receive, or an x402 settlement recorded for it): the wallet that received it sends the amount (default: all not refunded yet) back to the payer (x402 `exact`: the buyer that signed; Solana tokens go to its associated token account) as a new payment whose `refundOf` names it; the payment shows `refunds` in its status, and `payment.refunded` is emitted on it when a refund confirms (`payment.refund_reverted` if a reorganisation takes a confirmed refund off the chain). Refunds of one payment never sum above it, however many arrive at once. A refund of a payment that is `confirmed` but not yet `finalized` is accepted and held (`heldUntil`): it is sent once the payment is finalized and cancelled if a reorganisation reverts the payment; a watch-only wallet's refund is refused until then (409 INVALID_PAYMENT_STATE), since its owner would sign a transaction gate402 cannot hold back. Refused: another account's payment (404 PAYMENT_NOT_FOUND), a payment not yet confirmed (409 INVALID_PAYMENT_STATE), a refund, a payment you sent, or an amount of 0, above what is left or with more decimals than the asset (400 naming the field). Spend policies apply as to any payment leaving a wallet. Send an `Idempotency-Key` header: the same key answers the same refund.",
         params: Type.Object({
           paymentId: Type.String({
             pattern: '^pay_[0-9A-HJKMNP-TV-Z]{26}$',

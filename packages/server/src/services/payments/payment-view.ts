@@ -1,6 +1,7 @@
 import { toWholeUnits } from '../../domain/money.ts';
 import type { PaymentRecord } from '../../domain/records/payment-records.ts';
 import type { PaymentAsset } from './payment-asset.ts';
+import { HELD_UNTIL_ORIGINAL_FINALIZED, isHeldRefund } from './refunds/held-refund.ts';
 import type { RefundsView } from './refunds/refund-totals.ts';
 
 /** A payment as the API shows it (spec §2.1): amounts in whole units of its asset, times in Unix ms. */
@@ -25,6 +26,10 @@ export interface PaymentView {
   refundOf?: string;
   /** On a refund: the reason the caller gave. */
   refundReason?: string;
+  /** On a refund held until the payment it refunds is finalized (docs/refunds.md): nothing is sent yet. */
+  heldUntil?: typeof HELD_UNTIL_ORIGINAL_FINALIZED;
+  /** On a refund that failed: why (e.g. cancelled while held, the refunded payment reverted). */
+  failureReason?: string;
   /** On a received payment (status): what was refunded of it and what still can be. */
   refunds?: RefundsView;
 }
@@ -56,6 +61,9 @@ export function paymentView(
   if (payment.metadata !== null) view.metadata = { ...payment.metadata };
   if (payment.refundOf !== undefined) view.refundOf = payment.refundOf;
   if (payment.refundReason !== undefined) view.refundReason = payment.refundReason;
+  if (isHeldRefund(payment)) view.heldUntil = HELD_UNTIL_ORIGINAL_FINALIZED;
+  if (payment.refundOf !== undefined && payment.status === 'failed' && payment.error !== null)
+    view.failureReason = payment.error;
   return view;
 }
 

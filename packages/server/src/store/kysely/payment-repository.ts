@@ -449,6 +449,8 @@ function columns(changes: PaymentChanges): Updateable<PaymentsTable> {
   if (changes.confirmedAt !== undefined) set.confirmed_at = changes.confirmedAt;
   if (changes.replacedSignatures !== undefined)
     set.replaced_signatures = signatureList(changes.replacedSignatures);
+  // A held refund gets its EVM nonce when it is released (services/payments/refunds/held-refund.ts).
+  if (changes.nonce !== undefined) set.nonce = toNumber(changes.nonce);
   return set;
 }
 

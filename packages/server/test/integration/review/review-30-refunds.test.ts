@@ -31,9 +31,7 @@ describe('review-30: refunds as a hostile buyer (anvil, SQLite)', { timeout: 300
   });
   after(() => close());
 
-  it('a payment that is only confirmed (one EVM block, which docs/finality.md says a routine reorg can take back) is not refunded before it is final', {
-    todo: 'review-30: RefundService.refund (refund-service.ts refundable()) sends the refund for a payment that is merely confirmed; if a reorg then takes the original off the chain (the buyer double-spends it), the original becomes reverted while the refund stands — the seller paid back money it never kept. Refund only finalized payments (or hold the refund until the original is finalized)',
-  }, async () => {
+  it('a payment that is only confirmed (one EVM block, which docs/finality.md says a routine reorg can take back) is not refunded before it is final: the refund is held, nothing is sent', async () => {
     const seller = await f.party(100n * cent, 'premium');
     const sent = await f.post(buyer.key, '/payment/send', {
       walletAddress: buyer.wallet,
@@ -52,11 +50,16 @@ describe('review-30: refunds as a hostile buyer (anvil, SQLite)', { timeout: 300
     const paymentId = received.json().paymentId as string;
     const original = await f.gw.store.payments.get(paymentId);
     assert.equal(original?.status, 'confirmed', 'the original is not final yet');
+    const usdc = sent.json().asset.address as string;
+    const before = await chain.getTokenBalance(buyer.wallet, usdc);
     const refund = await f.post(seller.key, `/payment/refund/${paymentId}`, {});
-    assert.equal(
-      refund.statusCode,
-      409,
-      `a refund of a payment a reorg can still undo was made: ${refund.body}`,
-    );
+    // Accepted and counted, but held: no transaction until the payment is finalized (held-refunds.test.ts
+    // follows it to the end: sent once final, cancelled if the payment is reorged away).
+    assert.equal(refund.statusCode, 200, refund.body);
+    assert.equal(refund.json().status, 'pending');
+    assert.equal(refund.json().heldUntil, 'refunded_payment_finalized');
+    const held = await f.gw.store.payments.get(refund.json().paymentId);
+    assert.deepEqual([held?.signature, held?.signedTransaction], [null, null], 'nothing signed');
+    assert.equal(await chain.getTokenBalance(buyer.wallet, usdc), before, 'nothing sent');
   });
 });

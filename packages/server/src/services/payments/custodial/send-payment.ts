@@ -57,6 +57,12 @@ export interface SendOptions {
    * broadcast (a refund checks there, under its lock, that the refunds still fit in what they refund).
    */
   readonly inTransaction?: (tx: Repositories) => Promise<void>;
+  /**
+   * Record the payment `pending` with no transaction, and sign and broadcast nothing: a refund of a
+   * payment that is not final yet (refunds/held-refund.ts), released by the reconciler later. Every
+   * check and the spend charge are made now, as for any send.
+   */
+  readonly hold?: boolean;
 }
 
 /** Spec §2.2. */
@@ -185,6 +191,39 @@ export class SendPaymentService {
     const { prepared, balance } = funded;
 
     const at = this.now();
+    if (options.hold === true) {
+      signer.secretKey.fill(0);
+      const held = newPayment(at, {
+        id: paymentId,
+        accountId,
+        direction: 'sent',
+        mode: 'custodial',
+        status: 'pending',
+        network: chain.info.id,
+        walletAddress,
+        sender: walletAddress,
+        recipient: recipientAddress,
+        amount,
+        fee: prepared.fee,
+        ...(asset.address === null ? {} : { asset: { address: asset.address, decimals: asset.decimals } }),
+        resource: input.resource ?? null,
+        metadata: (input.metadata as Record<string, unknown> | undefined) ?? null,
+        idempotencyKey: idempotencyKey ?? null,
+        ...(options.refundOf === undefined ? {} : { refundOf: options.refundOf }),
+        ...(options.refundReason === undefined ? {} : { refundReason: options.refundReason }),
+      });
+      await this.deps.store.transaction(async (tx) => {
+        await this.spendGuard.chargeIn(
+          tx,
+          spend,
+          paymentId,
+          networkCost(prepared, nativeCurrency, priorityFee !== undefined),
+        );
+        await options.inTransaction?.(tx);
+        await this.deps.ledger.recordIn(tx, held);
+      });
+      return this.result(held, chain);
+    }
     const draft = (signed: SignedTransaction, nonce?: bigint): PaymentRecord =>
       newPayment(at, {
         id: paymentId,

@@ -8,6 +8,7 @@ import { atomicFromField } from '../amounts.ts';
 import type { SendInput, SendOptions, SendPaymentService, SendResult } from '../custodial/send-payment.ts';
 import type { LocalSendResult, LocalSendService } from '../local/local-send.ts';
 import { assetOfPayment, type PaymentAsset } from '../payment-asset.ts';
+import { HELD_UNTIL_ORIGINAL_FINALIZED } from './held-refund.ts';
 import { refundTotals } from './refund-totals.ts';
 
 export interface RefundInput {
@@ -18,7 +19,13 @@ export interface RefundInput {
 }
 
 /** A refund made from a custodial wallet: a send result (spec §2.2) linked to the payment it refunds. */
-export type CustodialRefundResult = SendResult & { mode: 'custodial'; refundOf: string; reason?: string };
+export type CustodialRefundResult = SendResult & {
+  mode: 'custodial';
+  refundOf: string;
+  reason?: string;
+  /** While the refund is held until the refunded payment is final (held-refund.ts). */
+  heldUntil?: typeof HELD_UNTIL_ORIGINAL_FINALIZED;
+};
 /** A refund of a payment to a watch-only wallet: the unsigned transaction its owner signs (spec §2.5). */
 export type LocalRefundResult = LocalSendResult & { mode: 'local'; refundOf: string; reason?: string };
 export type RefundResult = CustodialRefundResult | LocalRefundResult;
@@ -47,6 +54,13 @@ export interface RefundServiceDeps {
  * stored before broadcast, resent by the reconciler), and a watch-only wallet's by LocalSendService (an
  * unsigned transaction its owner signs). Both hold refunds to the account's and the key's spend
  * policies like any money leaving a wallet (docs/refunds.md).
+ *
+ * Finality. A refund of a payment that is only `confirmed` is decided now (checked, counted against the
+ * payment, charged to the spend policies) but its transaction is held, not made, until the payment is
+ * `finalized`: a reorganisation can still take a confirmed payment off the chain, and the seller must
+ * never have paid back a payment that did not happen. The reconciler then sends it, or cancels it if the
+ * payment was reverted (held-refund.ts, held-refund-release.ts). A watch-only wallet's refund cannot be
+ * held (its owner signs and broadcasts the answer when they like), so it is refused until then.
  */
 export class RefundService {
   private readonly now: () => number;
@@ -113,6 +127,17 @@ export class RefundService {
 
     const wallet = await store.wallets.findByAddress(chain.info.family, original.walletAddress);
     const custodial = wallet !== undefined && wallet.accountId === accountId && !wallet.watchOnly;
+    if (!custodial && original.status !== 'finalized') {
+      throw new GatewayError('INVALID_PAYMENT_STATE', {
+        message: `Payment ${original.id} is confirmed but not finalized yet, and went to a wallet whose owner signs its refund (local mode): a refund signed now could still be broadcast if a reorganisation took the payment back. Retry once it is finalized.`,
+        details: {
+          paymentId: 'is confirmed, not finalized yet; retry once it is finalized',
+          status: original.status,
+        },
+        // Finality is usually minutes away: a retry with the same key is judged again.
+        final: false,
+      });
+    }
     return this.make(
       accountId,
       original,
@@ -158,7 +183,20 @@ export class RefundService {
       const built = await this.deps.localSend.build(accountId, send, idempotencyKey, keyId, options);
       return { ...built, mode: 'local', ...link };
     }
-    const sent = await this.deps.send.send(accountId, send, idempotencyKey, keyId, options);
+    const sent = await this.deps.send.send(accountId, send, idempotencyKey, keyId, {
+      ...options,
+      hold: original.status !== 'finalized',
+    });
+    // Held: no transaction yet, so no signature and no proof of one (held-refund.ts).
+    if (sent.status === 'pending' && sent.signature === '') {
+      return {
+        ...sent,
+        paymentProof: '',
+        mode: 'custodial',
+        ...link,
+        heldUntil: HELD_UNTIL_ORIGINAL_FINALIZED,
+      };
+    }
     return { ...sent, mode: 'custodial', ...link };
   }
 

@@ -1,0 +1,3 @@
+import { heldRefundSuites } from './held-refund-suite.ts';
+
+heldRefundSuites('anvil');

@@ -1,0 +1,3 @@
+import { refundSuites } from './refund-suite.ts';
+
+refundSuites('anvil', 'SQLite');

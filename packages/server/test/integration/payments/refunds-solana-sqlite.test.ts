@@ -1,0 +1,3 @@
+import { refundSuites } from './refund-suite.ts';
+
+refundSuites('Solana localnet', 'SQLite');
