@@ -1,30 +1,32 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { loadConfig, type RunningServer, startServer } from 'gate402';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { buildDashboard, isDashboardBuilt } from '../../node/index.ts';
-
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url).pathname;
-const PASSWORD = 'a long enough password';
-const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: dashboard browser tests skipped`;
+import { after, afterEach, before, describe, it } from 'node:test';
+import type { RunningServer } from 'gate402';
+import type { Browser, Page } from 'playwright-core';
+import {
+  type DashboardGateway,
+  goTo as goToSection,
+  launchChromium,
+  openPage,
+  PASSWORD,
+  skipWithoutChromium,
+  startDashboardGateway,
+  type WatchedPage,
+} from '../support/dashboard-browser.ts';
 
 /**
  * The dashboard in a real browser (Debian chromium through playwright-core) against the real gateway as
  * `npm start` runs it: SQLite in a temporary DATA_DIR, the embedded Solana localnet and anvil. One browser
  * for the whole file; each step saves a screenshot to packages/dashboard/test-artifacts/.
  */
-describe('the dashboard in a browser', { skip }, () => {
+describe('the dashboard in a browser', { skip: skipWithoutChromium }, () => {
+  let gateway: DashboardGateway;
   let server: RunningServer;
-  let dataDir: string;
   let browser: Browser;
+  let watched: WatchedPage;
   let page: Page;
   const email = `owner-${Date.now()}@example.test`;
 
-  const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+  const shot = (name: string) => watched.shot(name);
   const api = (path: string, key: string, init: { method?: string; body?: unknown } = {}) =>
     fetch(`${server.url}${path}`, {
       method: init.method ?? 'GET',
@@ -34,60 +36,24 @@ describe('the dashboard in a browser', { skip }, () => {
       },
       ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
     });
-  const goTo = async (section: string) => {
-    await page
-      .getByRole('navigation', { name: 'Dashboard sections' })
-      .getByRole('link', { name: section })
-      .click();
-    await page.getByRole('heading', { level: 1, name: section }).waitFor();
-  };
+  const goTo = (section: string) => goToSection(page, section);
 
   before(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    if (!isDashboardBuilt()) await buildDashboard();
-    dataDir = mkdtempSync(join(tmpdir(), 'gate402-dashboard-'));
-    server = await startServer(
-      loadConfig({
-        PORT: '0',
-        LOCALNET_PORT: '0',
-        ANVIL_PORT: '0',
-        LOCALNET_SLOT_MS: '20',
-        RECONCILE_INTERVAL_MS: '200',
-        DATA_DIR: dataDir,
-        GATE402_DEMO: 'false',
-        LOG_LEVEL: 'silent',
-        ALLOW_PRIVATE_OUTBOUND_URLS: 'true',
-        EVENTS_POLL_MS: '200',
-      }),
-    );
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
-    // A shared, busy machine: generous, but a broken step still fails long before the test runner's limit.
-    page.setDefaultTimeout(20_000);
-    // The page must need nothing from anywhere but the gateway.
-    page.on('request', (request) => {
-      const url = new URL(request.url());
-      if (url.origin !== new URL(server.url).origin && url.protocol !== 'data:') {
-        assert.fail(`the dashboard fetched ${request.url()}`);
-      }
-    });
+    gateway = await startDashboardGateway('dashboard', { ALLOW_PRIVATE_OUTBOUND_URLS: 'true' });
+    server = gateway.server;
+    browser = await launchChromium();
+    watched = await openPage(browser, server.url, { width: 1200, height: 800 });
+    page = watched.page;
+  });
+
+  // The page must need nothing from anywhere but the gateway.
+  afterEach(() => {
+    assert.deepEqual(watched.foreignRequests, []);
   });
 
   after(async () => {
     await browser?.close();
-    await server?.close();
-    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
+    await gateway?.close();
   });
 
   it('signs up, creates a key that works against the API, deletes it, and the key gets 401', async () => {

@@ -1,15 +1,18 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { loadConfig, type RunningServer, startServer } from 'gate402';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { buildDashboard, isDashboardBuilt } from '../../node/index.ts';
+import type { Browser, Page } from 'playwright-core';
+import {
+  callApi,
+  createApiKey,
+  type DashboardGateway,
+  launchChromium,
+  openPage,
+  signUp,
+  skipWithoutChromium,
+  startDashboardGateway,
+  type WatchedPage,
+} from '../support/dashboard-browser.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url).pathname;
-const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: dashboard browser tests skipped`;
 const RESOURCE = 'https://api.example.test/reports/daily';
 
 /**
@@ -19,93 +22,32 @@ const RESOURCE = 'https://api.example.test/reports/daily';
  * earned, balances and recent payments; at desktop and phone width (screenshots in test-artifacts/),
  * under the dashboard's CSP (any violation fails), and usable from the keyboard.
  */
-describe('the dashboard home page in a browser', { skip }, () => {
-  let server: RunningServer;
-  let dataDir: string;
+describe('the dashboard home page in a browser', { skip: skipWithoutChromium }, () => {
+  let gateway: DashboardGateway;
   let browser: Browser;
+  let watched: WatchedPage;
   let page: Page;
-  const violations: string[] = [];
 
-  const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
-  const api = async (key: string, method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const json = (await res.json()) as Record<string, unknown>;
-    assert.equal(res.status, 200, `${method} ${path}: ${JSON.stringify(json)}`);
-    return json;
-  };
+  const shot = (name: string) => watched.shot(name);
+  const api = (key: string, method: string, path: string, body?: unknown) =>
+    callApi(gateway.server.url, key, method, path, body);
 
   before(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    if (!isDashboardBuilt()) await buildDashboard();
-    dataDir = mkdtempSync(join(tmpdir(), 'gate402-dashboard-home-'));
-    server = await startServer(
-      loadConfig({
-        PORT: '0',
-        LOCALNET_PORT: '0',
-        ANVIL_PORT: '0',
-        LOCALNET_SLOT_MS: '20',
-        RECONCILE_INTERVAL_MS: '200',
-        DATA_DIR: dataDir,
-        GATE402_DEMO: 'false',
-        LOG_LEVEL: 'silent',
-        EVENTS_POLL_MS: '200',
-      }),
-    );
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
-    page.setDefaultTimeout(20_000);
-    page.on('console', (message) => {
-      if (/Content Security Policy|Refused to/i.test(message.text())) violations.push(message.text());
-    });
-    page.on('request', (request) => {
-      const url = new URL(request.url());
-      if (url.origin !== new URL(server.url).origin && url.protocol !== 'data:') {
-        violations.push(`fetched ${request.url()}`);
-      }
-    });
+    gateway = await startDashboardGateway('dashboard-home');
+    browser = await launchChromium();
+    watched = await openPage(browser, gateway.server.url, { width: 1200, height: 800 });
+    page = watched.page;
   });
 
   after(async () => {
     await browser?.close();
-    await server?.close();
-    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
+    await gateway?.close();
   });
 
   it('shows what the account earned and spent, per asset and day, with the top resource, at desktop and phone width', async () => {
-    await page.goto(`${server.url}/dashboard`);
-    await page.getByRole('button', { name: 'Sign up' }).click();
-    await page.getByLabel('Email').fill(`home-${Date.now()}@example.test`);
-    await page.getByLabel('Password').fill('a long enough password');
-    await page.getByRole('button', { name: 'Sign up' }).click();
-    await page.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
+    await signUp(page, gateway.server.url, `home-${Date.now()}@example.test`);
     await page.getByTestId('no-volume').waitFor();
-
-    await page
-      .getByRole('navigation', { name: 'Dashboard sections' })
-      .getByRole('link', { name: 'API Keys' })
-      .click();
-    await page.getByLabel('Key name').fill('shop');
-    await page.getByRole('button', { name: 'Generate key' }).click();
-    const key = (await page.getByTestId('new-key').textContent()) ?? '';
-    await page.getByRole('button', { name: 'I have stored it' }).click();
+    const key = await createApiKey(page, 'shop');
 
     // A buyer and a seller wallet of this account; the buyer pays the seller twice for one resource.
     const buyer = (await api(key, 'POST', '/wallets', { chain: 'solana' })).address as string;
@@ -160,6 +102,6 @@ describe('the dashboard home page in a browser', { skip }, () => {
     const box = await page.getByTestId('volume-chart').boundingBox();
     assert.ok(box !== null && box.width <= 390, `the chart fits a phone: ${JSON.stringify(box)}`);
     await shot('home-phone');
-    assert.deepEqual(violations, []);
+    assert.deepEqual([...watched.cspViolations, ...watched.foreignRequests], []);
   });
 });

@@ -1,15 +1,19 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { loadConfig, type RunningServer, startServer } from 'gate402';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { buildDashboard, isDashboardBuilt } from '../../node/index.ts';
-
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url).pathname;
-const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: dashboard browser tests skipped`;
+import type { Browser, Page } from 'playwright-core';
+import {
+  ARTIFACTS,
+  callApi,
+  createApiKey,
+  type DashboardGateway,
+  launchChromium,
+  openPage,
+  signUp,
+  skipWithoutChromium,
+  startDashboardGateway,
+  type WatchedPage,
+} from '../support/dashboard-browser.ts';
 
 /**
  * The Refund button of a received payment (#30) in Chromium against the gateway as `npm start` runs it
@@ -17,80 +21,30 @@ const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: dashboard b
  * with nothing sent, and a confirmed partial refund is made once and shown on the payment, under the
  * dashboard's CSP (any violation fails).
  */
-describe('refunding a payment from the dashboard', { skip }, () => {
-  let server: RunningServer;
-  let dataDir: string;
+describe('refunding a payment from the dashboard', { skip: skipWithoutChromium }, () => {
+  let gateway: DashboardGateway;
   let browser: Browser;
+  let watched: WatchedPage;
   let page: Page;
-  const violations: string[] = [];
 
-  const api = async (key: string, method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const json = (await res.json()) as Record<string, unknown>;
-    assert.equal(res.status, 200, `${method} ${path}: ${JSON.stringify(json)}`);
-    return json;
-  };
+  const api = (key: string, method: string, path: string, body?: unknown) =>
+    callApi(gateway.server.url, key, method, path, body);
 
   before(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    if (!isDashboardBuilt()) await buildDashboard();
-    dataDir = mkdtempSync(join(tmpdir(), 'gate402-dashboard-refund-'));
-    server = await startServer(
-      loadConfig({
-        PORT: '0',
-        LOCALNET_PORT: '0',
-        ANVIL_PORT: '0',
-        LOCALNET_SLOT_MS: '20',
-        RECONCILE_INTERVAL_MS: '200',
-        DATA_DIR: dataDir,
-        GATE402_DEMO: 'false',
-        LOG_LEVEL: 'silent',
-        EVENTS_POLL_MS: '200',
-      }),
-    );
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-      ],
-    });
-    page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
-    page.setDefaultTimeout(20_000);
-    page.on('console', (message) => {
-      if (/Content Security Policy|Refused to/i.test(message.text())) violations.push(message.text());
-    });
+    gateway = await startDashboardGateway('dashboard-refund');
+    browser = await launchChromium();
+    watched = await openPage(browser, gateway.server.url, { width: 1200, height: 900 });
+    page = watched.page;
   });
 
   after(async () => {
     await browser?.close();
-    await server?.close();
-    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
+    await gateway?.close();
   });
 
   it('asks before refunding, sends nothing on Escape, and refunds the amount confirmed once', async () => {
-    await page.goto(`${server.url}/dashboard`);
-    await page.getByRole('button', { name: 'Sign up' }).click();
-    await page.getByLabel('Email').fill(`refund-${Date.now()}@example.test`);
-    await page.getByLabel('Password').fill('a long enough password');
-    await page.getByRole('button', { name: 'Sign up' }).click();
-    const nav = page.getByRole('navigation', { name: 'Dashboard sections' });
-    await nav.waitFor();
-    await nav.getByRole('link', { name: 'API Keys' }).click();
-    await page.getByLabel('Key name').fill('shop');
-    await page.getByRole('button', { name: 'Generate key' }).click();
-    const key = (await page.getByTestId('new-key').textContent()) ?? '';
-    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await signUp(page, gateway.server.url, `refund-${Date.now()}@example.test`);
+    const key = await createApiKey(page, 'shop');
 
     // A buyer pays the account's seller wallet 0.5 SOL, which the seller records with the proof.
     const buyer = (await api(key, 'POST', '/wallets', { chain: 'solana' })).address as string;
@@ -113,7 +67,7 @@ describe('refunding a payment from the dashboard', { skip }, () => {
         payments: unknown[];
       };
 
-    await page.goto(`${server.url}/dashboard/payments/${paymentId}`);
+    await page.goto(`${gateway.server.url}/dashboard/payments/${paymentId}`);
     const refundButton = page.getByRole('button', { name: 'Refund', exact: true });
     await refundButton.waitFor();
 
@@ -150,6 +104,6 @@ describe('refunding a payment from the dashboard', { skip }, () => {
     const after = await refunds();
     assert.equal(after.refunded, 0.2);
     assert.equal(after.payments.length, 1);
-    assert.deepEqual(violations, []);
+    assert.deepEqual(watched.cspViolations, []);
   });
 });
