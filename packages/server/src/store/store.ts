@@ -120,7 +120,10 @@ export interface ResourceRevenue {
   readonly amount: bigint;
 }
 
-/** Sums over one account's payments in a time range [since, until) of their creation (Unix ms). */
+/**
+ * Sums over one account's paid payments by the UTC day of their creation: the days whose start falls in
+ * [since, until) (Unix ms). Read from a rollup kept in each payment's transaction (migration 0028).
+ */
 export interface PaymentVolumeRepository {
   /** Paid volume per UTC day, direction, network and asset, oldest day first. */
   byDay(accountId: string, since: number, until: number): Promise<AssetVolume[]>;

@@ -2,6 +2,7 @@ import {
   expressionBuilder,
   type Insertable,
   type Kysely,
+  PostgresAdapter,
   type Selectable,
   sql,
   type Updateable,
@@ -31,6 +32,7 @@ import type {
 import { compiledInsertOnce, compiledOnce } from './compiled-query.ts';
 import { leaseRows } from './lease-rows.ts';
 import { exportPage } from './payment-export-query.ts';
+import { countVolume, isPaid, paidness } from './payment-volume-rollup.ts';
 
 /** Every payment's wallet count moves with it: +1, or a first row of 1. */
 export const insertPaymentCount = compiledInsertOnce(
@@ -213,7 +215,9 @@ export class KyselyPaymentRepository implements PaymentRepository {
       direction: payment.direction,
       n: 1,
     });
-    await insertPaymentRow(this.db, paymentRow(payment, lease));
+    const row = paymentRow(payment, lease);
+    await insertPaymentRow(this.db, row);
+    await countVolume(this.db, row, 1);
   }
 
   async get(id: string): Promise<PaymentRecord | undefined> {
@@ -243,14 +247,74 @@ export class KyselyPaymentRepository implements PaymentRepository {
     // what lets status keep final payments in memory on every instance (PaymentStatusCache).
     const allowed = from.filter((before) => canMove(before, status));
     if (allowed.length === 0) return undefined;
-    const row = await this.db
-      .updateTable('payments')
-      .set({ ...columns(changes), status, updated_at: at })
-      .where('id', '=', id)
-      .where('status', 'in', allowed)
-      .returningAll()
-      .executeTakeFirst();
-    return row && toPayment(row);
+    // The paid volume (payment_volume) moves in the same transaction as the payment.
+    if (!this.db.isTransaction) {
+      return this.db
+        .transaction()
+        .execute((trx) => new KyselyPaymentRepository(trx).transition(id, allowed, status, changes, at));
+    }
+    const update = (before: readonly PaymentStatus[]) =>
+      this.db
+        .updateTable('payments')
+        .set({ ...columns(changes), status, updated_at: at })
+        .where('id', '=', id)
+        .where('status', 'in', before)
+        .returningAll()
+        .executeTakeFirst();
+    // What the payment counted for before: the same row with its old status (and amount, when this
+    // changes it). Which old status, the UPDATE tells: when the states it may leave are some paid and
+    // some not (→ finalized), the paid ones are tried first, each attempt atomic on the row.
+    let row: Selectable<PaymentsTable> | undefined;
+    let wasPaid: boolean;
+    const paid = paidness(allowed);
+    // A new amount on a payment that may already be paid: the old amount is taken off, so it is read
+    // first, the row locked until commit on PostgreSQL (SQLite has one writer, which holds it already).
+    const oldAmount =
+      changes.amount === undefined || paid === false ? undefined : await this.amountLocked(id);
+    if (paid === 'mixed') {
+      row = await update(allowed.filter(isPaid));
+      wasPaid = row !== undefined;
+      row ??= await update(allowed.filter((before) => !isPaid(before)));
+    } else {
+      wasPaid = paid;
+      row = await update(allowed);
+    }
+    if (row === undefined) return undefined;
+    await this.recount(row, wasPaid, changes, oldAmount);
+    return toPayment(row);
+  }
+
+  private async amountLocked(id: string): Promise<string | undefined> {
+    const lock = this.db.getExecutor().adapter instanceof PostgresAdapter ? sql` for update` : sql``;
+    const rows = await sql<{ amount: string }>`select amount from payments where id = ${id}${lock}`.execute(
+      this.db,
+    );
+    return rows.rows[0]?.amount;
+  }
+
+  /**
+   * Moves the paid volume from what the row counted for before an update to what it counts for now.
+   * The old row is the new one with the old paid-ness (any paid status counts alike) and, when the
+   * update set a new amount, the old amount, which the caller read (`oldAmount`).
+   */
+  private async recount(
+    row: Selectable<PaymentsTable>,
+    wasPaid: boolean,
+    changes: PaymentChanges,
+    oldAmount?: string,
+  ): Promise<void> {
+    const isNowPaid = isPaid(row.status);
+    const amountChanged = changes.amount !== undefined && oldAmount !== row.amount;
+    if (wasPaid === isNowPaid && !(isNowPaid && amountChanged)) return;
+    if (wasPaid) {
+      if (changes.amount !== undefined && oldAmount === undefined) {
+        // An amount set on a payment that was already paid: the state machine has no such move (upto
+        // records its settled amount when it confirms), and the rollup could not take off the old one.
+        throw new Error(`payment ${row.id}: its amount cannot change once it is paid`);
+      }
+      await countVolume(this.db, { ...row, status: 'confirmed', amount: oldAmount ?? row.amount }, -1);
+    }
+    await countVolume(this.db, row, 1);
   }
 
   async replaceTransaction(
@@ -271,6 +335,8 @@ export class KyselyPaymentRepository implements PaymentRepository {
   }
 
   async relocate(id: string, changes: PaymentChanges, at: number): Promise<PaymentRecord | undefined> {
+    // A confirmed payment is paid: changing its amount would have to move the paid volume too.
+    if (changes.amount !== undefined) throw new Error('relocate does not change an amount');
     const row = await this.db
       .updateTable('payments')
       .set({ ...columns(changes), updated_at: at })
