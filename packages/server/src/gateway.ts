@@ -30,6 +30,7 @@ import type { Store } from './store/store.ts';
 import { PaymentReconciler } from './workers/payment-reconciler.ts';
 import { SessionPurgeJob } from './workers/session-purge-job.ts';
 import { SettlementFinisher } from './workers/settlement-finisher.ts';
+import { UptoEscrowSweep } from './workers/upto-escrow-sweep.ts';
 
 /** Parts a caller brings instead of the ones the configuration would make (tests, benchmarks, tools). */
 export interface GatewayOverrides {
@@ -358,6 +359,10 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
           settleWaitMs: config.confirmTimeoutMs,
           log: warn,
         }),
+      ),
+      namedJob(
+        'upto-escrow-sweep',
+        new UptoEscrowSweep({ store, networks, facilitator: services.facilitator, instanceId, log: warn }),
       ),
       ...(events?.jobs ?? []),
       ...(dashboardAuth === undefined ? [] : [new SessionPurgeJob(dashboardAuth, warn)]),

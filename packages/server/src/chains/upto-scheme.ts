@@ -1,3 +1,4 @@
+import type { SettlementRecord } from '../domain/records/settlement-records.ts';
 import type { X402Reason } from '../domain/x402-reasons.ts';
 import type { ExactScheme } from './exact-scheme.ts';
 
@@ -33,6 +34,42 @@ export interface UptoScheme extends ExactScheme {
   ): { readonly amount: bigint; readonly payer: string } | undefined;
   /** Whether the chain carries what the scheme needs (EVM: Permit2 and x402's upto proxy), as last looked. */
   available(): boolean;
+  /** Present where the scheme escrows the maximum first (Solana: x402's payment channel); see UptoEscrow. */
+  readonly escrow?: UptoEscrow;
+}
+
+/**
+ * An `upto` scheme that settles in two phases, each its own settlement (exactly once, with the same
+ * claim, pending, finisher and fee-budget rules): the DEPOSIT (before the seller's handler runs: the
+ * buyer's signed maximum moves into escrow; `requirements.amount` is that maximum; nothing reaches the
+ * seller, so no payment is recorded) and the CLAIM (after it: the actual amount, 0 ≤ actual ≤ maximum,
+ * to the seller, the rest back to the buyer, on chain even for 0). The seller says which phase a settle
+ * is (`payload.type`). A claim is settled only after the payload's deposit settled, and only for the
+ * account that asked for the deposit: nobody else's key can spend a seller's escrow.
+ */
+export interface UptoEscrow {
+  /** The phase a settle payload asks for; undefined when it names none (then it is refused). */
+  phaseOf(payload: Readonly<Record<string, unknown>>): 'deposit' | 'claim' | undefined;
+  /** The settlement key of the payload's deposit, whichever phase the payload names. */
+  depositKey(payload: Readonly<Record<string, unknown>>): string | undefined;
+  /** Whether a stored settlement is a deposit (it moved the maximum into escrow, nothing to the seller). */
+  isDeposit(settlementKey: string): boolean;
+  /**
+   * Closes this facilitator's escrows nobody can claim any more (their deposit settled longer ago than
+   * a claim may come), the whole deposit back to the buyer, and takes back the rent of closed ones.
+   * `depositOf`: a deposit's stored settlement by key (who it was for); `now`: Unix ms. What it did.
+   */
+  sweep(
+    depositOf: (settlementKey: string) => Promise<SettlementRecord | undefined>,
+    now: number,
+  ): Promise<SweptEscrow[]>;
+}
+
+/** One escrow the sweep closed (`refunded`: the buyer got the deposit back) or whose rent it took back. */
+export interface SweptEscrow {
+  readonly escrow: string;
+  readonly action: 'refunded' | 'reclaimed';
+  readonly transactionId: string;
 }
 
 /** The names of the x402 schemes the built-in facilitator serves. */

@@ -64,6 +64,30 @@ export const X402_REASONS = [
   // facilitator, and a settle asking more than the signed maximum.
   'upto_facilitator_mismatch',
   'invalid_upto_evm_payload_settlement_exceeds_amount',
+  // upto on Solana: x402's payment channel (names of @x402/svm 2.x's upto facilitator; the deposit's open
+  // co-signed as fee and rent payer, the claim a settleAndSeal + distribute with a receiver-authorizer voucher).
+  'facilitator_mismatch',
+  'invalid_upto_svm_payload_settlement_exceeds_amount',
+  'invalid_upto_svm_payload_open_transaction',
+  'invalid_upto_svm_payload_amount_mismatch',
+  'invalid_upto_svm_payload_deposit_not_ceiling',
+  'invalid_upto_svm_payload_channel_id',
+  'invalid_upto_svm_payload_payer_mismatch',
+  'invalid_upto_svm_payload_receiver_authorizer',
+  'invalid_upto_svm_payload_expired',
+  'invalid_upto_svm_payload_not_yet_active',
+  'invalid_upto_svm_payload_channel_lifetime_exceeded',
+  'invalid_upto_svm_payload_expires_at_mismatch',
+  'invalid_upto_svm_payload_unexpected_voucher',
+  'invalid_upto_svm_payload_voucher_signature',
+  'invalid_upto_svm_payment_requirements',
+  'invalid_upto_svm_authorizer_address_mismatch',
+  'invalid_upto_svm_channel_state',
+  'invalid_upto_svm_settlement_simulation',
+  // gate402's own: an escrow claim whose deposit this account did not settle here (or not yet), and a
+  // channel whose settled amount does not all go to payTo.
+  'upto_deposit_not_settled',
+  'invalid_upto_svm_payload_recipient_mismatch',
   // exact on Solana: an SPL transferChecked the facilitator co-signs as fee payer.
   'invalid_exact_svm_payload_amount_mismatch',
   'invalid_exact_svm_payload_excessive_signers',

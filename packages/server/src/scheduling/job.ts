@@ -13,6 +13,7 @@ export interface Job {
 export type JobName =
   | 'payment-reconciler'
   | 'settlement-finisher'
+  | 'upto-escrow-sweep'
   | 'webhook-delivery'
   | 'event-retention'
   | 'dashboard-session-purge';

@@ -6,6 +6,7 @@ import { connectSolana } from './connect-solana.ts';
 import { ExactSvmScheme } from './exact-svm-scheme.ts';
 import { SOLANA_RESERVED_ACCOUNTS } from './reserved-accounts.ts';
 import { SOLANA_DEVNET_ID, solanaExplorerUrl } from './solana-clusters.ts';
+import { UptoSvmScheme } from './upto-svm-scheme.ts';
 
 /** Solana: base58 addresses and signatures, slots of 400 ms, accounts that must stay rent-exempt. */
 export const solanaFamily: ChainFamilyModule<Parameters<typeof connectSolana>[0]> = {
@@ -22,6 +23,18 @@ export const solanaFamily: ChainFamilyModule<Parameters<typeof connectSolana>[0]
   isTransactionId: (text) => /^[1-9A-HJ-NP-Za-km-z]{64,88}$/.test(text) && decodeBase58(text)?.length === 64,
   exactScheme: async (chain, feePayer, assets) =>
     new ExactSvmScheme(chain.endpoints, [feePayer], chain.info.id, assets),
+  // Offered where the chain carries x402's payment-channels program (the embedded localnet does).
+  uptoScheme: async (chain, feePayer, assets, { now, log }) => {
+    const scheme = new UptoSvmScheme(chain.endpoints, feePayer, chain.info.id, assets, now);
+    try {
+      if (await scheme.detect()) log?.(`x402 facilitator: upto payments offered on ${chain.info.name}`);
+    } catch (error) {
+      log?.(
+        `x402 facilitator: could not look for x402's payment-channels program on ${chain.info.name} (${error instanceof Error ? error.message : String(error)}); upto is not offered there`,
+      );
+    }
+    return scheme;
+  },
   caip2Namespace: 'solana',
   signersNamespace: 'solana:*',
   sellersNameFeePayer: true,

@@ -9,7 +9,7 @@ import type {
   PreparedSettlementTx,
 } from '../../chains/exact-scheme.ts';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
-import type { SchemeName } from '../../chains/upto-scheme.ts';
+import type { SchemeName, UptoScheme } from '../../chains/upto-scheme.ts';
 import { GatewayError } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
 import { atomicToDecimalText } from '../../domain/money.ts';
@@ -132,6 +132,12 @@ export class FacilitatorService {
   /** The `exact` scheme serving a network (CAIP-2, the devnet alias included); undefined when none. */
   schemeFor(network: string): ExactScheme | undefined {
     return this.routes.get(network)?.scheme;
+  }
+
+  /** The `upto` scheme serving a network (CAIP-2); undefined when none (the escrow sweep asks). */
+  uptoSchemeFor(network: string): UptoScheme | undefined {
+    const route = this.routes.get(network, 'upto');
+    return route?.name === 'upto' ? route.scheme : undefined;
   }
 
   /** This facilitator's Solana fee payer, which sellers name in `extra.feePayer`. */
@@ -294,6 +300,15 @@ export class FacilitatorService {
     // against the maximum it signed (the seller's 402 offered it), and the actual amount must not exceed it.
     const signed = route.name === 'upto' ? route.scheme.signedMaximum(payment.payload) : undefined;
     const signedTerms = signed === undefined ? requirements : { ...requirements, amount: signed.amount };
+    // Escrow upto (Solana): the seller names the phase, and each phase is verified against its own amount
+    // (a deposit: the signed maximum; a claim: the actual amount); see UptoEscrow.
+    const escrow = route.name === 'upto' ? route.scheme.escrow : undefined;
+    const phase = escrow?.phaseOf(payment.payload);
+    if (escrow !== undefined && phase === undefined && signed !== undefined)
+      return fail('invalid_payload', 'payload.type must say whether this settle is the deposit or the claim', {
+        payer: signed.payer,
+      });
+    const verifyTerms = phase === undefined ? signedTerms : requirements;
     // What the payload pays (token, recipient, amount), from the payload alone, comes before what
     // became of it: a payload that does not pay these requirements is refused for that, settled or not,
     // never answered `duplicate_settlement` (or a settlement's transaction) for a payment it is not.
@@ -324,13 +339,24 @@ export class FacilitatorService {
     if (existing !== undefined && settles(route, existing, requirements))
       return this.answer(await this.resume(route, existing, holder, asker), networkAsSent, asker, route);
 
+    // A claim spends the escrow of a deposit this account settled here: no other account's key can.
+    if (phase === 'claim') {
+      const depositKey = escrow?.depositKey(payment.payload);
+      const deposit = depositKey === undefined ? undefined : await this.deps.store.settlements.get(depositKey);
+      if (deposit?.status !== 'settled' || recorderOf(deposit) !== asker.accountId)
+        return fail('upto_deposit_not_settled', 'the deposit of this payload was not settled here for your account', {
+          ...(signed === undefined ? {} : { payer: signed.payer }),
+        });
+    }
     // upto: nothing to move. x402's upto scheme settles 0 without the chain; the payload is consumed all
-    // the same (settled at most once), recorded as a settlement of 0 with no transaction.
-    if (route.name === 'upto' && requirements.amount === 0n)
+    // the same (settled at most once), recorded as a settlement of 0 with no transaction. An escrow's claim
+    // of 0 goes on chain: it gives the buyer the deposit back.
+    if (route.name === 'upto' && requirements.amount === 0n && escrow === undefined)
       return this.settleNothing(route, key, payment, requirements, signedTerms, asker, networkAsSent);
-    const small = await this.belowMinimum(route, requirements);
+    // The minimum binds an escrow's deposit (its maximum); its claim must release the escrow whatever it settles.
+    const small = phase === 'claim' ? undefined : await this.belowMinimum(route, requirements);
     if (small !== undefined) return fail(small.reason, small.message);
-    const verdict = await route.scheme.verify(payment.payload, signedTerms);
+    const verdict = await route.scheme.verify(payment.payload, verifyTerms);
     if (!verdict.valid)
       return fail(
         verdict.reason,
@@ -348,7 +374,7 @@ export class FacilitatorService {
       // this payload that landed meanwhile (here or on another instance) makes it revert, as does anyone
       // else's use of the authorization. The first makes this one the duplicate; the second, a refusal.
       if ((await this.deps.store.settlements.get(key)) === undefined) {
-        const now = await route.scheme.verify(payment.payload, signedTerms);
+        const now = await route.scheme.verify(payment.payload, verifyTerms);
         if (now.valid) throw error;
         return fail(now.reason, now.message, now.payer === undefined ? {} : { payer: now.payer });
       }
@@ -787,7 +813,7 @@ export class FacilitatorService {
     const key = holder !== null && recorder === holder.accountId ? holder.idempotencyKey : null;
     const fee = carrier === undefined ? tx?.fee : undefined;
     const payment =
-      recorder === null
+      recorder === null || movesNothingToSeller(route, settlement)
         ? undefined
         : newPayment(at, {
             id: newId('pay'),
@@ -995,6 +1021,12 @@ function invalid(refusal: ExactRefusal): VerifyAnswer {
  */
 function recorderOf(settlement: SettlementRecord): string | null {
   return settlement.accountId ?? settlement.claimedBy?.accountId ?? null;
+}
+
+/** An escrow's deposit (the maximum into escrow), or a claim of 0: no payment to record for the seller. */
+function movesNothingToSeller(route: Route, settlement: SettlementRecord): boolean {
+  const escrow = route.name === 'upto' ? route.scheme.escrow : undefined;
+  return escrow !== undefined && (escrow.isDeposit(settlement.key) || settlement.amount === 0n);
 }
 
 /** The settlement row's fee change for a final `fee`, when one was reserved. */
