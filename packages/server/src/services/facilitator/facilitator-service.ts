@@ -305,9 +305,13 @@ export class FacilitatorService {
     const escrow = route.name === 'upto' ? route.scheme.escrow : undefined;
     const phase = escrow?.phaseOf(payment.payload);
     if (escrow !== undefined && phase === undefined && signed !== undefined)
-      return fail('invalid_payload', 'payload.type must say whether this settle is the deposit or the claim', {
-        payer: signed.payer,
-      });
+      return fail(
+        'invalid_payload',
+        'payload.type must say whether this settle is the deposit or the claim',
+        {
+          payer: signed.payer,
+        },
+      );
     const verifyTerms = phase === undefined ? signedTerms : requirements;
     // What the payload pays (token, recipient, amount), from the payload alone, comes before what
     // became of it: a payload that does not pay these requirements is refused for that, settled or not,
@@ -342,11 +346,16 @@ export class FacilitatorService {
     // A claim spends the escrow of a deposit this account settled here: no other account's key can.
     if (phase === 'claim') {
       const depositKey = escrow?.depositKey(payment.payload);
-      const deposit = depositKey === undefined ? undefined : await this.deps.store.settlements.get(depositKey);
+      const deposit =
+        depositKey === undefined ? undefined : await this.deps.store.settlements.get(depositKey);
       if (deposit?.status !== 'settled' || recorderOf(deposit) !== asker.accountId)
-        return fail('upto_deposit_not_settled', 'the deposit of this payload was not settled here for your account', {
-          ...(signed === undefined ? {} : { payer: signed.payer }),
-        });
+        return fail(
+          'upto_deposit_not_settled',
+          'the deposit of this payload was not settled here for your account',
+          {
+            ...(signed === undefined ? {} : { payer: signed.payer }),
+          },
+        );
     }
     // upto: nothing to move. x402's upto scheme settles 0 without the chain; the payload is consumed all
     // the same (settled at most once), recorded as a settlement of 0 with no transaction. An escrow's claim
