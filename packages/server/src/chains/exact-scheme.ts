@@ -94,6 +94,11 @@ export interface ExactScheme {
     requirements: ExactRequirements,
     since: number,
   ): Promise<(LandedPayment & { readonly payer: string }) | undefined>;
+  /**
+   * EVM, x402's erc20ApprovalGasSponsoring: whether the buyer's approval (`wire`, its signed bytes), not
+   * mined, can never be now — the buyer's nonce moved past it.
+   */
+  approvalSuperseded?(wire: Uint8Array): Promise<boolean>;
 }
 
 export interface SellerTransaction {
@@ -163,6 +168,29 @@ export interface SettlementDraft {
   readonly nonceFloor?: { readonly address: string; readonly pending: bigint };
   /** `nonce`: allocated from `nonceFloor` (EVM); undefined where the chain has no nonces (Solana). */
   sign(nonce: bigint | undefined): Promise<PreparedSettlementTx>;
+  /**
+   * EVM, x402's erc20ApprovalGasSponsoring: the buyer's approval to broadcast before the settlement,
+   * funded first. `maxFee` then counts it too: the funding transfer's fee and the amount it gives.
+   */
+  readonly sponsoredApproval?: SponsoredApprovalDraft;
+}
+
+export interface SponsoredApprovalDraft {
+  /** The approval's identity (network, buyer, its nonce): funded for one settlement at most. */
+  readonly key: string;
+  /** The buyer, who signed it. */
+  readonly payer: string;
+  /** The buyer's signed approval transaction, and its hash. */
+  readonly wire: Uint8Array;
+  readonly transactionId: string;
+  /**
+   * The fee payer's transfer of `amount` (what the buyer lacks for the approval's gas) to the buyer,
+   * signed with its own nonce, allocated before the settlement's; absent when the buyer holds enough.
+   */
+  readonly funding?: {
+    readonly amount: bigint;
+    sign(nonce: bigint): Promise<PreparedSettlementTx>;
+  };
 }
 
 export interface PreparedSettlementTx {

@@ -60,6 +60,23 @@ export const X402_REASONS = [
   'eip2612_spender_not_permit2',
   'eip2612_deadline_expired',
   'permit2_2612_amount_mismatch',
+  // exact and upto on EVM with Permit2: the erc20ApprovalGasSponsoring extension (names of @x402/evm 2.x,
+  // then gate402's own for the caps on what it funds and an approval another payment already funds).
+  'invalid_erc20_approval_extension_format',
+  'erc20_approval_from_mismatch',
+  'erc20_approval_asset_mismatch',
+  'erc20_approval_spender_not_permit2',
+  'erc20_approval_tx_wrong_target',
+  'erc20_approval_tx_wrong_selector',
+  'erc20_approval_tx_wrong_spender',
+  'erc20_approval_tx_invalid_calldata',
+  'erc20_approval_tx_signer_mismatch',
+  'erc20_approval_tx_invalid_signature',
+  'erc20_approval_tx_parse_failed',
+  'erc20_approval_tx_nonce_mismatch',
+  'erc20_approval_tx_gas_too_high',
+  'erc20_approval_tx_fee_too_high',
+  'erc20_approval_in_use',
   // upto on EVM (Permit2 through x402's upto proxy; names of @x402/evm 2.x): the witness names another
   // facilitator, and a settle asking more than the signed maximum.
   'upto_facilitator_mismatch',

@@ -20,6 +20,7 @@ export interface Database {
   x402_settlements: X402SettlementsTable;
   x402_receipts: X402ReceiptsTable;
   x402_sponsored_fees: X402SponsoredFeesTable;
+  x402_sponsored_approvals: X402SponsoredApprovalsTable;
   dashboard_users: DashboardUsersTable;
   dashboard_sessions: DashboardSessionsTable;
   spend_policies: SpendPoliciesTable;
@@ -79,6 +80,15 @@ export interface X402SettlementsTable {
   account_id: string | null;
   sponsored_fee: string | null;
   fee_day: string | null;
+  /** Migration 0030: JSON of SponsoredApprovalStep (erc20ApprovalGasSponsoring), null otherwise. */
+  sponsored_approval: string | null;
+}
+
+/** One row per buyer approval the facilitator funds and broadcasts (see SettlementRepository.claimApproval). */
+export interface X402SponsoredApprovalsTable {
+  approval_key: string;
+  settlement_key: string;
+  created_at: number;
 }
 
 /** Network fees sponsored per account, network and UTC day (see SponsoredFeeRepository). */

@@ -503,6 +503,11 @@ export interface SponsoredFeeRepository {
 export interface SettlementRepository {
   /** Inserts the settlement; false when one with this key exists (the primary key decides a race). */
   claim(settlement: SettlementRecord): Promise<boolean>;
+  /**
+   * Reserves a buyer approval the facilitator funds and broadcasts (erc20ApprovalGasSponsoring) for
+   * `settlementKey`; false when another settlement holds it (the primary key decides a race).
+   */
+  claimApproval(approvalKey: string, settlementKey: string, at: number): Promise<boolean>;
   get(key: string): Promise<SettlementRecord | undefined>;
   /** The settlement whose recorded payment is `paymentId` (FinalityWatch resends its bytes after a reorg). */
   findByPayment(paymentId: string): Promise<SettlementRecord | undefined>;

@@ -27,7 +27,7 @@ export const EIP2612_GAS_SPONSORING = 'eip2612GasSponsoring';
 
 /**
  * x402's `erc20ApprovalGasSponsoring` extension: the buyer signs an `approve(Permit2)` transaction and
- * asks the facilitator to fund its gas and broadcast it. Not offered by this facilitator (see docs/evm.md).
+ * asks the facilitator to fund its gas and broadcast it (erc20-approval-gas-sponsoring.ts).
  */
 export const ERC20_APPROVAL_GAS_SPONSORING = 'erc20ApprovalGasSponsoring';
 

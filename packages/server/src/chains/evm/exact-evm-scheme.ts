@@ -23,7 +23,8 @@ import {
 } from '../exact-scheme.ts';
 import type { RpcEndpoints } from '../rpc-endpoints.ts';
 import type { ChainDurability } from './chain-durability.ts';
-import { EIP2612_GAS_SPONSORING } from './eip2612-gas-sponsoring.ts';
+import { EIP2612_GAS_SPONSORING, ERC20_APPROVAL_GAS_SPONSORING } from './eip2612-gas-sponsoring.ts';
+import { approvalSuperseded } from './erc20-approval-gas-sponsoring.ts';
 import { toChainError } from './evm-errors.ts';
 import { failoverTransport } from './failover-transport.ts';
 import { firstBlockSince } from './first-block-since.ts';
@@ -36,6 +37,7 @@ import {
   permit2AuthorizationOf,
   permit2Available,
   permit2SettleCall,
+  sponsoredApprovalRequest,
 } from './permit2-payment.ts';
 import {
   type ContractCall,
@@ -45,6 +47,11 @@ import {
   sellerAuthorizationTransaction,
 } from './seller-paid-authorization.ts';
 import { findLandedPermit2 } from './seller-paid-permit2.ts';
+import {
+  sponsoredApprovalDraft,
+  sponsoredApprovalMaxCost,
+  sponsoredApprovalPlanNow,
+} from './sponsored-approval-draft.ts';
 
 const EIP3009_ABI = parseAbi([
   'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)',
@@ -152,9 +159,16 @@ export class ExactEvmScheme implements ExactScheme {
     return this.permit2Ready ? { assetTransferMethods: methods } : undefined;
   }
 
-  /** x402's eip2612GasSponsoring, where Permit2 payments settle (permit2-payment.ts: settleWithPermit). */
+  /**
+   * x402's gas sponsoring, where Permit2 payments settle: eip2612GasSponsoring (the proxy's
+   * settleWithPermit) and erc20ApprovalGasSponsoring (the buyer's approval funded and broadcast first).
+   */
   supportedExtensions(): readonly string[] {
-    return this.permit2Ready ? [EIP2612_GAS_SPONSORING] : [];
+    return this.permit2Ready ? [EIP2612_GAS_SPONSORING, ERC20_APPROVAL_GAS_SPONSORING] : [];
+  }
+
+  approvalSuperseded(wire: Uint8Array): Promise<boolean> {
+    return approvalSuperseded(this.client, `0x${Buffer.from(wire).toString('hex')}`);
   }
 
   settlementKey(payload: Readonly<Record<string, unknown>>): string | undefined {
@@ -288,18 +302,38 @@ export class ExactEvmScheme implements ExactScheme {
             to: getAddress(req.asset),
             data: transferWithAuthorizationData(transfer.auth),
           };
+    // erc20ApprovalGasSponsoring: the transfer can only be simulated after the buyer's approval.
+    const plan =
+      transfer.method === 'permit2'
+        ? await sponsoredApprovalPlanNow(
+            {
+              client: this.client,
+              chainId: this.chainId,
+              feePayer: account.address,
+              maxGas: EVM_MAX_SETTLEMENT_GAS,
+            },
+            sponsoredApprovalRequest(transfer.permit),
+            getAddress(req.asset),
+          )
+        : undefined;
     const [gas, fees, pending] = await this.call(() =>
       Promise.all([
-        this.client.estimateGas({ account: account.address, to, data }),
+        plan?.settleGas ?? this.client.estimateGas({ account: account.address, to, data }),
         this.client.estimateFeesPerGas(),
         this.client.getTransactionCount({ address: account.address, blockTag: 'pending' }),
       ]),
     );
-    // A margin over the estimate: the transfer's storage writes cost the same on every call.
-    const gasLimit = (gas * 12n) / 10n;
+    // A margin over the estimate: the transfer's storage writes cost the same on every call (a wider one
+    // over a simulated use, which leaves out what the call needs beyond it).
+    const gasLimit = plan === undefined ? (gas * 12n) / 10n : (gas * 3n) / 2n;
     return {
       // What the fee payer pays at most: every unit of gas it allows, at the most it bids per unit.
-      maxFee: gasLimit * fees.maxFeePerGas,
+      maxFee:
+        gasLimit * fees.maxFeePerGas +
+        (plan === undefined ? 0n : sponsoredApprovalMaxCost(plan, fees.maxFeePerGas)),
+      ...(plan === undefined
+        ? {}
+        : { sponsoredApproval: sponsoredApprovalDraft(account, this.chainId, this.network, plan, fees) }),
       nonceFloor: { address: account.address, pending: BigInt(pending) },
       sign: async (nonce) => {
         if (nonce === undefined) throw new Error('an EVM settlement is signed with an allocated nonce');
@@ -336,6 +370,8 @@ export class ExactEvmScheme implements ExactScheme {
       feePayer: getAddress(submitter),
       maxGas: EVM_MAX_SETTLEMENT_GAS,
       now: this.clock,
+      // Local mode: the seller's own wallet settles, and broadcasts nothing of the buyer's.
+      sponsorsApprovals: getAddress(submitter) === getAddress(this.feePayer.address),
     };
     return checkPermit2Payment(context, permit, req);
   }

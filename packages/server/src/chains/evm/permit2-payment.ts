@@ -11,14 +11,20 @@ import {
 import { type ExactRefusal, type ExactRequirements, refuse } from '../exact-scheme.ts';
 import {
   checkEip2612Terms,
+  EIP2612_GAS_SPONSORING,
   type Eip2612Permit,
   ERC20_APPROVAL_GAS_SPONSORING,
   eip2612PermitOf,
   eip2612PermitUsable,
   isMalformed,
   type MalformedSponsoring,
-  SPONSORING_FIELD,
 } from './eip2612-gas-sponsoring.ts';
+import {
+  type Erc20Approval,
+  erc20ApprovalOf,
+  planSponsoredApproval,
+  type SponsoredApprovalRequest,
+} from './erc20-approval-gas-sponsoring.ts';
 import { toChainError } from './evm-errors.ts';
 import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from './permit2-addresses.ts';
 import { EXACT_PERMIT2_PROXY_ABI } from './permit2-proxy-abi.ts';
@@ -46,8 +52,12 @@ export interface Permit2Authorization {
    * payload carries one: the facilitator then settles through the proxy's `settleWithPermit`.
    */
   readonly eip2612?: Eip2612Permit | MalformedSponsoring;
-  /** The payload asks the facilitator to broadcast a signed approval (`erc20ApprovalGasSponsoring`), not offered here. */
-  readonly asksApprovalBroadcast?: true;
+  /**
+   * The buyer's signed `approve(Permit2)` transaction (x402's `erc20ApprovalGasSponsoring`), when the
+   * payload carries one: the facilitator funds its gas and broadcasts it before settling, when the payer
+   * has not approved Permit2 yet (erc20-approval-gas-sponsoring.ts).
+   */
+  readonly erc20Approval?: Erc20Approval | MalformedSponsoring;
 }
 
 /** The EIP-712 types x402 clients sign (PermitWitnessTransferFrom with x402's witness). */
@@ -117,6 +127,7 @@ export function permit2AuthorizationOf(
     return undefined;
   }
   const eip2612 = eip2612PermitOf(payload);
+  const erc20Approval = erc20ApprovalOf(payload);
   return {
     from,
     token,
@@ -128,9 +139,7 @@ export function permit2AuthorizationOf(
     validAfter,
     signature,
     ...(eip2612 === undefined ? {} : { eip2612 }),
-    ...(record(payload[SPONSORING_FIELD])?.[ERC20_APPROVAL_GAS_SPONSORING] === undefined
-      ? {}
-      : { asksApprovalBroadcast: true as const }),
+    ...(erc20Approval === undefined ? {} : { erc20Approval }),
   };
 }
 
@@ -159,6 +168,17 @@ export function permit2SettleCall(auth: Permit2Authorization): { to: Address; da
           ],
         });
   return { to: EXACT_PERMIT2_PROXY_ADDRESS, data };
+}
+
+/** What the facilitator funds and sends first for `auth`'s buyer approval (erc20ApprovalGasSponsoring). */
+export function sponsoredApprovalRequest(auth: Permit2Authorization): SponsoredApprovalRequest {
+  return {
+    payer: auth.from,
+    amount: auth.amount,
+    approval: auth.erc20Approval,
+    eip2612: auth.eip2612,
+    settle: permit2SettleCall(auth),
+  };
 }
 
 /** Whether a chain carries Permit2 and x402's proxy, so Permit2 payments can be settled there. */
@@ -218,6 +238,11 @@ export async function checkPermit2Payment(
     readonly feePayer: Address;
     readonly maxGas: bigint;
     readonly now: () => number;
+    /**
+     * Whether the submitter funds and broadcasts a buyer's signed approval (erc20ApprovalGasSponsoring):
+     * the facilitator does; a seller's own wallet in local mode does not.
+     */
+    readonly sponsorsApprovals: boolean;
   },
   auth: Permit2Authorization,
   req: ExactRequirements,
@@ -301,11 +326,17 @@ export async function checkPermit2Payment(
         payer,
       );
     }
+  } else if (allowance < auth.amount && auth.erc20Approval !== undefined && context.sponsorsApprovals) {
+    // x402's erc20ApprovalGasSponsoring: the buyer's own approval goes first, funded by the facilitator.
+    if (balance < auth.amount)
+      return refuse('permit2_insufficient_balance', 'the payer holds less than the amount', payer);
+    const plan = await planSponsoredApproval(context, sponsoredApprovalRequest(auth), asset);
+    return 'valid' in plan ? plan : undefined;
   } else if (allowance < auth.amount) {
     return refuse(
       'permit2_allowance_required',
-      auth.asksApprovalBroadcast === true
-        ? `the payer has not approved Permit2 (${PERMIT2_ADDRESS}) for at least ${auth.amount} of ${asset}, and this facilitator does not broadcast approval transactions (${ERC20_APPROVAL_GAS_SPONSORING} is not in its /supported extensions): approve it once, or sign an EIP-2612 permit (eip2612GasSponsoring)`
+      auth.erc20Approval !== undefined
+        ? `the payer has not approved Permit2 (${PERMIT2_ADDRESS}) for at least ${auth.amount} of ${asset}, and the seller's own wallet, which settles in local mode, does not broadcast approval transactions (${ERC20_APPROVAL_GAS_SPONSORING}): approve it once, sign an EIP-2612 permit (${EIP2612_GAS_SPONSORING}), or pay through the facilitator`
         : `the payer has not approved Permit2 (${PERMIT2_ADDRESS}) for at least ${auth.amount} of ${asset}: approve it once, then pay again`,
       payer,
     );

@@ -55,6 +55,25 @@ export interface SettlementRecord {
    * worst case while open, the fee actually paid once landed, 0 once it can never land. Null: none kept.
    */
   readonly sponsoredFee?: SponsoredFee | null;
+  /**
+   * x402's `erc20ApprovalGasSponsoring` (EVM): the step before its transaction, stored with the claim
+   * (before anything is broadcast). Absent or null: the settlement has no such step.
+   */
+  readonly sponsoredApproval?: SponsoredApprovalStep | null;
+}
+
+/**
+ * The buyer's signed `approve(Permit2)` transaction the facilitator broadcasts before settling, and the
+ * transfer from its fee payer that funds the buyer's gas shortfall for it first (none when the buyer
+ * holds enough). Bytes are base64, as `signedTransaction`: resent as they are, they land at most once.
+ */
+export interface SponsoredApprovalStep {
+  readonly approvalTransaction: string;
+  readonly approvalTransactionId: string;
+  readonly fundingTransaction: string | null;
+  readonly fundingTransactionId: string | null;
+  /** Atomic units of the native currency the funding transfer gives the buyer (0 without one). */
+  readonly funded: bigint;
 }
 
 /** A fee charged to an account's budget of one UTC day, in atomic units of the network's native currency. */

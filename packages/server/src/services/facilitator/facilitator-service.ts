@@ -31,6 +31,7 @@ import { x402ReceiptProofKey } from '../payments/x402/x402-receipt-proof.ts';
 import type { SettleAnswer, SupportedAnswer, VerifyAnswer } from './facilitator-answers.ts';
 import { FacilitatorRoutes, type Route } from './facilitator-routes.ts';
 import { FeeBudget } from './fee-budget.ts';
+import { ApprovalInUse, approvalStepCost, runApprovalStep } from './sponsored-approval-step.ts';
 
 export interface FacilitatorDeps {
   readonly store: Store;
@@ -379,6 +380,8 @@ export class FacilitatorService {
     } catch (error) {
       // Over the fee budget: nothing claimed, nothing broadcast (the route answers it; see overBudget).
       if (error instanceof GatewayError && error.code === 'FEE_BUDGET_EXCEEDED') throw error;
+      if (error instanceof ApprovalInUse)
+        return fail('erc20_approval_in_use', error.message, { payer: error.payer });
       // Claiming asks the chain again (EVM: the transfer's gas estimate), after verification: a settle of
       // this payload that landed meanwhile (here or on another instance) makes it revert, as does anyone
       // else's use of the authorization. The first makes this one the duplicate; the second, a refusal.
@@ -395,6 +398,9 @@ export class FacilitatorService {
       if (winner === undefined) throw new Error(`settlement ${key} neither claimed nor found`);
       return this.answer(await this.resume(route, winner, holder, asker), networkAsSent, asker, route);
     }
+    // erc20ApprovalGasSponsoring: the buyer's funded approval is mined before the settlement is sent.
+    if (!(await this.approveFirst(route, claimed.record)))
+      return this.answer({ kind: 'pending', settlement: claimed.record }, networkAsSent, asker, route);
     const outcome = await this.broadcastAndWait(route, claimed.record, decimals, true, holder);
     if (outcome.kind === 'failed' && outcome.neverSent && claimed.nonce !== undefined) {
       // Refused before it reached the pool: its nonce is given back if no later one was taken, so the
@@ -582,7 +588,15 @@ export class FacilitatorService {
           startedAt,
         );
         if (reserved === undefined) throw this.overBudget(route.chain.info, draft.maxFee, limit, startedAt);
-        const { nonceFloor } = draft;
+        const { nonceFloor, sponsoredApproval } = draft;
+        // erc20ApprovalGasSponsoring: its funding transfer is signed with the fee payer's nonce before the
+        // settlement's, all stored with the claim before anything is sent.
+        const funding =
+          sponsoredApproval?.funding === undefined || nonceFloor === undefined
+            ? undefined
+            : await sponsoredApproval.funding.sign(
+                await repos.nonces.allocate(network, nonceFloor.address, nonceFloor.pending),
+              );
         const nonce =
           nonceFloor === undefined
             ? undefined
@@ -610,9 +624,26 @@ export class FacilitatorService {
           resource: payment.resource ?? null,
           accountId: asker.accountId,
           sponsoredFee: { day, amount: draft.maxFee },
+          sponsoredApproval:
+            sponsoredApproval === undefined
+              ? null
+              : {
+                  approvalTransaction: Buffer.from(sponsoredApproval.wire).toString('base64'),
+                  approvalTransactionId: sponsoredApproval.transactionId,
+                  fundingTransaction:
+                    funding === undefined ? null : Buffer.from(funding.wire).toString('base64'),
+                  fundingTransactionId: funding?.transactionId ?? null,
+                  funded: funding === undefined ? 0n : (sponsoredApproval.funding?.amount ?? 0n),
+                },
         };
         // Rolled back when lost, so an EVM nonce allocated for it is given back.
         if (!(await repos.settlements.claim(record))) throw lost;
+        // One funding per buyer approval: another payment carrying it (or one of the same buyer nonce) funds none.
+        if (
+          sponsoredApproval !== undefined &&
+          !(await repos.settlements.claimApproval(sponsoredApproval.key, key, startedAt))
+        )
+          throw new ApprovalInUse(sponsoredApproval.payer, sponsoredApproval.key);
         return { record, nonce: prepared.nonce };
       });
     } catch (error) {
@@ -642,6 +673,7 @@ export class FacilitatorService {
     if (route === undefined || (settlement.status !== 'claimed' && settlement.status !== 'submitted'))
       return settlement.status;
     const decimals = await this.decimalsOf(route, settlement.asset);
+    if (!(await this.approveFirst(route, settlement, waitMs))) return 'open';
     // Nobody receives this answer: the payment is the claiming request's (it answered
     // settlement_pending, or died), which finds it when retried with its Idempotency-Key.
     const outcome = await this.broadcastAndWait(
@@ -684,7 +716,21 @@ export class FacilitatorService {
     const recorder = recorderOf(settlement);
     if (recorder !== null && recorder !== asker.accountId) return { kind: 'pending', settlement };
     const decimals = await this.decimalsOf(route, settlement.asset);
+    if (!(await this.approveFirst(route, settlement))) return { kind: 'pending', settlement };
     return this.broadcastAndWait(route, settlement, decimals, false, holder);
+  }
+
+  /**
+   * x402's erc20ApprovalGasSponsoring: the step before a settlement's own transaction (runApprovalStep),
+   * run again as long as that transaction is not sent. False while the buyer's approval may still be
+   * mined; true once it is (or never can be), and for every settlement without the step.
+   */
+  private async approveFirst(
+    route: Route,
+    settlement: SettlementRecord,
+    waitMs = this.deps.settleWaitMs,
+  ): Promise<boolean> {
+    return (await runApprovalStep(route.chain, route.scheme, settlement, waitMs, this.now())) === 'ready';
   }
 
   /**
@@ -820,7 +866,7 @@ export class FacilitatorService {
     ]);
     const at = this.now();
     const key = holder !== null && recorder === holder.accountId ? holder.idempotencyKey : null;
-    const fee = carrier === undefined ? tx?.fee : undefined;
+    const fee = await this.withApprovalCost(route, settlement, carrier === undefined ? tx?.fee : undefined);
     const payment =
       recorder === null || movesNothingToSeller(route, settlement)
         ? undefined
@@ -902,15 +948,16 @@ export class FacilitatorService {
     options: { readonly neverSent?: boolean; readonly fee?: bigint } = {},
   ): Promise<Outcome> {
     const at = this.now();
+    const fee = await this.withApprovalCost(route, settlement, options.fee);
     const moved = await this.deps.store.transaction(async (repos) => {
       const row = await repos.settlements.transition(
         settlement.key,
         ['claimed', 'submitted'],
         'failed',
-        { error: message, ...charged(settlement, options.fee) },
+        { error: message, ...charged(settlement, fee) },
         at,
       );
-      if (row !== undefined) await this.chargeIn(repos, settlement, options.fee, at);
+      if (row !== undefined) await this.chargeIn(repos, settlement, fee, at);
       return row;
     });
     if (moved !== undefined) this.reportFee(route, moved);
@@ -936,6 +983,20 @@ export class FacilitatorService {
       fee - sponsoredFee.amount,
       at,
     );
+  }
+
+  /**
+   * A settlement's final fee with what its erc20ApprovalGasSponsoring step cost (the buyer's funding and
+   * its transfer's fee); undefined, keeping the worst case charged, while either is unknown.
+   */
+  private async withApprovalCost(
+    route: Route,
+    settlement: SettlementRecord,
+    fee: bigint | undefined,
+  ): Promise<bigint | undefined> {
+    if (fee === undefined || settlement.sponsoredApproval == null) return fee;
+    const cost = await approvalStepCost(route.chain, settlement.sponsoredApproval);
+    return cost === undefined ? undefined : fee + cost;
   }
 
   /** The fee a settlement finally cost its account, once it is settled or failed. */

@@ -1,5 +1,9 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { SettlementRecord, SettlementStatus } from '../../domain/records/settlement-records.ts';
+import type {
+  SettlementRecord,
+  SettlementStatus,
+  SponsoredApprovalStep,
+} from '../../domain/records/settlement-records.ts';
 import type { Database, X402SettlementsTable } from '../database-schema.ts';
 import type { SettlementRepository } from '../store.ts';
 
@@ -31,8 +35,19 @@ export class KyselySettlementRepository implements SettlementRepository {
         account_id: s.accountId ?? null,
         sponsored_fee: s.sponsoredFee == null ? null : s.sponsoredFee.amount.toString(),
         fee_day: s.sponsoredFee == null ? null : s.sponsoredFee.day,
+        sponsored_approval: s.sponsoredApproval == null ? null : approvalText(s.sponsoredApproval),
       })
       .onConflict((oc) => oc.column('settlement_key').doNothing())
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0n) === 1;
+  }
+
+  /** The primary key decides: of two claims funding the same buyer approval, one row wins. */
+  async claimApproval(approvalKey: string, settlementKey: string, at: number): Promise<boolean> {
+    const result = await this.db
+      .insertInto('x402_sponsored_approvals')
+      .values({ approval_key: approvalKey, settlement_key: settlementKey, created_at: at })
+      .onConflict((oc) => oc.column('approval_key').doNothing())
       .executeTakeFirst();
     return Number(result.numInsertedOrUpdatedRows ?? 0n) === 1;
   }
@@ -123,5 +138,15 @@ function toSettlement(row: Selectable<X402SettlementsTable>): SettlementRecord {
       row.sponsored_fee === null || row.fee_day === null
         ? null
         : { day: row.fee_day, amount: BigInt(row.sponsored_fee) },
+    sponsoredApproval: row.sponsored_approval === null ? null : approvalOf(row.sponsored_approval),
   };
+}
+
+function approvalText(step: SponsoredApprovalStep): string {
+  return JSON.stringify({ ...step, funded: step.funded.toString() });
+}
+
+function approvalOf(text: string): SponsoredApprovalStep {
+  const step = JSON.parse(text) as Omit<SponsoredApprovalStep, 'funded'> & { funded: string };
+  return { ...step, funded: BigInt(step.funded) };
 }

@@ -21,6 +21,7 @@ import { settlementsByPayment } from './0021-settlements-by-payment.ts';
 import { spendPolicies } from './0022-spend-policies.ts';
 import { discoveryResources } from './0023-discovery-resources.ts';
 import { refunds } from './0025-refunds.ts';
+import { x402SponsoredApprovals } from './0030-x402-sponsored-approvals.ts';
 import { paymentVolumeRollup } from './0028-payment-volume-rollup.ts';
 import { permit2Approvals } from './0031-permit2-approvals.ts';
 import { discoveryIconUrl } from './0032-discovery-icon-url.ts';
@@ -52,6 +53,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0022-spend-policies': spendPolicies,
   '0023-discovery-resources': discoveryResources,
   '0025-refunds': refunds,
+  '0030-x402-sponsored-approvals': x402SponsoredApprovals,
   '0028-payment-volume-rollup': paymentVolumeRollup,
   '0031-permit2-approvals': permit2Approvals,
   '0032-discovery-icon-url': discoveryIconUrl,

@@ -11,10 +11,7 @@ import {
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { ExactEvmScheme as EvmBuyerScheme } from '@x402/evm/exact/client';
 import { ExactEvmScheme as EvmSellerScheme } from '@x402/evm/exact/server';
-import {
-  declareEip2612GasSponsoringExtension,
-  declareErc20ApprovalGasSponsoringExtension,
-} from '@x402/extensions';
+import { declareEip2612GasSponsoringExtension } from '@x402/extensions';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import {
   x402ResourceServer as HonoResourceServer,
@@ -260,11 +257,10 @@ describe('x402 exact Permit2 with eip2612GasSponsoring', () => {
     evm?.dispose();
   });
 
-  it('GET /facilitator/supported lists eip2612GasSponsoring, and not erc20ApprovalGasSponsoring', async () => {
+  it('GET /facilitator/supported lists eip2612GasSponsoring', async () => {
     const { status, body } = await api(seller.key, 'GET', '/facilitator/supported');
     assert.equal(status, 200);
     assert.ok(body.extensions.includes('eip2612GasSponsoring'), JSON.stringify(body.extensions));
-    assert.ok(!body.extensions.includes('erc20ApprovalGasSponsoring'));
   });
 
   for (const [seller_, url] of [
@@ -417,21 +413,6 @@ describe('x402 exact Permit2 with eip2612GasSponsoring', () => {
       await anvil.setAutomine(true);
       await patient.close();
     }
-  });
-
-  it('erc20ApprovalGasSponsoring is refused clearly: permit2_allowance_required, saying the facilitator does not broadcast approvals', async () => {
-    // The stock buyer signs its approve(Permit2) transaction (it needs a nonce and fee estimates only).
-    const buyer = await newBuyer();
-    const requirements = requirementsFor();
-    const payload = await stockPayload(buyer, requirements, declareErc20ApprovalGasSponsoringExtension());
-    assert.ok(payload.extensions?.erc20ApprovalGasSponsoring !== undefined);
-    const verdict = await facilitator('verify', payload, requirements);
-    assert.deepEqual([verdict.isValid, verdict.invalidReason], [false, 'permit2_allowance_required']);
-    assert.match(verdict.invalidMessage, /erc20ApprovalGasSponsoring/);
-    const settle = await facilitator('settle', payload, requirements);
-    assert.deepEqual([settle.success, settle.errorReason], [false, 'permit2_allowance_required']);
-    assert.equal(await chainClient().getTransactionCount({ address: buyer.address }), 0);
-    assert.equal(await read('balanceOf', buyer.address), 1_000_000n);
   });
 
   it('a settleWithPermit dropped from the pool and carried by someone else is found by the finisher: settled once, never resent', async () => {
