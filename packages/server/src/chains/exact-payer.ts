@@ -14,8 +14,8 @@ export interface ExactPayer {
    * Why this family cannot pay `requirement` from `wallet` (already of this family), from the requirement
    * alone; undefined when it can. Solana: `extra.feePayer` must name a fee payer that is not the buyer (a
    * buyer as fee payer would sign a complete transaction anyone could send, paying its fees). EVM: the
-   * token's EIP-712 domain (`extra.name`, `extra.version`) for EIP-3009; a Permit2 offer is refused,
-   * since a custodial wallet has given Permit2 no allowance.
+   * token's EIP-712 domain (`extra.name`, `extra.version`) for EIP-3009; a Permit2 offer is signed once
+   * the caller made sure of the wallet's Permit2 allowance (`needsPermit2Approval`).
    */
   refusal(requirement: Readonly<Record<string, unknown>>, wallet: string): string | undefined;
   /**
@@ -23,6 +23,12 @@ export interface ExactPayer {
    * `secretKey`. The caller zeroes `secretKey` afterwards; nothing here keeps it.
    */
   sign(input: ExactPaymentRequest, secretKey: Uint8Array): Promise<SignedExactPayment>;
+}
+
+/** Whether an `exact` requirement moves the tokens through Permit2 (EVM), which the wallet must have approved. */
+export function needsPermit2Approval(requirement: Readonly<Record<string, unknown>>): boolean {
+  const extra = requirement.extra as Record<string, unknown> | undefined;
+  return extra?.assetTransferMethod === 'permit2';
 }
 
 export interface ExactPaymentRequest {

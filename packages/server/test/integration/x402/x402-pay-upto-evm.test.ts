@@ -3,11 +3,12 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from '@x402/core/http';
+import { ExactEvmScheme as ExactSellerScheme } from '@x402/evm/exact/server';
 import { UptoEvmScheme as UptoSellerScheme } from '@x402/evm/upto/server';
 import { paymentMiddleware, setSettlementOverrides, x402ResourceServer } from '@x402/express';
 import express from 'express';
 import { type Address, createPublicClient, getAddress, http, maxUint256, parseAbi } from 'viem';
-import { PERMIT2_ADDRESS } from '../../../src/chains/evm/permit2-addresses.ts';
+import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from '../../../src/chains/evm/permit2-addresses.ts';
 import { UPTO_PERMIT2_PROXY_ADDRESS } from '../../../src/chains/evm/upto-permit2-proxy.ts';
 import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
 import { callAs } from '../../support/api-caller.ts';
@@ -119,6 +120,7 @@ describe('POST /payment/x402 pays x402 upto on EVM from a custodial wallet (Perm
     // A stock @x402/express upto seller: up to 0.05 USDC; the handler settles what the query says it used.
     const server = new x402ResourceServer(gatewayFacilitator(gatewayUrl, caller.key));
     server.register(network, new UptoSellerScheme());
+    server.register(network, new ExactSellerScheme());
     const app = express();
     app.use(
       paymentMiddleware(
@@ -132,10 +134,23 @@ describe('POST /payment/x402 pays x402 upto on EVM from a custodial wallet (Perm
             },
             description: 'metered by use, up to 0.05 USDC',
           },
+          // A fixed price, paid through Permit2 (x402's exact Permit2 proxy).
+          'GET /fixed': {
+            accepts: {
+              scheme: 'exact',
+              network,
+              payTo: seller.evm,
+              price: { amount: '20000', asset: usdc, extra: { assetTransferMethod: 'permit2' } },
+            },
+            description: '0.02 USDC',
+          },
         },
         server,
       ),
     );
+    app.get('/fixed', (_req, res) => {
+      res.json({ fixed: true });
+    });
     app.get('/metered', (req, res) => {
       setSettlementOverrides(res, { amount: String(req.query.used ?? MAX) });
       res.json({ used: String(req.query.used ?? MAX) });
@@ -232,6 +247,35 @@ describe('POST /payment/x402 pays x402 upto on EVM from a custodial wallet (Perm
     for (const [i, amount] of used.entries()) await redeem(buyer.key, paid[i]?.body, amount);
     // Two permits never settled: nothing taken for them.
     assert.equal(await tokenBalance(buyer.wallet), usdcBefore - 6_000n);
+  });
+
+  it('an exact offer through Permit2 is paid after the same one approval, which an upto offer then shares', async () => {
+    const buyer = await newBuyer();
+    const usdcBefore = await tokenBalance(buyer.wallet);
+    const fixedUrl = shopUrl.replace('/metered', '/fixed');
+    const offered = await fetch(fixedUrl);
+    assert.equal(offered.status, 402);
+    const paid = await callAs(first, buyer.key, 'POST', '/payment/x402', {
+      walletAddress: buyer.wallet,
+      paymentRequired: offered.headers.get('payment-required') ?? '',
+      resource: fixedUrl,
+      maxAmount: { USDC: 1 },
+    });
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    assert.equal(await sentBy(buyer.wallet), 1, 'the approval');
+    const permit = decodePaymentSignatureHeader(paid.body.paymentHeader).payload.permit2Authorization as {
+      spender: string;
+    };
+    assert.equal(permit.spender, EXACT_PERMIT2_PROXY_ADDRESS);
+    const res = await fetch(fixedUrl, { headers: { 'PAYMENT-SIGNATURE': paid.body.paymentHeader } });
+    assert.equal(res.status, 200, await res.clone().text());
+    const check = await callAs(first, buyer.key, 'POST', `/payment/x402/${paid.body.paymentId}/check`);
+    assert.deepEqual([check.body.status, paid.body.amount], ['confirmed', 0.02]);
+    assert.equal(await tokenBalance(buyer.wallet), usdcBefore - 20_000n);
+
+    const upto = await pay(second, buyer.key, buyer.wallet, await challenge());
+    assert.equal(upto.status, 200, JSON.stringify(upto.body));
+    assert.equal(await sentBy(buyer.wallet), 1, 'no second approval for the same token');
   });
 
   it('an approval stored and signed but never sent (its sender died after the commit) is sent by the next payment, once', async () => {

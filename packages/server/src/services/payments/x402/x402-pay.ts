@@ -1,7 +1,7 @@
 import { canonicalAddress } from '../../../chains/canonical-address.ts';
 import type { ChainAdapter } from '../../../chains/chain-adapter.ts';
 import { chainFamily } from '../../../chains/chain-families.ts';
-import type { ExactPayer } from '../../../chains/exact-payer.ts';
+import { type ExactPayer, needsPermit2Approval } from '../../../chains/exact-payer.ts';
 import { EXACT_PAYERS } from '../../../chains/exact-payers.ts';
 import type { ExactRequirements } from '../../../chains/exact-scheme.ts';
 import type { NetworkRegistry } from '../../../chains/network-registry.ts';
@@ -169,13 +169,13 @@ export class X402PayService {
       throw policyRefusal ?? new GatewayError('PAYMENT_OPTION_REFUSED', { details: refusals });
     }
 
-    // upto (Permit2): the wallet's one approval of the token, sent and mined before anything is signed.
+    // upto, or exact through Permit2: the wallet's one approval of the token, sent and mined before anything is signed.
     // After the spend policies allowed the maximum, so a refused payment sends no approval either.
-    if (chosen.upto !== undefined) {
+    if (chosen.approver !== undefined) {
       await this.deps.approvals?.ensure(
         accountId,
         chosen.chain,
-        chosen.upto,
+        chosen.approver,
         wallet.address,
         chosen.token,
         chosen.option.amount,
@@ -391,6 +391,15 @@ export class X402PayService {
       if (factory === undefined) return { refusal: `exact payments on ${family} are not supported` };
       payer = factory(chain);
     }
+    // Tokens moved through Permit2 need the wallet's approval of it, sent first (Permit2ApprovalService).
+    let approver = upto;
+    if (approver === undefined && needsPermit2Approval(option.raw)) {
+      const permit2 = UPTO_PAYERS[family];
+      if (permit2 === undefined || this.deps.approvals === undefined) {
+        return { refusal: 'extra.assetTransferMethod permit2 is not paid from custodial wallets here' };
+      }
+      approver = permit2(chain);
+    }
     const refusal = payer.refusal(option.raw, wallet);
     if (refusal !== undefined) return { refusal };
     const balance = (await chain.getTokenAccounts(wallet))
@@ -401,7 +410,14 @@ export class X402PayService {
         refusal: `the wallet holds ${atomicToDecimalText(balance, token.decimals)} ${token.symbol}, less than the ${atomicToDecimalText(option.amount, token.decimals)} asked`,
       };
     }
-    return { option, chain, token, payer, ...(upto === undefined ? {} : { upto }) };
+    return {
+      option,
+      chain,
+      token,
+      payer,
+      ...(upto === undefined ? {} : { upto }),
+      ...(approver === undefined ? {} : { approver }),
+    };
   }
 
   private result(payment: PaymentRecord): X402PayResult {
@@ -439,6 +455,8 @@ interface Chosen {
   readonly payer: ExactPayer;
   /** An `upto` option: its payer (also `payer`), which needs the wallet's Permit2 approval first. */
   readonly upto?: UptoPayer;
+  /** Moves the tokens through Permit2 (upto, or exact with permit2): sends the wallet's approval first. */
+  readonly approver?: UptoPayer;
 }
 
 /** The upto payer of a payload this service signed for `upto`; undefined for any other. */
