@@ -1,15 +1,11 @@
-import { createHash, createPublicKey, verify as verifySignature } from 'node:crypto';
+import { createHash, createPublicKey, type KeyObject, verify as verifySignature } from 'node:crypto';
 import {
   address,
-  type CompiledTransactionMessage,
   createKeyPairFromBytes,
   createSolanaRpcFromTransport,
   getAddressEncoder,
   getBase64EncodedWireTransaction,
-  getBase64Encoder,
-  getCompiledTransactionMessageDecoder,
   getSignatureFromTransaction,
-  getTransactionDecoder,
   getTransactionEncoder,
   isAddress,
   partiallySignTransaction,
@@ -34,6 +30,11 @@ import { InFlightReads } from '../in-flight-reads.ts';
 import type { RpcEndpoints } from '../rpc-endpoints.ts';
 import { failoverTransport } from './failover-transport.ts';
 import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from './mint-account.ts';
+import {
+  type DecodedPayment,
+  decodePaymentTransaction,
+  type PaymentMessage,
+} from './payment-transaction-decoder.ts';
 import { findLandedMessage, sellerTransaction, transferAuthorityOf } from './seller-paid-exact.ts';
 import { MEMO_PROGRAM } from './solana-adapter.ts';
 import { toChainError } from './solana-errors.ts';
@@ -67,6 +68,8 @@ const BLOCKHASH_VALIDITY_BLOCKS = 150n;
 /** Sellers' token accounts remembered; a busy facilitator sees few distinct sellers. */
 const TOKEN_ACCOUNT_CACHE = 10_000;
 const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+/** Buyers' public keys remembered as key objects: importing one costs about as much as the verify. */
+const SIGNER_KEY_CACHE = 10_000;
 
 export interface SvmFeePayer {
   readonly address: string;
@@ -74,13 +77,7 @@ export interface SvmFeePayer {
   readonly secretKey: Uint8Array;
 }
 
-/** Legacy and v0 messages: what x402 buyers build (v1 messages are refused as undecodable). */
-type PaymentMessage = Extract<CompiledTransactionMessage, { version: 'legacy' | 0 }>;
-
-interface Decoded {
-  readonly transaction: Transaction;
-  readonly message: PaymentMessage;
-}
+type Decoded = DecodedPayment;
 
 /** Why a simulation failed; `instructionFailed`: an instruction failed (not the transaction as a whole). */
 interface SimulationFailure {
@@ -97,6 +94,7 @@ export class ExactSvmScheme implements ExactScheme {
   /** WebCrypto keys of the fee payers, imported once. */
   private readonly keyPairs = new Map<string, ReturnType<typeof createKeyPairFromBytes>>();
   private readonly tokenAccounts = new Map<string, Promise<string>>();
+  private readonly signerKeys = new Map<string, KeyObject>();
   private readonly simulations = new InFlightReads();
 
   private readonly assets: ReadonlySet<string>;
@@ -155,7 +153,7 @@ export class ExactSvmScheme implements ExactScheme {
     if (decoded === undefined) return undecodable();
     const terms = await this.checkTransfer(decoded, req);
     if (!terms.valid) return terms;
-    const layout = this.checkLayout(decoded, req, options.sellerPays === true, terms.payer);
+    const layout = await this.checkLayout(decoded, req, options.sellerPays === true, terms.payer);
     if (layout !== undefined) return layout;
     const simulated = await this.simulate(decoded);
     if (simulated !== undefined) {
@@ -352,12 +350,12 @@ export class ExactSvmScheme implements ExactScheme {
    * payer, the caps, the instructions after the transfer, and the buyer's signatures. Undefined when
    * it holds. `authority`: the transfer's, named as the payer of a refusal.
    */
-  private checkLayout(
+  private async checkLayout(
     { transaction, message }: Decoded,
     req: ExactRequirements,
     sellerPays: boolean,
     authority: string,
-  ): ExactRefusal | undefined {
+  ): Promise<ExactRefusal | undefined> {
     const accounts = message.staticAccounts.map(String);
     const feePayerAddress = accounts[0] ?? '';
     const expectedFeePayer = req.extra.feePayer;
@@ -424,7 +422,7 @@ export class ExactSvmScheme implements ExactScheme {
         authority,
       );
     }
-    if (!this.buyerSignaturesValid(transaction, accounts, feePayerAddress)) {
+    if (!(await this.buyerSignaturesValid(transaction, accounts, feePayerAddress))) {
       return refuse(
         'invalid_exact_svm_payload_signature_invalid',
         'a signature other than the fee payer’s is missing or does not verify',
@@ -434,20 +432,49 @@ export class ExactSvmScheme implements ExactScheme {
     return undefined;
   }
 
-  /** Every signer but the fee payer has signed the message, and each signature verifies. */
-  private buyerSignaturesValid(transaction: Transaction, accounts: string[], feePayer: string): boolean {
+  /**
+   * Every signer but the fee payer has signed the message, and each signature verifies. The verifies
+   * run in libuv's thread pool (crypto.verify with a callback), so the event loop serves other requests
+   * meanwhile: an ed25519 verify is the largest single cost of a verification on the loop.
+   */
+  private async buyerSignaturesValid(
+    transaction: Transaction,
+    accounts: string[],
+    feePayer: string,
+  ): Promise<boolean> {
+    const checks: Promise<boolean>[] = [];
     for (const [signer, signature] of Object.entries(transaction.signatures)) {
       if (signer === feePayer) continue;
       if (signature === null || !accounts.includes(signer)) return false;
-      const key = createPublicKey({
+      const key = this.signerKey(signer);
+      checks.push(
+        new Promise((resolve) =>
+          verifySignature(
+            null,
+            new Uint8Array(transaction.messageBytes),
+            key,
+            new Uint8Array(signature),
+            (error, valid) => resolve(error === null && valid),
+          ),
+        ),
+      );
+    }
+    return (await Promise.all(checks)).every(Boolean);
+  }
+
+  /** The ed25519 public key of a signer's address, imported once (bounded). */
+  private signerKey(signer: string): KeyObject {
+    let key = this.signerKeys.get(signer);
+    if (key === undefined) {
+      key = createPublicKey({
         key: Buffer.concat([ED25519_SPKI_PREFIX, Buffer.from(getAddressEncoder().encode(address(signer)))]),
         format: 'der',
         type: 'spki',
       });
-      if (!verifySignature(null, new Uint8Array(transaction.messageBytes), key, new Uint8Array(signature)))
-        return false;
+      if (this.signerKeys.size >= SIGNER_KEY_CACHE) this.signerKeys.clear();
+      this.signerKeys.set(signer, key);
     }
-    return true;
+    return key;
   }
 
   /** Whether an account exists (holds lamports) at `account`, as the confirmed bank sees it. */
@@ -547,17 +574,31 @@ function undecodable(): ExactRefusal {
   );
 }
 
+/**
+ * Decodings of payloads, per payload object: one verification asks for its payload's transaction three
+ * or four times (terms, settlement key, verify), and decoding it (each address base58-encoded) was the
+ * largest cost of a verification. Keyed by the object, and checked against its text, so nothing is
+ * kept after the request lets go of its payload.
+ */
+const decodings = new WeakMap<object, { readonly text: string; readonly decoded: Decoded | undefined }>();
+
 function decode(payload: Readonly<Record<string, unknown>>): Decoded | undefined {
   const text = payload.transaction;
-  if (typeof text !== 'string' || text.length === 0 || text.length > 4096) return undefined;
-  try {
-    const transaction = getTransactionDecoder().decode(getBase64Encoder().encode(text));
-    const message = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes);
-    if (message.version !== 'legacy' && message.version !== 0) return undefined;
-    return { transaction, message };
-  } catch {
-    return undefined;
-  }
+  if (typeof text !== 'string') return undefined;
+  const known = decodings.get(payload);
+  if (known !== undefined && known.text === text) return known.decoded;
+  const decoded = decodeText(text);
+  decodings.set(payload, { text, decoded });
+  return decoded;
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+function decodeText(text: string): Decoded | undefined {
+  if (text.length === 0 || text.length > 4096) return undefined;
+  // Strict base64 (as kit's encoder reads it): Buffer.from would skip characters that are not base64.
+  if (!BASE64.test(text)) return undefined;
+  return decodePaymentTransaction(new Uint8Array(Buffer.from(text, 'base64')));
 }
 
 /** The transfer authority of the transferChecked instruction: who pays. */

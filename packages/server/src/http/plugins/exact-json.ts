@@ -30,9 +30,16 @@ export function installExactJson(app: FastifyInstance): void {
 
 const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 const SAFE_SIGNIFICANT_DIGITS = 15;
+/**
+ * More than 15 significant digits need at least 16 digits and dots in a row: a body without such a run
+ * (most, base64 payloads included) holds no inexact number, and one native regex search tells that
+ * instead of a walk through every character.
+ */
+const LONG_NUMBER_RUN = /[\d.]{16}/;
 
 /** The first number literal (outside strings) whose value changes when parsed, with the key it belongs to. */
 export function firstInexactNumber(json: string): { field: string; text: string } | undefined {
+  if (!LONG_NUMBER_RUN.test(json)) return undefined;
   let key: string | undefined;
   let lastString: string | undefined;
   for (let i = 0; i < json.length; i++) {
