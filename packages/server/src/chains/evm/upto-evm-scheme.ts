@@ -21,12 +21,31 @@ import {
 import type { RpcEndpoints } from '../rpc-endpoints.ts';
 import type { UptoScheme } from '../upto-scheme.ts';
 import type { ChainDurability } from './chain-durability.ts';
+import {
+  checkEip2612Terms,
+  EIP2612_GAS_SPONSORING,
+  ERC20_APPROVAL_GAS_SPONSORING,
+  eip2612PermitOf,
+  eip2612PermitUsable,
+  isMalformed,
+} from './eip2612-gas-sponsoring.ts';
+import {
+  approvalSuperseded,
+  erc20ApprovalOf,
+  planSponsoredApproval,
+  type SponsoredApprovalRequest,
+} from './erc20-approval-gas-sponsoring.ts';
 import { toChainError } from './evm-errors.ts';
 import { EVM_MAX_SETTLEMENT_GAS, type EvmFeePayer } from './exact-evm-scheme.ts';
 import { failoverTransport } from './failover-transport.ts';
 import { firstBlockSince } from './first-block-since.ts';
 import { PERMIT2_ADDRESS } from './permit2-addresses.ts';
 import { callOf } from './seller-paid-authorization.ts';
+import {
+  sponsoredApprovalDraft,
+  sponsoredApprovalMaxCost,
+  sponsoredApprovalPlanNow,
+} from './sponsored-approval-draft.ts';
 import {
   UPTO_PERMIT2_PROXY_ADDRESS,
   type UptoPermit,
@@ -112,6 +131,18 @@ export class UptoEvmScheme implements UptoScheme {
 
   signers(): string[] {
     return [this.feePayer.address];
+  }
+
+  /**
+   * x402's gas sponsoring, as for exact with Permit2: eip2612GasSponsoring (the upto proxy's
+   * settleWithPermit) and erc20ApprovalGasSponsoring (the buyer's approval funded and sent first).
+   */
+  supportedExtensions(): readonly string[] {
+    return this.ready ? [EIP2612_GAS_SPONSORING, ERC20_APPROVAL_GAS_SPONSORING] : [];
+  }
+
+  approvalSuperseded(wire: Uint8Array): Promise<boolean> {
+    return approvalSuperseded(this.client, `0x${Buffer.from(wire).toString('hex')}`);
   }
 
   /** What stock upto clients sign into the witness: the one facilitator that may settle. */
@@ -262,7 +293,34 @@ export class UptoEvmScheme implements UptoScheme {
         'the permit was already used (its Permit2 nonce is spent)',
         payer,
       );
-    if (allowance < permit.amount) {
+    // x402's eip2612GasSponsoring: the EIP-2612 permit approves Permit2 in the settlement itself, for
+    // exactly the signed maximum (the proxy reverts otherwise).
+    const sponsored = permit.eip2612;
+    if (sponsored !== undefined) {
+      const refusal = checkEip2612Terms(sponsored, payer, permit.token, permit.amount);
+      if (refusal !== undefined) return refusal;
+      if (!isMalformed(sponsored)) {
+        if (sponsored.deadline <= now + DEADLINE_MARGIN_SECONDS)
+          return refuse('eip2612_deadline_expired', 'the EIP-2612 permit has expired (deadline)', payer);
+        if (allowance < permit.amount && !(await eip2612PermitUsable(this.client, sponsored))) {
+          return refuse(
+            'permit2_allowance_required',
+            `the payer has not approved Permit2 (${PERMIT2_ADDRESS}) for ${permit.amount} of ${permit.token}, and its EIP-2612 permit cannot approve it: not signed by ${payer} under the token's domain, or its nonce ${sponsored.nonce} is not the owner's current one`,
+            payer,
+          );
+        }
+      }
+    } else if (allowance < permit.amount && permit.erc20Approval !== undefined) {
+      // x402's erc20ApprovalGasSponsoring: checked and simulated with the settlement of the maximum.
+      if (balance < permit.amount)
+        return refuse('permit2_insufficient_balance', 'the payer holds less than the signed maximum', payer);
+      const plan = await planSponsoredApproval(
+        this.sponsoringContext(),
+        uptoApprovalRequest(permit, permit.amount),
+        permit.token,
+      );
+      return 'valid' in plan ? plan : { valid: true, payer, decimals };
+    } else if (allowance < permit.amount) {
       return refuse(
         'permit2_allowance_required',
         `the payer has not approved Permit2 (${PERMIT2_ADDRESS}) for at least ${permit.amount} of ${permit.token}: approve it once, then pay again`,
@@ -302,16 +360,27 @@ export class UptoEvmScheme implements UptoScheme {
     }
     const account = privateKeyToAccount(`0x${Buffer.from(this.feePayer.secretKey).toString('hex')}`);
     const { to, data } = uptoSettleCall(permit, req.amount);
+    // erc20ApprovalGasSponsoring: the settlement can only be simulated after the buyer's approval.
+    const plan = await sponsoredApprovalPlanNow(
+      this.sponsoringContext(),
+      uptoApprovalRequest(permit, req.amount),
+      permit.token,
+    );
     const [gas, fees, pending] = await this.call(() =>
       Promise.all([
-        this.client.estimateGas({ account: account.address, to, data }),
+        plan?.settleGas ?? this.client.estimateGas({ account: account.address, to, data }),
         this.client.estimateFeesPerGas(),
         this.client.getTransactionCount({ address: account.address, blockTag: 'pending' }),
       ]),
     );
-    const gasLimit = (gas * 12n) / 10n;
+    const gasLimit = plan === undefined ? (gas * 12n) / 10n : (gas * 3n) / 2n;
     return {
-      maxFee: gasLimit * fees.maxFeePerGas,
+      maxFee:
+        gasLimit * fees.maxFeePerGas +
+        (plan === undefined ? 0n : sponsoredApprovalMaxCost(plan, fees.maxFeePerGas)),
+      ...(plan === undefined
+        ? {}
+        : { sponsoredApproval: sponsoredApprovalDraft(account, this.chainId, this.network, plan, fees) }),
       nonceFloor: { address: account.address, pending: BigInt(pending) },
       sign: async (nonce) => {
         if (nonce === undefined) throw new Error('an EVM settlement is signed with an allocated nonce');
@@ -464,6 +533,15 @@ export class UptoEvmScheme implements UptoScheme {
     return permit2 !== undefined && permit2 !== '0x' && proxy !== undefined && proxy !== '0x';
   }
 
+  private sponsoringContext() {
+    return {
+      client: this.client,
+      chainId: this.chainId,
+      feePayer: getAddress(this.feePayer.address),
+      maxGas: EVM_MAX_SETTLEMENT_GAS,
+    };
+  }
+
   private firstBlockSince(at: number): Promise<bigint> {
     const since = BigInt(Math.floor(at / 1000)) - CLAIM_CLOCK_MARGIN_SECONDS;
     return firstBlockSince(this.client, since > 0n ? since : 0n);
@@ -511,7 +589,33 @@ export function uptoPermitOf(payload: Readonly<Record<string, unknown>>): UptoPe
   ) {
     return undefined;
   }
-  return { from, token, amount, spender, nonce, deadline, to, facilitator, validAfter, signature };
+  const eip2612 = eip2612PermitOf(payload);
+  const erc20Approval = erc20ApprovalOf(payload);
+  return {
+    from,
+    token,
+    amount,
+    spender,
+    nonce,
+    deadline,
+    to,
+    facilitator,
+    validAfter,
+    signature,
+    ...(eip2612 === undefined ? {} : { eip2612 }),
+    ...(erc20Approval === undefined ? {} : { erc20Approval }),
+  };
+}
+
+/** The buyer approval of an upto permit, for a settlement of `amount` (the approval covers the maximum). */
+function uptoApprovalRequest(permit: UptoPermit, amount: bigint): SponsoredApprovalRequest {
+  return {
+    payer: permit.from,
+    amount: permit.amount,
+    approval: permit.erc20Approval,
+    eip2612: permit.eip2612,
+    settle: uptoSettleCall(permit, amount),
+  };
 }
 
 function record(value: unknown): Record<string, unknown> | undefined {

@@ -7,6 +7,8 @@ import {
   isAddressEqual,
   parseAbi,
 } from 'viem';
+import { type Eip2612Permit, isMalformed, type MalformedSponsoring } from './eip2612-gas-sponsoring.ts';
+import type { Erc20Approval } from './erc20-approval-gas-sponsoring.ts';
 
 /**
  * x402's `upto` Permit2 proxy (x402UptoPermit2Proxy) as gate402 calls it: the spender every x402 `upto`
@@ -40,6 +42,10 @@ export interface UptoPermit {
   readonly facilitator: Address;
   readonly validAfter: bigint;
   readonly signature: Hex;
+  /** x402's eip2612GasSponsoring: the buyer's EIP-2612 permit for Permit2, settled with `settleWithPermit`. */
+  readonly eip2612?: Eip2612Permit | MalformedSponsoring;
+  /** x402's erc20ApprovalGasSponsoring: the buyer's signed approval, funded and sent before the settlement. */
+  readonly erc20Approval?: Erc20Approval | MalformedSponsoring;
 }
 
 /** A settle call of the proxy, decoded: the permit's identity and what the call moves. */
@@ -55,24 +61,31 @@ export interface UptoSettleCall {
 
 /** The proxy call the facilitator sends to move `amount` (≤ the signed maximum) of `permit`. */
 export function uptoSettleCall(permit: UptoPermit, amount: bigint): { to: Address; data: Hex } {
-  return {
-    to: UPTO_PERMIT2_PROXY_ADDRESS,
-    data: encodeFunctionData({
-      abi: UPTO_PERMIT2_PROXY_ABI,
-      functionName: 'settle',
-      args: [
-        {
-          permitted: { token: permit.token, amount: permit.amount },
-          nonce: permit.nonce,
-          deadline: permit.deadline,
-        },
-        amount,
-        permit.from,
-        { to: permit.to, facilitator: permit.facilitator, validAfter: permit.validAfter },
-        permit.signature,
-      ],
-    }),
-  };
+  const settleArgs = [
+    {
+      permitted: { token: permit.token, amount: permit.amount },
+      nonce: permit.nonce,
+      deadline: permit.deadline,
+    },
+    amount,
+    permit.from,
+    { to: permit.to, facilitator: permit.facilitator, validAfter: permit.validAfter },
+    permit.signature,
+  ] as const;
+  const eip2612 = permit.eip2612;
+  // With the buyer's EIP-2612 permit, the approval of Permit2 and the transfer in one call.
+  const data =
+    eip2612 === undefined || isMalformed(eip2612)
+      ? encodeFunctionData({ abi: UPTO_PERMIT2_PROXY_ABI, functionName: 'settle', args: settleArgs })
+      : encodeFunctionData({
+          abi: UPTO_PERMIT2_PROXY_ABI,
+          functionName: 'settleWithPermit',
+          args: [
+            { value: eip2612.value, deadline: eip2612.deadline, r: eip2612.r, s: eip2612.s, v: eip2612.v },
+            ...settleArgs,
+          ],
+        });
+  return { to: UPTO_PERMIT2_PROXY_ADDRESS, data };
 }
 
 /** A call of the upto proxy's `settle` or `settleWithPermit`, decoded; undefined for anything else. */
