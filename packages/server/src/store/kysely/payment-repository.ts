@@ -199,6 +199,17 @@ const getPaymentQuery = compiledOnce((db: Kysely<Database>) =>
   db.selectFrom('payments').selectAll().where('id', '=', '').compile(),
 );
 
+// Every receive sent with an Idempotency-Key (the SDK always sends one) looks its key up first: built
+// and compiled per call it cost 21–28 µs of event-loop CPU, compiled once 7.5–10.5 µs (#31).
+const findByIdempotencyKeyQuery = compiledOnce((db: Kysely<Database>) =>
+  db
+    .selectFrom('payments')
+    .selectAll()
+    .where('account_id', '=', '')
+    .where('idempotency_key', '=', '')
+    .compile(),
+);
+
 export class KyselyPaymentRepository implements PaymentRepository {
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -226,12 +237,8 @@ export class KyselyPaymentRepository implements PaymentRepository {
   }
 
   async findByIdempotencyKey(accountId: string, key: string): Promise<PaymentRecord | undefined> {
-    const row = await this.db
-      .selectFrom('payments')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .where('idempotency_key', '=', key)
-      .executeTakeFirst();
+    // At most one row: the key is unique per account (payments_idempotency).
+    const [row] = await findByIdempotencyKeyQuery(this.db, accountId, key);
     return row && toPayment(row);
   }
 
