@@ -33,6 +33,9 @@ export const ERROR_EXPLANATIONS: Readonly<Record<ErrorCode, ErrorExplanation>> =
   WALLET_ALREADY_REGISTERED: {
     when: 'the address is already registered, by any account (the answer never says which): registering it, or asking for a challenge for it',
   },
+  WALLET_NOT_FOUND: {
+    when: '`PATCH /wallets/{address}`: the account has no wallet at the address (none, or another account’s: not told apart)',
+  },
   INVALID_CHALLENGE: {
     when: 'watch-only registration: `challenge` is not a text this gateway issued, or it was edited',
   },

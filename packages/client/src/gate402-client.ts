@@ -156,9 +156,24 @@ export class Gate402Client {
     return this.#call('openTokenAccount', { path: { address }, body, options });
   }
 
-  /** GET /wallets: the caller's wallets with their balances. */
+  /** GET /wallets: the caller's wallets with their balances and labels. */
   wallets(options?: RequestOptions): Promise<ResponseOf<'wallets'>> {
     return this.#call('wallets', { options });
+  }
+
+  /**
+   * PATCH /wallets/{address}: sets one of your wallets' `label` (at most 64 characters once trimmed, no
+   * control characters), or clears it with `null`. Not a wallet of your account: 404 `WALLET_NOT_FOUND`.
+   *
+   * @example
+   * await gate402.updateWallet(address, { label: 'Shop till' });
+   */
+  updateWallet(
+    address: string,
+    body: BodyOf<'updateWallet'>,
+    options?: RequestOptions,
+  ): Promise<ResponseOf<'updateWallet'>> {
+    return this.#call('updateWallet', { path: { address }, body, options });
   }
 
   /** POST /payment/send (spec §4.1): pay from a custodial wallet; the answer's `paymentProof` goes to the seller. */

@@ -38,6 +38,7 @@ export const OPERATIONS = {
     path: '/wallets/{address}/token-accounts',
   },
   wallets: { operationId: 'listWallets', method: 'get', path: '/wallets' },
+  updateWallet: { operationId: 'updateWallet', method: 'patch', path: '/wallets/{address}' },
   sendPayment: { operationId: 'sendPayment', method: 'post', path: '/payment/send' },
   payX402: { operationId: 'payX402', method: 'post', path: '/payment/x402' },
   checkX402Payment: {

@@ -497,6 +497,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/wallets/{address}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch: operations["updateWallet"];
+        trace?: never;
+    };
     "/wallets/{address}/token-accounts": {
         parameters: {
             query?: never;
@@ -605,7 +621,7 @@ export interface components {
         ErrorBody: {
             error: {
                 /** @enum {string} */
-                code: "INVALID_PARAMETERS" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "SPEND_LIMIT_EXCEEDED" | "SPEND_NOT_ALLOWED" | "SPEND_POLICY_EXPIRED" | "PAYMENT_NOT_FOUND" | "INVALID_PAYMENT_STATE" | "TOKEN_NOT_FOUND" | "WALLET_ALREADY_REGISTERED" | "INVALID_CHALLENGE" | "CHALLENGE_ACCOUNT_MISMATCH" | "CHALLENGE_ADDRESS_MISMATCH" | "CHALLENGE_ALREADY_USED" | "CHALLENGE_EXPIRED" | "INVALID_SIGNATURE" | "EMAIL_ALREADY_REGISTERED" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "PAYMENT_IDENTIFIER_REUSED" | "PAYMENT_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "RATE_LIMIT" | "FEE_BUDGET_EXCEEDED" | "PAYMENT_OPTION_REFUSED" | "INSUFFICIENT_BALANCE" | "INVALID_PAYMENT_PROOF" | "PAYMENT_VERIFICATION_FAILED" | "INVALID_RECIPIENT" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "CHAIN_UNAVAILABLE";
+                code: "INVALID_PARAMETERS" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "SPEND_LIMIT_EXCEEDED" | "SPEND_NOT_ALLOWED" | "SPEND_POLICY_EXPIRED" | "PAYMENT_NOT_FOUND" | "INVALID_PAYMENT_STATE" | "TOKEN_NOT_FOUND" | "WALLET_ALREADY_REGISTERED" | "WALLET_NOT_FOUND" | "INVALID_CHALLENGE" | "CHALLENGE_ACCOUNT_MISMATCH" | "CHALLENGE_ADDRESS_MISMATCH" | "CHALLENGE_ALREADY_USED" | "CHALLENGE_EXPIRED" | "INVALID_SIGNATURE" | "EMAIL_ALREADY_REGISTERED" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "PAYMENT_IDENTIFIER_REUSED" | "PAYMENT_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMIT_EXCEEDED" | "RATE_LIMIT" | "FEE_BUDGET_EXCEEDED" | "PAYMENT_OPTION_REFUSED" | "INSUFFICIENT_BALANCE" | "INVALID_PAYMENT_PROOF" | "PAYMENT_VERIFICATION_FAILED" | "INVALID_RECIPIENT" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "CHAIN_UNAVAILABLE";
                 details?: {
                     [key: string]: string;
                 };
@@ -668,6 +684,7 @@ export interface components {
             address: string;
             chain: "solana" | "evm";
             createdAt: number;
+            label: string | null;
             network: string | null;
             watchOnly: boolean;
         };
@@ -3948,6 +3965,7 @@ export interface operations {
                     address?: string;
                     chain: "solana" | "evm";
                     challenge?: string;
+                    label?: string | null;
                     network?: string;
                     signature?: string;
                     watchOnly?: boolean;
@@ -3964,6 +3982,97 @@ export interface operations {
                         address: string;
                         chain: "solana" | "evm";
                         createdAt: number;
+                        label: string | null;
+                        network: string | null;
+                        watchOnly: boolean;
+                    };
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateWallet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                address: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    label: string | null;
+                };
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        address: string;
+                        chain: "solana" | "evm";
+                        createdAt: number;
+                        label: string | null;
                         network: string | null;
                         watchOnly: boolean;
                     };

@@ -32,6 +32,8 @@ export const ERROR_CATALOGUE = {
   INVALID_PAYMENT_STATE: { status: 409, message: 'The payment is not in a state that allows this.' },
   TOKEN_NOT_FOUND: { status: 404, message: 'No token mint or contract at this address.' },
   WALLET_ALREADY_REGISTERED: { status: 409, message: 'This address is already registered.' },
+  /** No wallet of the caller's account at this address: none at all, or another account's (not told apart). */
+  WALLET_NOT_FOUND: { status: 404, message: 'No such wallet in this account.' },
   INVALID_CHALLENGE: {
     status: 400,
     message: 'This is not a challenge the gateway issued; ask POST /wallets/challenge for one.',

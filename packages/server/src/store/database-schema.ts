@@ -157,6 +157,8 @@ export interface WalletsTable {
   watch_only: number;
   encrypted_secret: string | null;
   created_at: number;
+  /** Migration 0026: the account's name for the wallet; null: none. */
+  label: string | null;
 }
 
 /** Challenges that prove control of an address (see WalletChallengeRepository). */

@@ -167,6 +167,17 @@ export interface WalletRepository {
   insert(wallet: WalletRecord): Promise<boolean>;
   /** Oldest first. */
   listByAccount(accountId: string): Promise<WalletRecord[]>;
+  /**
+   * Sets (or with null clears) the label of the account's wallet at this address, in one statement
+   * scoped by the account: the wallet as it is now, or undefined when the account has no wallet there
+   * (none at all, or another account's: the two are not told apart).
+   */
+  setLabel(
+    accountId: string,
+    family: ChainFamily,
+    address: string,
+    label: string | null,
+  ): Promise<WalletRecord | undefined>;
   /** The wallet with this address, whichever account has it. */
   findByAddress(family: ChainFamily, address: string): Promise<WalletRecord | undefined>;
 }

@@ -265,6 +265,27 @@ export function describePaymentStoreContract(
       assert.deepEqual(await store.wallets.listByAccount(account.id), [wallet]);
     });
 
+    it("sets and clears a wallet's label for its own account only; another account's is left as it is", async () => {
+      const other = anAccount();
+      await store.accounts.insert(other);
+      const wallet = { ...aWallet(account.id, 'LABELLED'), label: 'Shop till' };
+      assert.equal(await store.wallets.insert(wallet), true);
+      assert.deepEqual(await store.wallets.findByAddress('solana', 'LABELLED'), wallet);
+      const renamed = await store.wallets.setLabel(account.id, 'solana', 'LABELLED', 'Café – 東京 🙂');
+      assert.deepEqual(renamed, { ...wallet, label: 'Café – 東京 🙂' });
+      // Another account, the right address in the other family, or no wallet at all: nothing is written.
+      assert.equal(await store.wallets.setLabel(other.id, 'solana', 'LABELLED', 'stolen'), undefined);
+      assert.equal(await store.wallets.setLabel(account.id, 'evm', 'LABELLED', 'stolen'), undefined);
+      assert.equal(await store.wallets.setLabel(account.id, 'solana', 'NOBODY', 'stolen'), undefined);
+      assert.equal((await store.wallets.findByAddress('solana', 'LABELLED'))?.label, 'Café – 東京 🙂');
+      assert.deepEqual(await store.wallets.setLabel(account.id, 'solana', 'LABELLED', null), {
+        ...wallet,
+        label: null,
+      });
+      const listed = await store.wallets.listByAccount(account.id);
+      assert.equal(listed.find((w) => w.address === 'LABELLED')?.label, null);
+    });
+
     it('keeps a wallet challenge until it expires, and lets it be used once, even by two writers at once', async () => {
       const challenge = {
         nonce: `n${Math.random().toString(16).slice(2)}`,
@@ -1046,6 +1067,7 @@ function aWallet(accountId: string, address: string): WalletRecord {
     watchOnly: false,
     encryptedSecret: 'sealed',
     createdAt: clock,
+    label: null,
   };
 }
 

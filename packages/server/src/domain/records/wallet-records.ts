@@ -14,6 +14,8 @@ export interface WalletRecord {
   /** The custodial secret key, sealed under the master key; null for watch-only wallets. */
   readonly encryptedSecret: string | null;
   readonly createdAt: number;
+  /** The account's name for it (see wallet-label.ts); null: none. The only field that ever changes. */
+  readonly label: string | null;
 }
 
 /** A gateway-issued text that the key of `address` signs to prove control of it (see wallet-challenge.ts). */

@@ -7,7 +7,7 @@ import type { FaucetService } from '../../services/wallets/faucet-service.ts';
 import type { WalletService } from '../../services/wallets/wallet-service.ts';
 import { CHAIN_FAMILY_SCHEMA } from '../chain-family-schema.ts';
 import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
-import { createOrWatch } from '../routes/wallets.ts';
+import { createOrWatch, WalletLabelInput } from '../routes/wallets.ts';
 import { dashboardUserOf } from './dashboard-session.ts';
 
 /** What one "fund from faucet" press gives: enough for many test payments, in the native currency. */
@@ -74,6 +74,7 @@ export async function dashboardWalletRoutes(
             chain: CHAIN_FAMILY_SCHEMA,
             watchOnly: Type.Optional(Type.Boolean()),
             address: Type.Optional(Type.String({ minLength: 1, maxLength: 100, ...ADDRESS_OPTIONS })),
+            label: Type.Optional(WalletLabelInput),
             challenge: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
             signature: Type.Optional(Type.String({ minLength: 1, maxLength: 300 })),
           },
@@ -82,6 +83,20 @@ export async function dashboardWalletRoutes(
       },
     },
     async (request) => createOrWatch(opts.wallets, dashboardUserOf(request).accountId, request.body),
+  );
+
+  // The wallets page's label editor: PATCH /wallets/{address} of the API, for the session's account.
+  r.patch(
+    '/wallets/:address',
+    {
+      schema: {
+        hide: true,
+        params: Type.Object({ address: Type.String({ minLength: 1, maxLength: 100, ...ADDRESS_OPTIONS }) }),
+        body: Type.Object({ label: WalletLabelInput }, { additionalProperties: false }),
+      },
+    },
+    async (request) =>
+      opts.wallets.setLabel(dashboardUserOf(request).accountId, request.params.address, request.body.label),
   );
 
   r.post(

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { ChainFamily } from '../../domain/address.ts';
 import { invalidParameters } from '../../domain/gateway-error.ts';
+import { MAX_WALLET_LABEL_LENGTH } from '../../domain/wallet-label.ts';
 import type { WalletService } from '../../services/wallets/wallet-service.ts';
 import { CHAIN_FAMILY_SCHEMA } from '../chain-family-schema.ts';
 import { ADDRESS_OPTIONS } from '../plugins/address-keyword.ts';
@@ -15,8 +16,27 @@ const WalletSchema = Type.Object(
     network: Type.Union([Type.String(), Type.Null()], { description: 'The network it was created for.' }),
     watchOnly: Type.Boolean({ description: 'Receive only: the gateway holds no key.' }),
     createdAt: Type.Integer(),
+    label: Type.Union([Type.String(), Type.Null()], {
+      description: 'Your name for the wallet (PATCH /wallets/{address}); null: none.',
+    }),
   },
   { $id: 'Wallet', title: 'Wallet' },
+);
+
+/**
+ * A label as sent: the service trims it and holds it to MAX_WALLET_LABEL_LENGTH characters (code points)
+ * with no control characters (domain/wallet-label.ts), naming `label` when it breaks the rule; the schema
+ * only bounds what is read (room for the spaces the trim removes).
+ */
+export const WalletLabelInput = Type.Union(
+  [
+    Type.String({
+      maxLength: 4 * MAX_WALLET_LABEL_LENGTH,
+      description: `At most ${MAX_WALLET_LABEL_LENGTH} characters once trimmed of surrounding white space; no control characters (nor bidirectional overrides). Empty once trimmed, or null: no label.`,
+    }),
+    Type.Null(),
+  ],
+  { description: 'Your name for the wallet, shown beside its address.' },
 );
 
 /** Custodial wallets and watch-only addresses of the caller's account. Private keys never leave the gateway. */
@@ -32,7 +52,7 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
         tags: ['wallets'],
         summary: 'Create a custodial wallet, or register a watch-only address you control elsewhere.',
         description:
-          "Without `watchOnly`: a new custodial wallet; the gateway generates and keeps its key. With `watchOnly: true`: registers `address`, whose key you keep, as a receive-only wallet of your account, once you prove you control it: get a challenge from POST /wallets/challenge, sign it with the address's key and send both here within 10 minutes. A challenge answers once, for the account and address it was issued to. Refusals: `INVALID_CHALLENGE` (not a text this gateway issued, or edited), `CHALLENGE_ACCOUNT_MISMATCH` (403: issued to another account), `CHALLENGE_ADDRESS_MISMATCH` (issued for another address or chain), `CHALLENGE_ALREADY_USED`, `CHALLENGE_EXPIRED`, `INVALID_SIGNATURE`; an address already registered, by any account: 409 `WALLET_ALREADY_REGISTERED`, which never says by whom.",
+          "An optional `label` names the wallet (see PATCH /wallets/{address}). Without `watchOnly`: a new custodial wallet; the gateway generates and keeps its key. With `watchOnly: true`: registers `address`, whose key you keep, as a receive-only wallet of your account, once you prove you control it: get a challenge from POST /wallets/challenge, sign it with the address's key and send both here within 10 minutes. A challenge answers once, for the account and address it was issued to. Refusals: `INVALID_CHALLENGE` (not a text this gateway issued, or edited), `CHALLENGE_ACCOUNT_MISMATCH` (403: issued to another account), `CHALLENGE_ADDRESS_MISMATCH` (issued for another address or chain), `CHALLENGE_ALREADY_USED`, `CHALLENGE_EXPIRED`, `INVALID_SIGNATURE`; an address already registered, by any account: 409 `WALLET_ALREADY_REGISTERED`, which never says by whom.",
         body: Type.Object(
           {
             chain: CHAIN_FAMILY_SCHEMA,
@@ -46,6 +66,7 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
               }),
             ),
             watchOnly: Type.Optional(Type.Boolean()),
+            label: Type.Optional(WalletLabelInput),
             challenge: Type.Optional(
               Type.String({
                 minLength: 1,
@@ -159,6 +180,31 @@ export async function walletRoutes(app: FastifyInstance, opts: { wallets: Wallet
     },
     async (request) => ({ wallets: await opts.wallets.list(callerOf(request).account.id) }),
   );
+
+  r.patch(
+    '/wallets/:address',
+    {
+      config: { feature: 'wallets' },
+      schema: {
+        operationId: 'updateWallet',
+        tags: ['wallets'],
+        summary: "Sets or clears one of your wallets' label.",
+        description: `The label is your name for the wallet (custodial or watch-only), listed with it by GET /wallets and shown beside its address in the dashboard. At most ${MAX_WALLET_LABEL_LENGTH} characters once trimmed, no control characters: else 400 naming \`label\`. \`null\` (or a text empty once trimmed) clears it. An address that is no wallet of your account, another account's included: 404 \`WALLET_NOT_FOUND\`.`,
+        params: Type.Object({
+          address: Type.String({
+            minLength: 1,
+            maxLength: 100,
+            description: 'One of your wallets (Solana base58, EVM 0x… in any case).',
+            ...ADDRESS_OPTIONS,
+          }),
+        }),
+        body: Type.Object({ label: WalletLabelInput }, { additionalProperties: false }),
+        response: { 200: WalletSchema },
+      },
+    },
+    async (request) =>
+      opts.wallets.setLabel(callerOf(request).account.id, request.params.address, request.body.label),
+  );
 }
 
 /** What POST /wallets takes, on the API and in the dashboard. */
@@ -167,6 +213,7 @@ export interface WalletRequest {
   readonly network?: string | undefined;
   readonly address?: string | undefined;
   readonly watchOnly?: boolean | undefined;
+  readonly label?: string | null | undefined;
   readonly challenge?: string | undefined;
   readonly signature?: string | undefined;
 }
@@ -176,7 +223,7 @@ export interface WalletRequest {
  * behind every door that creates wallets, so none registers an address without a signed challenge.
  */
 export function createOrWatch(wallets: WalletService, accountId: string, body: WalletRequest) {
-  const { chain, network, address, watchOnly, challenge, signature } = body;
+  const { chain, network, address, watchOnly, challenge, signature, label } = body;
   if (watchOnly === true) {
     if (address === undefined || challenge === undefined || signature === undefined) {
       throw invalidParameters({
@@ -189,7 +236,7 @@ export function createOrWatch(wallets: WalletService, accountId: string, body: W
           : {}),
       });
     }
-    return wallets.watch(accountId, { chain, address, network, challenge, signature });
+    return wallets.watch(accountId, { chain, address, network, challenge, signature, label });
   }
   const onlyWatched = {
     ...(address === undefined
@@ -199,5 +246,5 @@ export function createOrWatch(wallets: WalletService, accountId: string, body: W
     ...(signature === undefined ? {} : { signature: 'is only accepted with watchOnly: true' }),
   };
   if (Object.keys(onlyWatched).length > 0) throw invalidParameters(onlyWatched);
-  return wallets.create(accountId, { chain, network });
+  return wallets.create(accountId, { chain, network, label });
 }

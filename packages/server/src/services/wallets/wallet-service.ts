@@ -9,6 +9,7 @@ import { newId } from '../../domain/ids.ts';
 import { toWholeUnits } from '../../domain/money.ts';
 import type { TokenInfo } from '../../domain/network.ts';
 import type { WalletRecord } from '../../domain/records/wallet-records.ts';
+import { walletLabel } from '../../domain/wallet-label.ts';
 import type { Store } from '../../store/store.ts';
 import type { SecretBox } from '../custody/secret-box.ts';
 import { type IssuedChallenge, WalletChallenges } from './wallet-challenges.ts';
@@ -19,6 +20,8 @@ export interface WalletView {
   readonly network: string | null;
   readonly watchOnly: boolean;
   readonly createdAt: number;
+  /** The account's name for the wallet; null: none. */
+  readonly label: string | null;
 }
 
 export interface WalletWithBalance extends WalletView {
@@ -71,9 +74,10 @@ export class WalletService {
 
   async create(
     accountId: string,
-    input: { chain: string; network?: string | undefined },
+    input: { chain: string; network?: string | undefined; label?: string | null | undefined },
   ): Promise<WalletView> {
     const family = validFamily(input.chain);
+    const label = walletLabel(input.label) ?? null;
     const generate = KEYPAIR_GENERATORS[family];
     if (generate === undefined)
       throw invalidParameters({ chain: `custodial ${family} wallets are not supported yet` });
@@ -88,6 +92,7 @@ export class WalletService {
       watchOnly: false,
       encryptedSecret: this.secrets.seal(keypair.secretKey, sealContext(family, keypair.address)),
       createdAt: this.now(),
+      label,
     };
     keypair.secretKey.fill(0);
     if (!(await this.store.wallets.insert(wallet)))
@@ -120,9 +125,11 @@ export class WalletService {
       network?: string | undefined;
       challenge: string;
       signature: string;
+      label?: string | null | undefined;
     },
   ): Promise<WalletView> {
     const { family, address } = watchable(input);
+    const label = walletLabel(input.label) ?? null;
     const network = this.networkFor(family, input.network);
     const challenge = await this.challenges.check(
       accountId,
@@ -141,6 +148,7 @@ export class WalletService {
       watchOnly: true,
       encryptedSecret: null,
       createdAt: now,
+      label,
     };
     await this.store.transaction(async (tx) => {
       if (!(await tx.walletChallenges.markUsed(challenge.nonce, now))) {
@@ -176,6 +184,27 @@ export class WalletService {
     );
   }
 
+  /**
+   * Sets the label of the caller's wallet at `address` (custodial or watch-only); null, or a text empty
+   * once trimmed, clears it. Another account's wallet is 404 WALLET_NOT_FOUND, exactly as an address
+   * no account has: its label is never set, and whether it exists is not told.
+   */
+  async setLabel(accountId: string, address: string, input: string | null): Promise<WalletView> {
+    const family = addressFamily(address);
+    if (family === undefined) {
+      throw invalidParameters({ address: 'must be a Solana (base58) or EVM (0x…) address' });
+    }
+    const label = walletLabel(input) ?? null;
+    const wallet = await this.store.wallets.setLabel(accountId, family, canonicalAddress(address), label);
+    if (wallet === undefined) {
+      throw new GatewayError('WALLET_NOT_FOUND', {
+        message: `No wallet ${address} in this account.`,
+        details: { address: 'is not a wallet of this account' },
+      });
+    }
+    return view(wallet);
+  }
+
   /** The caller's wallet at `address` (custodial or watch-only); 403 for anyone else's or nobody's. */
   async owned(accountId: string, address: string, field = 'walletAddress'): Promise<WalletRecord> {
     const family = addressFamily(address);
@@ -206,8 +235,9 @@ export class WalletService {
 
   /**
    * The wallet registered at this address, whichever account has it. Found wallets are kept: a wallet is
-   * never changed or removed once registered (WalletRepository has no way to), so what was read is still
-   * what storage holds, on every instance. An address not found is read again next time, as another
+   * never removed, and nothing but its label changes once registered (WalletRepository has no way to), so
+   * what was read is still what storage holds, on every instance, except the label: a kept record's
+   * `label` may be old and is never read (`list` and `setLabel` read storage). An address not found is read again next time, as another
    * instance may register it at any moment. Every send and receive asks first.
    */
   private async find(family: ChainFamily, address: string): Promise<WalletRecord | undefined> {
@@ -283,6 +313,7 @@ function view(wallet: WalletRecord): WalletView {
     network: wallet.network,
     watchOnly: wallet.watchOnly,
     createdAt: wallet.createdAt,
+    label: wallet.label,
   };
 }
 

@@ -25,6 +25,7 @@ export class KyselyWalletRepository implements WalletRepository {
         watch_only: wallet.watchOnly ? 1 : 0,
         encrypted_secret: wallet.encryptedSecret,
         created_at: wallet.createdAt,
+        label: wallet.label,
       })
       .onConflict((oc) => oc.columns(['family', 'address']).doNothing())
       .executeTakeFirst();
@@ -39,6 +40,24 @@ export class KyselyWalletRepository implements WalletRepository {
       .orderBy('id', 'asc')
       .execute();
     return rows.map(toWallet);
+  }
+
+  async setLabel(
+    accountId: string,
+    family: ChainFamily,
+    address: string,
+    label: string | null,
+  ): Promise<WalletRecord | undefined> {
+    // The account is in the WHERE clause: another account's wallet is not updated, and looks missing.
+    const row = await this.db
+      .updateTable('wallets')
+      .set({ label })
+      .where('family', '=', family)
+      .where('address', '=', address)
+      .where('account_id', '=', accountId)
+      .returningAll()
+      .executeTakeFirst();
+    return row && toWallet(row);
   }
 
   async findByAddress(family: ChainFamily, address: string): Promise<WalletRecord | undefined> {
@@ -57,5 +76,6 @@ function toWallet(row: Selectable<WalletsTable>): WalletRecord {
     watchOnly: Boolean(row.watch_only),
     encryptedSecret: row.encrypted_secret,
     createdAt: Number(row.created_at),
+    label: row.label,
   };
 }

@@ -21,6 +21,7 @@ import { settlementsByPayment } from './0021-settlements-by-payment.ts';
 import { spendPolicies } from './0022-spend-policies.ts';
 import { discoveryResources } from './0023-discovery-resources.ts';
 import { refunds } from './0025-refunds.ts';
+import { walletLabels } from './0026-wallet-labels.ts';
 import { x402SponsoredApprovals } from './0030-x402-sponsored-approvals.ts';
 import { paymentVolumeRollup } from './0028-payment-volume-rollup.ts';
 import { permit2Approvals } from './0031-permit2-approvals.ts';
@@ -53,6 +54,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0022-spend-policies': spendPolicies,
   '0023-discovery-resources': discoveryResources,
   '0025-refunds': refunds,
+  '0026-wallet-labels': walletLabels,
   '0030-x402-sponsored-approvals': x402SponsoredApprovals,
   '0028-payment-volume-rollup': paymentVolumeRollup,
   '0031-permit2-approvals': permit2Approvals,

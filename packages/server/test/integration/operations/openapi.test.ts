@@ -50,6 +50,7 @@ describe('OpenAPI and docs', () => {
       'POST /wallets/challenge': 'createWalletChallenge',
       'POST /wallets/{address}/token-accounts': 'openTokenAccount',
       'GET /wallets': 'listWallets',
+      'PATCH /wallets/{address}': 'updateWallet',
       'POST /payment/send': 'sendPayment',
       'POST /payment/receive': 'receivePayment',
       'POST /payment/x402': 'payX402',

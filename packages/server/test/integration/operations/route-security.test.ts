@@ -50,8 +50,9 @@ describe('every authenticated route', () => {
   });
   after(() => gw.close());
 
-  it('includes at least GET /account', () => {
+  it('includes at least GET /account and PATCH /wallets/{address}', () => {
     assert.ok(routes.some((r) => r.method === 'GET' && r.url === '/account'));
+    assert.ok(routes.some((r) => r.method === 'PATCH' && r.url === '/wallets/x'));
   });
 
   it('opens no route to callers without a key but the x402 bazaar listing and search', () => {
