@@ -76,6 +76,7 @@ export function ExportForm({ wallets }: { wallets: readonly Wallet[] }) {
             <option value="">All wallets</option>
             {wallets.map((w) => (
               <option key={w.address} value={w.address}>
+                {w.label === null ? '' : `${w.label} · `}
                 {w.chain === 'solana' ? 'Solana' : 'EVM'} {shorten(w.address)}
               </option>
             ))}

@@ -10,6 +10,7 @@ import {
   shorten,
 } from '../components/format.ts';
 import { VolumeChart } from '../components/volume-chart.tsx';
+import { WalletLabel } from '../components/wallet-label-editor.tsx';
 import { useLivePayments } from '../live-payments.ts';
 import { navigate } from '../router.ts';
 
@@ -258,6 +259,7 @@ export function HomePage() {
             <ul className="balances" aria-label="Balances per wallet">
               {wallets.map((w) => (
                 <li key={w.address} data-testid="wallet-balance">
+                  <WalletLabel label={w.label} />
                   <code title={w.address}>{shorten(w.address)}</code>{' '}
                   <span className="hint">{w.networkName ?? w.network}</span>
                   <ul>

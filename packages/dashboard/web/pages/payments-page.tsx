@@ -3,6 +3,7 @@ import { api, type PaymentEntry, type PaymentEvent, type Wallet } from '../api.t
 import { ErrorMessage } from '../components/error-message.tsx';
 import { ExportForm } from '../components/export-form.tsx';
 import { formatTime, shorten } from '../components/format.ts';
+import { WalletLabel } from '../components/wallet-label-editor.tsx';
 import { useLivePayments } from '../live-payments.ts';
 import { navigate } from '../router.ts';
 import { PaymentDetailView } from './payment-detail.tsx';
@@ -69,6 +70,8 @@ function PaymentList() {
     setOffset(0);
   };
 
+  // The account's own wallets by address: a counterparty that is one of them shows its label.
+  const labels = new Map(wallets.map((w) => [w.address, w.label]));
   const total = page?.total ?? 0;
   return (
     <section aria-labelledby="payments-title">
@@ -118,6 +121,7 @@ function PaymentList() {
             <option value="">All wallets</option>
             {wallets.map((w) => (
               <option key={w.address} value={w.address}>
+                {w.label === null ? '' : `${w.label} · `}
                 {w.chain === 'solana' ? 'Solana' : 'EVM'} {shorten(w.address)}
               </option>
             ))}
@@ -175,6 +179,7 @@ function PaymentList() {
                 <td>{p.type}</td>
                 <td>{p.amount}</td>
                 <td title={p.recipient ?? p.sender}>
+                  <WalletLabel label={labels.get(p.recipient ?? p.sender ?? '') ?? null} />
                   <code>{shorten(p.recipient ?? p.sender ?? '')}</code>
                 </td>
                 <td>

@@ -4,12 +4,13 @@ import { CopyButton } from '../components/copy-button.tsx';
 import { ErrorMessage } from '../components/error-message.tsx';
 import { formatTokenAmount, shorten } from '../components/format.ts';
 import { QrCode } from '../components/qr-code.tsx';
+import { WalletLabel, WalletLabelEditor } from '../components/wallet-label-editor.tsx';
 import { WatchAddressForm } from '../components/watch-address-form.tsx';
 
 /**
  * Custodial wallets (create, see native and token balances and addresses, copy, QR, fund from the faucet
- * locally, in the native currency or the local chain's tokens) and watch-only addresses, registered on
- * proof of control.
+ * locally, in the native currency or the local chain's tokens, name them with a label) and watch-only
+ * addresses, registered on proof of control.
  */
 export function WalletsPage() {
   const [wallets, setWallets] = useState<Wallet[]>();
@@ -37,6 +38,9 @@ export function WalletsPage() {
       setBusy(undefined);
     }
   };
+
+  const labelled = (address: string, label: string | null) =>
+    setWallets((listed) => listed?.map((w) => (w.address === address ? { ...w, label } : w)));
 
   const create = (chain: 'solana' | 'evm') =>
     act(`create-${chain}`, async () => {
@@ -90,6 +94,7 @@ export function WalletsPage() {
               </h2>
               <p className="network">{wallet.networkName}</p>
               <p className="address">
+                <WalletLabel label={wallet.label} />
                 <code>{wallet.address}</code>{' '}
                 <CopyButton text={wallet.address} label={`Copy address ${wallet.address}`} />
               </p>
@@ -116,6 +121,11 @@ export function WalletsPage() {
                   </ul>
                 )
               )}
+              <WalletLabelEditor
+                address={wallet.address}
+                label={wallet.label}
+                onSaved={(label) => labelled(wallet.address, label)}
+              />
               {wallet.faucet && (
                 <div className="actions">
                   <button
