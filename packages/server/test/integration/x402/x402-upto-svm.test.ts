@@ -312,6 +312,66 @@ describe('x402 upto on Solana: gate402’s facilitator with the stock seller and
     assert.equal(await balance(buyer.address), 1_000_000n - MAX, 'deposited once');
   });
 
+  it('a seller with its own receiver authorizer: its voucher settles the claim; a voucher of another key, or for another amount, is refused', async () => {
+    const authorizer = await generateKeyPairSigner();
+    const ownSeller = new UptoSeller({ receiverAuthorizerSigner: authorizer });
+    const kind = gw.services.facilitator
+      .supported()
+      .kinds.find((k) => k.scheme === 'upto' && k.network === SOLANA_DEVNET_ID);
+    const requirements = await ownSeller.enhancePaymentRequirements(
+      {
+        scheme: 'upto',
+        network: SOLANA_DEVNET_ID,
+        asset: usdc(),
+        amount: MAX.toString(),
+        payTo: seller.solana,
+        maxTimeoutSeconds: 300,
+        extra: {},
+      },
+      { x402Version: 2, scheme: 'upto', network: SOLANA_DEVNET_ID, extra: kind?.extra ?? {} },
+      [],
+    );
+    assert.equal(requirements.extra.receiverAuthorizer, authorizer.address);
+    const buyer = await newBuyer();
+    const payload = await payloadFor(buyer, requirements);
+    const deposit = await settle(gw, seller.key, phase(payload, 'deposit'), requirements);
+    assert.equal(deposit.success, true, JSON.stringify(deposit));
+    const voucherOf = async (by: UptoSeller, amount: bigint) =>
+      by.enrichSettlementPayload({
+        phase: 'after-handler',
+        paymentPayload: payload,
+        requirements: { ...requirements, amount: amount.toString() },
+      } as never);
+    const charged = { ...requirements, amount: '4321' };
+    const noVoucher = await settle(gw, seller.key, phase(payload, 'claim'), charged);
+    assert.deepEqual(
+      [noVoucher.success, noVoucher.errorReason],
+      [false, 'invalid_upto_svm_authorizer_address_mismatch'],
+    );
+    // A voucher for this channel and amount, signed by another key than the channel's authorizer.
+    const strangerKey = await generateKeyPairSigner();
+    const strangerVoucher = (await new UptoSeller({
+      receiverAuthorizerSigner: strangerKey,
+    }).enrichSettlementPayload({
+      phase: 'after-handler',
+      paymentPayload: { ...payload, payload: { ...payload.payload, authorizedSigner: strangerKey.address } },
+      requirements: charged,
+    } as never)) as { voucherSignature: string };
+    const otherAmount = (await voucherOf(ownSeller, 9_999n)) as { voucherSignature: string };
+    for (const voucherSignature of [otherAmount.voucherSignature, strangerVoucher.voucherSignature]) {
+      assert.match(voucherSignature, /^[1-9A-HJ-NP-Za-km-z]{80,90}$/);
+      const refused = await settle(gw, seller.key, phase(payload, 'claim', { voucherSignature }), charged);
+      assert.deepEqual(
+        [refused.success, refused.errorReason],
+        [false, 'invalid_upto_svm_payload_voucher_signature'],
+      );
+    }
+    const own = (await voucherOf(ownSeller, 4321n)) as { voucherSignature: string };
+    const claimed = await settle(gw, seller.key, phase(payload, 'claim', own), charged);
+    assert.deepEqual([claimed.success, claimed.amount], [true, '4321'], JSON.stringify(claimed));
+    assert.equal(await balance(buyer.address), 1_000_000n - 4321n);
+  });
+
   it('two claims of one channel at once (different amounts): one settles, once', async () => {
     const { buyer, requirements, payload } = await deposited();
     const sellerBefore = await balance(seller.solana);
