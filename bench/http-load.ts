@@ -18,7 +18,12 @@ export async function startServerProcess(
   const values: Record<string, string> = {};
   let buffer = '';
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${script} did not start`)), 60_000);
+    // Generous: a gateway with its chains and migrations takes over a minute to start on this 2-core
+    // machine while other engineers' test suites run.
+    const timer = setTimeout(() => {
+      child.kill();
+      reject(new Error(`${script} did not start`));
+    }, 240_000);
     child.stdout?.on('data', (chunk: Buffer) => {
       buffer += chunk.toString();
       for (const line of buffer.split('\n')) {
