@@ -12,6 +12,7 @@ const BENCHMARKS: Record<string, () => Promise<{ default: Benchmark }>> = {
   localnet: () => import('./localnet.ts'),
   events: () => import('./events.ts'),
   facilitator: () => import('./facilitator.ts'),
+  postgres: () => import('./postgres-receives.ts'),
   'x402-pay': () => import('./x402-pay.ts'),
   install: () => import('./install.ts'),
 };
