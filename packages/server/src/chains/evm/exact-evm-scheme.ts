@@ -6,7 +6,6 @@ import {
   type Hex,
   isAddress,
   isHex,
-  keccak256,
   type PublicClient,
   parseAbi,
 } from 'viem';
@@ -26,6 +25,7 @@ import type { ChainDurability } from './chain-durability.ts';
 import { EIP2612_GAS_SPONSORING, ERC20_APPROVAL_GAS_SPONSORING } from './eip2612-gas-sponsoring.ts';
 import { approvalSuperseded } from './erc20-approval-gas-sponsoring.ts';
 import { toChainError } from './evm-errors.ts';
+import { evmSettlementDraft } from './evm-settlement-draft.ts';
 import { failoverTransport } from './failover-transport.ts';
 import { firstBlockSince } from './first-block-since.ts';
 import { EXACT_PERMIT2_PROXY_ADDRESS } from './permit2-addresses.ts';
@@ -47,11 +47,7 @@ import {
   sellerAuthorizationTransaction,
 } from './seller-paid-authorization.ts';
 import { findLandedPermit2 } from './seller-paid-permit2.ts';
-import {
-  sponsoredApprovalDraft,
-  sponsoredApprovalMaxCost,
-  sponsoredApprovalPlanNow,
-} from './sponsored-approval-draft.ts';
+import { sponsoredApprovalPlanNow } from './sponsored-approval-draft.ts';
 
 const EIP3009_ABI = parseAbi([
   'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)',
@@ -316,46 +312,11 @@ export class ExactEvmScheme implements ExactScheme {
             getAddress(req.asset),
           )
         : undefined;
-    const [gas, fees, pending] = await this.call(() =>
-      Promise.all([
-        plan?.settleGas ?? this.client.estimateGas({ account: account.address, to, data }),
-        this.client.estimateFeesPerGas(),
-        this.client.getTransactionCount({ address: account.address, blockTag: 'pending' }),
-      ]),
+    return evmSettlementDraft(
+      { client: this.client, account, chainId: this.chainId, network: this.network },
+      { payer, to, data },
+      plan,
     );
-    // A margin over the estimate: the transfer's storage writes cost the same on every call (a wider one
-    // over a simulated use, which leaves out what the call needs beyond it).
-    const gasLimit = plan === undefined ? (gas * 12n) / 10n : (gas * 3n) / 2n;
-    return {
-      // What the fee payer pays at most: every unit of gas it allows, at the most it bids per unit.
-      maxFee:
-        gasLimit * fees.maxFeePerGas +
-        (plan === undefined ? 0n : sponsoredApprovalMaxCost(plan, fees.maxFeePerGas)),
-      ...(plan === undefined
-        ? {}
-        : { sponsoredApproval: sponsoredApprovalDraft(account, this.chainId, this.network, plan, fees) }),
-      nonceFloor: { address: account.address, pending: BigInt(pending) },
-      sign: async (nonce) => {
-        if (nonce === undefined) throw new Error('an EVM settlement is signed with an allocated nonce');
-        const serialized = await account.signTransaction({
-          chainId: this.chainId,
-          type: 'eip1559',
-          to,
-          data,
-          gas: gasLimit,
-          maxFeePerGas: fees.maxFeePerGas,
-          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-          nonce: Number(nonce),
-        });
-        return {
-          payer,
-          transactionId: keccak256(serialized),
-          wire: Buffer.from(serialized.slice(2), 'hex'),
-          lastValidBlockHeight: null,
-          nonce: { address: account.address, value: nonce },
-        };
-      },
-    };
   }
 
   /** The checks of a Permit2 payment (checkPermit2Payment), simulated as sent by `submitter`. */

@@ -5,7 +5,6 @@ import {
   type Hash,
   isAddress,
   isHex,
-  keccak256,
   type PublicClient,
   parseAbi,
 } from 'viem';
@@ -36,16 +35,13 @@ import {
   type SponsoredApprovalRequest,
 } from './erc20-approval-gas-sponsoring.ts';
 import { toChainError } from './evm-errors.ts';
+import { evmSettlementDraft } from './evm-settlement-draft.ts';
 import { EVM_MAX_SETTLEMENT_GAS, type EvmFeePayer } from './exact-evm-scheme.ts';
 import { failoverTransport } from './failover-transport.ts';
 import { firstBlockSince } from './first-block-since.ts';
 import { PERMIT2_ADDRESS } from './permit2-addresses.ts';
 import { callOf } from './seller-paid-authorization.ts';
-import {
-  sponsoredApprovalDraft,
-  sponsoredApprovalMaxCost,
-  sponsoredApprovalPlanNow,
-} from './sponsored-approval-draft.ts';
+import { sponsoredApprovalPlanNow } from './sponsored-approval-draft.ts';
 import {
   UPTO_PERMIT2_PROXY_ADDRESS,
   type UptoPermit,
@@ -366,43 +362,11 @@ export class UptoEvmScheme implements UptoScheme {
       uptoApprovalRequest(permit, req.amount),
       permit.token,
     );
-    const [gas, fees, pending] = await this.call(() =>
-      Promise.all([
-        plan?.settleGas ?? this.client.estimateGas({ account: account.address, to, data }),
-        this.client.estimateFeesPerGas(),
-        this.client.getTransactionCount({ address: account.address, blockTag: 'pending' }),
-      ]),
+    return evmSettlementDraft(
+      { client: this.client, account, chainId: this.chainId, network: this.network },
+      { payer: permit.from, to, data },
+      plan,
     );
-    const gasLimit = plan === undefined ? (gas * 12n) / 10n : (gas * 3n) / 2n;
-    return {
-      maxFee:
-        gasLimit * fees.maxFeePerGas +
-        (plan === undefined ? 0n : sponsoredApprovalMaxCost(plan, fees.maxFeePerGas)),
-      ...(plan === undefined
-        ? {}
-        : { sponsoredApproval: sponsoredApprovalDraft(account, this.chainId, this.network, plan, fees) }),
-      nonceFloor: { address: account.address, pending: BigInt(pending) },
-      sign: async (nonce) => {
-        if (nonce === undefined) throw new Error('an EVM settlement is signed with an allocated nonce');
-        const serialized = await account.signTransaction({
-          chainId: this.chainId,
-          type: 'eip1559',
-          to,
-          data,
-          gas: gasLimit,
-          maxFeePerGas: fees.maxFeePerGas,
-          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-          nonce: Number(nonce),
-        });
-        return {
-          payer: permit.from,
-          transactionId: keccak256(serialized),
-          wire: Buffer.from(serialized.slice(2), 'hex'),
-          lastValidBlockHeight: null,
-          nonce: { address: account.address, value: nonce },
-        };
-      },
-    };
   }
 
   /**
