@@ -693,6 +693,7 @@ function evmOnly(suite: () => Suite<EvmPaymentFixture>): void {
         network: 'eip155:31337',
         watchOnly: false,
         createdAt: 0,
+        label: null,
         balance: 250,
         currency: 'ETH',
         tokens: [],
