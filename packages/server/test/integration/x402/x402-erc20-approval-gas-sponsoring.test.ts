@@ -3,7 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { serve } from '@hono/node-server';
 import { x402Client } from '@x402/core/client';
-import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from '@x402/core/http';
+import {
+  decodePaymentResponseHeader,
+  decodePaymentSignatureHeader,
+  encodePaymentSignatureHeader,
+} from '@x402/core/http';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { ExactEvmScheme as EvmBuyerScheme } from '@x402/evm/exact/client';
 import { ExactEvmScheme as EvmSellerScheme } from '@x402/evm/exact/server';
@@ -33,6 +37,7 @@ import { callAs } from '../../support/api-caller.ts';
 import { DATABASE_URL, type TempStorage, tempPostgres, tempSqlite } from '../../support/databases.ts';
 import { startTestEvm, type TestEvm } from '../../support/test-anvil.ts';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
+import { newWatchedEvmWallet } from '../../support/watched-evm-wallet.ts';
 import { recordingFetch } from '../../support/x402-buyer.ts';
 import { gatewayFacilitator, startShop, type TestShop } from '../../support/x402-shop.ts';
 
@@ -463,6 +468,23 @@ describe('x402 exact Permit2 with erc20ApprovalGasSponsoring', () => {
       JSON.stringify([a, b]),
     );
     assert.equal((await stepOnChain(buyer.address)).fundings, 1);
+  });
+
+  it('local mode: the seller wallet broadcasts no approval, so POST /transaction/receive refuses such a payment without an allowance, sending nothing', async () => {
+    const caller = await gw.newCaller('standard');
+    const wallet = await newWatchedEvmWallet(gw, evm, caller.key);
+    const buyer = await newBuyer();
+    const payload = await stockPayload(buyer, requirementsFor({ payTo: wallet.address }));
+    const built = await callAs(gw, caller.key, 'POST', '/transaction/receive', {
+      walletAddress: wallet.address,
+      paymentProof: encodePaymentSignatureHeader(payload),
+      expectedAmount: 0.02,
+      asset: 'USDC',
+    });
+    assert.equal(built.status, 422, JSON.stringify(built.body));
+    assert.match(JSON.stringify(built.body), /erc20ApprovalGasSponsoring|permit2_allowance_required/);
+    assert.equal(await chainClient().getTransactionCount({ address: buyer.address }), 0);
+    assert.equal(await eth(buyer.address), 0n);
   });
 
   for (const crash of [
