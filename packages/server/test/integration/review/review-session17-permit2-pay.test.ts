@@ -155,4 +155,54 @@ describe('review-session17: custodial upto settled through a seller-chosen facil
       `the chain moved ${USED} to the seller; the gateway recorded ${record?.status} ${record?.amount}`,
     );
   });
+
+  it('an x402 v1 exact option saying assetTransferMethod permit2 sends no Permit2 approval (the v1 client signs EIP-3009)', {
+    todo: 'x402-pay.ts:X402PayService.judge sets approver for any exact option with extra.assetTransferMethod "permit2" (needsPermit2Approval), but for x402Version 1 the stock ExactEvmSchemeV1 ignores it and signs EIP-3009: a hostile v1 seller makes each custodial wallet send (and pay gas for) an unneeded approve(Permit2, max) per listed token, and the payment is then refused or paid by EIP-3009 anyway. Fix: only treat exact+permit2 as Permit2 when x402Version is 2 (refuse permit2 on v1 before any approval)',
+  }, async () => {
+    offsetMs = 0;
+    const caller = await gw.newCaller('premium');
+    const wallet = (await callAs(gw, caller.key, 'POST', '/wallets', { chain: 'evm' })).body
+      .address as Address;
+    for (const body of [
+      { address: wallet, amount: 1, token: 'USDC' },
+      { address: wallet, amount: 1 },
+    ]) {
+      assert.equal((await callAs(gw, caller.key, 'POST', '/faucet', body)).status, 200);
+    }
+    const other = await gw.newCaller('premium');
+    const payTo = (await callAs(gw, other.key, 'POST', '/wallets', { chain: 'evm' })).body.address;
+    const paid = await callAs(gw, caller.key, 'POST', '/payment/x402', {
+      walletAddress: wallet,
+      paymentRequiredBody: {
+        x402Version: 1,
+        accepts: [
+          {
+            scheme: 'exact',
+            network,
+            maxAmountRequired: '20000',
+            resource: RESOURCE,
+            description: 'v1',
+            mimeType: 'application/json',
+            payTo,
+            maxTimeoutSeconds: 60,
+            asset: usdc,
+            extra: { assetTransferMethod: 'permit2', name: 'USD Coin', version: '2' },
+          },
+        ],
+      },
+      resource: RESOURCE,
+      maxAmount: { USDC: 1 },
+    });
+    const sent = await chainClient().getTransactionCount({ address: wallet });
+    const header = typeof paid.body.paymentHeader === 'string' ? paid.body.paymentHeader : '';
+    const signed =
+      header === ''
+        ? 'nothing'
+        : Object.keys(JSON.parse(Buffer.from(header, 'base64').toString()).payload).join(',');
+    assert.equal(
+      sent,
+      0,
+      `answer ${paid.status}, payload signed: ${signed}; the wallet sent ${sent} transaction(s)`,
+    );
+  });
 });
