@@ -6,7 +6,11 @@ import { isNetworkId, type NetworkId } from './domain/network.ts';
 import { isPlan, PLANS } from './domain/plan.ts';
 import { DEFAULT_PLAN_ACCESS, type Feature, isFeature, type PlanAccess } from './domain/plan-access.ts';
 import { DEFAULT_SEND_AMOUNT_BOUNDS, type SendAmountBoundsTable } from './domain/send-amount-bounds.ts';
-import { DEFAULT_FEE_BUDGET, DEFAULT_MIN_SETTLE_AMOUNT } from './domain/sponsored-fees.ts';
+import {
+  DEFAULT_FEE_BUDGET,
+  DEFAULT_MAX_OPEN_UPTO_CHANNELS,
+  DEFAULT_MIN_SETTLE_AMOUNT,
+} from './domain/sponsored-fees.ts';
 import { STORAGE_LIMIT_DEFAULTS } from './store/storage-limits.ts';
 
 /**
@@ -307,6 +311,13 @@ export const SETTINGS = {
       "Whether GET /facilitator/discovery/resources and /search answer without an API key, listing every account's catalogued x402 `bazaar` resources (the public view, as x402's reference facilitator serves it). false: only with a key, and only the caller's account's own resources.",
     fallback: () => true,
     parse: boolean,
+  }),
+  x402UptoMaxOpenChannels: setting({
+    env: 'X402_UPTO_MAX_OPEN_CHANNELS',
+    description:
+      "Escrow `upto` payment channels (Solana) one account may hold open per network on the built-in facilitator: each deposit's open has its fee payer pay ~0.0047 SOL of rent, held until the escrow sweep reclaims the channel (after its claim, or ~1 h for one nobody claims). A deposit beyond it is refused `upto_open_channels_exceeded` before anything is signed into storage or sent. 0: no upto deposits.",
+    fallback: () => DEFAULT_MAX_OPEN_UPTO_CHANNELS,
+    parse: integerIn(0, 1_000_000),
   }),
   x402DiscoveryMaxPerAccount: setting({
     env: 'X402_DISCOVERY_MAX_PER_ACCOUNT',

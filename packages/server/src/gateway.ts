@@ -237,7 +237,11 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
       authCacheMs: config.authCacheMs,
       x402LocalnetAsDevnet: config.x402LocalnetAsDevnet,
       outbound,
-      feeBudget: { budgets: config.x402FeeBudget, minimums: config.x402MinSettleAmount },
+      feeBudget: {
+        budgets: config.x402FeeBudget,
+        minimums: config.x402MinSettleAmount,
+        maxOpenUptoChannels: config.x402UptoMaxOpenChannels,
+      },
       sendAmountBounds: config.sendAmountBounds,
       discovery: {
         publicListing: config.x402DiscoveryPublic,

@@ -70,6 +70,8 @@ export interface SweptEscrow {
   readonly escrow: string;
   readonly action: 'refunded' | 'reclaimed';
   readonly transactionId: string;
+  /** The settlement key of the escrow's deposit (whose account held the escrow open). */
+  readonly deposit: string;
 }
 
 /** The names of the x402 schemes the built-in facilitator serves. */

@@ -14,6 +14,9 @@
  */
 export const DEFAULT_FEE_BUDGET: Readonly<Record<string, string>> = { solana: '0.011', evm: '0.2' };
 
+/** Default X402_UPTO_MAX_OPEN_CHANNELS: at most about 0.47 SOL of the fee payer's rent held per account and network. */
+export const DEFAULT_MAX_OPEN_UPTO_CHANNELS = 100;
+
 /**
  * Default smallest payment settled, in whole units, by token symbol: a tenth of a cent in USDC, about
  * what the network fee of one Solana settlement costs — below it the fee payer pays more than moves.

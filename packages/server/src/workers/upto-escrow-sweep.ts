@@ -2,6 +2,7 @@ import type { NetworkRegistry } from '../chains/network-registry.ts';
 import type { SweptEscrow } from '../chains/upto-scheme.ts';
 import { PeriodicWorker } from '../scheduling/periodic-worker.ts';
 import type { FacilitatorService } from '../services/facilitator/facilitator-service.ts';
+import { releaseOpenChannel } from '../services/facilitator/upto-open-channels.ts';
 import type { Store } from '../store/store.ts';
 
 export interface UptoEscrowSweepDeps {
@@ -27,7 +28,9 @@ const JOB = 'x402-upto-escrow-sweep';
  * in escrow and the facilitator's rent in the channel. Each pass, on the one instance holding the
  * job's lease, every network's escrowing `upto` scheme (UptoEscrow.sweep: Solana's payment channels)
  * closes its channels that can no longer be claimed — the whole deposit back to the buyer — and takes
- * back the rent of closed ones. The chain is the record: a pass that dies half-way is redone by the
+ * back the rent of closed ones, giving their accounts back a place among their open channels
+ * (X402_UPTO_MAX_OPEN_CHANNELS; a pass that dies between a reclaim and that leaves the place taken:
+ * the safe side). The chain is the record: a pass that dies half-way is redone by the
  * next, and a channel already closed is skipped.
  */
 export class UptoEscrowSweep {
@@ -61,7 +64,14 @@ export class UptoEscrowSweep {
       const escrow = this.deps.facilitator.uptoSchemeFor(chain.info.id)?.escrow;
       if (escrow === undefined) continue;
       try {
-        swept.push(...(await escrow.sweep((key) => store.settlements.get(key), at)));
+        const done = await escrow.sweep((key) => store.settlements.get(key), at);
+        swept.push(...done);
+        // A reclaimed channel's rent is back with the fee payer: its account may open another.
+        for (const { action, deposit } of done) {
+          if (action !== 'reclaimed') continue;
+          const record = await store.settlements.get(deposit);
+          if (record?.status === 'settled') await releaseOpenChannel(store.sponsoredFees, record, this.now());
+        }
       } catch (error) {
         this.deps.log?.(`could not sweep the upto escrows on ${chain.info.name}`, error);
       }

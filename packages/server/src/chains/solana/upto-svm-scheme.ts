@@ -492,7 +492,13 @@ export class UptoSvmScheme implements UptoScheme {
       if (channel.status === 'distributed') {
         if (BigInt(slot) <= channel.openSlot + OPEN_SLOT_WINDOW) continue;
         const sent = await this.sendOwn([reclaimInstruction(pubkey, this.feePayer.address)]);
-        if (sent !== undefined) swept.push({ escrow: pubkey, action: 'reclaimed', transactionId: sent });
+        if (sent !== undefined)
+          swept.push({
+            escrow: pubkey,
+            action: 'reclaimed',
+            transactionId: sent,
+            deposit: this.keyOf('deposit', pubkey),
+          });
         continue;
       }
       if (channel.status !== 'open') continue;
@@ -512,7 +518,13 @@ export class UptoSvmScheme implements UptoScheme {
           this.network,
         ),
       ]);
-      if (sent !== undefined) swept.push({ escrow: pubkey, action: 'refunded', transactionId: sent });
+      if (sent !== undefined)
+        swept.push({
+          escrow: pubkey,
+          action: 'refunded',
+          transactionId: sent,
+          deposit: this.keyOf('deposit', pubkey),
+        });
     }
     return swept;
   }

@@ -32,6 +32,7 @@ import type { SettleAnswer, SupportedAnswer, VerifyAnswer } from './facilitator-
 import { FacilitatorRoutes, type Route } from './facilitator-routes.ts';
 import { FeeBudget } from './fee-budget.ts';
 import { ApprovalInUse, approvalStepCost, runApprovalStep } from './sponsored-approval-step.ts';
+import { OpenChannelsExceeded, releaseOpenChannel, takeOpenChannel } from './upto-open-channels.ts';
 
 export interface FacilitatorDeps {
   readonly store: Store;
@@ -382,6 +383,12 @@ export class FacilitatorService {
       if (error instanceof GatewayError && error.code === 'FEE_BUDGET_EXCEEDED') throw error;
       if (error instanceof ApprovalInUse)
         return fail('erc20_approval_in_use', error.message, { payer: error.payer });
+      if (error instanceof OpenChannelsExceeded)
+        return fail(
+          'upto_open_channels_exceeded',
+          error.message,
+          signed === undefined ? {} : { payer: signed.payer },
+        );
       // Claiming asks the chain again (EVM: the transfer's gas estimate), after verification: a settle of
       // this payload that landed meanwhile (here or on another instance) makes it revert, as does anyone
       // else's use of the authorization. The first makes this one the duplicate; the second, a refusal.
@@ -588,6 +595,14 @@ export class FacilitatorService {
           startedAt,
         );
         if (reserved === undefined) throw this.overBudget(route.chain.info, draft.maxFee, limit, startedAt);
+        // An escrow deposit holds the fee payer's rent until the sweep reclaims it: one of the account's
+        // open channels, taken here with the claim or refused before anything is stored or sent.
+        const cap = this.budget.maxOpenUptoChannels;
+        if (
+          isEscrowDeposit(route, key) &&
+          !(await takeOpenChannel(repos.sponsoredFees, asker.accountId, network, cap, startedAt))
+        )
+          throw new OpenChannelsExceeded(cap, route.chain.info.name);
         const { nonceFloor, sponsoredApproval } = draft;
         // erc20ApprovalGasSponsoring: its funding transfer is signed with the fee payer's nonce before the
         // settlement's, all stored with the claim before anything is sent.
@@ -958,6 +973,9 @@ export class FacilitatorService {
         at,
       );
       if (row !== undefined) await this.chargeIn(repos, settlement, fee, at);
+      // A failed deposit opened no channel: its place among the account's open channels is free again.
+      if (row !== undefined && isEscrowDeposit(route, settlement.key))
+        await releaseOpenChannel(repos.sponsoredFees, settlement, at);
       return row;
     });
     if (moved !== undefined) this.reportFee(route, moved);
@@ -1100,6 +1118,11 @@ function movesNothingToSeller(route: Route, settlement: SettlementRecord): boole
 }
 
 /** The settlement row's fee change for a final `fee`, when one was reserved. */
+/** Whether the settlement `key` is the deposit of an escrow `upto` (it opens a channel; see UptoOpenChannels). */
+function isEscrowDeposit(route: Route, key: string): boolean {
+  return route.name === 'upto' && route.scheme.escrow?.isDeposit(key) === true;
+}
+
 function charged(settlement: SettlementRecord, fee: bigint | undefined): { sponsoredFee?: bigint } {
   return fee === undefined || settlement.sponsoredFee == null ? {} : { sponsoredFee: fee };
 }

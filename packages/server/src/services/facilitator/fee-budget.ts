@@ -1,7 +1,11 @@
 import { canonicalAddress } from '../../chains/canonical-address.ts';
 import { decimalTextToAtomic } from '../../domain/money.ts';
 import type { NetworkInfo } from '../../domain/network.ts';
-import { DEFAULT_FEE_BUDGET, DEFAULT_MIN_SETTLE_AMOUNT } from '../../domain/sponsored-fees.ts';
+import {
+  DEFAULT_FEE_BUDGET,
+  DEFAULT_MAX_OPEN_UPTO_CHANNELS,
+  DEFAULT_MIN_SETTLE_AMOUNT,
+} from '../../domain/sponsored-fees.ts';
 
 /** What the operator configured (X402_FEE_BUDGET, X402_MIN_SETTLE_AMOUNT): whole units as decimal text. */
 export interface FeeBudgetSettings {
@@ -9,6 +13,8 @@ export interface FeeBudgetSettings {
   readonly budgets?: Readonly<Record<string, string>>;
   /** By token symbol (as GET /networks lists it) or mint / contract address. */
   readonly minimums?: Readonly<Record<string, string>>;
+  /** X402_UPTO_MAX_OPEN_CHANNELS: escrow `upto` channels (Solana) one account may hold open per network. */
+  readonly maxOpenUptoChannels?: number;
 }
 
 /** The smallest payment settled in one asset, and how the configuration named it (for the message). */
@@ -26,10 +32,18 @@ export interface SettleMinimum {
 export class FeeBudget {
   private readonly budgets: Readonly<Record<string, string>>;
   private readonly minimums: Readonly<Record<string, string>>;
+  /**
+   * How many escrow `upto` channels (Solana payment channels) one account may hold open on one network:
+   * each holds the fee payer's rent (~0.0047 SOL) from its deposit until the sweep reclaims it, which a
+   * daily fee budget does not bound (its fee is charged once; the rent comes back later). See
+   * UptoOpenChannels.
+   */
+  readonly maxOpenUptoChannels: number;
 
   constructor(settings: FeeBudgetSettings = {}) {
     this.budgets = { ...DEFAULT_FEE_BUDGET, ...settings.budgets };
     this.minimums = settings.minimums ?? DEFAULT_MIN_SETTLE_AMOUNT;
+    this.maxOpenUptoChannels = settings.maxOpenUptoChannels ?? DEFAULT_MAX_OPEN_UPTO_CHANNELS;
   }
 
   /** The daily budget of one account on `network`, atomic units of its native currency. */

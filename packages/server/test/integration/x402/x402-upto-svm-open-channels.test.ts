@@ -1,0 +1,191 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { address, createSolanaRpc, generateKeyPairSigner, type KeyPairSigner } from '@solana/kit';
+import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
+import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
+import { UptoSvmScheme as UptoBuyer } from '@x402/svm/upto/client';
+import { UptoSvmScheme as UptoSeller } from '@x402/svm/upto/server';
+import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
+import { openChannels } from '../../../src/services/facilitator/upto-open-channels.ts';
+import { UptoEscrowSweep } from '../../../src/workers/upto-escrow-sweep.ts';
+import { SOLANA_DEVNET_ID } from '../../../src/x402/network-names.ts';
+import { callAs } from '../../support/api-caller.ts';
+import { DATABASE_URL, type TempStorage, tempPostgres, tempSqlite } from '../../support/databases.ts';
+import { startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
+import { startTestChain, type TestChain } from '../../support/test-localnet.ts';
+import { stockPayload } from '../../support/x402-buyer.ts';
+
+const MAX = 50_000n;
+const CAP = 2;
+const BUYER_USDC = 1_000_000n;
+
+/**
+ * X402_UPTO_MAX_OPEN_CHANNELS on gate402's own Solana `upto` facilitator: every deposit's open has the fee
+ * payer pay ~0.0047 SOL of rent until the sweep reclaims the channel, so one account (a seller with a
+ * colluding buyer making tiny deposits) may hold only CAP channels open per network. Stock
+ * `@x402/svm/upto` buyer payloads; a SQLite file (PostgreSQL when DATABASE_URL is set); the embedded
+ * localnet (20 ms slots, so a channel's 1,500-slot reclaim window passes in ~30 s).
+ */
+describe('x402 upto on Solana: an account holds at most X402_UPTO_MAX_OPEN_CHANNELS open channels', () => {
+  let chain: TestChain;
+  let storage: TempStorage;
+  let gw: TestGateway;
+  let seller: { key: string; accountId: string; solana: string };
+  let feePayer: string;
+  const usdc = () => chain.localnet.usdcMint.address;
+  const rpc = () => createSolanaRpc(chain.localnet.rpcUrl);
+  const usdcOf = async (owner: string): Promise<bigint> => {
+    const [ata] = await findAssociatedTokenPda({
+      owner: address(owner),
+      mint: address(usdc()),
+      tokenProgram: TOKEN_PROGRAM_ADDRESS,
+    });
+    const { value } = await rpc().getTokenAccountBalance(ata, { commitment: 'confirmed' }).send();
+    return BigInt(value.amount);
+  };
+  const lamportsOf = async (owner: string): Promise<bigint> =>
+    (await rpc().getBalance(address(owner), { commitment: 'confirmed' }).send()).value;
+  const newBuyer = async (): Promise<KeyPairSigner> => {
+    const buyer = await generateKeyPairSigner();
+    chain.localnet.airdrop(buyer.address, 1_000_000_000n);
+    await chain.localnet.mintUsdc(buyer.address, BUYER_USDC);
+    return buyer;
+  };
+  const requirementsFor = async (payTo: string): Promise<PaymentRequirements> => {
+    const kind = gw.services.facilitator
+      .supported()
+      .kinds.find((k) => k.scheme === 'upto' && k.network === SOLANA_DEVNET_ID);
+    assert.ok(kind !== undefined);
+    return new UptoSeller().enhancePaymentRequirements(
+      {
+        scheme: 'upto',
+        network: SOLANA_DEVNET_ID,
+        asset: usdc(),
+        amount: MAX.toString(),
+        payTo,
+        maxTimeoutSeconds: 300,
+        extra: {},
+      },
+      { x402Version: 2, scheme: 'upto', network: SOLANA_DEVNET_ID, extra: kind.extra ?? {} },
+      [],
+    );
+  };
+  const phase = (p: PaymentPayload, type: 'deposit' | 'claim'): PaymentPayload => ({
+    ...p,
+    payload: { ...p.payload, type },
+  });
+  const settle = async (p: PaymentPayload, requirements: PaymentRequirements) => {
+    const { status, body } = await callAs(gw, seller.key, 'POST', '/facilitator/settle', {
+      x402Version: 2,
+      paymentPayload: p,
+      paymentRequirements: requirements,
+    });
+    return { status, ...(body as { success: boolean; errorReason?: string; errorMessage?: string }) };
+  };
+  /** A buyer's signed open (not yet settled). */
+  const signedDeposit = async () => {
+    const buyer = await newBuyer();
+    const requirements = await requirementsFor(seller.solana);
+    const payload = await stockPayload(new UptoBuyer(buyer, { rpcUrl: chain.localnet.rpcUrl }), requirements);
+    return { buyer, requirements, payload, deposit: () => settle(phase(payload, 'deposit'), requirements) };
+  };
+  const open = () => openChannels(gw.store.sponsoredFees, seller.accountId, chain.adapter.info.id);
+  const sweep = () =>
+    new UptoEscrowSweep({
+      store: gw.store,
+      networks: gw.networks,
+      facilitator: gw.services.facilitator,
+      instanceId: `sweep-${randomBytes(4).toString('hex')}`,
+      leaseMs: 1,
+    }).runOnce();
+
+  const held: { payload: PaymentPayload; requirements: PaymentRequirements }[] = [];
+
+  before(async () => {
+    storage = DATABASE_URL === undefined ? tempSqlite() : await tempPostgres();
+    chain = await startTestChain();
+    gw = await startTestGateway({
+      storage,
+      masterKey: new Uint8Array(randomBytes(32)),
+      networks: new NetworkRegistry([chain.adapter]),
+      confirmTimeoutMs: 3_000,
+      // A daily fee budget with room for many deposits: the cap, not the budget, is what refuses.
+      feeBudget: { budgets: { solana: '1' }, maxOpenUptoChannels: CAP },
+      // Removed by the suite's `after`, once.
+      disposeStorage: false,
+    });
+    await gw.services.facilitator.start();
+    const caller = await gw.newCaller('premium');
+    seller = {
+      key: caller.key,
+      accountId: caller.accountId,
+      solana: (await callAs(gw, caller.key, 'POST', '/wallets', { chain: 'solana' })).body.address,
+    };
+    await chain.localnet.mintUsdc(seller.solana, 1n);
+    feePayer = gw.services.facilitator.supported().signers['solana:*']?.[0] ?? '';
+  });
+
+  after(async () => {
+    await gw?.close();
+    await chain?.close();
+    await storage?.dispose();
+  });
+
+  it('concurrent deposits never take more than the cap: of CAP + 1 at once, CAP open and one is refused', async () => {
+    const signed = await Promise.all(Array.from({ length: CAP + 1 }, () => signedDeposit()));
+    const answers = await Promise.all(signed.map((s) => s.deposit()));
+    const won = signed.filter((_, i) => answers[i]?.success === true);
+    assert.equal(won.length, CAP, JSON.stringify(answers));
+    const refused = answers.filter((a) => !a.success);
+    assert.deepEqual(
+      refused.map((a) => a.errorReason),
+      ['upto_open_channels_exceeded'],
+      JSON.stringify(refused),
+    );
+    assert.match(refused[0]?.errorMessage ?? '', /X402_UPTO_MAX_OPEN_CHANNELS/);
+    assert.equal(await open(), BigInt(CAP));
+    for (const s of signed) {
+      const deposited = won.includes(s);
+      assert.equal(await usdcOf(s.buyer.address), deposited ? BUYER_USDC - MAX : BUYER_USDC);
+    }
+    held.push(...won.map(({ payload, requirements }) => ({ payload, requirements })));
+  });
+
+  it('a deposit beyond the cap is refused before anything is sent: the fee payer’s SOL and the buyer’s USDC are unchanged', async () => {
+    const next = await signedDeposit();
+    const lamports = await lamportsOf(feePayer);
+    const refused = await next.deposit();
+    assert.deepEqual([refused.success, refused.errorReason], [false, 'upto_open_channels_exceeded']);
+    assert.equal(await lamportsOf(feePayer), lamports, 'no rent, no fee');
+    assert.equal(await usdcOf(next.buyer.address), BUYER_USDC);
+    assert.equal(await open(), BigInt(CAP));
+    // Refused again (not answered as a settlement of it: nothing was stored).
+    const again = await next.deposit();
+    assert.equal(again.errorReason, 'upto_open_channels_exceeded');
+    // A claim does not free a place by itself: the channel's rent is still the fee payer's until reclaimed.
+    const first = held[0];
+    assert.ok(first !== undefined);
+    const claimed = await settle(phase(first.payload, 'claim'), { ...first.requirements, amount: '1000' });
+    assert.equal(claimed.success, true, JSON.stringify(claimed));
+    assert.equal(await open(), BigInt(CAP));
+    assert.equal((await next.deposit()).errorReason, 'upto_open_channels_exceeded');
+  });
+
+  it('once the sweep reclaims a claimed channel’s rent, the account may open one more', async () => {
+    const deadline = Date.now() + 120_000;
+    let reclaimed = false;
+    while (!reclaimed && Date.now() < deadline) {
+      const swept = await sweep();
+      reclaimed = swept.some((s) => s.action === 'reclaimed');
+      if (!reclaimed) await new Promise((resolve) => setTimeout(resolve, 2_000));
+    }
+    assert.ok(reclaimed, 'the sweep reclaimed the claimed channel past its 1,500 slots');
+    assert.equal(await open(), BigInt(CAP - 1));
+    const next = await signedDeposit();
+    const deposit = await next.deposit();
+    assert.equal(deposit.success, true, JSON.stringify(deposit));
+    assert.equal(await open(), BigInt(CAP));
+    assert.equal((await (await signedDeposit()).deposit()).errorReason, 'upto_open_channels_exceeded');
+  });
+});
