@@ -61,7 +61,7 @@ const exportBenchmark: Benchmark = async () => {
 };
 
 /** ROWS payments of the account, made in SQLite from one template row (seconds, not minutes). */
-function seed(file: string, accountId: string, rows: number): void {
+export function seed(file: string, accountId: string, rows: number): void {
   const db = new Database(file);
   try {
     const now = Date.now();

@@ -94,11 +94,6 @@ export function exportLine(payment: ExportedPayment, asset: PaymentAsset, native
   };
 }
 
-/** The first characters that make a spreadsheet read a cell as a formula (or a DDE command). */
-const FORMULA_START = /^[=+\-@\t\r]/;
-/** What makes a cell need quotes (RFC 4180 §2.6). */
-const NEEDS_QUOTES = /[",\r\n]/;
-
 /**
  * One CSV cell. A cell a spreadsheet would run as a formula (it starts with = + - @, a tab or a CR —
  * OWASP's CSV injection list) is prefixed with `'`, which shows the text as it is; then the cell is
@@ -108,22 +103,57 @@ const NEEDS_QUOTES = /[",\r\n]/;
  */
 export function csvCell(value: string | number | null | Readonly<Record<string, unknown>>): string {
   if (value === null) return '';
-  let text = typeof value === 'object' ? JSON.stringify(value) : String(value);
-  if (FORMULA_START.test(text)) text = `'${text}`;
-  return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  return csvText(typeof value === 'object' ? JSON.stringify(value) : String(value));
+}
+
+/**
+ * csvCell of a text. Most cells of an export (ids, addresses, amounts, times) need neither the prefix
+ * nor quotes: one pass over the characters says so and the text is the cell, with no regular
+ * expression run and no string made.
+ */
+function csvText(text: string): string {
+  const first = text.charCodeAt(0);
+  const formula =
+    first === 61 /* = */ ||
+    first === 43 /* + */ ||
+    first === 45 /* - */ ||
+    first === 64 /* @ */ ||
+    first === 9 /* tab */ ||
+    first === 13; /* CR */
+  let quote = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34 /* " */ || c === 44 /* , */ || c === 13 /* CR */ || c === 10 /* LF */) {
+      quote = true;
+      break;
+    }
+  }
+  const cell = formula ? `'${text}` : text;
+  return quote ? `"${cell.replaceAll('"', '""')}"` : cell;
 }
 
 /** Lines end with CRLF, as RFC 4180 says. */
 export function csvRow(
   cells: readonly (string | number | null | Readonly<Record<string, unknown>>)[],
 ): string {
-  return `${cells.map(csvCell).join(',')}\r\n`;
+  let row = '';
+  for (let i = 0; i < cells.length; i++) {
+    const cell = csvCell(cells[i] as string | number | null | Readonly<Record<string, unknown>>);
+    row += i === 0 ? cell : `,${cell}`;
+  }
+  return `${row}\r\n`;
 }
 
 export const CSV_HEADER = csvRow(EXPORT_COLUMNS);
 
+/** One export line as a CSV row, its cells in EXPORT_COLUMNS order (no array of cells made on the way). */
+function csvLine(line: ExportLine): string {
+  let row = csvCell(line[EXPORT_COLUMNS[0]]);
+  for (let i = 1; i < EXPORT_COLUMNS.length; i++)
+    row += `,${csvCell(line[EXPORT_COLUMNS[i] as keyof ExportLine])}`;
+  return `${row}\r\n`;
+}
+
 export function formatLine(line: ExportLine, format: ExportFormat): string {
-  return format === 'csv'
-    ? csvRow(EXPORT_COLUMNS.map((column) => line[column]))
-    : `${JSON.stringify(line)}\n`;
+  return format === 'csv' ? csvLine(line) : `${JSON.stringify(line)}\n`;
 }

@@ -118,11 +118,28 @@ export class PaymentExportService {
       }
       return asset;
     };
+    // The last row's assets, kept for the next: an export's rows are mostly of one network and asset,
+    // so most rows make no key and look nothing up.
+    let lastNetwork: string | undefined;
+    let lastToken: ExportedPayment['asset'];
+    let lastAsset: PaymentAsset | undefined;
+    let lastNative: PaymentAsset | undefined;
     const chunkOf = (page: readonly ExportedPayment[]): string => {
       let chunk = '';
       for (const payment of page) {
-        const line = exportLine(payment, assetOf(payment), assetOf({ network: payment.network }));
-        chunk += formatLine(line, format);
+        if (
+          lastAsset === undefined ||
+          lastNative === undefined ||
+          payment.network !== lastNetwork ||
+          payment.asset?.address !== lastToken?.address ||
+          payment.asset?.decimals !== lastToken?.decimals
+        ) {
+          lastAsset = assetOf(payment);
+          lastNative = assetOf({ network: payment.network });
+          lastNetwork = payment.network;
+          lastToken = payment.asset;
+        }
+        chunk += formatLine(exportLine(payment, lastAsset, lastNative), format);
       }
       return chunk;
     };
