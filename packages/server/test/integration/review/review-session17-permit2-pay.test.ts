@@ -66,9 +66,7 @@ describe('review-session17: custodial upto settled through a seller-chosen facil
     evm?.dispose();
   });
 
-  it('a settlement through a forwarding facilitator contract is confirmed at the settled amount, not expired', {
-    todo: 'x402-pay.ts:X402PayService.watch + upto-evm-payer.ts:findSettlement recognise only a tx sent directly to the upto proxy; extra.facilitatorAddress is any seller-chosen address, so a seller settling through its own contract (or a 7702/smart-account facilitator) takes up to the maximum while the gateway expires the payment as "nothing was paid" and releases the spend-policy hold (cap bypass, wrong history/balance). Fix: before expiring, read Permit2 nonceBitmap(owner, nonce) — a spent nonce means settled (never expire it); find the amount from the Transfer(owner→payTo) log of the tx that spent it (trace or logs with Permit2 as the transfer caller), or refuse upto offers whose facilitatorAddress has code / is not a known facilitator',
-  }, async () => {
+  it('a settlement through a forwarding facilitator contract is confirmed at the settled amount, not expired', async () => {
     const [seller, buyer] = await Promise.all(
       [0, 1].map(async () => {
         const caller = await gw.newCaller('premium');
@@ -156,9 +154,7 @@ describe('review-session17: custodial upto settled through a seller-chosen facil
     );
   });
 
-  it('an x402 v1 exact option saying assetTransferMethod permit2 sends no Permit2 approval (the v1 client signs EIP-3009)', {
-    todo: 'x402-pay.ts:X402PayService.judge sets approver for any exact option with extra.assetTransferMethod "permit2" (needsPermit2Approval), but for x402Version 1 the stock ExactEvmSchemeV1 ignores it and signs EIP-3009: a hostile v1 seller makes each custodial wallet send (and pay gas for) an unneeded approve(Permit2, max) per listed token, and the payment is then refused or paid by EIP-3009 anyway. Fix: only treat exact+permit2 as Permit2 when x402Version is 2 (refuse permit2 on v1 before any approval)',
-  }, async () => {
+  it('an x402 v1 exact option saying assetTransferMethod permit2 sends no Permit2 approval (the v1 client signs EIP-3009)', async () => {
     offsetMs = 0;
     const caller = await gw.newCaller('premium');
     const wallet = (await callAs(gw, caller.key, 'POST', '/wallets', { chain: 'evm' })).body
@@ -204,5 +200,6 @@ describe('review-session17: custodial upto settled through a seller-chosen facil
       0,
       `answer ${paid.status}, payload signed: ${signed}; the wallet sent ${sent} transaction(s)`,
     );
+    assert.match(JSON.stringify(paid.body), /permit2 is x402 v2 only/, 'refused, saying why');
   });
 });

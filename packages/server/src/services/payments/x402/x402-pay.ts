@@ -292,7 +292,9 @@ export class X402PayService {
           blockHeight,
           confirmedAt: this.now(),
         });
-      } else if (gone) {
+      } else if (gone && !(await upto.nonceSpent(payload))) {
+        // A used permit was settled (the seller's facilitator may be a contract of its own calling the
+        // proxy internally): it stays pending, its spend hold kept, until its transfer is found.
         await this.deps.ledger.move(payment, 'expired', {
           error: 'the seller settled nothing on chain before the permit expired; nothing was paid',
         });
@@ -336,6 +338,11 @@ export class X402PayService {
     if (option.scheme !== 'exact' && option.scheme !== 'upto')
       return { refusal: `scheme ${clip(option.scheme)} is not paid; exact or upto only` };
     if (option.scheme === 'upto' && x402Version !== 2) return { refusal: 'scheme "upto" is x402 v2 only' };
+    // x402 v1 has no Permit2 transfer: its client signs EIP-3009 whatever extra says. Refused before the
+    // wallet approves anything, so a v1 challenge cannot make it send (and pay gas for) an approval.
+    if (x402Version !== 2 && needsPermit2Approval(option.raw)) {
+      return { refusal: 'extra.assetTransferMethod permit2 is x402 v2 only; a v1 payment is EIP-3009' };
+    }
     const chain = option.network === undefined ? undefined : this.deps.facilitator.chainOf(option.network);
     if (chain === undefined || option.network === undefined) {
       return { refusal: `network ${clip(option.networkAsSent)} is not configured here (GET /networks)` };
