@@ -44,6 +44,8 @@ describe('bazaar resource.iconUrl: what the public listing may hand to every vis
       'http://LOCALHOST./i.png',
       'http://localhost.localdomain/i.png',
       'http://ip6-localhost/i.png',
+      'http://app.localhost/i.png',
+      'http://a.b.LOCALHOST./i.png',
       'http://ｌｏｃａｌｈｏｓｔ/i.png',
       'http://127.0.0.1/i.png',
       'http://10.0.0.7/i.png',

@@ -34,7 +34,8 @@ export function safeIconUrl(value: unknown): string | null {
   } catch {
     return null;
   }
-  if (host === '' || LOOPBACK_NAMES.has(host)) return null;
+  // Browsers resolve every `*.localhost` name to loopback themselves, without DNS (RFC 6761 §6.3).
+  if (host === '' || LOOPBACK_NAMES.has(host) || host.endsWith('.localhost')) return null;
   if (/^[0-9.]+$/.test(host) || /^0x[0-9a-f]+$/.test(host)) return null;
   return value;
 }
