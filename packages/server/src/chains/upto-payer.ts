@@ -28,6 +28,11 @@ export interface UptoPayer extends ExactPayer {
     payload: Readonly<Record<string, unknown>>,
     since: number,
   ): Promise<UptoSettlementFound | undefined>;
+  /**
+   * Whether the chain shows the payload's permit used (EVM: its Permit2 nonce spent), whoever used it:
+   * a payment whose permit is used was settled and is never expired, even while its transfer is not found.
+   */
+  nonceSpent(payload: Readonly<Record<string, unknown>>): Promise<boolean>;
 }
 
 export interface UptoSettlementFound {

@@ -1,13 +1,16 @@
 import type { SchemeNetworkClient } from '@x402/core/types';
 import type { ClientEvmSigner } from '@x402/evm';
 import {
+  type Address,
   bytesToHex,
   createPublicClient,
   encodeFunctionData,
   erc20Abi,
   getAddress,
+  type Hex,
   hexToBytes,
   maxUint256,
+  parseAbi,
   parseAbiItem,
   serializeTransaction,
 } from 'viem';
@@ -16,7 +19,7 @@ import type { ChainAdapter, PreparedTransaction } from '../chain-adapter.ts';
 import { ChainError } from '../chain-error.ts';
 import type { ExactPaymentRequest, SignedExactPayment } from '../exact-payer.ts';
 import { stockPayload } from '../stock-payload.ts';
-import type { UptoPayer } from '../upto-payer.ts';
+import type { UptoPayer, UptoSettlementFound } from '../upto-payer.ts';
 import { failoverTransport } from './failover-transport.ts';
 import { firstBlockSince } from './first-block-since.ts';
 import { PERMIT2_ADDRESS } from './permit2-addresses.ts';
@@ -30,6 +33,9 @@ const EXPIRY_BLOCKS = 150n;
 const TRANSFER_EVENT = parseAbiItem(
   'event Transfer(address indexed from, address indexed to, uint256 value)',
 );
+const NONCE_BITMAP_ABI = parseAbi([
+  'function nonceBitmap(address owner, uint256 wordPosition) view returns (uint256)',
+]);
 
 /**
  * x402 `upto` on EVM, buyer side (see UptoPayer): the stock `@x402/evm/upto/client` signs a Permit2
@@ -179,7 +185,72 @@ export function uptoEvmPayer(chain: ChainAdapter): UptoPayer {
         if (receipt.status !== 'success') continue;
         return { transactionId: hash, slot: receipt.blockNumber, amount: call.amount };
       }
-      return undefined;
+      // The facilitator is whatever address the seller named, a contract of its own included, which may
+      // call the proxy internally: no calldata shows it. The nonce is then the proof (Permit2 spends it
+      // only with a transfer), and the transfer is the one in the block where the nonce was spent.
+      if (!(await nonceSpentAt(permit.from, permit.nonce, 'latest'))) return undefined;
+      return spentNonceSettlement(
+        permit,
+        logs.filter((log) => log.transactionHash != null && (log.args.value ?? 0n) <= permit.amount),
+      );
+    },
+    async nonceSpent(payload) {
+      const permit = uptoPermitOf(payload);
+      return permit !== undefined && (await nonceSpentAt(permit.from, permit.nonce, 'latest'));
     },
   };
+
+  /** Whether Permit2 holds `nonce` of `owner` spent at `block` (its unordered-nonce bitmap). */
+  async function nonceSpentAt(owner: Address, nonce: bigint, block: bigint | 'latest'): Promise<boolean> {
+    try {
+      const word = await client.readContract({
+        address: PERMIT2_ADDRESS,
+        abi: NONCE_BITMAP_ABI,
+        functionName: 'nonceBitmap',
+        args: [owner, nonce >> 8n],
+        ...(block === 'latest' ? {} : { blockNumber: block }),
+      });
+      return ((word >> (nonce & 0xffn)) & 1n) === 1n;
+    } catch (error) {
+      throw new ChainError('unavailable', `could not read the Permit2 nonce bitmap: ${String(error)}`);
+    }
+  }
+
+  /**
+   * The settlement of a permit whose nonce is spent though no transaction calling the proxy carries it:
+   * the one Transfer (owner → payee, at most the maximum) in the block where the nonce went from unspent
+   * to spent (historical reads). When that does not single out one transfer (several in that block, or
+   * the node keeps no state that old), the SIGNED MAXIMUM is recorded with the likeliest transaction:
+   * never less than was taken, so the spend caps stay safe. undefined when no such transfer was seen.
+   */
+  async function spentNonceSettlement(
+    permit: NonNullable<ReturnType<typeof uptoPermitOf>>,
+    candidates: readonly {
+      transactionHash: Hex | null;
+      blockNumber: bigint | null;
+      args: { value?: bigint | undefined };
+    }[],
+  ): Promise<UptoSettlementFound | undefined> {
+    const blocks = [...new Set(candidates.map((log) => log.blockNumber).filter((b) => b !== null))];
+    for (const block of blocks) {
+      const flipped = await Promise.all([
+        nonceSpentAt(permit.from, permit.nonce, block - 1n),
+        nonceSpentAt(permit.from, permit.nonce, block),
+      ]).then(
+        ([before, after]) => !before && after,
+        () => false,
+      );
+      if (!flipped) continue;
+      const inBlock = candidates.filter((log) => log.blockNumber === block);
+      const only = inBlock.length === 1 ? inBlock[0] : undefined;
+      return {
+        transactionId: (inBlock[0]?.transactionHash ?? '') as string,
+        slot: block,
+        amount: only?.args.value ?? permit.amount,
+      };
+    }
+    const last = candidates.at(-1);
+    if (last?.transactionHash == null || last.blockNumber === null) return undefined;
+    return { transactionId: last.transactionHash, slot: last.blockNumber, amount: permit.amount };
+  }
 }
