@@ -6,6 +6,8 @@ import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from '@solana-program/t
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { UptoSvmScheme as UptoBuyer } from '@x402/svm/upto/client';
 import { UptoSvmScheme as UptoSeller } from '@x402/svm/upto/server';
+import type { ChainAdapter } from '../../../src/chains/chain-adapter.ts';
+import { ChainError } from '../../../src/chains/chain-error.ts';
 import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
 import { openChannels } from '../../../src/services/facilitator/upto-open-channels.ts';
 import { UptoEscrowSweep } from '../../../src/workers/upto-escrow-sweep.ts';
@@ -101,21 +103,26 @@ describe('x402 upto on Solana: an account holds at most X402_UPTO_MAX_OPEN_CHANN
     }).runOnce();
 
   const held: { payload: PaymentPayload; requirements: PaymentRequirements }[] = [];
-
-  before(async () => {
-    storage = DATABASE_URL === undefined ? tempSqlite() : await tempPostgres();
-    chain = await startTestChain();
-    gw = await startTestGateway({
+  const masterKey = new Uint8Array(randomBytes(32));
+  const start = async (adapter: ChainAdapter) => {
+    const started = await startTestGateway({
       storage,
-      masterKey: new Uint8Array(randomBytes(32)),
-      networks: new NetworkRegistry([chain.adapter]),
+      masterKey,
+      networks: new NetworkRegistry([adapter]),
       confirmTimeoutMs: 3_000,
       // A daily fee budget with room for many deposits: the cap, not the budget, is what refuses.
       feeBudget: { budgets: { solana: '1' }, maxOpenUptoChannels: CAP },
       // Removed by the suite's `after`, once.
       disposeStorage: false,
     });
-    await gw.services.facilitator.start();
+    await started.services.facilitator.start();
+    return started;
+  };
+
+  before(async () => {
+    storage = DATABASE_URL === undefined ? tempSqlite() : await tempPostgres();
+    chain = await startTestChain();
+    gw = await start(chain.adapter);
     const caller = await gw.newCaller('premium');
     seller = {
       key: caller.key,
@@ -130,6 +137,31 @@ describe('x402 upto on Solana: an account holds at most X402_UPTO_MAX_OPEN_CHANN
     await gw?.close();
     await chain?.close();
     await storage?.dispose();
+  });
+
+  it('a deposit whose open fails (the node refuses it) gives its place back: no channel holds rent', async () => {
+    await gw.close();
+    const refusing: ChainAdapter = Object.create(chain.adapter, {
+      broadcast: {
+        value: async () => {
+          throw new ChainError('rejected', 'refused by the test node');
+        },
+      },
+    });
+    gw = await start(refusing);
+    const failing = await signedDeposit();
+    const failed = await failing.deposit();
+    assert.equal(failed.success, false, JSON.stringify(failed));
+    // It was claimed (its place taken) and then failed, not refused by the cap.
+    const key = gw.services.facilitator
+      .uptoSchemeFor(chain.adapter.info.id)
+      ?.escrow?.depositKey(failing.payload.payload);
+    assert.ok(key !== undefined);
+    assert.equal((await gw.store.settlements.get(key))?.status, 'failed');
+    assert.equal(await open(), 0n, 'the failed deposit holds no place');
+    assert.equal(await usdcOf(failing.buyer.address), BUYER_USDC);
+    await gw.close();
+    gw = await start(chain.adapter);
   });
 
   it('concurrent deposits never take more than the cap: of CAP + 1 at once, CAP open and one is refused', async () => {
