@@ -131,7 +131,7 @@ function describeDiscoveryContract(name: string, storage: () => Promise<TempStor
           resource: 'https://odd.example/100%_off',
           searchText: 'https://odd.example/100%_off sale',
         }),
-        10,
+        room(10),
       );
       const words = async (...w: string[]) =>
         (await store.discovery.list({ updatedSince: 0, words: w, limit: 10, offset: 0 })).items.map(

@@ -22,8 +22,8 @@ import { spendPolicies } from './0022-spend-policies.ts';
 import { discoveryResources } from './0023-discovery-resources.ts';
 import { refunds } from './0025-refunds.ts';
 import { walletLabels } from './0026-wallet-labels.ts';
-import { x402SponsoredApprovals } from './0030-x402-sponsored-approvals.ts';
 import { paymentVolumeRollup } from './0028-payment-volume-rollup.ts';
+import { x402SponsoredApprovals } from './0030-x402-sponsored-approvals.ts';
 import { permit2Approvals } from './0031-permit2-approvals.ts';
 import { discoveryIconUrl } from './0032-discovery-icon-url.ts';
 
@@ -55,8 +55,8 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0023-discovery-resources': discoveryResources,
   '0025-refunds': refunds,
   '0026-wallet-labels': walletLabels,
-  '0030-x402-sponsored-approvals': x402SponsoredApprovals,
   '0028-payment-volume-rollup': paymentVolumeRollup,
+  '0030-x402-sponsored-approvals': x402SponsoredApprovals,
   '0031-permit2-approvals': permit2Approvals,
   '0032-discovery-icon-url': discoveryIconUrl,
 };
