@@ -55,6 +55,16 @@ export interface UptoEscrow {
   /** Whether a stored settlement is a deposit (it moved the maximum into escrow, nothing to the seller). */
   isDeposit(settlementKey: string): boolean;
   /**
+   * Why a claim may not be made at `now` (Unix ms) against the escrow `deposit` settled, or undefined. The
+   * buyer signs only the deposit: a claim payload's own expiry is the seller's to write, so the deadline
+   * is the one the deposit was held to when it settled, never a later one the claim names.
+   */
+  claimRefusal(
+    payload: Readonly<Record<string, unknown>>,
+    deposit: SettlementRecord,
+    now: number,
+  ): { readonly reason: X402Reason; readonly message: string } | undefined;
+  /**
    * Closes this facilitator's escrows nobody can claim any more (their deposit settled longer ago than
    * a claim may come), the whole deposit back to the buyer, and takes back the rent of closed ones.
    * `depositOf`: a deposit's stored settlement by key (who it was for); `now`: Unix ms. What it did.

@@ -118,6 +118,27 @@ export class UptoSvmScheme implements UptoScheme {
       return p === undefined ? undefined : this.keyOf('deposit', p.channelId);
     },
     isDeposit: (key) => key.startsWith(`${this.network}:upto:deposit:`),
+    claimRefusal: (payload, deposit, now) => {
+      const p = parsePayload(payload);
+      if (p === undefined) return undefined;
+      // verifyDeposit held the deposit's expiresAt within this of the moment it settled; a claim naming a
+      // later one (or coming after it) would take the escrow past the buyer's deadline and race the sweep.
+      const deadline =
+        Math.floor(deposit.createdAt / 1000) +
+        UPTO_SVM_MAX_CHANNEL_LIFETIME_SECONDS +
+        EXPIRES_AT_SKEW_SECONDS;
+      if (p.expiresAt > deadline)
+        return {
+          reason: 'invalid_upto_svm_payload_expires_at_mismatch',
+          message: `the claim's expiresAt ${p.expiresAt} is later than its deposit allowed (${deadline})`,
+        };
+      if (Math.floor(now / 1000) >= deadline)
+        return {
+          reason: 'invalid_upto_svm_payload_expired',
+          message: "the deposit's time to claim has passed",
+        };
+      return undefined;
+    },
     sweep: (depositOf, now) => this.sweep(depositOf, now),
   };
 

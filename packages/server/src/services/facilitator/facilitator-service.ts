@@ -358,6 +358,9 @@ export class FacilitatorService {
             ...(signed === undefined ? {} : { payer: signed.payer }),
           },
         );
+      const late = escrow?.claimRefusal(payment.payload, deposit, this.now());
+      if (late !== undefined)
+        return fail(late.reason, late.message, signed === undefined ? {} : { payer: signed.payer });
     }
     // upto: nothing to move. x402's upto scheme settles 0 without the chain; the payload is consumed all
     // the same (settled at most once), recorded as a settlement of 0 with no transaction. An escrow's claim

@@ -109,9 +109,7 @@ describe('review-session17b: a Solana upto claim may name a later expiresAt than
     await storage?.dispose();
   });
 
-  it('a claim whose payload names an expiresAt 30 days after the deposit’s is refused; the escrow stays for the buyer', {
-    todo: 'finding: the claim’s expiresAt is the seller’s, not the deposit’s — packages/server/src/chains/solana/upto-svm-scheme.ts: UptoSvmScheme.verify/verifyClaim/claimTransaction check and sign (delegated voucher) the claim payload’s own expiresAt, never tied to the deposited payload’s (verifyDeposit capped that at now + 1 h + 60 s). Impact: a seller claims the buyer’s escrow after the deadline the buyer was offered, for as long as the sweep has not closed the channel, and races the sweep whose safety argument assumes no voucher applies after the deposit’s createdAt + 1 h + skew. Fix: on a claim, require the claim’s expiresAt (and the rest of the payload) to equal the deposit’s — store the deposited expiresAt with the deposit settlement (or its payload hash) and compare — and refuse a claim once now > the deposit’s expiresAt; never sign a voucher expiring after it.',
-  }, async () => {
+  it('a claim whose payload names an expiresAt 30 days after the deposit’s is refused; the escrow stays for the buyer', async () => {
     const buyer = await newBuyer();
     const requirements = await requirementsFor(seller.solana);
     const payload = await stockPayload(new UptoBuyer(buyer, { rpcUrl: chain.localnet.rpcUrl }), requirements);
