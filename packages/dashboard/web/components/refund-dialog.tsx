@@ -8,6 +8,8 @@ interface RefundAnswer {
   status: string;
   amount: number;
   mode: 'custodial' | 'local';
+  /** Set while the refund waits for the refunded payment to be finalized before it is sent. */
+  heldUntil?: string;
 }
 
 /**
@@ -116,7 +118,11 @@ function Done({ answer, symbol }: { answer: RefundAnswer; symbol: string }) {
   return (
     <p className="hint" role="status">
       Refund <code>{answer.paymentId}</code> of {answer.amount} {symbol}:{' '}
-      {answer.mode === 'local' ? 'built — sign and broadcast its transaction with the wallet' : answer.status}
+      {answer.mode === 'local'
+        ? 'built — sign and broadcast its transaction with the wallet'
+        : answer.heldUntil !== undefined
+          ? 'held — it is sent once this payment is finalized'
+          : answer.status}
       .
     </p>
   );
