@@ -1,14 +1,39 @@
-// node:test reporter that ends the run with one plain line: `N passed, N failed, N skipped`.
+// node:test reporter that ends the run with the slowest test files, then one plain line:
+// `N passed, N failed, N skipped` (the last line; scripts and CI read it).
 // Only leaf tests are counted (a suite's own pass/fail mirrors its children), and suites skipped whole
 // (chromium, PostgreSQL or Redis missing): their tests never start, so the suite is the one skip reported.
+import { relative } from 'node:path';
+
+const SLOWEST = 20;
+
 export default async function* summaryReporter(source) {
   let passed = 0;
   let failed = 0;
   let skipped = 0;
+  /** Per test file: the sum of its top-level tests' durations, and its whole run when the runner reports it. */
+  const files = new Map();
+  const fileOf = (file) => {
+    let entry = files.get(file);
+    if (entry === undefined) {
+      entry = { tests: 0, wall: undefined };
+      files.set(file, entry);
+    }
+    return entry;
+  };
   for await (const event of source) {
+    const { file, name, nesting, details } = event.data ?? {};
+    // With a process per file, the runner completes one test per file, named after it: its duration is the
+    // file's whole run (process start, imports, module-level hooks), which its tests' durations leave out.
+    if (event.type === 'test:complete' && file !== undefined && name === file && nesting === 0) {
+      if (typeof details?.duration_ms === 'number') fileOf(file).wall = details.duration_ms;
+      continue;
+    }
     if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
+    if (file !== undefined && nesting === 0 && name !== file && typeof details?.duration_ms === 'number') {
+      fileOf(file).tests += details.duration_ms;
+    }
     const skip = event.data.skip || event.data.todo;
-    if (event.data.details?.type === 'suite') {
+    if (details?.type === 'suite') {
       if (skip) skipped++;
       continue;
     }
@@ -16,5 +41,26 @@ export default async function* summaryReporter(source) {
     else if (event.type === 'test:pass') passed++;
     else failed++;
   }
+  if (files.size > 0) yield slowestFiles(files);
   yield `\n${passed} passed, ${failed} failed, ${skipped} skipped\n`;
+}
+
+/** The slowest files, by whole run where known (else by their tests), with both figures in seconds. */
+function slowestFiles(files) {
+  const cwd = process.cwd();
+  const rows = [...files]
+    .map(([file, { tests, wall }]) => ({ file: relative(cwd, file), tests, total: wall ?? tests, wall }))
+    .sort((a, b) => b.total - a.total);
+  const seconds = (ms) => (ms / 1000).toFixed(1).padStart(7);
+  const sum = rows.reduce((s, r) => s + r.total, 0);
+  const lines = rows
+    .slice(0, SLOWEST)
+    .map(
+      (r) =>
+        `${seconds(r.total)} s ${r.wall === undefined ? '        ' : `${seconds(r.tests)} s`}  ${r.file}`,
+    );
+  return (
+    `\nSlowest test files (of ${rows.length}, ${(sum / 1000).toFixed(1)} s in all): file run, its tests\n` +
+    `${lines.join('\n')}\n`
+  );
 }
