@@ -20,17 +20,22 @@ export default async function* summaryReporter(source) {
     }
     return entry;
   };
+  // With a process per file, the runner reports one test per file, named after it: dequeued when the file
+  // starts, completed with the file's whole run (process start, imports, module-level hooks), which its
+  // tests' durations leave out. A test's own `file` is where it is declared, which for a shared suite
+  // (store-contract.ts) is not the file run; run one at a time, a test belongs to the file last started.
+  let running;
   for await (const event of source) {
     const { file, name, nesting, details } = event.data ?? {};
-    // With a process per file, the runner completes one test per file, named after it: its duration is the
-    // file's whole run (process start, imports, module-level hooks), which its tests' durations leave out.
-    if (event.type === 'test:complete' && file !== undefined && name === file && nesting === 0) {
-      if (typeof details?.duration_ms === 'number') fileOf(file).wall = details.duration_ms;
-      continue;
+    const fileLevel = file !== undefined && name === file && nesting === 0;
+    if (fileLevel && event.type === 'test:dequeue') running = file;
+    if (fileLevel && event.type === 'test:complete' && typeof details?.duration_ms === 'number') {
+      fileOf(file).wall = details.duration_ms;
     }
     if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
-    if (file !== undefined && nesting === 0 && name !== file && typeof details?.duration_ms === 'number') {
-      fileOf(file).tests += details.duration_ms;
+    if (!fileLevel && nesting === 0 && typeof details?.duration_ms === 'number') {
+      const owner = running ?? file;
+      if (owner !== undefined) fileOf(owner).tests += details.duration_ms;
     }
     const skip = event.data.skip || event.data.todo;
     if (details?.type === 'suite') {
