@@ -309,9 +309,13 @@ export function heldRefundSuites(familyName: 'Solana localnet' | 'anvil'): void 
             wallets: f.gw.services.wallets,
           });
           // A process that dies while holding the lease of refund `a`: it took the lease and never came back.
+          // It leases every open payment, `b` too, so `b` is resent only once the lease lapses: the lease
+          // is kept well inside the lifetime of the blockhash `b` is signed with below (150 slots of 20 ms
+          // here, 3 s), or `b` would rightly expire unsent instead of being resent.
+          const leaseMs = 1_200;
           const at = Date.now();
           const leased = await f.gw.store.transaction((tx) =>
-            tx.payments.lease('dead-instance', OPEN_STATUSES, at, at + 3_000, 500),
+            tx.payments.lease('dead-instance', OPEN_STATUSES, at, at + leaseMs, 500),
           );
           assert.ok(leased.some((p) => p.id === a.paymentId));
           // Refund `b`: the process dies right after the signed refund was committed, before its broadcast.
@@ -333,9 +337,10 @@ export function heldRefundSuites(familyName: 'Solana localnet' | 'anvil'): void 
           assert.equal(signedB.status, 'submitted', 'signed and stored before the broadcast');
           assert.ok(signedB.signedTransaction !== null);
           // The lease of the dead instance keeps `a` from the others until it lapses.
-          await pass();
-          assert.equal((await stored(a.paymentId)).status, 'pending');
-          await new Promise((resolve) => setTimeout(resolve, 3_100));
+          const passed = await pass().then(() => Date.now());
+          // (Checked when the pass ended before the lease lapsed; on a slower machine it may not have.)
+          if (passed < at + leaseMs) assert.equal((await stored(a.paymentId)).status, 'pending');
+          await new Promise((resolve) => setTimeout(resolve, Math.max(0, at + leaseMs + 100 - Date.now())));
           await passUntil('both refunds confirmed after the restart', async () =>
             (await Promise.all([a.paymentId, b.paymentId].map(stored))).every(
               (p) => p.status === 'confirmed',
