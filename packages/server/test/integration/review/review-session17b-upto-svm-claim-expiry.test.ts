@@ -104,9 +104,9 @@ describe('review-session17b: a Solana upto claim may name a later expiresAt than
   });
 
   after(async () => {
+    // The test gateway disposes of the storage it was given.
     await gw?.close();
     await chain?.close();
-    await storage?.dispose();
   });
 
   it('a claim whose payload names an expiresAt 30 days after the deposit’s is refused; the escrow stays for the buyer', async () => {
