@@ -20,7 +20,7 @@ export const ERROR_EXPLANATIONS: Readonly<Record<ErrorCode, ErrorExplanation>> =
     when: 'a custodial spend (`POST /payment/send`, `POST /payment/x402`, `POST /transaction/send`) above a cap of the spend policy of the API key or of its account: `details.limit` is `maxPerPayment` or `maxPerDay` (any rolling 24 hours; failed, expired and reverted payments do not count), `details.policy` `key` or `account`, `details.max` the cap and `details.remaining` what is left (`0.25 USDC`), with `details.resetsAt` (ISO time) when more frees up. Nothing was signed or recorded',
   },
   SPEND_NOT_ALLOWED: {
-    when: 'a custodial spend the spend policy of the API key or of its account does not allow: `details.limit` is `allowedRecipients` (the recipient is not listed), `allowedHosts` (the resource URL is absent or its host is not listed), `allowedNetworks`, or `limits` (the policy caps assets and this one is not among them); `details.policy` is `key` or `account`. Nothing was signed or recorded',
+    when: 'a custodial spend the spend policy of the API key or of its account does not allow: `details.limit` is `allowedRecipients` (the recipient is not listed), `allowedHosts` (the resource URL is absent or its host is not listed, or the policy lists hosts but no `allowedRecipients` for a recipient the request names: docs/spend-policies.md), `allowedNetworks`, or `limits` (the policy caps assets and this one is not among them); `details.policy` is `key` or `account`. Nothing was signed or recorded',
   },
   SPEND_POLICY_EXPIRED: {
     when: 'a custodial spend under a spend policy past its `expiresAt` (`details.policy`: `key` or `account`): an expired policy allows nothing until an admin key sets it again',

@@ -416,7 +416,7 @@ export class Gate402Client {
   /**
    * PUT /spend-policies/keys/{keyId}: set (replace) one key's spend policy, which binds that key's
    * payments on top of the account's. Needs a key with the `admin` scope.
-   * @example await admin.setKeySpendPolicy('key_01…', { allowedHosts: ['api.example.com'], expiresAt: '2026-12-31T00:00:00Z' });
+   * @example await admin.setKeySpendPolicy('key_01…', { allowedRecipients: ['9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin'], allowedHosts: ['api.example.com'], expiresAt: '2026-12-31T00:00:00Z' });
    */
   setKeySpendPolicy(
     keyId: string,

@@ -4,6 +4,7 @@ import { ErrorMessage } from './error-message.tsx';
 
 const EXAMPLE = `{
   "limits": [{ "network": "solana:localnet", "asset": "SOL", "maxPerPayment": "0.5", "maxPerDay": "2" }],
+  "allowedRecipients": ["9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"],
   "allowedHosts": ["api.example.com"],
   "expiresAt": "2026-12-31T23:59:59Z"
 }`;

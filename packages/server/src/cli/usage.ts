@@ -239,7 +239,8 @@ the certificate. LOG_FORMAT=json|pretty chooses the log lines (default: pretty o
         JSON_OPTION,
       ],
     ],
-    notes: `Example: --policy '{"limits":[{"network":"solana:localnet","asset":"SOL","maxPerPayment":"0.5","maxPerDay":"2"}],"allowedHosts":["api.example.com"]}'.
+    notes: `Example: --policy '{"limits":[{"network":"solana:localnet","asset":"SOL","maxPerPayment":"0.5","maxPerDay":"2"}],"allowedRecipients":["9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"],"allowedHosts":["api.example.com"]}'
+(allowedHosts alone pays nobody: list the hosts' payees in allowedRecipients).
 The admin-scoped API key comes from GATE402_API_KEY only. See the guide "Spend policies".`,
   },
   {

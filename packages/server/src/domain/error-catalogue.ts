@@ -19,7 +19,8 @@ export const ERROR_CATALOGUE = {
   /**
    * Spend policies: the recipient, the resource's host, the network or the asset is not one the key's or
    * the account's policy allows (`details.limit`: `allowedRecipients`, `allowedHosts`, `allowedNetworks`,
-   * `limits`). Nothing was signed or recorded.
+   * `limits`); `allowedHosts` also when the policy lists hosts but not the recipient a request names.
+   * Nothing was signed or recorded.
    */
   SPEND_NOT_ALLOWED: { status: 403, message: 'The spend policy does not allow this payment.' },
   /** Spend policies: the policy has expired, so it allows no spend at all until it is set again. */

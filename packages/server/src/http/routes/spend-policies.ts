@@ -49,7 +49,7 @@ const SpendPolicyBody = Type.Object(
     ),
     allowedHosts: Nullable(
       Type.Array(Type.String({ maxLength: 253 }), { maxItems: MAX_POLICY_LIST_ENTRIES }),
-      'Only payments whose `resource` is an http(s) URL on one of these hosts (`*.example.com`: its subdomains). Absent or null: any resource, or none.',
+      "Only payments whose `resource` is an http(s) URL on one of these hosts (`*.example.com`: its subdomains). The resource is what the request says, so this bounds no payee by itself: a payment whose recipient the request names (a send, POST /payment/x402) is refused unless this policy's `allowedRecipients` lists the recipient too; a refund (its recipient is the payer the gateway recorded) needs no such list. Absent or null: any resource, or none.",
     ),
     allowedNetworks: Nullable(
       Type.Array(Type.String({ maxLength: 100 }), { maxItems: MAX_POLICY_LIST_ENTRIES }),

@@ -30,6 +30,17 @@ export interface SpendIntent {
   readonly recipient: string;
   /** The resource paid for (a URL), when the spend names one: what `allowedHosts` is checked against. */
   readonly resource: string | null;
+  /**
+   * Where the recipient comes from, which decides whether `allowedHosts` can bind it:
+   * - `named`: the request names it, directly (`recipientAddress`) or in a PaymentRequired the caller
+   *   brings (POST /payment/x402 does not fetch the resource). Nothing ties it to `resource`, which the
+   *   caller writes too, so `allowedHosts` alone cannot bound who is paid: a policy with `allowedHosts`
+   *   refuses it unless the same policy's `allowedRecipients` lists the recipient.
+   * - `refund`: the payer of a payment the account received (services/payments/refunds/), from the
+   *   gateway's own record, for at most what it paid. No caller picks it, so `allowedHosts` is judged
+   *   on the refunded payment's resource alone.
+   */
+  readonly payee: 'named' | 'refund';
 }
 
 /**
@@ -240,6 +251,14 @@ function judge(policies: readonly SpendPolicyRecord[], intent: SpendIntent, at: 
           `${owner} does not allow payments to ${intent.recipient}.`,
         );
       }
+    }
+    if (policy.allowedHosts !== null && policy.allowedRecipients === null && intent.payee === 'named') {
+      // The resource is the caller's word: naming an allowed host would let a key limited to hosts pay anyone.
+      throw notAllowed(
+        whose,
+        'allowedHosts',
+        `${owner} limits payments to allowedHosts without allowedRecipients, and this request names its recipient (${intent.recipient}) itself: the gateway cannot tie it to an allowed host. List the hosts' payees in the policy's allowedRecipients.`,
+      );
     }
     if (policy.allowedHosts !== null && !hostAllowed(policy.allowedHosts, intent.resource)) {
       throw notAllowed(

@@ -81,14 +81,16 @@ for (const kind of kinds) {
       return paymentId;
     }
 
+    const RECIPIENT = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
     const intentOf = (accountId: string, keyId: string | null, amount: bigint): SpendIntent => ({
       accountId,
       keyId,
       network: 'eip155:31337',
       asset: { address: USDC.toLowerCase(), decimals: 6, symbol: 'USDC' },
       amount,
-      recipient: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+      recipient: RECIPIENT,
       resource: null,
+      payee: 'named',
     });
 
     it('lets 40 concurrent spends over every instance take exactly the room of an account cap one unit short of all', async () => {
@@ -190,7 +192,7 @@ for (const kind of kinds) {
             maxPerDay: null,
           },
         ],
-        allowedRecipients: null,
+        allowedRecipients: [RECIPIENT],
         allowedHosts: ['api.example.com', '*.shop.example'],
         allowedNetworks: ['eip155:31337'],
         expiresAt: null,
@@ -227,6 +229,52 @@ for (const kind of kinds) {
         code: 'SPEND_NOT_ALLOWED',
         details: { limit: 'allowedNetworks', policy: 'account' },
       });
+    });
+
+    it('allowedHosts without allowedRecipients refuses a recipient the request names, whatever resource it names; a refund is judged by its resource', async () => {
+      const accountId = await account();
+      const at = Date.now();
+      await stores[0]?.spending.putPolicy({
+        accountId,
+        keyId: null,
+        limits: null,
+        allowedRecipients: null,
+        allowedHosts: ['api.example.com'],
+        allowedNetworks: null,
+        expiresAt: null,
+        createdAt: at,
+        updatedAt: at,
+      });
+      const allowedResource = 'https://api.example.com/report';
+      await assert.rejects(
+        spend(1, { ...intentOf(accountId, 'key_A', 1n), resource: allowedResource }),
+        (error: GatewayError) => {
+          assert.equal(error.code, 'SPEND_NOT_ALLOWED');
+          assert.deepEqual(error.details, { limit: 'allowedHosts', policy: 'account' });
+          assert.match(error.message, /allowedRecipients/);
+          return true;
+        },
+      );
+      // A refund pays back the payer the gateway recorded: the host of what it refunds is judged.
+      const refund = { ...intentOf(accountId, 'key_A', 1n), payee: 'refund' as const };
+      await spend(1, { ...refund, resource: allowedResource });
+      await assert.rejects(spend(1, { ...refund, resource: 'https://other.example/report' }), {
+        code: 'SPEND_NOT_ALLOWED',
+        details: { limit: 'allowedHosts', policy: 'account' },
+      });
+      // The same policy listing the recipient lets the named payment through on an allowed host.
+      await stores[0]?.spending.putPolicy({
+        accountId,
+        keyId: null,
+        limits: null,
+        allowedRecipients: [RECIPIENT],
+        allowedHosts: ['api.example.com'],
+        allowedNetworks: null,
+        expiresAt: null,
+        createdAt: at,
+        updatedAt: Date.now(),
+      });
+      await spend(1, { ...intentOf(accountId, 'key_A', 1n), resource: allowedResource });
     });
   });
 }

@@ -525,15 +525,34 @@ describe('POST /payment/x402: custodial wallets pay stock x402 sellers', () => {
     const history = await api(spender.key, 'GET', `/payment/history/${spender.wallet}`);
     assert.equal(history.body.total, 0);
     // Allowed hosts: the resource's host must be listed.
-    await putPolicy(spender.accountId, { allowedHosts: ['shop.example'] });
+    await putPolicy(spender.accountId, {
+      allowedHosts: ['shop.example'],
+      allowedRecipients: [seller.solana],
+    });
     const host = await payAs(spender.key, body);
     assert.equal(host.status, 403);
     assert.equal(host.body.error.code, 'SPEND_NOT_ALLOWED');
+    assert.equal(host.body.error.details.limit, 'allowedHosts');
+    // The caller brings the PaymentRequired: allowedHosts alone does not show who the host is paid through,
+    // so the same policy must list the payee too (review-28-allowed-hosts.test.ts).
+    const limit = [usdcLimit({ maxPerPayment: 10_000n })];
+    await putPolicy(spender.accountId, { limits: limit, allowedHosts: ['127.0.0.1'] });
+    const unbound = await payAs(spender.key, body);
+    assert.equal(unbound.status, 403, JSON.stringify(unbound.body));
+    assert.deepEqual(unbound.body.error.details, { limit: 'allowedHosts', policy: 'account' });
     await putPolicy(spender.accountId, {
-      limits: [usdcLimit({ maxPerPayment: 10_000n })],
+      limits: limit,
       allowedHosts: ['127.0.0.1'],
+      allowedRecipients: [seller.solana],
     });
+    // A challenge written to pay someone else, naming the allowed host, is refused by the payee list.
+    const forged = decoded(header);
+    forged.accepts = forged.accepts.map((o: Record<string, unknown>) => ({ ...o, payTo: buyer.solana }));
+    const other = await payAs(spender.key, { ...body, paymentRequired: encoded(forged) });
+    assert.equal(other.status, 403, JSON.stringify(other.body));
+    assert.deepEqual(other.body.error.details, { limit: 'allowedRecipients', policy: 'account' });
     assert.equal((await payAs(spender.key, body)).status, 200);
+    assert.equal((await api(spender.key, 'GET', `/payment/history/${spender.wallet}`)).body.total, 1);
   });
 
   it('a burst of concurrent payments at a daily cap: exactly the cap is paid; an expired payment gives its share back', async () => {

@@ -170,6 +170,8 @@ export class SendPaymentService {
       amount,
       recipient: recipientAddress,
       resource: input.resource ?? null,
+      // A refund pays back the payer of a received payment; any other send pays whom the request names.
+      payee: options.refundOf === undefined ? 'named' : 'refund',
     };
     await this.spendGuard.check(spend);
     const signer = await wallets.signer(accountId, walletAddress);

@@ -125,6 +125,8 @@ export class LocalSendService {
       amount,
       recipient: recipientAddress,
       resource: input.resource ?? null,
+      // A refund pays back the payer of a received payment; any other send pays whom the request names.
+      payee: options.refundOf === undefined ? 'named' : 'refund',
     };
     await this.spendGuard.check(spend);
 

@@ -483,6 +483,8 @@ function spendOf(accountId: string, keyId: string | null, chosen: Chosen, resour
     amount: chosen.option.amount,
     recipient: canonicalAddress(chosen.option.payTo),
     resource,
+    // The caller brings the PaymentRequired (the gateway fetched nothing): its payTo is the caller's word.
+    payee: 'named',
   };
 }
 
