@@ -10,6 +10,8 @@ import { Gate402Error, Gate402TransportError, isGate402Error } from './gate402-e
 import { NetworkCatalog, type NetworkInfo } from './network-catalog.ts';
 import { PaywallHookRun, PaywallHookStop, type PaywallHooks } from './paywall-hooks.ts';
 import {
+  escrowPhase,
+  escrowsBeforeHandler,
   UPTO_SCHEME,
   type UptoPayment,
   type UptoTokenOption,
@@ -419,7 +421,9 @@ export class ProtectedResource {
 
   /**
    * x402 `upto`: the facilitator verifies the signed maximum now; the handler settles what the request
-   * cost (UptoPayment.settle), after serving it. Nothing is settled here.
+   * cost (UptoPayment.settle), after serving it. Nothing is settled to the seller here; in an escrow flow
+   * (Solana) the maximum moves into escrow now, as a stock seller's `before-handler` settle does, so the
+   * handler serves only a buyer whose money is held.
    */
   async #verifyUpto(
     offer: Offer,
@@ -446,13 +450,32 @@ export class ProtectedResource {
           `${verdict.invalidReason ?? 'invalid'}: ${verdict.invalidMessage ?? ''}`.trim(),
         );
       }
+      const decoded = presented.decoded as unknown as Record<string, unknown>;
+      let deposit: string | undefined;
+      if (escrowsBeforeHandler(requirement)) {
+        // The deposit is no settlement to the seller (the money is held, not paid), so the settle hooks
+        // run at the claim only. A replayed payment is refused here: its deposit is settled already.
+        const escrowed = await this.gateway.facilitatorSettle({
+          x402Version: 2,
+          paymentPayload: escrowPhase(decoded, 'deposit'),
+          paymentRequirements: requirement,
+        } as Parameters<Gate402Client['facilitatorSettle']>[0]);
+        if (!escrowed.success) {
+          return challenge(
+            offer,
+            `${escrowed.errorReason ?? 'deposit_failed'}: ${escrowed.errorMessage ?? ''}`.trim(),
+          );
+        }
+        deposit = escrowed.transaction;
+      }
       payment = await uptoPayment(
         this.gateway,
         requirement,
-        presented.decoded as unknown as Record<string, unknown>,
+        decoded,
         verdict.payer ?? '',
         (settlement) => paid(payment, 2, settlement).headers,
         hooks,
+        deposit,
       );
     } catch (error) {
       if (error instanceof PaywallHookStop) return stopped(offer, error);
@@ -507,10 +530,16 @@ export class ProtectedResource {
       network: nativeNetwork,
       payTo: this.options.payTo,
       maxTimeoutSeconds: this.options.maxTimeoutSeconds ?? 60,
-    }).catch((error: unknown) => {
-      this.#upto = undefined;
-      throw error;
-    });
+    })
+      .then(async (requirement) => {
+        // A Solana claim pays payTo's token account: without it every deposit is refused.
+        await this.#payeeCanReceive(requirement);
+        return requirement;
+      })
+      .catch((error: unknown) => {
+        this.#upto = undefined;
+        throw error;
+      });
     return this.#upto;
   }
 
@@ -534,8 +563,8 @@ export class ProtectedResource {
   }
 
   /**
-   * On Solana an `exact` payment goes into the payee's associated token account for the asset, which the
-   * buyer's transaction does not open: without it every payment would fail. Before it is offered, the
+   * On Solana an `exact` payment (and an `upto` claim) goes into the payee's associated token account for
+   * the asset, which the buyer's transaction does not open: without it every payment would fail. Before it is offered, the
    * gateway opens it for the seller's custodial wallet (the wallet pays the rent-exempt deposit from its
    * SOL), or says it is missing for a watch-only one, which is the seller's to fix. A payee that is not
    * one of the seller's wallets cannot be looked at: the facilitator's refusal names it then.
