@@ -29,10 +29,32 @@ export interface UptoPayer extends ExactPayer {
     since: number,
   ): Promise<UptoSettlementFound | undefined>;
   /**
-   * Whether the chain shows the payload's permit used (EVM: its Permit2 nonce spent), whoever used it:
-   * a payment whose permit is used was settled and is never expired, even while its transfer is not found.
+   * Whether the chain shows the payload's permit used (EVM: its Permit2 nonce spent) at `block` (default
+   * the latest), whoever used it: a payment whose permit is used was settled and is never expired, even
+   * while its transfer is not found. The payload of an upto payment this payer signed, or of an `exact`
+   * payment through Permit2 (this payer sends the approval both share); false for any other.
    */
-  nonceSpent(payload: Readonly<Record<string, unknown>>): Promise<boolean>;
+  nonceSpent(payload: Readonly<Record<string, unknown>>, block?: bigint): Promise<boolean>;
+  /**
+   * A permit used (nonceSpent) though no transaction carrying it was recognised (upto: findSettlement;
+   * exact through Permit2: ExactScheme.findPaid): the transfer to the payee in the block where it was
+   * used (exact: of the signed amount), whoever sent that transaction; undefined while the permit is
+   * unused, or when no such transfer is seen.
+   */
+  findBySpentNonce(
+    payload: Readonly<Record<string, unknown>>,
+    since: number,
+  ): Promise<UptoSettlementFound | undefined>;
+  /**
+   * Whether the permit's use is final: it is used, and the chain's finalized block (`finalizedSlot`) is
+   * past the permit's deadline, so no block it could have been used in can be reorganised away.
+   */
+  permitUseFinal(payload: Readonly<Record<string, unknown>>, finalizedSlot: bigint): Promise<boolean>;
+  /**
+   * The block where the permit was used (the first showing it used, at or after `since`, Unix ms);
+   * undefined when it is unused or the node cannot say (no state that old).
+   */
+  nonceSpentBlock(payload: Readonly<Record<string, unknown>>, since: number): Promise<bigint | undefined>;
 }
 
 export interface UptoSettlementFound {

@@ -2,7 +2,9 @@ import type { SchemeNetworkClient } from '@x402/core/types';
 import type { ClientEvmSigner } from '@x402/evm';
 import {
   type Address,
+  BaseError,
   bytesToHex,
+  ContractFunctionZeroDataError,
   createPublicClient,
   encodeFunctionData,
   erc20Abi,
@@ -22,9 +24,10 @@ import { stockPayload } from '../stock-payload.ts';
 import type { UptoPayer, UptoSettlementFound } from '../upto-payer.ts';
 import { failoverTransport } from './failover-transport.ts';
 import { firstBlockSince } from './first-block-since.ts';
-import { PERMIT2_ADDRESS } from './permit2-addresses.ts';
+import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from './permit2-addresses.ts';
+import { isPermit2Payload, permit2AuthorizationOf } from './permit2-payment.ts';
 import { uptoPermitOf } from './upto-evm-scheme.ts';
-import { uptoSettleCallOf } from './upto-permit2-proxy.ts';
+import { UPTO_PERMIT2_PROXY_ADDRESS, uptoSettleCallOf } from './upto-permit2-proxy.ts';
 
 /** The base fee may double before the approval is mined (as the adapter prices its own transfers). */
 const BASE_FEE_HEADROOM = 2n;
@@ -36,6 +39,37 @@ const TRANSFER_EVENT = parseAbiItem(
 const NONCE_BITMAP_ABI = parseAbi([
   'function nonceBitmap(address owner, uint256 wordPosition) view returns (uint256)',
 ]);
+
+/**
+ * What a Permit2 permit signed by a custodial wallet lets move, whichever x402 proxy it names: `upto`
+ * (spender: the upto proxy; it moves at most `amount`, as the seller settles) or `exact` through Permit2
+ * (spender: the exact proxy, which always moves exactly `amount`). Permit2 spends the permit's nonce only
+ * in the call that transfers the tokens to `to`; the permit is unusable after `deadline` (Unix s).
+ */
+interface SignedPermit {
+  readonly from: Address;
+  readonly token: Address;
+  readonly to: Address;
+  readonly amount: bigint;
+  readonly nonce: bigint;
+  readonly deadline: bigint;
+  readonly exact: boolean;
+}
+
+/** The permit of an upto payload or of an exact payload through Permit2; undefined for anything else. */
+function signedPermitOf(payload: Readonly<Record<string, unknown>>): SignedPermit | undefined {
+  const upto = uptoPermitOf(payload);
+  if (upto !== undefined && upto.spender === UPTO_PERMIT2_PROXY_ADDRESS) {
+    const { from, token, to, amount, nonce, deadline } = upto;
+    return { from, token, to, amount, nonce, deadline, exact: false };
+  }
+  const exact = isPermit2Payload(payload) ? permit2AuthorizationOf(payload) : undefined;
+  if (exact !== undefined && exact.spender === EXACT_PERMIT2_PROXY_ADDRESS) {
+    const { from, token, to, amount, nonce, deadline } = exact;
+    return { from, token, to, amount, nonce, deadline, exact: true };
+  }
+  return undefined;
+}
 
 /**
  * x402 `upto` on EVM, buyer side (see UptoPayer): the stock `@x402/evm/upto/client` signs a Permit2
@@ -188,20 +222,110 @@ export function uptoEvmPayer(chain: ChainAdapter): UptoPayer {
       // The facilitator is whatever address the seller named, a contract of its own included, which may
       // call the proxy internally: no calldata shows it. The nonce is then the proof (Permit2 spends it
       // only with a transfer), and the transfer is the one in the block where the nonce was spent.
-      if (!(await nonceSpentAt(permit.from, permit.nonce, 'latest'))) return undefined;
-      return spentNonceSettlement(
-        permit,
-        logs.filter((log) => log.transactionHash != null && (log.args.value ?? 0n) <= permit.amount),
+      return settlementOfSpentNonce({ ...permit, exact: false }, logs);
+    },
+    async findBySpentNonce(payload, since) {
+      const permit = signedPermitOf(payload);
+      if (permit === undefined) return undefined;
+      const fromBlock = await firstBlockSince(client, BigInt(Math.floor(since / 1000)));
+      const logs = await client.getLogs({
+        address: permit.token,
+        event: TRANSFER_EVENT,
+        args: { from: permit.from, to: permit.to },
+        fromBlock,
+        toBlock: 'latest',
+      });
+      return settlementOfSpentNonce(permit, logs);
+    },
+    async nonceSpent(payload, block) {
+      const permit = signedPermitOf(payload);
+      return permit !== undefined && (await nonceSpentAt(permit.from, permit.nonce, block ?? 'latest'));
+    },
+    async permitUseFinal(payload, finalizedSlot) {
+      const permit = signedPermitOf(payload);
+      if (permit === undefined) return false;
+      // Permit2 refuses the permit in any block stamped after its deadline, so every block it could have
+      // been spent in is at or before the finalized one once that one is stamped past the deadline: a
+      // spend seen now can no longer be reorganised away. Only block headers and today's state are read.
+      let finalized: Awaited<ReturnType<typeof client.getBlock>>;
+      try {
+        finalized = await client.getBlock({ blockNumber: finalizedSlot });
+      } catch (error) {
+        throw new ChainError('unavailable', `could not read the finalized block: ${String(error)}`);
+      }
+      return (
+        finalized.timestamp > permit.deadline && (await nonceSpentAt(permit.from, permit.nonce, 'latest'))
       );
     },
-    async nonceSpent(payload) {
-      const permit = uptoPermitOf(payload);
-      return permit !== undefined && (await nonceSpentAt(permit.from, permit.nonce, 'latest'));
+    async nonceSpentBlock(payload, since) {
+      const permit = signedPermitOf(payload);
+      if (permit === undefined) return undefined;
+      // The first block showing the nonce spent, by a binary search on historical reads (about log2 of
+      // the blocks since signing). A node keeping no state that old cannot say: undefined.
+      try {
+        let low = await firstBlockSince(client, BigInt(Math.floor(since / 1000)));
+        let high = await client.getBlockNumber();
+        const spent = (block: bigint) => nonceBitAt(permit.from, permit.nonce, block, 'unspent');
+        if (!(await spent(high))) return undefined;
+        if (await spent(low)) return undefined;
+        while (low + 1n < high) {
+          const middle = (low + high) / 2n;
+          if (await spent(middle)) high = middle;
+          else low = middle;
+        }
+        return high;
+      } catch {
+        return undefined;
+      }
     },
   };
 
+  /**
+   * The settlement of a permit whose nonce is spent though no transaction calling the proxy with it was
+   * recognised: the Transfer (owner → payee; exact: of the signed amount, which is all the exact proxy
+   * ever moves; upto: at most the maximum) of the block where the nonce went from unspent to spent.
+   * undefined while the nonce is unspent, or when no such transfer is seen at all (the caller decides
+   * what that payment becomes once its permit can no longer be used: see X402PayService.watch).
+   */
+  async function settlementOfSpentNonce(
+    permit: SignedPermit,
+    logs: readonly {
+      transactionHash: Hex | null;
+      blockNumber: bigint | null;
+      args: { value?: bigint | undefined };
+    }[],
+  ): Promise<UptoSettlementFound | undefined> {
+    if (!(await nonceSpentAt(permit.from, permit.nonce, 'latest'))) return undefined;
+    return spentNonceSettlement(
+      permit,
+      logs.filter((log) => {
+        const value = log.args.value ?? 0n;
+        return (
+          log.transactionHash != null && (permit.exact ? value === permit.amount : value <= permit.amount)
+        );
+      }),
+    );
+  }
+
   /** Whether Permit2 holds `nonce` of `owner` spent at `block` (its unordered-nonce bitmap). */
   async function nonceSpentAt(owner: Address, nonce: bigint, block: bigint | 'latest'): Promise<boolean> {
+    try {
+      return await nonceBitAt(owner, nonce, block, 'throw');
+    } catch (error) {
+      throw new ChainError('unavailable', `could not read the Permit2 nonce bitmap: ${String(error)}`);
+    }
+  }
+
+  /**
+   * The nonce's bit at `block`. `noCode`: what a block before Permit2 existed answers ('unspent': a
+   * nonce no contract held was spent by nobody); any other failure (a node without that state) throws.
+   */
+  async function nonceBitAt(
+    owner: Address,
+    nonce: bigint,
+    block: bigint | 'latest',
+    noCode: 'unspent' | 'throw',
+  ): Promise<boolean> {
     try {
       const word = await client.readContract({
         address: PERMIT2_ADDRESS,
@@ -212,7 +336,10 @@ export function uptoEvmPayer(chain: ChainAdapter): UptoPayer {
       });
       return ((word >> (nonce & 0xffn)) & 1n) === 1n;
     } catch (error) {
-      throw new ChainError('unavailable', `could not read the Permit2 nonce bitmap: ${String(error)}`);
+      const empty =
+        error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionZeroDataError) !== null;
+      if (empty && noCode === 'unspent') return false;
+      throw error;
     }
   }
 
@@ -221,10 +348,11 @@ export function uptoEvmPayer(chain: ChainAdapter): UptoPayer {
    * the one Transfer (owner → payee, at most the maximum) in the block where the nonce went from unspent
    * to spent (historical reads). When that does not single out one transfer (several in that block, or
    * the node keeps no state that old), the SIGNED MAXIMUM is recorded with the likeliest transaction:
-   * never less than was taken, so the spend caps stay safe. undefined when no such transfer was seen.
+   * never less than was taken, so the spend caps stay safe (exact: the amount, all it can move).
+   * undefined when no such transfer was seen.
    */
   async function spentNonceSettlement(
-    permit: NonNullable<ReturnType<typeof uptoPermitOf>>,
+    permit: SignedPermit,
     candidates: readonly {
       transactionHash: Hex | null;
       blockNumber: bigint | null;
@@ -232,13 +360,19 @@ export function uptoEvmPayer(chain: ChainAdapter): UptoPayer {
     }[],
   ): Promise<UptoSettlementFound | undefined> {
     const blocks = [...new Set(candidates.map((log) => log.blockNumber).filter((b) => b !== null))];
+    // Whether every block was judged from historical state: then a nonce spent in none of them was
+    // spent by a call that moved nothing seen here, and no other permit's transfer is taken for it.
+    let judgedAll = true;
     for (const block of blocks) {
       const flipped = await Promise.all([
         nonceSpentAt(permit.from, permit.nonce, block - 1n),
         nonceSpentAt(permit.from, permit.nonce, block),
       ]).then(
         ([before, after]) => !before && after,
-        () => false,
+        () => {
+          judgedAll = false;
+          return false;
+        },
       );
       if (!flipped) continue;
       const inBlock = candidates.filter((log) => log.blockNumber === block);
@@ -249,6 +383,7 @@ export function uptoEvmPayer(chain: ChainAdapter): UptoPayer {
         amount: only?.args.value ?? permit.amount,
       };
     }
+    if (judgedAll) return undefined;
     const last = candidates.at(-1);
     if (last?.transactionHash == null || last.blockNumber === null) return undefined;
     return { transactionId: last.transactionHash, slot: last.blockNumber, amount: permit.amount };

@@ -279,29 +279,21 @@ export class X402PayService {
       extra: {},
     };
     const payload = decoded.value.payload as Record<string, unknown>;
+    const since = payment.createdAt - SEARCH_MARGIN_MS;
     const upto = uptoPayerOf(decoded.value, chain);
     if (upto !== undefined) {
       // The amount is what the seller settled (at most the maximum it was recorded at), as the chain shows it.
-      const settled = await upto.findSettlement(payload, payment.createdAt - SEARCH_MARGIN_MS);
+      const settled = await upto.findSettlement(payload, since);
       if (settled !== undefined) {
-        const blockHeight = await chain.blockHeightOf(settled.slot).catch(() => null);
-        await this.deps.ledger.move(payment, 'confirmed', {
-          amount: settled.amount,
-          signature: settled.transactionId,
-          slot: settled.slot,
-          blockHeight,
-          confirmedAt: this.now(),
-        });
-      } else if (gone && !(await upto.nonceSpent(payload))) {
+        await this.confirmAt(payment, chain, settled);
+      } else if (gone) {
         // A used permit was settled (the seller's facilitator may be a contract of its own calling the
-        // proxy internally): it stays pending, its spend hold kept, until its transfer is found.
-        await this.deps.ledger.move(payment, 'expired', {
-          error: 'the seller settled nothing on chain before the permit expired; nothing was paid',
-        });
+        // proxy internally): it stays pending, its spend hold kept, until its transfer is found or its use is final.
+        await this.endUnseen(payment, chain, upto, payload, since);
       }
       return;
     }
-    const landed = await scheme.findPaid(payload, requirements, payment.createdAt - SEARCH_MARGIN_MS);
+    const landed = await scheme.findPaid(payload, requirements, since);
     if (landed !== undefined) {
       const blockHeight = await chain.blockHeightOf(landed.slot).catch(() => null);
       if (landed.error === null) {
@@ -320,11 +312,72 @@ export class X402PayService {
       }
       return;
     }
+    // exact through Permit2: findPaid knows the proxy's settle by its calldata (sent to the proxy, or
+    // carried verbatim by a wrapper). A contract building the call at run time is not recognised, but
+    // Permit2's nonce still shows the permit used, and the exact proxy moves all of the amount or nothing:
+    // such a payment is never expired ("nothing was paid") while its nonce is spent.
+    const permit2 = permit2PayerOf(decoded.value, chain);
+    if (permit2 !== undefined && (await permit2.nonceSpent(payload))) {
+      const found = await permit2.findBySpentNonce(payload, since);
+      if (found !== undefined) await this.confirmAt(payment, chain, { ...found, amount: payment.amount });
+      else if (gone) await this.endUnseen(payment, chain, permit2, payload, since);
+      return;
+    }
     if (gone) {
       await this.deps.ledger.move(payment, 'expired', {
         error: 'the seller did not settle the payment before it could no longer land; nothing was paid',
       });
     }
+  }
+
+  /** Confirmed at what the chain shows the settlement moved, on its transaction. */
+  private async confirmAt(
+    payment: PaymentRecord,
+    chain: ChainAdapter,
+    settled: { transactionId: string; slot: bigint; amount: bigint },
+  ): Promise<void> {
+    const blockHeight = await chain.blockHeightOf(settled.slot).catch(() => null);
+    await this.deps.ledger.move(payment, 'confirmed', {
+      amount: settled.amount,
+      signature: settled.transactionId,
+      slot: settled.slot,
+      blockHeight,
+      confirmedAt: this.now(),
+    });
+  }
+
+  /**
+   * A Permit2 payment (upto, or exact through Permit2) whose permit can no longer be used and whose
+   * settlement was not found. Unused: `expired`, nothing was paid. Used, although no transfer of it is
+   * seen (a token whose transfer logs nothing this search reads, a node missing them, a call that spent
+   * the nonce some other way): Permit2 spends a nonce only in the call that moves the tokens, so the money
+   * is taken to have moved. Once that use is final (the finalized block is past the permit's deadline), the
+   * payment is `finalized` at the amount it was recorded at — exact: the amount, all the proxy moves;
+   * upto: the signed MAXIMUM, an upper bound (never less than was taken, so the spend caps stay safe) —
+   * with no transaction id, the block where the nonce was spent when the node can say, and `error`
+   * stating so. Until then it stays `pending` (a transfer found meanwhile confirms it as usual).
+   */
+  private async endUnseen(
+    payment: PaymentRecord,
+    chain: ChainAdapter,
+    payer: UptoPayer,
+    payload: Readonly<Record<string, unknown>>,
+    since: number,
+  ): Promise<void> {
+    if (!(await payer.nonceSpent(payload))) {
+      await this.deps.ledger.move(payment, 'expired', {
+        error: 'the seller settled nothing on chain before the permit expired; nothing was paid',
+      });
+      return;
+    }
+    if (!(await payer.permitUseFinal(payload, await chain.finalizedSlot()))) return;
+    const slot = await payer.nonceSpentBlock(payload, since).catch(() => undefined);
+    const blockHeight = slot === undefined ? null : await chain.blockHeightOf(slot).catch(() => null);
+    await this.deps.ledger.move(payment, 'finalized', {
+      ...(slot === undefined ? {} : { slot, blockHeight }),
+      confirmedAt: this.now(),
+      error: SPENT_WITHOUT_TRANSFER,
+    });
   }
 
   /** Whether `option` may be paid from `wallet`, and with what; else why not. */
@@ -464,6 +517,26 @@ interface Chosen {
   readonly upto?: UptoPayer;
   /** Moves the tokens through Permit2 (upto, or exact with permit2): sends the wallet's approval first. */
   readonly approver?: UptoPayer;
+}
+
+/**
+ * What a Permit2 payment whose transfer was not seen is recorded with (`finalized`, at the amount it was
+ * recorded at, no transaction id): see X402PayService.endUnseen.
+ */
+export const SPENT_WITHOUT_TRANSFER =
+  "the permit's Permit2 nonce was spent on chain (Permit2 spends it only in the call that moves the tokens) but no transfer of it was found: recorded at the signed amount (upto: the maximum, an upper bound), with no transaction id";
+
+/**
+ * The payer that sent the Permit2 approval of a payload this service signed through Permit2 (upto, or
+ * exact with assetTransferMethod permit2); undefined for any other (EIP-3009, Solana).
+ */
+function permit2PayerOf(paymentPayload: object, chain: ChainAdapter): UptoPayer | undefined {
+  const accepted = (paymentPayload as { accepted?: unknown }).accepted as
+    | Readonly<Record<string, unknown>>
+    | undefined;
+  if (accepted === undefined || (accepted.scheme !== 'upto' && !needsPermit2Approval(accepted)))
+    return undefined;
+  return UPTO_PAYERS[chain.info.family]?.(chain);
 }
 
 /** The upto payer of a payload this service signed for `upto`; undefined for any other. */
