@@ -9,6 +9,7 @@ import { DEFAULT_SEND_AMOUNT_BOUNDS, type SendAmountBoundsTable } from './domain
 import {
   DEFAULT_FEE_BUDGET,
   DEFAULT_MAX_OPEN_UPTO_CHANNELS,
+  DEFAULT_MAX_UNSETTLED_APPROVAL_FUNDINGS,
   DEFAULT_MIN_SETTLE_AMOUNT,
 } from './domain/sponsored-fees.ts';
 import { STORAGE_LIMIT_DEFAULTS } from './store/storage-limits.ts';
@@ -317,6 +318,13 @@ export const SETTINGS = {
     description:
       "Escrow `upto` payment channels (Solana) one account may hold open per network on the built-in facilitator: each deposit's open has its fee payer pay ~0.0047 SOL of rent, held until the escrow sweep reclaims the channel (after its claim, or ~1 h for one nobody claims). A deposit beyond it is refused `upto_open_channels_exceeded` before anything is signed into storage or sent. 0: no upto deposits.",
     fallback: () => DEFAULT_MAX_OPEN_UPTO_CHANNELS,
+    parse: integerIn(0, 1_000_000),
+  }),
+  x402MaxUnsettledApprovalFundings: setting({
+    env: 'X402_MAX_UNSETTLED_APPROVAL_FUNDINGS',
+    description:
+      "Payments per account, network and UTC day whose buyer's `approve(Permit2)` gas the built-in facilitator funded (x402's `erc20ApprovalGasSponsoring`) and that have not settled (still open, or failed: the buyer replaced its approval or took the allowance back). One more such payment is refused `erc20_approval_sponsoring_refused` before anything is sent; payments needing no funding go on. 0: no approval gas is funded.",
+    fallback: () => DEFAULT_MAX_UNSETTLED_APPROVAL_FUNDINGS,
     parse: integerIn(0, 1_000_000),
   }),
   x402DiscoveryMaxPerAccount: setting({

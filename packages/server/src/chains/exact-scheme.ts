@@ -99,6 +99,11 @@ export interface ExactScheme {
    * mined, can never be now — the buyer's nonce moved past it.
    */
   approvalSuperseded?(wire: Uint8Array): Promise<boolean>;
+  /**
+   * EVM, x402's erc20ApprovalGasSponsoring: whether the buyer who signed the approval (`wire`) has
+   * approved Permit2 for at least `amount` of the approval's token now — whatever transaction did it.
+   */
+  approvalCovers?(wire: Uint8Array, amount: bigint): Promise<boolean>;
 }
 
 export interface SellerTransaction {
@@ -191,6 +196,11 @@ export interface SponsoredApprovalDraft {
     readonly amount: bigint;
     sign(nonce: bigint): Promise<PreparedSettlementTx>;
   };
+  /**
+   * The fee payer's 0-value transfer to itself at `nonce` (the settlement's), at the settlement's fees:
+   * sent instead of the settlement when the approval did not take effect (SponsoredApprovalStep.voided).
+   */
+  signVoid(nonce: bigint): Promise<PreparedSettlementTx>;
 }
 
 export interface PreparedSettlementTx {

@@ -18,6 +18,14 @@ export const DEFAULT_FEE_BUDGET: Readonly<Record<string, string>> = { solana: '0
 export const DEFAULT_MAX_OPEN_UPTO_CHANNELS = 100;
 
 /**
+ * Default X402_MAX_UNSETTLED_APPROVAL_FUNDINGS: funded buyer approvals (erc20ApprovalGasSponsoring) per
+ * account, network and UTC day whose settlement has not settled. Each can lose at most one approval's
+ * gas (100,000 gas at 3 × the network fee) and a 21,000-gas transfer; 20 of them at 2 gwei are ~0.013
+ * ETH, well within the default EVM fee budget.
+ */
+export const DEFAULT_MAX_UNSETTLED_APPROVAL_FUNDINGS = 20;
+
+/**
  * Default smallest payment settled, in whole units, by token symbol: a tenth of a cent in USDC, about
  * what the network fee of one Solana settlement costs — below it the fee payer pays more than moves.
  */

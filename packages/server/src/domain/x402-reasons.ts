@@ -77,6 +77,9 @@ export const X402_REASONS = [
   'erc20_approval_tx_gas_too_high',
   'erc20_approval_tx_fee_too_high',
   'erc20_approval_in_use',
+  // gate402's own: a funding refused to a payer whose funded payment did not settle (or has one open), or
+  // to an account at X402_MAX_UNSETTLED_APPROVAL_FUNDINGS (see approval-funding-limits).
+  'erc20_approval_sponsoring_refused',
   // upto on EVM (Permit2 through x402's upto proxy; names of @x402/evm 2.x): the witness names another
   // facilitator, and a settle asking more than the signed maximum.
   'upto_facilitator_mismatch',

@@ -21,6 +21,7 @@ import type {
   FacilitatorSignerRecord,
   SettlementRecord,
   SettlementStatus,
+  SponsoredApprovalStep,
 } from '../domain/records/settlement-records.ts';
 import type { SpendPolicyRecord, SpendRecord } from '../domain/records/spend-policy-records.ts';
 import type { WalletChallengeRecord, WalletRecord } from '../domain/records/wallet-records.ts';
@@ -519,6 +520,11 @@ export interface SettlementRepository {
    * `settlementKey`; false when another settlement holds it (the primary key decides a race).
    */
   claimApproval(approvalKey: string, settlementKey: string, at: number): Promise<boolean>;
+  /**
+   * Gives back a key `settlementKey` holds through claimApproval (nothing when another holds it): the
+   * payer's funding place once its funded settlement settled (see FacilitatorService.claim).
+   */
+  releaseApproval(approvalKey: string, settlementKey: string): Promise<void>;
   get(key: string): Promise<SettlementRecord | undefined>;
   /** The settlement whose recorded payment is `paymentId` (FinalityWatch resends its bytes after a reorg). */
   findByPayment(paymentId: string): Promise<SettlementRecord | undefined>;
@@ -539,6 +545,8 @@ export interface SettlementRepository {
       readonly transactionId?: string;
       /** The fee now charged for it (same day as before); see SettlementRecord.sponsoredFee. */
       readonly sponsoredFee?: bigint;
+      /** The erc20ApprovalGasSponsoring step as it now stands (SponsoredApprovalStep.voided). */
+      readonly sponsoredApproval?: SponsoredApprovalStep;
     },
     at: number,
   ): Promise<SettlementRecord | undefined>;

@@ -894,6 +894,64 @@ export function describePaymentStoreContract(
       assert.equal(settled?.accountId, 'acct_seller');
     });
 
+    it('claims an approval key once under a burst, gives it back only to its holder, and stores an approval step as it moves', async () => {
+      const key = `payer:eip155:contract:${Date.now()}`;
+      const claims = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          store.transaction((tx) => tx.settlements.claimApproval(key, `holder:${i}`, 1)),
+        ),
+      );
+      assert.equal(claims.filter(Boolean).length, 1);
+      const holder = `holder:${claims.indexOf(true)}`;
+      const other = holder === 'holder:0' ? 'holder:1' : 'holder:0';
+      // Released by another settlement: nothing changes; by its holder: free for the next one.
+      await store.settlements.releaseApproval(key, other);
+      assert.equal(await store.settlements.claimApproval(key, other, 2), false);
+      await store.settlements.releaseApproval(key, holder);
+      assert.equal(await store.settlements.claimApproval(key, other, 3), true);
+
+      const step = {
+        approvalTransaction: 'AQ==',
+        approvalTransactionId: '0xa1',
+        fundingTransaction: 'Ag==',
+        fundingTransactionId: '0xf1',
+        funded: 18_446_744_073_709_551_617n,
+        voidTransaction: 'Aw==',
+        voidTransactionId: '0xv1',
+      };
+      const settlement = {
+        key: `step:${Date.now()}`,
+        network: 'eip155:contract',
+        payer: 'BUYER',
+        payTo: 'SELLER',
+        asset: 'TOKEN',
+        amount: 1n,
+        transactionId: 'TX-S1',
+        signedTransaction: 'AQID',
+        lastValidBlockHeight: null,
+        status: 'claimed' as const,
+        error: null,
+        paymentId: null,
+        createdAt: 1,
+        updatedAt: 1,
+        sponsoredApproval: step,
+      };
+      assert.equal(await store.settlements.claim(settlement), true);
+      assert.deepEqual((await store.settlements.get(settlement.key))?.sponsoredApproval, step);
+      const voided = await store.settlements.transition(
+        settlement.key,
+        ['claimed'],
+        'claimed',
+        { sponsoredApproval: { ...step, voided: true } },
+        2,
+      );
+      assert.deepEqual(voided?.sponsoredApproval, { ...step, voided: true });
+      assert.deepEqual((await store.settlements.get(settlement.key))?.sponsoredApproval, {
+        ...step,
+        voided: true,
+      });
+    });
+
     it('reserves sponsored fees within a daily limit, atomically under a burst, and gives them back', async () => {
       const day = '2026-11-28';
       const account = `acct_fees_${Date.now()}`;

@@ -354,6 +354,21 @@ export async function approvalSuperseded(client: PublicClient, wire: Hex): Promi
   return BigInt(latest) > BigInt(tx.nonce ?? 0);
 }
 
+/**
+ * Whether the approval took effect: its signer's allowance to Permit2 for its token (the transaction's
+ * target, checked as the payment's token before it was funded) is at least `amount` now. Read before
+ * the settlement is sent: a buyer who replaced its funded approval (same nonce) or took the allowance
+ * back would have the settlement revert at the fee payer's cost.
+ */
+export async function approvalCovers(client: PublicClient, wire: Hex, amount: bigint): Promise<boolean> {
+  const tx = parseTransaction(wire);
+  if (tx.to == null) return false;
+  const signer = await recoverTransactionAddress({
+    serializedTransaction: wire as TransactionSerializedEIP1559,
+  });
+  return (await permit2Allowance(client, getAddress(tx.to), getAddress(signer))) >= amount;
+}
+
 /** A settlement whose payer may need its approval funded and sent first. */
 export interface SponsoredApprovalRequest {
   readonly payer: Address;

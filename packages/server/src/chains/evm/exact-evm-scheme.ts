@@ -23,7 +23,7 @@ import {
 import type { RpcEndpoints } from '../rpc-endpoints.ts';
 import type { ChainDurability } from './chain-durability.ts';
 import { EIP2612_GAS_SPONSORING, ERC20_APPROVAL_GAS_SPONSORING } from './eip2612-gas-sponsoring.ts';
-import { approvalSuperseded } from './erc20-approval-gas-sponsoring.ts';
+import { approvalCovers, approvalSuperseded } from './erc20-approval-gas-sponsoring.ts';
 import { toChainError } from './evm-errors.ts';
 import { evmSettlementDraft } from './evm-settlement-draft.ts';
 import { failoverTransport } from './failover-transport.ts';
@@ -165,6 +165,10 @@ export class ExactEvmScheme implements ExactScheme {
 
   approvalSuperseded(wire: Uint8Array): Promise<boolean> {
     return approvalSuperseded(this.client, `0x${Buffer.from(wire).toString('hex')}`);
+  }
+
+  approvalCovers(wire: Uint8Array, amount: bigint): Promise<boolean> {
+    return approvalCovers(this.client, `0x${Buffer.from(wire).toString('hex')}`, amount);
   }
 
   settlementKey(payload: Readonly<Record<string, unknown>>): string | undefined {

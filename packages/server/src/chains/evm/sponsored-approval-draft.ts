@@ -46,35 +46,38 @@ export function sponsoredApprovalDraft(
   fees: { readonly maxFeePerGas: bigint; readonly maxPriorityFeePerGas: bigint },
 ): SponsoredApprovalDraft {
   const { approval, shortfall } = plan;
+  const transfer = async (to: `0x${string}`, value: bigint, nonce: bigint) => {
+    const serialized = await account.signTransaction({
+      chainId,
+      type: 'eip1559',
+      to,
+      value,
+      gas: FUNDING_GAS,
+      maxFeePerGas: fees.maxFeePerGas,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      nonce: Number(nonce),
+    });
+    return {
+      payer: approval.signer,
+      transactionId: keccak256(serialized),
+      wire: hexToBytes(serialized),
+      lastValidBlockHeight: null,
+      nonce: { address: account.address, value: nonce },
+    };
+  };
   return {
     key: `${network}:${approval.signer}:${approval.nonce}`,
     payer: approval.signer,
     wire: hexToBytes(approval.wire),
     transactionId: approval.transactionId,
+    // Nothing moves: it only spends the settlement's nonce, for 21,000 gas instead of a reverting settle.
+    signVoid: (nonce: bigint) => transfer(account.address, 0n, nonce),
     ...(shortfall === 0n
       ? {}
       : {
           funding: {
             amount: shortfall,
-            sign: async (nonce: bigint) => {
-              const serialized = await account.signTransaction({
-                chainId,
-                type: 'eip1559',
-                to: approval.signer,
-                value: shortfall,
-                gas: FUNDING_GAS,
-                maxFeePerGas: fees.maxFeePerGas,
-                maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-                nonce: Number(nonce),
-              });
-              return {
-                payer: approval.signer,
-                transactionId: keccak256(serialized),
-                wire: hexToBytes(serialized),
-                lastValidBlockHeight: null,
-                nonce: { address: account.address, value: nonce },
-              };
-            },
+            sign: (nonce: bigint) => transfer(approval.signer, shortfall, nonce),
           },
         }),
   };

@@ -29,6 +29,7 @@ import {
   isMalformed,
 } from './eip2612-gas-sponsoring.ts';
 import {
+  approvalCovers,
   approvalSuperseded,
   erc20ApprovalOf,
   planSponsoredApproval,
@@ -139,6 +140,10 @@ export class UptoEvmScheme implements UptoScheme {
 
   approvalSuperseded(wire: Uint8Array): Promise<boolean> {
     return approvalSuperseded(this.client, `0x${Buffer.from(wire).toString('hex')}`);
+  }
+
+  approvalCovers(wire: Uint8Array, amount: bigint): Promise<boolean> {
+    return approvalCovers(this.client, `0x${Buffer.from(wire).toString('hex')}`, amount);
   }
 
   /** What stock upto clients sign into the witness: the one facilitator that may settle. */

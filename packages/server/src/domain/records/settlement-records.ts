@@ -74,6 +74,16 @@ export interface SponsoredApprovalStep {
   readonly fundingTransactionId: string | null;
   /** Atomic units of the native currency the funding transfer gives the buyer (0 without one). */
   readonly funded: bigint;
+  /**
+   * The fee payer's 0-value transfer to itself at the settlement's own nonce, signed with the claim:
+   * sent instead of the settlement when the buyer's approval did not take effect (superseded, or without
+   * the allowance), so the settlement can never be mined and revert, and the fee payer's nonce sequence
+   * keeps no gap. Absent on steps claimed before it existed (their settlement is sent all the same).
+   */
+  readonly voidTransaction?: string | null;
+  readonly voidTransactionId?: string | null;
+  /** Set (before the void transfer is first sent) once the settlement is given up for it: never undone. */
+  readonly voided?: boolean;
 }
 
 /** A fee charged to an account's budget of one UTC day, in atomic units of the network's native currency. */

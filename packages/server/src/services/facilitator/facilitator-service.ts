@@ -28,10 +28,17 @@ import type { SecretBox } from '../custody/secret-box.ts';
 import { newPayment } from '../payments/new-payment.ts';
 import type { PaymentLedger } from '../payments/payment-ledger.ts';
 import { x402ReceiptProofKey } from '../payments/x402/x402-receipt-proof.ts';
+import { releaseFundingPlace, SponsoringRefused, takeFundingPlace } from './approval-funding-limits.ts';
 import type { SettleAnswer, SupportedAnswer, VerifyAnswer } from './facilitator-answers.ts';
 import { FacilitatorRoutes, type Route } from './facilitator-routes.ts';
 import { FeeBudget } from './fee-budget.ts';
-import { ApprovalInUse, approvalStepCost, runApprovalStep } from './sponsored-approval-step.ts';
+import {
+  ApprovalInUse,
+  type ApprovalStepState,
+  approvalStepCost,
+  runApprovalStep,
+  sendVoid,
+} from './sponsored-approval-step.ts';
 import { OpenChannelsExceeded, releaseOpenChannel, takeOpenChannel } from './upto-open-channels.ts';
 
 export interface FacilitatorDeps {
@@ -72,6 +79,13 @@ const SOLANA_TOKEN_PROGRAMS: Readonly<Record<string, string>> = {
   'spl-token': 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA',
   'spl-token-2022': 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb',
 };
+
+/**
+ * Why a settlement whose buyer approval did not take effect is failed (erc20ApprovalGasSponsoring; see
+ * FacilitatorService.voidSettlement): its transaction was never sent.
+ */
+const VOIDED =
+  "the buyer's approval of Permit2 did not take effect (another transaction of the buyer's took its nonce, or the allowance was taken back): the settlement was not sent, and this payer's approval gas is not funded again";
 
 /** Why a settlement whose transaction was never mined is failed (EVM). */
 const NEVER_CARRIED =
@@ -386,6 +400,8 @@ export class FacilitatorService {
       if (error instanceof GatewayError && error.code === 'FEE_BUDGET_EXCEEDED') throw error;
       if (error instanceof ApprovalInUse)
         return fail('erc20_approval_in_use', error.message, { payer: error.payer });
+      if (error instanceof SponsoringRefused)
+        return fail('erc20_approval_sponsoring_refused', error.message, { payer: error.payer });
       if (error instanceof OpenChannelsExceeded)
         return fail(
           'upto_open_channels_exceeded',
@@ -409,8 +425,11 @@ export class FacilitatorService {
       return this.answer(await this.resume(route, winner, holder, asker), networkAsSent, asker, route);
     }
     // erc20ApprovalGasSponsoring: the buyer's funded approval is mined before the settlement is sent.
-    if (!(await this.approveFirst(route, claimed.record)))
+    const step = await this.approveFirst(route, claimed.record);
+    if (step === 'pending')
       return this.answer({ kind: 'pending', settlement: claimed.record }, networkAsSent, asker, route);
+    if (step === 'void')
+      return this.answer(await this.voidSettlement(route, claimed.record), networkAsSent, asker, route);
     const outcome = await this.broadcastAndWait(route, claimed.record, decimals, true, holder);
     if (outcome.kind === 'failed' && outcome.neverSent && claimed.nonce !== undefined) {
       // Refused before it reached the pool: its nonce is given back if no later one was taken, so the
@@ -620,6 +639,11 @@ export class FacilitatorService {
             ? undefined
             : await repos.nonces.allocate(network, nonceFloor.address, nonceFloor.pending);
         const prepared = await draft.sign(nonce);
+        // Its stand-in at the same nonce, should the approval not take effect (runApprovalStep).
+        const voided =
+          sponsoredApproval === undefined || nonce === undefined
+            ? undefined
+            : await sponsoredApproval.signVoid(nonce);
         const at = this.now();
         const record: SettlementRecord = {
           key,
@@ -652,6 +676,8 @@ export class FacilitatorService {
                     funding === undefined ? null : Buffer.from(funding.wire).toString('base64'),
                   fundingTransactionId: funding?.transactionId ?? null,
                   funded: funding === undefined ? 0n : (sponsoredApproval.funding?.amount ?? 0n),
+                  voidTransaction: voided === undefined ? null : Buffer.from(voided.wire).toString('base64'),
+                  voidTransactionId: voided?.transactionId ?? null,
                 },
         };
         // Rolled back when lost, so an EVM nonce allocated for it is given back.
@@ -662,6 +688,19 @@ export class FacilitatorService {
           !(await repos.settlements.claimApproval(sponsoredApproval.key, key, startedAt))
         )
           throw new ApprovalInUse(sponsoredApproval.payer, sponsoredApproval.key);
+        // A funding (never a buyer's own gas) is what a hostile buyer can take: see approval-funding-limits.
+        if (sponsoredApproval !== undefined && funding !== undefined) {
+          await takeFundingPlace(repos, {
+            network,
+            networkName: route.chain.info.name,
+            payer: sponsoredApproval.payer,
+            settlementKey: key,
+            accountId: asker.accountId,
+            day,
+            limit: this.budget.maxUnsettledApprovalFundings,
+            at: startedAt,
+          });
+        }
         return { record, nonce: prepared.nonce };
       });
     } catch (error) {
@@ -691,7 +730,12 @@ export class FacilitatorService {
     if (route === undefined || (settlement.status !== 'claimed' && settlement.status !== 'submitted'))
       return settlement.status;
     const decimals = await this.decimalsOf(route, settlement.asset);
-    if (!(await this.approveFirst(route, settlement, waitMs))) return 'open';
+    const step = await this.approveFirst(route, settlement, waitMs);
+    if (step === 'pending') return 'open';
+    if (step === 'void') {
+      const voided = await this.voidSettlement(route, settlement, waitMs);
+      return voided.kind === 'failed' ? 'failed' : 'open';
+    }
     // Nobody receives this answer: the payment is the claiming request's (it answered
     // settlement_pending, or died), which finds it when retried with its Idempotency-Key.
     const outcome = await this.broadcastAndWait(
@@ -729,26 +773,68 @@ export class FacilitatorService {
     asker: SettleAsker,
   ): Promise<Outcome> {
     if (settlement.status === 'settled') return { kind: 'duplicate', settlement };
-    if (settlement.status === 'failed')
-      return { kind: 'failed', settlement, message: settlement.error ?? 'failed' };
+    if (settlement.status === 'failed') {
+      const message = settlement.error ?? 'failed';
+      return message === VOIDED
+        ? { kind: 'failed', settlement, message, reason: 'permit2_allowance_required' }
+        : { kind: 'failed', settlement, message };
+    }
     const recorder = recorderOf(settlement);
     if (recorder !== null && recorder !== asker.accountId) return { kind: 'pending', settlement };
     const decimals = await this.decimalsOf(route, settlement.asset);
-    if (!(await this.approveFirst(route, settlement))) return { kind: 'pending', settlement };
+    const step = await this.approveFirst(route, settlement);
+    if (step === 'pending') return { kind: 'pending', settlement };
+    if (step === 'void') return this.voidSettlement(route, settlement);
     return this.broadcastAndWait(route, settlement, decimals, false, holder);
   }
 
   /**
    * x402's erc20ApprovalGasSponsoring: the step before a settlement's own transaction (runApprovalStep),
-   * run again as long as that transaction is not sent. False while the buyer's approval may still be
-   * mined; true once it is (or never can be), and for every settlement without the step.
+   * run again as long as that transaction is not sent: `ready` for every settlement without the step.
    */
-  private async approveFirst(
+  private approveFirst(
     route: Route,
     settlement: SettlementRecord,
     waitMs = this.deps.settleWaitMs,
-  ): Promise<boolean> {
-    return (await runApprovalStep(route.chain, route.scheme, settlement, waitMs, this.now())) === 'ready';
+  ): Promise<ApprovalStepState> {
+    return runApprovalStep(route.chain, route.scheme, settlement, waitMs, this.now());
+  }
+
+  /**
+   * erc20ApprovalGasSponsoring, the approval did not take effect (superseded by another transaction of
+   * the buyer's, or the allowance taken back): the settlement would revert at the fee payer's cost, so it
+   * is never sent. The decision is stored first (SponsoredApprovalStep.voided, before the void transfer
+   * is sent: a crash after it resends that transfer, never the settlement), then the stored void transfer
+   * spends the settlement's nonce, and the settlement fails `permit2_allowance_required`, charged what the
+   * step cost (the funding, its fee and the void transfer's 21,000 gas) and no settlement fee. The payer
+   * keeps its funding place, so it is never funded again (approval-funding-limits).
+   */
+  private async voidSettlement(
+    route: Route,
+    settlement: SettlementRecord,
+    waitMs = this.deps.settleWaitMs,
+  ): Promise<Outcome> {
+    const step = settlement.sponsoredApproval;
+    if (step == null) return { kind: 'pending', settlement };
+    let current = settlement;
+    if (step.voided !== true) {
+      const moved = await this.deps.store.settlements.transition(
+        settlement.key,
+        ['claimed'],
+        'claimed',
+        { sponsoredApproval: { ...step, voided: true } },
+        this.now(),
+      );
+      // Another writer moved it first (it sent the settlement, or voided it): it answers for it.
+      if (moved === undefined) return { kind: 'pending', settlement };
+      current = moved;
+    }
+    const landed = await sendVoid(route.chain, step, waitMs);
+    if (landed === 'pending') return { kind: 'pending', settlement: current };
+    return this.markFailed(route, current, VOIDED, {
+      ...(landed.fee === undefined ? {} : { fee: landed.fee }),
+      reason: 'permit2_allowance_required',
+    });
   }
 
   /**
@@ -944,6 +1030,7 @@ export class FacilitatorService {
         // Another writer settled it first: the proof consumed above is given back with the rollback.
         if (row === undefined) throw lost;
         await this.chargeIn(repos, settlement, fee, at);
+        await releaseFundingPlace(repos, settlement, at);
         if (record && keyed !== undefined) await this.deps.ledger.recordIn(repos, keyed, 'payment.received');
         return row;
       });
@@ -963,7 +1050,7 @@ export class FacilitatorService {
     route: Route,
     settlement: SettlementRecord,
     message: string,
-    options: { readonly neverSent?: boolean; readonly fee?: bigint } = {},
+    options: { readonly neverSent?: boolean; readonly fee?: bigint; readonly reason?: X402Reason } = {},
   ): Promise<Outcome> {
     const at = this.now();
     const fee = await this.withApprovalCost(route, settlement, options.fee);
@@ -982,7 +1069,13 @@ export class FacilitatorService {
       return row;
     });
     if (moved !== undefined) this.reportFee(route, moved);
-    return { kind: 'failed', settlement, message, neverSent: options.neverSent === true };
+    return {
+      kind: 'failed',
+      settlement,
+      message,
+      neverSent: options.neverSent === true,
+      ...(options.reason === undefined ? {} : { reason: options.reason }),
+    };
   }
 
   /**
@@ -1073,7 +1166,8 @@ export class FacilitatorService {
       case 'failed':
         return {
           success: false,
-          errorReason: 'transaction_failed',
+          errorReason:
+            outcome.kind === 'failed' ? (outcome.reason ?? 'transaction_failed') : 'transaction_failed',
           errorMessage: outcome.kind === 'failed' ? outcome.message : 'failed',
           ...common,
         };
@@ -1093,6 +1187,8 @@ type Outcome =
       readonly message: string;
       /** The node refused the first broadcast: the transaction never entered the pool. */
       readonly neverSent?: boolean;
+      /** The x402 reason it is answered with; `transaction_failed` when absent. */
+      readonly reason?: X402Reason;
     };
 
 /** A scheme's refusal as x402's VerifyResponse. */

@@ -4,6 +4,7 @@ import type { NetworkInfo } from '../../domain/network.ts';
 import {
   DEFAULT_FEE_BUDGET,
   DEFAULT_MAX_OPEN_UPTO_CHANNELS,
+  DEFAULT_MAX_UNSETTLED_APPROVAL_FUNDINGS,
   DEFAULT_MIN_SETTLE_AMOUNT,
 } from '../../domain/sponsored-fees.ts';
 
@@ -15,6 +16,11 @@ export interface FeeBudgetSettings {
   readonly minimums?: Readonly<Record<string, string>>;
   /** X402_UPTO_MAX_OPEN_CHANNELS: escrow `upto` channels (Solana) one account may hold open per network. */
   readonly maxOpenUptoChannels?: number;
+  /**
+   * X402_MAX_UNSETTLED_APPROVAL_FUNDINGS: buyer approvals whose gas one account's settlements had funded
+   * (erc20ApprovalGasSponsoring) and that have not settled, per network and UTC day.
+   */
+  readonly maxUnsettledApprovalFundings?: number;
 }
 
 /** The smallest payment settled in one asset, and how the configuration named it (for the message). */
@@ -39,11 +45,15 @@ export class FeeBudget {
    * UptoOpenChannels.
    */
   readonly maxOpenUptoChannels: number;
+  /** See FeeBudgetSettings.maxUnsettledApprovalFundings and approval-funding-limits. */
+  readonly maxUnsettledApprovalFundings: number;
 
   constructor(settings: FeeBudgetSettings = {}) {
     this.budgets = { ...DEFAULT_FEE_BUDGET, ...settings.budgets };
     this.minimums = settings.minimums ?? DEFAULT_MIN_SETTLE_AMOUNT;
     this.maxOpenUptoChannels = settings.maxOpenUptoChannels ?? DEFAULT_MAX_OPEN_UPTO_CHANNELS;
+    this.maxUnsettledApprovalFundings =
+      settings.maxUnsettledApprovalFundings ?? DEFAULT_MAX_UNSETTLED_APPROVAL_FUNDINGS;
   }
 
   /** The daily budget of one account on `network`, atomic units of its native currency. */

@@ -52,6 +52,14 @@ export class KyselySettlementRepository implements SettlementRepository {
     return Number(result.numInsertedOrUpdatedRows ?? 0n) === 1;
   }
 
+  async releaseApproval(approvalKey: string, settlementKey: string): Promise<void> {
+    await this.db
+      .deleteFrom('x402_sponsored_approvals')
+      .where('approval_key', '=', approvalKey)
+      .where('settlement_key', '=', settlementKey)
+      .execute();
+  }
+
   async get(key: string): Promise<SettlementRecord | undefined> {
     const row = await this.db
       .selectFrom('x402_settlements')
@@ -91,6 +99,7 @@ export class KyselySettlementRepository implements SettlementRepository {
       readonly paymentId?: string | null;
       readonly transactionId?: string;
       readonly sponsoredFee?: bigint;
+      readonly sponsoredApproval?: SponsoredApprovalStep;
     },
     at: number,
   ): Promise<SettlementRecord | undefined> {
@@ -103,6 +112,9 @@ export class KyselySettlementRepository implements SettlementRepository {
         ...(changes.paymentId === undefined ? {} : { payment_id: changes.paymentId }),
         ...(changes.transactionId === undefined ? {} : { transaction_id: changes.transactionId }),
         ...(changes.sponsoredFee === undefined ? {} : { sponsored_fee: changes.sponsoredFee.toString() }),
+        ...(changes.sponsoredApproval === undefined
+          ? {}
+          : { sponsored_approval: approvalText(changes.sponsoredApproval) }),
       })
       .where('settlement_key', '=', key)
       .where('status', 'in', [...from])
