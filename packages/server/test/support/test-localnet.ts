@@ -8,9 +8,12 @@ export interface TestChain {
   close(): Promise<void>;
 }
 
+/** Slots from processed to finalized on the test localnet unless a test says otherwise (as on a cluster). */
+export const TEST_LOCALNET_FINALIZED_DEPTH = 32;
+
 /** A real Solana localnet on free ports, with fast slots, and the gateway's adapter for it. */
 export async function startTestChain(options: LocalnetOptions = {}): Promise<TestChain> {
-  const settings = { port: 0, slotMs: 20, finalizedDepth: 32, ...options };
+  const settings = { port: 0, slotMs: 20, finalizedDepth: TEST_LOCALNET_FINALIZED_DEPTH, ...options };
   const localnet = await startLocalnet(settings);
   const adapter = localnetAdapter(localnet, settings.slotMs);
   return {

@@ -11,6 +11,7 @@ import { type FamilyPaymentFixture, onEvm, onSolana } from '../../support/family
 import type { Party } from '../../support/party.ts';
 import { startPaymentFixture } from '../../support/payment-fixture.ts';
 import { bearer, type TestGatewayOptions } from '../../support/test-gateway.ts';
+import { TEST_LOCALNET_FINALIZED_DEPTH } from '../../support/test-localnet.ts';
 import { until } from '../../support/until.ts';
 import { WebhookReceiver } from '../../support/webhook-receiver.ts';
 
@@ -52,6 +53,10 @@ const setups: Setup[] = storages.flatMap((storage) => [
         close: () => raw.close(),
         finalizeAll: async () => {
           const now = BigInt(localnet.slot);
+          // The slots finality needs (the test localnet's depth, 32), at once, as anvil mines its 70:
+          // waiting for them to pass took 32 slots of 20 ms or more each, for every payment refunded.
+          // The depth itself stays, so a refund sent is confirmed, not yet finalized, as on a cluster.
+          localnet.advanceSlots(TEST_LOCALNET_FINALIZED_DEPTH);
           await until('finality past now', async () => (await adapter.finalizedSlot()) >= now, 60_000);
         },
       };
