@@ -3,6 +3,7 @@ import type { PaymentRecord } from '../../domain/records/payment-records.ts';
 import type { PaymentAsset } from './payment-asset.ts';
 import { HELD_UNTIL_ORIGINAL_FINALIZED, isHeldRefund } from './refunds/held-refund.ts';
 import type { RefundsView } from './refunds/refund-totals.ts';
+import { isPermit2Approval } from './x402/permit2-approval-record.ts';
 
 /** A payment as the API shows it (spec §2.1): amounts in whole units of its asset, times in Unix ms. */
 export interface PaymentView {
@@ -59,6 +60,13 @@ export function paymentView(
   };
   if (payment.resource !== null) view.resource = payment.resource;
   if (payment.metadata !== null) view.metadata = { ...payment.metadata };
+  // A wallet's Permit2 approval pays no one: what it cost is its network fee, shown beside what it is.
+  if (view.metadata !== undefined && isPermit2Approval(payment)) {
+    view.metadata.permit2Approval = {
+      ...(view.metadata.permit2Approval as object),
+      fee: toWholeUnits(payment.fee ?? 0n, asset.decimals),
+    };
+  }
   if (payment.refundOf !== undefined) view.refundOf = payment.refundOf;
   if (payment.refundReason !== undefined) view.refundReason = payment.refundReason;
   if (isHeldRefund(payment)) view.heldUntil = HELD_UNTIL_ORIGINAL_FINALIZED;

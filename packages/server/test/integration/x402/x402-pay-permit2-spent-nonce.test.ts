@@ -303,6 +303,12 @@ describe('POST /payment/x402 through Permit2: a spent nonce is the proof of paym
     await reconciler.runOnce();
     const approvalId = afterCrash.payments[0]?.paymentId ?? '';
     assert.equal((await gw.store.payments.get(approvalId))?.status, 'confirmed');
+    const shown = await callAs(gw, buyer.key, 'GET', `/payment/status/${approvalId}`);
+    assert.deepEqual(
+      [shown.body.status, shown.body.amount, typeof shown.body.metadata.description],
+      ['confirmed', 0, 'string'],
+    );
+    assert.ok(shown.body.metadata.permit2Approval.fee > 0, 'its gas is shown as its fee');
     const paid = await pay(buyer, challenge({ scheme: 'exact' }));
     assert.equal(await client.getTransactionCount({ address: buyer.wallet }), 1, 'no second approval');
     const permit = permit2AuthorizationOf(paid.payload);
@@ -359,10 +365,12 @@ describe('POST /payment/x402 through Permit2: a spent nonce is the proof of paym
     }
     assert.equal((await check(buyer.key, unused.paymentId)).status, 'expired', 'an unused permit expires');
 
-    // The chain finalizes past the deadlines (anvil's finalized block is 64 behind the latest).
-    const deadline = Number((exact.payload.permit2Authorization as { deadline: string }).deadline);
-    while (Date.now() / 1000 <= deadline + 1) await new Promise((resolve) => setTimeout(resolve, 250));
-    await anvil('anvil_mine', ['0x46']);
+    // The chain finalizes past the deadlines: 70 blocks 3 s apart (anvil's finalized block is 64 behind
+    // the latest, so it is stamped some 18 s after now, past the 2 s the permits were signed for).
+    const deadline = BigInt((exact.payload.permit2Authorization as { deadline: string }).deadline);
+    await anvil('anvil_mine', ['0x46', '0x3']);
+    const finalized = await chainClient().getBlock({ blockTag: 'finalized' });
+    assert.ok(finalized.timestamp > deadline, `finalized at ${finalized.timestamp}, deadline ${deadline}`);
 
     for (const [p, amount, block] of [
       [exact, PRICE, spentIn[0]],

@@ -11,6 +11,7 @@ import { type Address, createPublicClient, getAddress, http, maxUint256, parseAb
 import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from '../../../src/chains/evm/permit2-addresses.ts';
 import { UPTO_PERMIT2_PROXY_ADDRESS } from '../../../src/chains/evm/upto-permit2-proxy.ts';
 import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
+import { toWholeUnits } from '../../../src/domain/money.ts';
 import { callAs } from '../../support/api-caller.ts';
 import { DATABASE_URL, tempPostgres, tempSqlite } from '../../support/databases.ts';
 import { startTestEvm, type TestEvm } from '../../support/test-anvil.ts';
@@ -214,11 +215,19 @@ describe('POST /payment/x402 pays x402 upto on EVM from a custodial wallet (Perm
       [approval.type, approval.asset.address, approval.recipient, approval.status],
       ['sent', null, usdc, 'confirmed'],
     );
-    const approvalStatus = await callAs(first, buyer.key, 'GET', `/payment/status/${approval.paymentId}`);
-    assert.deepEqual(approvalStatus.body.metadata, { permit2Approval: { token: usdc, symbol: 'USDC' } });
-    const record = await first.store.payments.get(approval.paymentId);
+    // Its status says what it is (metadata.description, as the spec's metadata holds one) and what its
+    // gas cost, in ETH: the fee the chain charged, not the estimate it was signed with.
     const receipt = await chainClient().getTransactionReceipt({ hash: approval.signature });
-    assert.equal(record?.fee, receipt.gasUsed * receipt.effectiveGasPrice, 'the gas paid, as its fee');
+    const gasPaid = receipt.gasUsed * receipt.effectiveGasPrice;
+    const approvalStatus = await callAs(first, buyer.key, 'GET', `/payment/status/${approval.paymentId}`);
+    assert.deepEqual(approvalStatus.body.metadata, {
+      description:
+        "Permit2 approval of USDC (one-time): lets this wallet's x402 Permit2 payments move USDC, each only with a permit the gateway signs. Nothing was paid to anyone; its cost is the network fee (permit2Approval.fee).",
+      permit2Approval: { token: usdc, symbol: 'USDC', fee: toWholeUnits(gasPaid, 18) },
+    });
+    assert.ok(approvalStatus.body.metadata.permit2Approval.fee > 0);
+    const record = await first.store.payments.get(approval.paymentId);
+    assert.equal(record?.fee, gasPaid, 'the gas paid, as its fee');
 
     // The second payment: no approval, the permit signed at once.
     const again = await pay(second, buyer.key, buyer.wallet, await challenge());

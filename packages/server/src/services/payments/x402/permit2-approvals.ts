@@ -10,6 +10,7 @@ import type { Store } from '../../../store/store.ts';
 import type { WalletService } from '../../wallets/wallet-service.ts';
 import { newPayment } from '../new-payment.ts';
 import type { PaymentLedger } from '../payment-ledger.ts';
+import { permit2ApprovalMetadata } from './permit2-approval-record.ts';
 
 export interface Permit2ApprovalDeps {
   readonly store: Store;
@@ -41,7 +42,8 @@ const MAX_ATTEMPTS = 2;
  * so the allowance adds no way for anyone else to take the tokens.
  *
  * Exactly once per (network, wallet, token), whatever the concurrency: the approval is a payment record
- * (`custodial`, amount 0 of the native currency, its fee the gas, metadata `permit2Approval`) stored with
+ * (`custodial`, amount 0 of the native currency, its fee the gas, metadata `description` and
+ * `permit2Approval`: permit2-approval-record.ts) stored with
  * its signed bytes and the wallet's nonce, allocated in the database, before the broadcast, in the
  * transaction that claims the `permit2_approvals` row. A concurrent request, on any instance, finds the
  * row and waits for that transaction instead of sending another; a crash after the commit leaves a
@@ -145,7 +147,7 @@ export class Permit2ApprovalService {
           amount: 0n,
           fee: prepared.fee,
           resource: null,
-          metadata: { permit2Approval: { token: token.address, symbol: token.symbol } },
+          metadata: permit2ApprovalMetadata(token),
           signature: signed.signature,
           signedTransaction: Buffer.from(signed.wire).toString('base64'),
           lastValidBlockHeight: signed.lastValidBlockHeight,
