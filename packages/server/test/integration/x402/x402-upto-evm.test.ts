@@ -315,6 +315,14 @@ describe('x402 upto on EVM (Permit2 through the upto proxy)', () => {
       expectedAmount: 0.0123,
       asset: 'USDC',
     };
+    // /v1/payments/verify checks the signed maximum (0.05) covers `amount`; it settles nothing.
+    const checked = await api(seller.key, 'POST', '/v1/payments/verify', {
+      payment_proof: body.paymentProof,
+      amount: 12_300,
+      recipient: seller.evm,
+      asset: 'USDC',
+    });
+    assert.equal(checked.body.verified, true, JSON.stringify(checked.body));
     const received = await api(seller.key, 'POST', '/payment/receive', body);
     assert.equal(received.status, 200, JSON.stringify(received.body));
     assert.deepEqual(

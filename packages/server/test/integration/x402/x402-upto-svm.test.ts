@@ -5,7 +5,11 @@ import { after, before, describe, it } from 'node:test';
 import { address, createSolanaRpc, generateKeyPairSigner, type KeyPairSigner } from '@solana/kit';
 import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
 import { x402Client } from '@x402/core/client';
-import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from '@x402/core/http';
+import {
+  decodePaymentResponseHeader,
+  decodePaymentSignatureHeader,
+  encodePaymentSignatureHeader,
+} from '@x402/core/http';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { paymentMiddleware, setSettlementOverrides, x402ResourceServer } from '@x402/express';
 import { wrapFetchWithPayment } from '@x402/fetch';
@@ -247,6 +251,97 @@ describe('x402 upto on Solana: gate402’s facilitator with the stock seller and
   };
   const claim = (p: PaymentPayload, requirements: PaymentRequirements, amount: bigint, key = seller.key) =>
     settle(gw, key, phase(p, 'claim'), { ...requirements, amount: amount.toString() });
+
+  it('POST /payment/receive takes an upto PAYMENT-SIGNATURE value: it deposits the maximum and claims expectedAmount, once', async () => {
+    const receive = (key: string, payload: PaymentPayload, expectedAmount: number) =>
+      api(key, 'POST', '/payment/receive', {
+        walletAddress: seller.solana,
+        paymentProof: encodePaymentSignatureHeader(payload),
+        expectedAmount,
+        asset: 'USDC',
+      });
+    const buyer = await newBuyer();
+    const requirements = await requirementsFor(gw, seller.solana);
+    const payload = await payloadFor(buyer, requirements);
+    const sellerBefore = await balance(seller.solana);
+    // /v1/payments/verify checks the signed maximum covers `amount` and could be deposited; nothing moves.
+    const verify = async (amount: number) =>
+      (
+        await api(seller.key, 'POST', '/v1/payments/verify', {
+          payment_proof: encodePaymentSignatureHeader(payload),
+          amount,
+          recipient: seller.solana,
+          asset: 'USDC',
+        })
+      ).body;
+    assert.equal((await verify(12_300)).verified, true);
+    assert.deepEqual(
+      [(await verify(50_001)).verified, (await verify(50_001)).reason],
+      [false, 'amount_too_low'],
+    );
+    assert.equal(await balance(buyer.address), 1_000_000n);
+    const received = await receive(seller.key, payload, 0.0123);
+    assert.equal(received.status, 200, JSON.stringify(received.body));
+    assert.deepEqual(
+      [received.body.amountReceived, received.body.sender, received.body.status],
+      [0.0123, buyer.address, 'confirmed'],
+    );
+    assert.equal(
+      await balance(buyer.address),
+      1_000_000n - 12_300n,
+      'the buyer pays expectedAmount, not the maximum',
+    );
+    assert.equal(await balance(seller.solana), sellerBefore + 12_300n);
+    const again = await receive(seller.key, payload, 0.04);
+    assert.deepEqual(
+      [again.status, again.body.error.code, again.body.error.details.paymentProof],
+      [422, 'INVALID_PAYMENT_PROOF', 'already_used'],
+    );
+
+    // Deposited already (by this account's paywall, or its receive that died before the claim): the
+    // receive goes on to the claim, once.
+    const second = await payloadFor(buyer, requirements);
+    const deposit = await settle(gw, seller.key, phase(second, 'deposit'), requirements);
+    assert.equal(deposit.success, true, JSON.stringify(deposit));
+    const claimed = await receive(seller.key, second, 0.001);
+    assert.equal(claimed.status, 200, JSON.stringify(claimed.body));
+    assert.equal(await balance(buyer.address), 1_000_000n - 12_300n - 1_000n);
+    assert.equal(
+      (await receive(seller.key, second, 0.001)).body.error?.details?.paymentProof,
+      'already_used',
+    );
+
+    // More than the signed maximum, or an open whose vouchers another key signs (the caller has no voucher
+    // key to claim it with): refused before anything is deposited.
+    const over = await receive(seller.key, await payloadFor(buyer, requirements), 0.06);
+    assert.equal(over.status, 422, JSON.stringify(over.body));
+    // Nor does an `accepted` copy claiming a larger maximum than the open signs (no signature covers it).
+    const unsigned = await payloadFor(buyer, requirements);
+    const inflated = await receive(
+      seller.key,
+      { ...unsigned, accepted: { ...unsigned.accepted, amount: '100000' } },
+      0.06,
+    );
+    assert.deepEqual(
+      [inflated.status, inflated.body.error.details.paymentProof],
+      [422, 'amount_too_low'],
+      JSON.stringify(inflated.body),
+    );
+    const foreign = await new UptoSeller({
+      receiverAuthorizerSigner: await generateKeyPairSigner(),
+    }).enhancePaymentRequirements(
+      requirements,
+      { x402Version: 2, scheme: 'upto', network: SOLANA_DEVNET_ID, extra: requirements.extra },
+      [],
+    );
+    const elsewhere = await receive(seller.key, await payloadFor(buyer, foreign), 0.01);
+    assert.deepEqual(
+      [elsewhere.status, elsewhere.body.error.details.paymentProof],
+      [422, 'invalid_upto_svm_payload_receiver_authorizer'],
+      JSON.stringify(elsewhere.body),
+    );
+    assert.equal(await balance(buyer.address), 1_000_000n - 12_300n - 1_000n, 'nothing else left the buyer');
+  });
 
   it('a claim above the signed maximum is refused with the stock reason; nothing moves, and the maximum itself settles', async () => {
     const { buyer, requirements, payload } = await deposited();

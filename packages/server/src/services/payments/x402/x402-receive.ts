@@ -88,7 +88,11 @@ export class X402ReceiveService {
   /** Verifies only (spec §4.5): nothing is settled or consumed. */
   async verify(input: X402ReceiveInput): Promise<VerifyResult> {
     try {
-      const { payment, chain, asset } = await this.paymentOf(input);
+      const { payment: toSettle, chain, asset } = await this.paymentOf(input);
+      // upto: what is verified is the maximum the buyer signed (paymentOf checked it covers `amount`), as
+      // a stock seller verifies before its handler; `amount` is what the seller would settle of it.
+      const payment =
+        input.facilitatorUrl === undefined ? (this.uptoTerms(toSettle)?.offered ?? toSettle) : toSettle;
       const answer =
         input.facilitatorUrl === undefined
           ? await this.deps.facilitator.verifyPayment(payment)
@@ -140,7 +144,10 @@ export class X402ReceiveService {
     idempotencyKey: string | undefined,
   ): Promise<PaymentRecord> {
     // Settled for this account: the payment is recorded for it (and its fee charged to it), whoever else holds payTo.
-    const answer = await this.deps.facilitator.settlePayment(payment, { accountId, idempotencyKey });
+    const answer = await this.deps.facilitator.settlePayment(await this.escrowFirst(payment, accountId), {
+      accountId,
+      idempotencyKey,
+    });
     if (!answer.success && answer.errorReason === 'duplicate_settlement' && idempotencyKey !== undefined) {
       const earlier = await this.deps.store.payments.findByIdempotencyKey(accountId, idempotencyKey);
       if (
@@ -167,6 +174,64 @@ export class X402ReceiveService {
       answer.paymentId === undefined ? undefined : await this.deps.store.payments.get(answer.paymentId);
     if (recorded === undefined) throw new Error(`settlement ${answer.transaction} recorded no payment`);
     return recorded;
+  }
+
+  /**
+   * x402 `upto` where the maximum goes into escrow first (Solana's payment channel): a stock seller settles
+   * it twice around its handler — the DEPOSIT of the signed maximum, then the CLAIM of what it earned — and
+   * receive is one call, so it makes both: the deposit here, and the claim (`expectedAmount`, the rest of
+   * the deposit back to the buyer in the same transaction) returned for settleHere, which records it. A
+   * deposit settled before (this proof's receive retried after its answer was lost, or a paywall's) goes
+   * on to the claim, which is settled once per payload, only for the account that deposited: the same
+   * proof again is `already_used`. Any other payment is returned as it is.
+   */
+  private async escrowFirst(payment: X402Payment, accountId: string): Promise<X402Payment> {
+    const terms = this.uptoTerms(payment);
+    if (terms?.escrowed !== true) return payment;
+    const deposit = await this.deps.facilitator.settlePayment(
+      { ...terms.offered, payload: { ...payment.payload, type: 'deposit' } },
+      { accountId },
+    );
+    if (!deposit.success && deposit.errorReason !== 'duplicate_settlement') {
+      throw refusal(deposit.errorReason, deposit.errorMessage, deposit.transaction);
+    }
+    return {
+      ...payment,
+      payload: { ...payment.payload, type: 'claim' },
+      requirements: { ...terms.offered.requirements, amount: payment.requirements.amount },
+    };
+  }
+
+  /**
+   * An `upto` payment (built-in facilitator) as the buyer was offered it: its requirements ask for the
+   * signed maximum, and where it is escrowed first they name the built-in facilitator's own fee payer and
+   * receiver authorizer whatever the payload's copy of them says — the caller holds no voucher key, so an
+   * open whose vouchers another key signs could never be claimed here: it is refused before it is sent.
+   * Throws `amount_too_low` when the signed maximum does not cover the amount asked. Undefined for any
+   * other payment.
+   */
+  private uptoTerms(payment: X402Payment): { offered: X402Payment; escrowed: boolean } | undefined {
+    const upto =
+      payment.scheme === 'upto' && payment.network !== undefined
+        ? this.deps.facilitator.uptoSchemeFor(payment.network)
+        : undefined;
+    const maximum = upto?.signedMaximum(payment.payload)?.amount;
+    if (upto === undefined || maximum === undefined) return undefined;
+    // paymentOf compared the amount with the payload's `accepted` copy, which no signature covers.
+    if (maximum < payment.requirements.amount) {
+      throw verificationFailed(
+        `the payment signs at most ${maximum} atomic units, less than the expected ${payment.requirements.amount}`,
+        'amount_too_low',
+      );
+    }
+    const escrowed = upto.escrow !== undefined;
+    const extra = escrowed
+      ? { ...payment.requirements.extra, ...(upto.supportedExtra() ?? {}) }
+      : payment.requirements.extra;
+    return {
+      offered: { ...payment, requirements: { ...payment.requirements, amount: maximum, extra } },
+      escrowed,
+    };
   }
 
   private async settleRemotely(
