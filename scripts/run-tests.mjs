@@ -3,6 +3,8 @@
 // Node 20's test runner does not expand globs itself, hence this small launcher.
 // Usage: npm test [-- <substring filter on the file path>...]
 //        node scripts/run-tests.mjs --tier <unit|integration|contract|e2e> [filters...]
+//        node scripts/run-tests.mjs --concurrency <n> [...]   (or TEST_CONCURRENCY=n): files run at once;
+//          unset, node's default (one less than the cores: one file at a time on a 2-core machine, as CI)
 //
 // Tiers are folders: packages/<pkg>/test/<tier>/... A test file in no tier folder counts as integration.
 //   unit         pure code and in-memory fakes: no chain, no database file, no socket, no child process
@@ -16,13 +18,24 @@ import { join, relative } from 'node:path';
 const root = new URL('..', import.meta.url).pathname;
 const TIERS = ['unit', 'integration', 'contract', 'e2e'];
 const args = process.argv.slice(2);
-const tierFlag = args.indexOf('--tier');
-const tier = tierFlag === -1 ? undefined : args[tierFlag + 1];
-if (tierFlag !== -1 && !TIERS.includes(tier)) {
+/** The value of `--name <value>`, taken out of `args`. */
+function option(name) {
+  const at = args.indexOf(name);
+  if (at === -1) return undefined;
+  const [, value] = args.splice(at, 2);
+  return value;
+}
+const tier = option('--tier');
+if (tier !== undefined && !TIERS.includes(tier)) {
   console.error(`--tier must be one of ${TIERS.join(', ')}`);
   process.exit(2);
 }
-const filters = tierFlag === -1 ? args : args.filter((_, i) => i !== tierFlag && i !== tierFlag + 1);
+const concurrency = option('--concurrency') ?? process.env.TEST_CONCURRENCY;
+if (concurrency !== undefined && !/^[1-9][0-9]*$/.test(concurrency)) {
+  console.error('--concurrency (TEST_CONCURRENCY) must be a whole number of test files, 1 or more');
+  process.exit(2);
+}
+const filters = args;
 
 /** The tier of a test file: the first folder under its package's test/ that names one, else integration. */
 function tierOf(file) {
@@ -67,6 +80,7 @@ const result = spawnSync(
     // A test file that hangs fails after this (the report names the file) instead of holding CI until its
     // hard limit; tests that wait on a chain bound each wait themselves, which names the step.
     '--test-timeout=300000',
+    ...(concurrency === undefined ? [] : [`--test-concurrency=${concurrency}`]),
     '--test-reporter=spec',
     '--test-reporter-destination=stdout',
     '--test-reporter=./scripts/summary-reporter.mjs',

@@ -23,18 +23,21 @@ export default async function* summaryReporter(source) {
   // With a process per file, the runner reports one test per file, named after it: dequeued when the file
   // starts, completed with the file's whole run (process start, imports, module-level hooks), which its
   // tests' durations leave out. A test's own `file` is where it is declared, which for a shared suite
-  // (store-contract.ts) is not the file run; run one at a time, a test belongs to the file last started.
-  let running;
+  // (store-contract.ts) is not the file run: such a test belongs to the file under way when only one is
+  // (files run one at a time), and is left out of the sums when several are.
+  const running = new Set();
   for await (const event of source) {
     const { file, name, nesting, details } = event.data ?? {};
     const fileLevel = file !== undefined && name === file && nesting === 0;
-    if (fileLevel && event.type === 'test:dequeue') running = file;
-    if (fileLevel && event.type === 'test:complete' && typeof details?.duration_ms === 'number') {
-      fileOf(file).wall = details.duration_ms;
+    if (fileLevel && event.type === 'test:dequeue') running.add(file);
+    if (fileLevel && event.type === 'test:complete') {
+      running.delete(file);
+      if (typeof details?.duration_ms === 'number') fileOf(file).wall = details.duration_ms;
     }
     if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
     if (!fileLevel && nesting === 0 && typeof details?.duration_ms === 'number') {
-      const owner = running ?? file;
+      const owner =
+        running.has(file) || running.size === 0 ? file : running.size === 1 ? [...running][0] : undefined;
       if (owner !== undefined) fileOf(owner).tests += details.duration_ms;
     }
     const skip = event.data.skip || event.data.todo;
