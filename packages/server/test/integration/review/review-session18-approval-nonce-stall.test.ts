@@ -1,0 +1,168 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { x402Client } from '@x402/core/client';
+import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
+import { ExactEvmScheme as EvmBuyerScheme } from '@x402/evm/exact/client';
+import { declareErc20ApprovalGasSponsoringExtension } from '@x402/extensions';
+import { type Address, createPublicClient, type Hex, http, parseAbi, parseTransaction } from 'viem';
+import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
+import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
+import { feeDayOf } from '../../../src/domain/sponsored-fees.ts';
+import { unsettledFundings } from '../../../src/services/facilitator/approval-funding-limits.ts';
+import { callAs } from '../../support/api-caller.ts';
+import { DATABASE_URL, type TempStorage, tempPostgres, tempSqlite } from '../../support/databases.ts';
+import { startTestEvm, type TestEvm } from '../../support/test-anvil.ts';
+import { startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
+
+const TOKEN_ABI = parseAbi(['function balanceOf(address) view returns (uint256)']);
+
+/**
+ * Review (session 18) of e99874c (erc20ApprovalGasSponsoring): the settlement's fee-payer nonce is
+ * allocated and signed in the claim, but its transaction is held back until the buyer's approval is
+ * mined, for up to APPROVAL_PATIENCE_MS (2 min). The facilitator has ONE fee payer per chain family, so
+ * every other settlement of every account on the network is allocated a later nonce, broadcast, and
+ * waits behind the gap.
+ *
+ * The buyer writes the approval's fee: approvalShortfallNow caps maxFeePerGas from above (3 × the
+ * estimate) but not from below. An approval bidding 0 wei per gas needs no funding (its max cost is 0),
+ * so neither of e99874c's limits sees it (the payer place and X402_MAX_UNSETTLED_APPROVAL_FUNDINGS are
+ * taken only for a funded approval), and no node will ever mine it: the hostile payment holds the fee
+ * payer's nonce for the full 2 minutes, then is voided, and the next fresh buyer nonce does it again.
+ * A buyer (with any seller's key, or through any seller's paywall) stalls every seller's settlements.
+ */
+describe('review-session18: an approval that can never be mined holds the fee payer nonce of every settlement', () => {
+  let evm: TestEvm;
+  let storage: TempStorage;
+  let gw: TestGateway;
+  let network: `eip155:${string}`;
+  let usdc: Address;
+  const chainClient = () => createPublicClient({ transport: http(evm.anvil.rpcUrl) });
+  const tokenBalance = (address: Address) =>
+    chainClient().readContract({ address: usdc, abi: TOKEN_ABI, functionName: 'balanceOf', args: [address] });
+
+  const newSeller = async () => {
+    const caller = await gw.newCaller('premium');
+    const wallet = await callAs(gw, caller.key, 'POST', '/wallets', { chain: 'evm' });
+    return { key: caller.key, accountId: caller.accountId, evm: wallet.body.address as Address };
+  };
+  type Seller = Awaited<ReturnType<typeof newSeller>>;
+  /** A buyer with 1 USDC, no ETH and no allowance to Permit2. */
+  const newBuyer = async (seller: Seller) => {
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    const funded = await callAs(gw, seller.key, 'POST', '/faucet', {
+      address: buyer.address,
+      amount: 1,
+      token: 'USDC',
+    });
+    assert.equal(funded.status, 200, JSON.stringify(funded.body));
+    return buyer;
+  };
+  const requirementsFor = (seller: Seller, permit2: boolean): PaymentRequirements => ({
+    scheme: 'exact',
+    network,
+    asset: usdc,
+    amount: '20000',
+    payTo: seller.evm,
+    maxTimeoutSeconds: 300,
+    extra: { name: 'USD Coin', version: '2', ...(permit2 ? { assetTransferMethod: 'permit2' } : {}) },
+  });
+  const stockPayload = (buyer: PrivateKeyAccount, requirements: PaymentRequirements, sponsoring: boolean) =>
+    x402Client
+      .fromConfig({
+        schemes: [{ network, client: new EvmBuyerScheme(buyer, { rpcUrl: evm.anvil.rpcUrl }) }],
+        spendControls: false,
+      })
+      .createPaymentPayload({
+        x402Version: 2,
+        resource: { url: 'https://shop.example/r' },
+        accepts: [requirements],
+        ...(sponsoring ? { extensions: declareErc20ApprovalGasSponsoringExtension() } : {}),
+      });
+  const settleToEnd = async (payload: PaymentPayload, requirements: PaymentRequirements, seller: Seller) => {
+    for (let i = 0; ; i++) {
+      const answer = await gw.services.facilitator.settle(payload, requirements, seller.accountId);
+      if (answer.errorReason !== 'settlement_pending' || i >= 20) return answer;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  };
+
+  before(async () => {
+    evm = await startTestEvm();
+    network = evm.adapter.info.id as `eip155:${string}`;
+    usdc = evm.usdc.address as Address;
+    storage = DATABASE_URL === undefined ? tempSqlite() : await tempPostgres();
+    gw = await startTestGateway({
+      networks: new NetworkRegistry([evm.adapter]),
+      confirmTimeoutMs: 400,
+      storage,
+      masterKey: new Uint8Array(randomBytes(32)),
+    });
+    await gw.services.facilitator.start();
+  });
+
+  after(async () => {
+    // The test gateway disposes of the storage it was given.
+    await gw?.close();
+    await evm?.close();
+    evm?.dispose();
+  });
+
+  it("a 0-fee sponsored approval (unfunded, so outside e99874c's caps) stalls another account's plain EIP-3009 settlement", {
+    todo: 'e99874c: a buyer approval bidding below the base fee (0 wei: no funding, no payer place, no daily cap) holds the single fee payer nonce 2 min, stalling every account’s settlements; refuse approvals under the base fee and sign/allocate the settlement nonce only once the approval is mined (or count unfunded approvals in the caps)',
+  }, async () => {
+    // The hostile buyer: its stock payload, with the approval re-signed at 0 wei per gas.
+    const hostileSeller = await newSeller();
+    const hostile = await newBuyer(hostileSeller);
+    const hostileRequirements = requirementsFor(hostileSeller, true);
+    const stock = await stockPayload(hostile, hostileRequirements, true);
+    const extension = stock.extensions?.erc20ApprovalGasSponsoring as {
+      info: Record<string, unknown> & { signedTransaction: Hex };
+    };
+    const approval = parseTransaction(extension.info.signedTransaction);
+    const unminable = await hostile.signTransaction({
+      type: 'eip1559',
+      chainId: approval.chainId as number,
+      to: approval.to as Address,
+      data: approval.data as Hex,
+      gas: approval.gas as bigint,
+      nonce: approval.nonce as number,
+      maxFeePerGas: 0n,
+      maxPriorityFeePerGas: 0n,
+    });
+    const payload: PaymentPayload = {
+      ...stock,
+      extensions: {
+        ...stock.extensions,
+        erc20ApprovalGasSponsoring: {
+          ...extension,
+          info: { ...extension.info, signedTransaction: unminable },
+        },
+      },
+    };
+    const held = await gw.services.facilitator.settle(payload, hostileRequirements, hostileSeller.accountId);
+    assert.deepEqual(
+      [held.success, held.errorReason],
+      [false, 'settlement_pending'],
+      `the hostile payment is accepted and waits for its approval: ${JSON.stringify(held)}`,
+    );
+    assert.equal(
+      await unsettledFundings(gw.store, hostileSeller.accountId, network, feeDayOf(Date.now())),
+      0n,
+      'nothing was funded, so the daily cap of unsettled fundings does not count it',
+    );
+
+    // An honest seller (another account) settles an honest EIP-3009 payment needing no approval.
+    const seller = await newSeller();
+    const buyer = await newBuyer(seller);
+    const requirements = requirementsFor(seller, false);
+    const started = Date.now();
+    const answer = await settleToEnd(await stockPayload(buyer, requirements, false), requirements, seller);
+    assert.deepEqual(
+      [answer.success, answer.errorReason],
+      [true, undefined],
+      `the honest settlement lands (it waited ${Date.now() - started} ms behind the hostile one's nonce): ${JSON.stringify(answer)}`,
+    );
+    assert.equal(await tokenBalance(seller.evm), 20_000n);
+  });
+});

@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { decodePaymentSignatureHeader } from '@x402/core/http';
+import { type Address, createPublicClient, createWalletClient, type Hex, http, parseAbi } from 'viem';
+import { EXACT_PERMIT2_PROXY_ADDRESS } from '../../../src/chains/evm/permit2-addresses.ts';
+import { permit2AuthorizationOf, permit2SettleCall } from '../../../src/chains/evm/permit2-payment.ts';
+import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
+import { callAs } from '../../support/api-caller.ts';
+import { DATABASE_URL, tempPostgres, tempSqlite } from '../../support/databases.ts';
+import { startTestEvm, type TestEvm } from '../../support/test-anvil.ts';
+import { startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
+
+const TOKEN_ABI = parseAbi(['function balanceOf(address) view returns (uint256)']);
+const RESOURCE = 'https://shop.example/paid';
+const PRICE = 20_000n;
+
+/**
+ * Review (session 18) of 999c232 (POST /payment/x402 through Permit2: "a spent nonce is never expired
+ * as unpaid"). X402PayService.watch decides `gone` from the GATEWAY's clock (now > expiresAt + 60 s),
+ * then reads the permit's Permit2 nonce at the node's 'latest' block; Permit2 decides with the block's
+ * timestamp. A node whose head lags (or a chain whose blocks stalled) more than the margin answers
+ * "unspent" for a permit the chain still takes: the payment is expired ("nothing was paid"), its spend
+ * hold released, and an expired payment is never looked at again — then the seller settles it in a
+ * block stamped before the deadline and the buyer's USDC moves with the gateway saying it did not.
+ * Here the gateway's clock is moved ahead of the chain's (as 999c232's own test does to pass time).
+ */
+describe('review-session18: a Permit2 payment expired on the gateway clock while the chain can still take it', () => {
+  let evm: TestEvm;
+  let gw: TestGateway;
+  let offsetMs = 0;
+  let usdc: Address;
+  let network: string;
+  let seller: { key: string; wallet: Address };
+  const chainClient = () => createPublicClient({ transport: http(evm.anvil.rpcUrl) });
+  const balance = (a: Address) =>
+    chainClient().readContract({ address: usdc, abi: TOKEN_ABI, functionName: 'balanceOf', args: [a] });
+
+  before(async () => {
+    evm = await startTestEvm();
+    network = evm.adapter.info.id;
+    usdc = evm.usdc.address as Address;
+    gw = await startTestGateway({
+      storage: DATABASE_URL === undefined ? tempSqlite() : await tempPostgres(),
+      masterKey: new Uint8Array(randomBytes(32)),
+      networks: new NetworkRegistry([evm.adapter]),
+      now: () => Date.now() + offsetMs,
+    });
+    await gw.services.facilitator.start();
+    const caller = await gw.newCaller('premium');
+    seller = {
+      key: caller.key,
+      wallet: (await callAs(gw, caller.key, 'POST', '/wallets', { chain: 'evm' })).body.address,
+    };
+  });
+
+  after(async () => {
+    // The test gateway disposes of the storage it was given.
+    await gw?.close();
+    await evm?.close();
+    evm?.dispose();
+  });
+
+  it('expired as unpaid, then settled on chain before its deadline: the buyer paid and the gateway says nothing was', {
+    todo: '999c232: watch() judges `gone` by the gateway clock and the nonce at a lagging node’s latest block, so a permit still usable on chain is expired (spend hold released, never re-checked); expire only when a block the node returns is stamped past the deadline, and read nonceBitmap at that same block number',
+  }, async () => {
+    const caller = await gw.newCaller('premium');
+    const wallet = (await callAs(gw, caller.key, 'POST', '/wallets', { chain: 'evm' })).body
+      .address as Address;
+    for (const body of [
+      { address: wallet, amount: 1, token: 'USDC' },
+      { address: wallet, amount: 1 },
+    ]) {
+      const funded = await callAs(gw, seller.key, 'POST', '/faucet', body);
+      assert.equal(funded.status, 200, JSON.stringify(funded.body));
+    }
+    const paymentRequired = Buffer.from(
+      JSON.stringify({
+        x402Version: 2,
+        resource: { url: RESOURCE, description: 'paid', mimeType: 'application/json' },
+        accepts: [
+          {
+            scheme: 'exact',
+            network,
+            asset: usdc,
+            amount: PRICE.toString(),
+            payTo: seller.wallet,
+            maxTimeoutSeconds: 600,
+            extra: { name: 'USD Coin', version: '2', assetTransferMethod: 'permit2' },
+          },
+        ],
+      }),
+    ).toString('base64');
+    const paid = await callAs(gw, caller.key, 'POST', '/payment/x402', {
+      walletAddress: wallet,
+      paymentRequired,
+      resource: RESOURCE,
+      maxAmount: { USDC: 1 },
+    });
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    const paymentId = paid.body.paymentId as string;
+    const permit = permit2AuthorizationOf(
+      decodePaymentSignatureHeader(paid.body.paymentHeader).payload as Record<string, unknown>,
+    );
+    assert.ok(permit !== undefined);
+    const before = await balance(wallet);
+
+    // The gateway's clock is past the deadline + margin; the node's head is not (it lags, or stalled).
+    offsetMs = 30 * 60_000;
+    const first = await callAs(gw, caller.key, 'POST', `/payment/x402/${paymentId}/check`);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const judged = (await gw.store.payments.get(paymentId))?.status;
+
+    // The seller settles the permit in a block stamped before its deadline: Permit2 takes it.
+    const latest = await chainClient().getBlock();
+    assert.ok(latest.timestamp < permit.deadline, 'the chain is still before the permit deadline');
+    const hash = await createWalletClient({
+      account: evm.operator as Address,
+      transport: http(evm.anvil.rpcUrl),
+    }).sendTransaction({
+      to: EXACT_PERMIT2_PROXY_ADDRESS,
+      data: permit2SettleCall(permit).data as Hex,
+      chain: null,
+    });
+    const receipt = await chainClient().waitForTransactionReceipt({ hash, pollingInterval: 20 });
+    assert.equal(receipt.status, 'success');
+    assert.equal(before - (await balance(wallet)), PRICE, 'the buyer paid the seller');
+
+    await callAs(gw, caller.key, 'POST', `/payment/x402/${paymentId}/check`);
+    const record = await gw.store.payments.get(paymentId);
+    assert.deepEqual(
+      [judged, record?.status],
+      ['pending', 'confirmed'],
+      `judged ${judged} while the permit was still usable on chain; now ${record?.status} (${record?.error ?? ''}) though ${PRICE} moved in ${hash}`,
+    );
+  });
+});
