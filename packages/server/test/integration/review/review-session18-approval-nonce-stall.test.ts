@@ -111,11 +111,13 @@ describe('review-session18: an approval that can never be mined holds the fee pa
   it("a 0-fee sponsored approval (unfunded, so outside e99874c's caps) stalls another account's plain EIP-3009 settlement", {
     todo: 'e99874c: a buyer approval bidding below the base fee (0 wei: no funding, no payer place, no daily cap) holds the single fee payer nonce 2 min, stalling every account’s settlements; refuse approvals under the base fee and sign/allocate the settlement nonce only once the approval is mined (or count unfunded approvals in the caps)',
   }, async () => {
-    // The hostile buyer: its stock payload, with the approval re-signed at 0 wei per gas.
-    const hostileSeller = await newSeller();
-    const hostile = await newBuyer(hostileSeller);
-    const hostileRequirements = requirementsFor(hostileSeller, true);
-    const stock = await stockPayload(hostile, hostileRequirements, true);
+    // An honest seller settling what its buyers send (as protect() does; it declares nothing: the
+    // facilitator sponsors any payload carrying the extension). The hostile buyer is only a buyer: its
+    // stock payload, with the approval re-signed at 0 wei per gas.
+    const paywallSeller = await newSeller();
+    const hostile = await newBuyer(paywallSeller);
+    const paywallRequirements = requirementsFor(paywallSeller, true);
+    const stock = await stockPayload(hostile, paywallRequirements, true);
     const extension = stock.extensions?.erc20ApprovalGasSponsoring as {
       info: Record<string, unknown> & { signedTransaction: Hex };
     };
@@ -140,19 +142,19 @@ describe('review-session18: an approval that can never be mined holds the fee pa
         },
       },
     };
-    const held = await gw.services.facilitator.settle(payload, hostileRequirements, hostileSeller.accountId);
+    const held = await gw.services.facilitator.settle(payload, paywallRequirements, paywallSeller.accountId);
     assert.deepEqual(
       [held.success, held.errorReason],
       [false, 'settlement_pending'],
       `the hostile payment is accepted and waits for its approval: ${JSON.stringify(held)}`,
     );
     assert.equal(
-      await unsettledFundings(gw.store, hostileSeller.accountId, network, feeDayOf(Date.now())),
+      await unsettledFundings(gw.store, paywallSeller.accountId, network, feeDayOf(Date.now())),
       0n,
-      'nothing was funded, so the daily cap of unsettled fundings does not count it',
+      'nothing was funded, so the seller’s daily cap of unsettled fundings does not count it',
     );
 
-    // An honest seller (another account) settles an honest EIP-3009 payment needing no approval.
+    // Another seller (another account) settles an honest EIP-3009 payment needing no approval.
     const seller = await newSeller();
     const buyer = await newBuyer(seller);
     const requirements = requirementsFor(seller, false);
