@@ -25,11 +25,15 @@ export default async function* summaryReporter(source) {
   // tests' durations leave out. A test's own `file` is where it is declared, which for a shared suite
   // (store-contract.ts) is not the file run: such a test belongs to the file under way when only one is
   // (files run one at a time), and is left out of the sums when several are.
+  const started = new Set();
   const running = new Set();
   for await (const event of source) {
     const { file, name, nesting, details } = event.data ?? {};
     const fileLevel = file !== undefined && name === file && nesting === 0;
-    if (fileLevel && event.type === 'test:dequeue') running.add(file);
+    if (fileLevel && event.type === 'test:dequeue') {
+      started.add(file);
+      running.add(file);
+    }
     if (fileLevel && event.type === 'test:complete') {
       running.delete(file);
       if (typeof details?.duration_ms === 'number') fileOf(file).wall = details.duration_ms;
@@ -37,7 +41,7 @@ export default async function* summaryReporter(source) {
     if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
     if (!fileLevel && nesting === 0 && typeof details?.duration_ms === 'number') {
       const owner =
-        running.has(file) || running.size === 0 ? file : running.size === 1 ? [...running][0] : undefined;
+        started.has(file) || started.size === 0 ? file : running.size === 1 ? [...running][0] : undefined;
       if (owner !== undefined) fileOf(owner).tests += details.duration_ms;
     }
     const skip = event.data.skip || event.data.todo;
