@@ -1925,6 +1925,12 @@ export interface operations {
                     };
                 };
             };
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             400: {
                 headers: {
                     [name: string]: unknown;

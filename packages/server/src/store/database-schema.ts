@@ -123,6 +123,8 @@ export interface PaymentCountsTable {
   wallet_address: string;
   direction: string;
   n: number;
+  /** Changes to what history shows of these payments after their insert (migration 0033). */
+  changes: Generated<number>;
 }
 
 export interface AccountsTable {

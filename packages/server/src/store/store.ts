@@ -203,6 +203,18 @@ export interface HistoryQuery {
   readonly offset: number;
 }
 
+/**
+ * What a history page kept in memory is checked against (services/payments/history-page-cache.ts).
+ * `version` only ever grows, and every write that changes what a history page of the wallet shows —
+ * an insert, a state change, a new signature or amount — raises it in that write's own transaction:
+ * read before a page, an unchanged version proves the page read after it then is still current.
+ */
+export interface HistoryVersion {
+  /** The wallet's payments (of the direction asked, if any), as HistoryQuery's page counts them. */
+  readonly total: number;
+  readonly version: number;
+}
+
 export interface PaymentSearch {
   readonly accountId: string;
   readonly walletAddress?: string | undefined;
@@ -261,6 +273,12 @@ export interface PaymentRepository {
   countByStatus(): Promise<{ network: string; status: string; count: number }[]>;
   /** Newest first (created_at, then id), with the total count of matches. */
   history(query: HistoryQuery): Promise<{ total: number; payments: PaymentSummary[] }>;
+  /** The wallet's total and history version (HistoryVersion), from one row per direction. */
+  historyVersion(
+    accountId: string,
+    walletAddress: string,
+    direction: PaymentDirection | undefined,
+  ): Promise<HistoryVersion>;
   /** The account's payments, newest first, narrowed by any of wallet, direction and status (the dashboard). */
   search(query: PaymentSearch): Promise<{ total: number; payments: PaymentSummary[] }>;
   /** One keyset page of an export, oldest first (GET /payment/export; see payment-export.ts). */

@@ -1,10 +1,11 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { GatewayError, invalidParameters } from '../../domain/gateway-error.ts';
 import { PAYMENT_STATUSES } from '../../domain/payment-status.ts';
 import type { SendPaymentService } from '../../services/payments/custodial/send-payment.ts';
-import type { PaymentQueryService } from '../../services/payments/payment-query.ts';
+import { noneMatch } from '../../services/payments/history-page-cache.ts';
+import type { HistoryPage, PaymentQueryService } from '../../services/payments/payment-query.ts';
 import { MAX_PROOF_HEX_LENGTH } from '../../services/payments/proofs/payment-proof.ts';
 import {
   MAX_RECEIVE_TIMEOUT_SECONDS,
@@ -394,13 +395,30 @@ export async function paymentRoutes(app: FastifyInstance, deps: PaymentRouteDeps
             offset: Type.Integer(),
             payments: Type.Array(HistoryEntry),
           }),
+          304: Type.Null({
+            description:
+              'The page is unchanged since the `ETag` given in `If-None-Match` (a client polling history).',
+          }),
         },
       },
     },
-    async (request) =>
-      deps.query.history(callerOf(request).account.id, {
-        walletAddress: request.params.walletAddress,
-        ...request.query,
-      }),
+    async (request, typedReply) => {
+      // The page comes as JSON text, rendered by this route's own serializer once per change of the
+      // wallet's history (PaymentQueryService.renderedHistory), and is sent as it is: the reply's
+      // types expect the page's object, so it is sent through the untyped reply.
+      const reply: FastifyReply = typedReply;
+      const serialize = reply.getSerializationFunction('200');
+      if (serialize === undefined) throw new Error('GET /payment/history has no serializer for 200');
+      const page = await deps.query.renderedHistory(
+        callerOf(request).account.id,
+        { walletAddress: request.params.walletAddress, ...request.query },
+        (body: HistoryPage) => serialize({ ...body }),
+      );
+      if (page.etag !== '') {
+        reply.header('etag', page.etag);
+        if (noneMatch(request.headers['if-none-match'], page.etag)) return reply.code(304).send();
+      }
+      return reply.type('application/json; charset=utf-8').send(page.body);
+    },
   );
 }

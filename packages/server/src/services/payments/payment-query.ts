@@ -7,6 +7,7 @@ import type { PaymentDirection, PaymentStatus } from '../../domain/payment-statu
 import type { PaymentSummary } from '../../domain/records/payment-records.ts';
 import type { Store } from '../../store/store.ts';
 import type { WalletService } from '../wallets/wallet-service.ts';
+import { HistoryPageCache, type RenderedPage } from './history-page-cache.ts';
 import { assetOfPayment, type PaymentAsset } from './payment-asset.ts';
 import { PaymentStatusCache } from './payment-status-cache.ts';
 import { type PaymentView, paymentView } from './payment-view.ts';
@@ -33,11 +34,22 @@ export interface HistoryEntry {
   asset: PaymentAsset;
 }
 
+/** One page of a wallet's history (GET /payment/history). */
+export interface HistoryPage {
+  walletAddress: string;
+  total: number;
+  limit: number;
+  offset: number;
+  payments: HistoryEntry[];
+}
+
 /** Status and history, always scoped to the caller's account. */
 export class PaymentQueryService {
   private readonly heights = new Map<string, { at: number; height: Promise<bigint | undefined> }>();
   /** Payments status showed, kept while storage certainly still holds them so (see PaymentStatusCache). */
   private readonly statusCache: PaymentStatusCache;
+  /** History pages as sent, kept while the wallet's history version is unchanged. */
+  private readonly pages = new HistoryPageCache();
 
   constructor(
     private readonly store: Store,
@@ -67,17 +79,61 @@ export class PaymentQueryService {
   async history(
     accountId: string,
     query: { walletAddress: string; type: 'sent' | 'received' | 'all'; limit: number; offset: number },
-  ): Promise<{
-    walletAddress: string;
-    total: number;
-    limit: number;
-    offset: number;
-    payments: HistoryEntry[];
-  }> {
-    const ownership = this.wallets.owned(accountId, query.walletAddress).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
+  ): Promise<HistoryPage> {
+    const ownership = this.ownership(accountId, query.walletAddress);
+    const page = await this.readPage(accountId, query);
+    // A local-mode payer signs with its own key, so it need not be a wallet of the account; the
+    // account's own payments from it are shown all the same. Anything else stays 403.
+    const notOwned = await ownership;
+    if (notOwned !== undefined && page.total === 0) throw notOwned;
+    return page;
+  }
+
+  /**
+   * The same page as `history`, as the JSON text `render` makes of it, from memory while the wallet's
+   * history version is unchanged (HistoryPageCache): what storage holds now, on any instance. The
+   * wallet's ownership is checked on every call, as `history` checks it.
+   */
+  async renderedHistory(
+    accountId: string,
+    query: { walletAddress: string; type: 'sent' | 'received' | 'all'; limit: number; offset: number },
+    render: (page: HistoryPage) => string,
+  ): Promise<RenderedPage> {
+    if (addressFamily(query.walletAddress) === undefined) {
+      return { body: Buffer.from(render(await this.history(accountId, query))), etag: '' };
+    }
+    const ownership = this.ownership(accountId, query.walletAddress);
+    const key = `${accountId} ${query.type} ${query.limit} ${query.offset} ${query.walletAddress}`;
+    const kept = this.pages.get(key);
+    const token = this.store.changeToken();
+    // Read before the page, so an unchanged version proves the page kept under it current (see
+    // HistoryPageCache): not concurrently with it. Not read at all while nothing was written since.
+    const { total, version } =
+      kept !== undefined && token !== undefined && kept.token === token
+        ? kept
+        : await this.store.payments.historyVersion(
+            accountId,
+            canonicalAddress(query.walletAddress),
+            query.type === 'all' ? undefined : query.type,
+          );
+    // As `history`: 403 unless the wallet is the account's or the account has payments of it.
+    const notOwned = await ownership;
+    if (notOwned !== undefined && total === 0) throw notOwned;
+    if (kept !== undefined && kept.version === version) {
+      // The version and total stand under `token` only if nothing was written while they were read.
+      if (token !== undefined && this.store.changeToken() === token) kept.token = token;
+      return kept.page;
+    }
+    const page = await this.readPage(accountId, query);
+    const unchanged = token !== undefined && this.store.changeToken() === token;
+    return this.pages.keep(key, { version, total, token: unchanged ? token : undefined }, render(page));
+  }
+
+  /** The wallet's page as storage holds it, whoever owns the wallet (the callers check). */
+  private async readPage(
+    accountId: string,
+    query: { walletAddress: string; type: 'sent' | 'received' | 'all'; limit: number; offset: number },
+  ): Promise<HistoryPage> {
     // No payment is stored under text that is not an address, so it is not looked up (PostgreSQL
     // refuses a NUL in a query): the answer is the 403 of a wallet that is not the caller's.
     const { total, payments } =
@@ -91,10 +147,6 @@ export class PaymentQueryService {
             limit: query.limit,
             offset: query.offset,
           });
-    // A local-mode payer signs with its own key, so it need not be a wallet of the account; the
-    // account's own payments from it are shown all the same. Anything else stays 403.
-    const notOwned = await ownership;
-    if (notOwned !== undefined && total === 0) throw notOwned;
     return {
       walletAddress: query.walletAddress,
       total,
@@ -102,6 +154,14 @@ export class PaymentQueryService {
       offset: query.offset,
       payments: payments.map((p) => this.entry(p)),
     };
+  }
+
+  /** Undefined when the wallet is the account's, else the 403 to answer (when nothing else shows). */
+  private ownership(accountId: string, walletAddress: string): Promise<unknown> {
+    return this.wallets.owned(accountId, walletAddress).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
   }
 
   /** The account's payments across its wallets, newest first, narrowed by any filter given (the dashboard). */

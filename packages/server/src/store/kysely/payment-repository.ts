@@ -24,6 +24,7 @@ import type { Database, PaymentCountsTable, PaymentsTable } from '../database-sc
 import type { ExportedPayment, ExportPageQuery } from '../payment-export.ts';
 import type {
   HistoryQuery,
+  HistoryVersion,
   PaymentLease,
   PaymentRepository,
   PaymentSearch,
@@ -190,6 +191,26 @@ const historyCount = (db: Kysely<Database>, byDirection: boolean) => {
   return counts.select((eb) => eb.fn.sum<number | string | null>('n').as('n')).compile();
 };
 const historyPageQuery = compiledOnce((db: Kysely<Database>) => historyPage(db, false));
+/** A wallet's count rows, one per direction: its totals and the version of its history (migration 0033). */
+const historyVersionQuery = compiledOnce((db: Kysely<Database>) =>
+  db
+    .selectFrom('payment_counts')
+    .select(['direction', 'n', 'changes'])
+    .where('account_id', '=', '')
+    .where('wallet_address', '=', '')
+    .compile(),
+);
+/** A change to what history shows of a payment after its insert, in that change's transaction. */
+const historyChangedQuery = compiledOnce((db: Kysely<Database>) =>
+  db
+    .updateTable('payment_counts')
+    // A literal, not a bound 1: the parameters bound are the key's alone.
+    .set({ changes: sql<number>`changes + 1` })
+    .where('account_id', '=', '')
+    .where('wallet_address', '=', '')
+    .where('direction', '=', '')
+    .compile(),
+);
 const historyPageOfDirectionQuery = compiledOnce((db: Kysely<Database>) => historyPage(db, true));
 const historyCountQuery = compiledOnce((db: Kysely<Database>) => historyCount(db, false));
 const historyCountOfDirectionQuery = compiledOnce((db: Kysely<Database>) => historyCount(db, true));
@@ -288,6 +309,8 @@ export class KyselyPaymentRepository implements PaymentRepository {
     }
     if (row === undefined) return undefined;
     await this.recount(row, wasPaid, changes, oldAmount);
+    // Last, so that on PostgreSQL the wallet's count row is locked only from here to the commit.
+    await historyChanged(this.db, row);
     return toPayment(row);
   }
 
@@ -330,6 +353,14 @@ export class KyselyPaymentRepository implements PaymentRepository {
     changes: PaymentChanges,
     at: number,
   ): Promise<PaymentRecord | undefined> {
+    // History shows the signature: its version moves in the same transaction.
+    if (!this.db.isTransaction) {
+      return this.db
+        .transaction()
+        .execute((trx) =>
+          new KyselyPaymentRepository(trx).replaceTransaction(id, currentSignature, changes, at),
+        );
+    }
     const row = await this.db
       .updateTable('payments')
       .set({ ...columns(changes), updated_at: at })
@@ -338,12 +369,20 @@ export class KyselyPaymentRepository implements PaymentRepository {
       .where('status', 'in', ['pending', 'submitted'])
       .returningAll()
       .executeTakeFirst();
-    return row && toPayment(row);
+    if (row === undefined) return undefined;
+    await historyChanged(this.db, row);
+    return toPayment(row);
   }
 
   async relocate(id: string, changes: PaymentChanges, at: number): Promise<PaymentRecord | undefined> {
     // A confirmed payment is paid: changing its amount would have to move the paid volume too.
     if (changes.amount !== undefined) throw new Error('relocate does not change an amount');
+    // A new signature shows in history: its version then moves in the same transaction.
+    if (changes.signature !== undefined && !this.db.isTransaction) {
+      return this.db
+        .transaction()
+        .execute((trx) => new KyselyPaymentRepository(trx).relocate(id, changes, at));
+    }
     const row = await this.db
       .updateTable('payments')
       .set({ ...columns(changes), updated_at: at })
@@ -351,7 +390,9 @@ export class KyselyPaymentRepository implements PaymentRepository {
       .where('status', '=', 'confirmed')
       .returningAll()
       .executeTakeFirst();
-    return row && toPayment(row);
+    if (row === undefined) return undefined;
+    if (changes.signature !== undefined) await historyChanged(this.db, row);
+    return toPayment(row);
   }
 
   async unsettledSpend(network: string, walletAddress: string): Promise<UnsettledSpend> {
@@ -400,6 +441,23 @@ export class KyselyPaymentRepository implements PaymentRepository {
           ],
     );
     return { total: Number(count[0]?.n ?? 0), payments: rows.map(toSummary) };
+  }
+
+  async historyVersion(
+    accountId: string,
+    walletAddress: string,
+    direction: PaymentDirection | undefined,
+  ): Promise<HistoryVersion> {
+    const rows = await historyVersionQuery(this.db, accountId, walletAddress);
+    let total = 0;
+    let version = 0;
+    for (const row of rows) {
+      // PostgreSQL answers bigint as text; both stay far below 2^53.
+      const n = Number(row.n);
+      if (direction === undefined || row.direction === direction) total += n;
+      version += n + Number(row.changes);
+    }
+    return { total, version };
   }
 
   async search(query: PaymentSearch): Promise<{ total: number; payments: PaymentSummary[] }> {
@@ -506,6 +564,14 @@ export class KyselyPaymentRepository implements PaymentRepository {
       .where('lease_owner', '=', owner)
       .execute();
   }
+}
+
+/** Raises the version of the history `row` is shown in (HistoryVersion): the caller's transaction commits it with the change. */
+async function historyChanged(
+  db: Kysely<Database>,
+  row: Pick<Selectable<PaymentsTable>, 'account_id' | 'wallet_address' | 'direction'>,
+): Promise<void> {
+  await historyChangedQuery(db, row.account_id, row.wallet_address, row.direction);
 }
 
 function columns(changes: PaymentChanges): Updateable<PaymentsTable> {

@@ -26,6 +26,7 @@ import { paymentVolumeRollup } from './0028-payment-volume-rollup.ts';
 import { x402SponsoredApprovals } from './0030-x402-sponsored-approvals.ts';
 import { permit2Approvals } from './0031-permit2-approvals.ts';
 import { discoveryIconUrl } from './0032-discovery-icon-url.ts';
+import { paymentCountsChanges } from './0033-payment-counts-changes.ts';
 
 /**
  * Every migration, in order. Names are sorted by Kysely and recorded in `kysely_migration`;
@@ -59,4 +60,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0030-x402-sponsored-approvals': x402SponsoredApprovals,
   '0031-permit2-approvals': permit2Approvals,
   '0032-discovery-icon-url': discoveryIconUrl,
+  '0033-payment-counts-changes': paymentCountsChanges,
 };

@@ -39,7 +39,13 @@ describe('SQLite statements: cached, rows read as arrays', () => {
     for await (const row of query().stream()) streamed.push(row);
     assert.equal(read.length, 5);
     assert.deepEqual(streamed, read);
-    assert.deepEqual(Object.keys(read[0] ?? {}), ['account_id', 'wallet_address', 'direction', 'n']);
+    assert.deepEqual(Object.keys(read[0] ?? {}), [
+      'account_id',
+      'wallet_address',
+      'direction',
+      'n',
+      'changes',
+    ]);
   });
 
   it('gives a repeated column name the later value, as SQLite row objects do', async () => {
