@@ -173,7 +173,7 @@ export class ProtectedResource {
    */
   readonly #unanswered = new Map<string, string>();
   /**
-   * `exact` payments whose settle got no answer, or `settlement_pending`: presented again, they are settled
+   * `exact` payments (and `upto` escrow deposits) whose settle got no answer, or `settlement_pending`: presented again, they are settled
    * again without verifying first (a verify refuses any stored settlement, `settlement_pending` or
    * `duplicate_settlement`, and the buyer who paid would never be served), and `duplicate_settlement` is
    * then this paywall's own settlement. Used once and forgotten, so a replay after that is refused as before.
@@ -435,50 +435,74 @@ export class ProtectedResource {
       return challenge(offer, 'the payment accepted other requirements than the ones offered');
     }
     const hooks = this.#hooks(presented, requirement, request);
+    const escrowed = escrowsBeforeHandler(requirement);
+    const decoded = presented.decoded as unknown as Record<string, unknown>;
+    const unsettledKey = JSON.stringify(['upto-deposit', decoded.payload ?? null]);
+    // A deposit whose answer was lost, or found pending, is settled again without verifying first (a
+    // verify refuses a deposit under way or settled, and the buyer whose maximum is held would never be
+    // served); `duplicate_settlement` is then this paywall's own deposit. Taken out while this request
+    // uses it, so two requests presenting it are never both served.
+    const resumed = escrowed && this.#unsettled.delete(unsettledKey);
     let payment: UptoPayment;
+    let depositing = false;
     try {
-      const verdict = await hooks.verify(() =>
-        this.gateway.facilitatorVerify({
-          x402Version: 2,
-          paymentPayload: presented.decoded,
-          paymentRequirements: requirement,
-        }),
-      );
-      if (!verdict.isValid) {
-        return challenge(
-          offer,
-          `${verdict.invalidReason ?? 'invalid'}: ${verdict.invalidMessage ?? ''}`.trim(),
+      let payer = '';
+      if (!resumed) {
+        const verdict = await hooks.verify(() =>
+          this.gateway.facilitatorVerify({
+            x402Version: 2,
+            paymentPayload: presented.decoded,
+            paymentRequirements: requirement,
+          }),
         );
+        if (!verdict.isValid) {
+          return challenge(
+            offer,
+            `${verdict.invalidReason ?? 'invalid'}: ${verdict.invalidMessage ?? ''}`.trim(),
+          );
+        }
+        payer = verdict.payer ?? '';
       }
-      const decoded = presented.decoded as unknown as Record<string, unknown>;
       let deposit: string | undefined;
-      if (escrowsBeforeHandler(requirement)) {
+      if (escrowed) {
         // The deposit is no settlement to the seller (the money is held, not paid), so the settle hooks
         // run at the claim only. A replayed payment is refused here: its deposit is settled already.
-        const escrowed = await this.gateway.facilitatorSettle({
+        depositing = true;
+        const answer = await this.gateway.facilitatorSettle({
           x402Version: 2,
           paymentPayload: escrowPhase(decoded, 'deposit'),
           paymentRequirements: requirement,
         } as Parameters<Gate402Client['facilitatorSettle']>[0]);
-        if (!escrowed.success) {
+        depositing = false;
+        const ours = resumed && answer.errorReason === 'duplicate_settlement';
+        if (!answer.success && !ours) {
+          // settlement_pending: the open may still land; presented again, it is settled again, which
+          // looks at that same transaction and never sends another.
+          if (answer.errorReason === 'settlement_pending') remember(this.#unsettled, unsettledKey, true);
           return challenge(
             offer,
-            `${escrowed.errorReason ?? 'deposit_failed'}: ${escrowed.errorMessage ?? ''}`.trim(),
+            `${answer.errorReason ?? 'deposit_failed'}: ${answer.errorMessage ?? ''}`.trim(),
           );
         }
-        deposit = escrowed.transaction;
+        deposit = answer.transaction;
+        payer ||= answer.payer ?? '';
       }
       payment = await uptoPayment(
         this.gateway,
         requirement,
         decoded,
-        verdict.payer ?? '',
+        payer,
         (settlement) => paid(payment, 2, settlement).headers,
         hooks,
         deposit,
       );
     } catch (error) {
       if (error instanceof PaywallHookStop) return stopped(offer, error);
+      // The deposit may have been sent (or, resumed, found sent): it is settled again next time. Not
+      // after a refusal by the gateway (4xx): then nothing was sent for this paywall.
+      if (depositing && (resumed || !isGate402Error(error) || error.status >= 500)) {
+        remember(this.#unsettled, unsettledKey, true);
+      }
       return gatewayFailure(error);
     }
     return enriched(

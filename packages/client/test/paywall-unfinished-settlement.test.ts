@@ -11,13 +11,14 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { Gate402Client } from '../src/index.ts';
 import { type InProcessGateway, startGateway } from './support/gateway.ts';
 import { type SellerApp, startSellerApp } from './support/seller-apps.ts';
+import { localnetUpto, startUptoSeller } from './support/upto-paywall.ts';
 
 /**
- * `exact` payments whose settlement the paywall did not see finish, against a real gateway whose
- * facilitator answers `settlement_pending` at once (PAYMENT_CONFIRM_TIMEOUT_MS=0, slow localnet slots):
- * the buyer who presents its payment again is served, once.
+ * `exact` payments (and a Solana `upto` deposit) whose settlement the paywall did not see finish, against
+ * a real gateway whose facilitator answers `settlement_pending` at once (PAYMENT_CONFIRM_TIMEOUT_MS=0,
+ * slow localnet slots): the buyer who presents its payment again is served, once.
  */
-describe('paywall: exact payments presented again after an unfinished settlement', () => {
+describe('paywall: x402 payments presented again after an unfinished settlement', () => {
   let gateway: InProcessGateway;
   let apiKey = '';
   let seller: Gate402Client;
@@ -154,5 +155,53 @@ describe('paywall: exact payments presented again after an unfinished settlement
     const elsewhere = await present(other, header);
     assert.equal(elsewhere.status, 402, 'one payment was served twice');
     assert.match(elsewhere.reason, /^duplicate_settlement/);
+  });
+
+  it("serves a Solana upto payment presented again after its deposit's answer was lost, then pending: the buyer pays the settled amount, once", async () => {
+    let loseNextSettleAnswer = true;
+    const lossy = new Gate402Client({
+      url: gateway.url,
+      apiKey,
+      fetch: async (input, init) => {
+        const answer = await fetch(input, init);
+        if (loseNextSettleAnswer && String(input).endsWith('/facilitator/settle')) {
+          loseNextSettleAnswer = false;
+          throw new TypeError('socket hang up');
+        }
+        return answer;
+      },
+    });
+    const chain = await localnetUpto(seller, gateway);
+    const shop = await startUptoSeller(
+      lossy,
+      { price: '0.01', payTo: chain.payTo, upto: { asset: chain.usdc, max: '0.05', network: chain.network } },
+      { patient: true },
+    );
+    const app = { url: `${shop.url}?used=0.0175`, close: () => shop.close() };
+    apps.push(app);
+    const buyer = await chain.newBuyer();
+    const before = await chain.usdcOf(buyer.address);
+    const required: PaymentRequired = decodePaymentRequiredHeader(
+      (await fetch(app.url)).headers.get('payment-required') ?? '',
+    );
+    required.accepts = required.accepts.filter((a) => a.scheme === 'upto');
+    const header = encodePaymentSignatureHeader(await buyer.client.createPaymentPayload(required));
+
+    // The deposit was sent, its answer lost: not served, but the paywall settles it again next time.
+    const unanswered = await present(app, header);
+    assert.equal(unanswered.status, 502);
+    assert.match(unanswered.reason, /facilitator\/settle: socket hang up/);
+    let answer = await present(app, header);
+    for (let i = 0; i < 50 && answer.reason.startsWith('settlement_pending'); i++) {
+      await sleep(200);
+      answer = await present(app, header);
+    }
+    assert.equal(answer.status, 200, `the buyer whose maximum is held was refused: ${answer.reason}`);
+    assert.deepEqual(shop.settledTwice, [true]);
+    assert.equal(await chain.usdcOf(buyer.address), before - 17_500n, 'one deposit, one claim of 0.0175');
+    assert.equal((await seller.paymentHistory(chain.payTo, { type: 'received' })).total, 1);
+    const replay = await present(app, header);
+    assert.equal(replay.status, 402);
+    assert.match(replay.reason, /^duplicate_settlement/);
   });
 });

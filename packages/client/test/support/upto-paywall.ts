@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { generateKeyPairSigner } from '@solana/kit';
 import { x402Client } from '@x402/core/client';
 import { decodePaymentRequiredHeader } from '@x402/core/http';
@@ -16,7 +17,7 @@ import { expressPaywall } from '../../src/express.ts';
 import { Gate402Client } from '../../src/gate402-client.ts';
 import { paymentResponseOf } from '../../src/index.ts';
 import type { ProtectOptions } from '../../src/paywall.ts';
-import type { UptoPayment } from '../../src/upto-offer.ts';
+import { type UptoPayment, type UptoSettlement, UptoSettleRefused } from '../../src/upto-offer.ts';
 import { type InProcessGateway, startGateway } from './gateway.ts';
 
 /** Stock Solana clients know only mainnet, devnet and testnet: the localnet is reached as devnet. */
@@ -180,9 +181,14 @@ export interface UptoSeller {
 /**
  * An Express seller with GET /llm behind protect({ upto }): the handler settles what `used` says, then
  * settles again to show that answers the first settlement; `throw=1` makes it throw before settling, and
- * a refused settle is answered 402 with the refusal.
+ * a refused settle is answered 402 with the refusal. `patient`: a settle answered `settlement_pending` is
+ * asked again (every 200 ms, 10 s at most) until it ends, as a seller whose facilitator is slow would.
  */
-export async function startUptoSeller(seller: Gate402Client, options: ProtectOptions): Promise<UptoSeller> {
+export async function startUptoSeller(
+  seller: Gate402Client,
+  options: ProtectOptions,
+  { patient = false } = {},
+): Promise<UptoSeller> {
   const { protect } = expressPaywall(seller);
   const app = express();
   const settledTwice: boolean[] = [];
@@ -190,7 +196,19 @@ export async function startUptoSeller(seller: Gate402Client, options: ProtectOpt
     const payment = res.locals.payment as UptoPayment;
     if (req.query.throw !== undefined) throw new Error('the model crashed');
     try {
-      const settled = await payment.settle(String(req.query.used));
+      const settle = async (): Promise<UptoSettlement> => {
+        for (let i = 0; ; i++) {
+          try {
+            return await payment.settle(String(req.query.used));
+          } catch (error) {
+            const pending =
+              error instanceof UptoSettleRefused && error.settlement.errorReason === 'settlement_pending';
+            if (!patient || !pending || i === 50) throw error;
+            await sleep(200);
+          }
+        }
+      };
+      const settled = await settle();
       settledTwice.push(
         (await payment.settle(payment.max)).settlement.transaction === settled.settlement.transaction,
       );
