@@ -282,7 +282,7 @@ async function section(name: string, work: () => Promise<void>): Promise<void> {
   }
 }
 
-async function sendLoad(
+export async function sendLoad(
   base: string,
   auth: Record<string, string>,
   v: Record<string, string>,
@@ -313,7 +313,11 @@ async function sendLoad(
 }
 
 /** Waits (at most 2 minutes) until none of the wallet's newest payments is still only confirmed. */
-async function sendsFinalized(base: string, auth: Record<string, string>, wallet: string): Promise<void> {
+export async function sendsFinalized(
+  base: string,
+  auth: Record<string, string>,
+  wallet: string,
+): Promise<void> {
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
     const res = await fetch(`${base}/payment/history/${wallet}?limit=100`, { headers: auth });
@@ -324,7 +328,11 @@ async function sendsFinalized(base: string, auth: Record<string, string>, wallet
 }
 
 /** Waits until the wallet's newest payments are all settled and no new one appeared for a second. */
-async function sendsSettled(base: string, auth: Record<string, string>, wallet: string): Promise<void> {
+export async function sendsSettled(
+  base: string,
+  auth: Record<string, string>,
+  wallet: string,
+): Promise<void> {
   const deadline = Date.now() + 60_000;
   let lastTotal = -1;
   while (Date.now() < deadline) {

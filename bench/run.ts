@@ -8,6 +8,7 @@ import type { Benchmark, BenchRow } from './bench-row.ts';
 const BENCHMARKS: Record<string, () => Promise<{ default: Benchmark }>> = {
   account: () => import('./account.ts'),
   payments: () => import('./payments.ts'),
+  receive: () => import('./receive.ts'),
   export: () => import('./export.ts'),
   localnet: () => import('./localnet.ts'),
   events: () => import('./events.ts'),

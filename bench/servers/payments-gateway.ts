@@ -5,7 +5,8 @@
 // Prints PORT, KEY and WALLET (the buyer's, with the stored history), SELLER_KEY, SELLER_WALLET,
 // PAYMENT_ID (finalized) with PAYMENT_KEY, and NOT_FINAL_PAYMENT_ID (expired) with NOT_FINAL_KEY, then
 // serves until killed.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../packages/server/src/config.ts';
@@ -94,3 +95,25 @@ process.stdout.write(
     '',
   ].join('\n'),
 );
+
+// BENCH_CPU_PROFILE=<file>: SIGUSR2 starts a CPU profile, the next SIGUSR2 writes it there (bench/receive.ts
+// profiles its measured passes only, not the set-up or the sends).
+const profileFile = process.env.BENCH_CPU_PROFILE;
+if (profileFile !== undefined) {
+  const session = new Session();
+  session.connect();
+  let profiling = false;
+  process.on('SIGUSR2', () => {
+    profiling = !profiling;
+    void (async () => {
+      if (profiling) {
+        await session.post('Profiler.enable');
+        await session.post('Profiler.setSamplingInterval', { interval: 200 });
+        await session.post('Profiler.start');
+      } else {
+        const { profile } = await session.post('Profiler.stop');
+        writeFileSync(profileFile, JSON.stringify(profile));
+      }
+    })();
+  });
+}
