@@ -55,8 +55,15 @@ export interface ProtectOptions {
   readonly exact?: ExactTokenOption;
   /**
    * Also offer x402's `upto` token payment (usage-based): the buyer signs `upto.max`, the facilitator
-   * verifies it before the handler runs, and the handler states what the request cost with
-   * `payment.settle(amount)` (the payment the adapter attaches, `scheme: 'upto'`), which settles that, once.
+   * verifies it before the handler runs (on Solana the maximum also moves into escrow then), and the
+   * handler states what the request cost with `payment.settle(amount)` (the payment the adapter attaches,
+   * `scheme: 'upto'`), which settles that, once.
+   *
+   * @example
+   * app.get('/llm', protect({ price: '0.01', payTo, upto: { asset: usdc, max: '0.05' } }), async (req, res) => {
+   *   const settled = await res.locals.payment.settle('0.0175'); // at most max; '0' charges nothing
+   *   res.set(settled.headers).json({ charged: settled.amount });
+   * });
    */
   readonly upto?: UptoTokenOption;
   /**

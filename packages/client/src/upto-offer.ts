@@ -23,7 +23,10 @@ export interface UptoTokenOption {
   readonly asset: string;
   /** The most one request may cost, in whole tokens, as a decimal: `'0.05'` USDC. */
   readonly max: string | number;
-  /** CAIP-2 id; default the network of the native offer. Must list `upto` in GET /facilitator/supported. */
+  /**
+   * CAIP-2 id; default the network of the native offer. Must list `upto` in GET /facilitator/supported.
+   * Stock `@x402/svm` buyers take only mainnet, devnet and testnet ids: on the embedded localnet, devnet's.
+   */
   readonly network?: string;
   /** Who is paid; default `payTo`. */
   readonly payTo?: string;
