@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 
 /**
@@ -12,6 +13,8 @@ export interface LeanTarget {
   readonly port: number;
   readonly path: string;
   readonly headers: Readonly<Record<string, string>>;
+  /** Each request with an Idempotency-Key of its own, as the SDK sends every receive (#31). */
+  readonly idempotencyKeys?: boolean;
 }
 
 export interface LeanResult {
@@ -125,7 +128,11 @@ async function run(
 }
 
 function request(target: LeanTarget, body: string): Buffer {
-  const headers = Object.entries({ ...target.headers, 'content-type': 'application/json' })
+  const headers = Object.entries({
+    ...target.headers,
+    ...(target.idempotencyKeys === true ? { 'idempotency-key': `bench-${randomUUID()}` } : {}),
+    'content-type': 'application/json',
+  })
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('');
   return Buffer.from(

@@ -26,6 +26,11 @@ const ROUNDS = Number(process.env.BENCH_RECEIVE_ROUNDS ?? 4);
 const PASS = Number(process.env.BENCH_RECEIVE_PASS ?? RATE * 2);
 const WARM_UP = 500;
 const CONNECTIONS = 100;
+/**
+ * BENCH_RECEIVE_KEYED=1: each round also measures the same gateway with every receive carrying an
+ * Idempotency-Key of its own, as the SDK sends it (its claim and its stored answer are commits of their own).
+ */
+const KEYED = process.env.BENCH_RECEIVE_KEYED === '1';
 // The gateways' stored history (bench/servers/payments-gateway.ts): none to speak of unless asked, as
 // the receive path reads none of it and a busy machine takes minutes to write 100,000 payments.
 process.env.BENCH_STORED_PAYMENTS ??= '2';
@@ -62,20 +67,26 @@ const receiveBenchmark: Benchmark = async () => {
       ]);
       started.push({ stop: () => gw.child.kill('SIGTERM') });
       const v = gw.values as Record<string, string>;
-      gateways.push({
-        name,
+      const each = WARM_UP + ROUNDS * PASS;
+      const bodies = await proofsOf(v, KEYED ? 2 * each : each);
+      const side = (sideName: string, keyed: boolean, from: number): Gateway => ({
+        name: sideName,
         pid: gw.child.pid,
         target: {
           port: Number(v.PORT),
           path: '/payment/receive',
           headers: { authorization: `Bearer ${v.SELLER_KEY}` },
+          idempotencyKeys: keyed,
         },
-        bodies: await proofsOf(v, WARM_UP + ROUNDS * PASS),
+        bodies: bodies.slice(from, from + each),
         cpus: [],
         p99s: [],
         stop: () => gw.child.kill('SIGTERM'),
         signal: (s) => gw.child.kill(s),
       });
+      gateways.push(side(name, false, 0));
+      // The same gateway again, each request with its own key: the keyed receive's extra cost, paired.
+      if (KEYED) gateways.push(side(`${name}, with Idempotency-Key`, true, each));
     }
     const bareTarget: LeanTarget = { port: Number(bare.values.PORT), path: '/constant', headers: {} };
     const bareCpus: number[] = [];
@@ -149,11 +160,11 @@ const receiveBenchmark: Benchmark = async () => {
       });
     }
     const [self, baseline] = gateways;
-    if (self !== undefined && baseline !== undefined) {
+    if (self !== undefined && baseline !== undefined && gateways.length === 2) {
       // Round by round, so a round's load weighs on both sides alike.
       const ratios = self.cpus.map((c, i) => c / (baseline.cpus[i] ?? Number.NaN));
       rows.push({
-        name: `receive CPU, this tree ÷ baseline, round by round (${ratios.map((r) => r.toFixed(2)).join(', ')})`,
+        name: `receive CPU, ${self.name} ÷ ${baseline.name}, round by round (${ratios.map((r) => r.toFixed(2)).join(', ')})`,
         value: Math.round(median(ratios) * 100) / 100,
         unit: '×',
       });
