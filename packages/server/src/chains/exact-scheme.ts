@@ -102,8 +102,10 @@ export interface ExactScheme {
   /**
    * EVM, x402's erc20ApprovalGasSponsoring: whether the buyer who signed the approval (`wire`) has
    * approved Permit2 for at least `amount` of the approval's token now — whatever transaction did it.
+   * `minedIn`: the block (slot) the approval was seen mined in; the answer is read at or after it, and
+   * the call throws (deciding nothing) on a node not there yet.
    */
-  approvalCovers?(wire: Uint8Array, amount: bigint): Promise<boolean>;
+  approvalCovers?(wire: Uint8Array, amount: bigint, minedIn?: bigint): Promise<boolean>;
 }
 
 export interface SellerTransaction {

@@ -77,6 +77,11 @@ export const X402_REASONS = [
   'erc20_approval_tx_gas_too_high',
   'erc20_approval_tx_fee_too_high',
   'erc20_approval_in_use',
+  // gate402's own: an approval no node would mine now (max fee under the next block's base fee, or a
+  // priority fee far under the network's suggestion), or one given less gas than it uses. It would hold
+  // the fee payer's nonce, and every later settlement, until given up on (sponsored-approval-step).
+  'erc20_approval_tx_fee_too_low',
+  'erc20_approval_tx_gas_too_low',
   // gate402's own: a funding refused to a payer whose funded payment did not settle (or has one open), or
   // to an account at X402_MAX_UNSETTLED_APPROVAL_FUNDINGS (see approval-funding-limits).
   'erc20_approval_sponsoring_refused',

@@ -52,6 +52,7 @@ export interface SponsorableApproval {
   readonly nonce: bigint;
   readonly gas: bigint;
   readonly maxFeePerGas: bigint;
+  readonly maxPriorityFeePerGas: bigint;
   /** The calldata, to simulate it as the buyer. */
   readonly data: Hex;
   /** What the buyer's balance must hold for the node to take it: gas limit × max fee per gas. */
@@ -69,6 +70,15 @@ export const MAX_APPROVAL_GAS = 100_000n;
  * client signs at that estimate): a buyer cannot have its gas bought at any price.
  */
 export const MAX_APPROVAL_FEE_MULTIPLE = 3n;
+
+/**
+ * The least an approval's priority fee may be, as a fraction (1 / this) of the network's suggestion now
+ * (the stock client signs the suggestion). With its max fee at least the next block's highest possible
+ * base fee (the latest one + 1/8, EIP-1559), a node mines it within a few blocks: an approval no node
+ * will mine would hold the settlement's fee-payer nonce, and with it every later settlement of every
+ * account on the network, for APPROVAL_PATIENCE_MS.
+ */
+export const MIN_APPROVAL_TIP_DIVISOR = 2n;
 
 const APPROVE_ABI = parseAbi(['function approve(address spender, uint256 amount) returns (bool)']);
 
@@ -251,6 +261,7 @@ export async function checkErc20Approval(
     nonce: BigInt(tx.nonce ?? 0),
     gas,
     maxFeePerGas,
+    maxPriorityFeePerGas: tx.maxPriorityFeePerGas ?? 0n,
     data,
     maxCost: gas * maxFeePerGas,
   };
@@ -259,18 +270,22 @@ export async function checkErc20Approval(
 /**
  * What the approval needs from the chain now: the payer's current nonce (nothing of the payer's
  * pending before it, and not already used) and a fee per gas within MAX_APPROVAL_FEE_MULTIPLE of the
- * network's estimate. Returns the shortfall the facilitator funds: what the payer's balance lacks for
+ * network's estimate, yet one a node mines now: a max fee at least the next block's highest possible
+ * base fee and a priority fee at least 1 / MIN_APPROVAL_TIP_DIVISOR of the network's suggestion
+ * (`erc20_approval_tx_fee_too_low`; an approval bidding 0 needs no funding, so no funding cap sees it,
+ * yet it would hold the fee payer's next nonce). Returns the shortfall the facilitator funds: what the payer's balance lacks for
  * the approval's gas limit at its max fee (0 when it holds enough).
  */
 export async function approvalShortfallNow(
   client: PublicClient,
   approval: SponsorableApproval,
 ): Promise<ExactRefusal | { readonly shortfall: bigint }> {
-  const [latest, pending, balance, fees] = await Promise.all([
+  const [latest, pending, balance, fees, block] = await Promise.all([
     client.getTransactionCount({ address: approval.signer, blockTag: 'latest' }),
     client.getTransactionCount({ address: approval.signer, blockTag: 'pending' }),
     client.getBalance({ address: approval.signer }),
     client.estimateFeesPerGas(),
+    client.getBlock({ blockTag: 'latest' }),
   ]).catch((error: unknown) => {
     throw toChainError(error);
   });
@@ -289,6 +304,25 @@ export async function approvalShortfallNow(
       approval.signer,
     );
   }
+  // The next block's base fee is at most 1/8 above the latest one's (EIP-1559); a chain without a base
+  // fee (pre-London) has none to meet.
+  const baseFee = block.baseFeePerGas ?? 0n;
+  const floor = baseFee + baseFee / 8n;
+  if (approval.maxFeePerGas < floor) {
+    return refuse(
+      'erc20_approval_tx_fee_too_low',
+      `the approval transaction bids at most ${approval.maxFeePerGas} wei per gas, under the ${floor} the next block may ask (its base fee ${baseFee} + 1/8): no node would mine it now, sign it at the network's fee estimate`,
+      approval.signer,
+    );
+  }
+  const tipFloor = fees.maxPriorityFeePerGas / MIN_APPROVAL_TIP_DIVISOR;
+  if (approval.maxPriorityFeePerGas < tipFloor) {
+    return refuse(
+      'erc20_approval_tx_fee_too_low',
+      `the approval transaction tips ${approval.maxPriorityFeePerGas} wei per gas, under the ${tipFloor} this facilitator asks now (1/${MIN_APPROVAL_TIP_DIVISOR} of the network's suggestion ${fees.maxPriorityFeePerGas}): sign it at the network's fee estimate`,
+      approval.signer,
+    );
+  }
   return { shortfall: approval.maxCost > balance ? approval.maxCost - balance : 0n };
 }
 
@@ -301,7 +335,7 @@ export async function simulateApproveThenSettle(
   approval: SponsorableApproval,
   feePayer: Address,
   settle: { readonly to: Address; readonly data: Hex },
-): Promise<{ readonly gasUsed: bigint } | { readonly error: string }> {
+): Promise<{ readonly gasUsed: bigint; readonly approvalGasUsed: bigint } | { readonly error: string }> {
   type Result = { status: Hex; gasUsed: Hex; error?: { message?: string } };
   let blocks: { calls: Result[] }[];
   try {
@@ -334,7 +368,7 @@ export async function simulateApproveThenSettle(
     return { error: `the approval would fail: ${approve.error?.message ?? 'reverted'}` };
   if (transfer.status !== '0x1')
     return { error: `the transfer would fail after the approval: ${transfer.error?.message ?? 'reverted'}` };
-  return { gasUsed: BigInt(transfer.gasUsed) };
+  return { gasUsed: BigInt(transfer.gasUsed), approvalGasUsed: BigInt(approve.gasUsed) };
 }
 
 /**
@@ -359,14 +393,30 @@ export async function approvalSuperseded(client: PublicClient, wire: Hex): Promi
  * target, checked as the payment's token before it was funded) is at least `amount` now. Read before
  * the settlement is sent: a buyer who replaced its funded approval (same nonce) or took the allowance
  * back would have the settlement revert at the fee payer's cost.
+ *
+ * `minedIn`: the block the approval was seen mined in. The allowance is read at the answering node's
+ * head block, and only once that head is at or past it: a node lagging behind the one that saw the
+ * approval mined would show no allowance yet, and void an honest buyer's settlement. Throws then (as on
+ * any failed read), which decides nothing; a node asked for a block it does not hold errors too.
  */
-export async function approvalCovers(client: PublicClient, wire: Hex, amount: bigint): Promise<boolean> {
+export async function approvalCovers(
+  client: PublicClient,
+  wire: Hex,
+  amount: bigint,
+  minedIn?: bigint,
+): Promise<boolean> {
   const tx = parseTransaction(wire);
   if (tx.to == null) return false;
   const signer = await recoverTransactionAddress({
     serializedTransaction: wire as TransactionSerializedEIP1559,
   });
-  return (await permit2Allowance(client, getAddress(tx.to), getAddress(signer))) >= amount;
+  const head = await client.getBlockNumber({ cacheTime: 0 }).catch((error: unknown) => {
+    throw toChainError(error);
+  });
+  if (minedIn !== undefined && head < minedIn) {
+    throw new Error(`the node's head block ${head} is behind the approval's block ${minedIn}`);
+  }
+  return (await permit2Allowance(client, getAddress(tx.to), getAddress(signer), head)) >= amount;
 }
 
 /** A settlement whose payer may need its approval funded and sent first. */
@@ -420,6 +470,15 @@ export async function planSponsoredApproval(
     request.settle,
   );
   if ('error' in simulated) return refuse('permit2_simulation_failed', simulated.error, payer);
+  // Under what it uses the approval would run out of gas (or, under the intrinsic 21,000 + calldata,
+  // never be taken by a node): the settlement after it could only be voided.
+  if (approval.gas < simulated.approvalGasUsed) {
+    return refuse(
+      'erc20_approval_tx_gas_too_low',
+      `the approval transaction gives ${approval.gas} gas, less than the ${simulated.approvalGasUsed} it uses`,
+      payer,
+    );
+  }
   if (simulated.gasUsed > context.maxGas) {
     return refuse(
       'invalid_payload',
@@ -430,11 +489,12 @@ export async function planSponsoredApproval(
   return { approval, shortfall: now.shortfall, settleGas: simulated.gasUsed };
 }
 
-/** The owner's allowance to Permit2 for `token` now. */
+/** The owner's allowance to Permit2 for `token` now (at the latest block, or at `blockNumber`). */
 export async function permit2Allowance(
   client: PublicClient,
   token: Address,
   owner: Address,
+  blockNumber?: bigint,
 ): Promise<bigint> {
   return client
     .readContract({
@@ -442,6 +502,7 @@ export async function permit2Allowance(
       abi: ALLOWANCE_ABI,
       functionName: 'allowance',
       args: [owner, PERMIT2_ADDRESS],
+      ...(blockNumber === undefined ? {} : { blockNumber }),
     })
     .catch((error: unknown) => {
       throw toChainError(error);

@@ -167,8 +167,8 @@ export class ExactEvmScheme implements ExactScheme {
     return approvalSuperseded(this.client, `0x${Buffer.from(wire).toString('hex')}`);
   }
 
-  approvalCovers(wire: Uint8Array, amount: bigint): Promise<boolean> {
-    return approvalCovers(this.client, `0x${Buffer.from(wire).toString('hex')}`, amount);
+  approvalCovers(wire: Uint8Array, amount: bigint, minedIn?: bigint): Promise<boolean> {
+    return approvalCovers(this.client, `0x${Buffer.from(wire).toString('hex')}`, amount, minedIn);
   }
 
   settlementKey(payload: Readonly<Record<string, unknown>>): string | undefined {

@@ -142,8 +142,8 @@ export class UptoEvmScheme implements UptoScheme {
     return approvalSuperseded(this.client, `0x${Buffer.from(wire).toString('hex')}`);
   }
 
-  approvalCovers(wire: Uint8Array, amount: bigint): Promise<boolean> {
-    return approvalCovers(this.client, `0x${Buffer.from(wire).toString('hex')}`, amount);
+  approvalCovers(wire: Uint8Array, amount: bigint, minedIn?: bigint): Promise<boolean> {
+    return approvalCovers(this.client, `0x${Buffer.from(wire).toString('hex')}`, amount, minedIn);
   }
 
   /** What stock upto clients sign into the witness: the one facilitator that may settle. */

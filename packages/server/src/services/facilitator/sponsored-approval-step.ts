@@ -76,7 +76,10 @@ export async function runApprovalStep(
   if (step.voidTransaction == null || step.voidTransactionId == null || scheme.approvalCovers === undefined)
     return 'ready';
   // The allowance the settlement spends, whichever transaction gave it; a failed read decides nothing.
-  const covers = await scheme.approvalCovers(wire, settlement.amount).catch(() => undefined);
+  // Once the approval was seen mined, read no earlier than its block: a lagging node (another behind the
+  // same RPC) would show no allowance yet and void an honest buyer's settlement.
+  const minedIn = 'slot' in approved ? approved.slot : undefined;
+  const covers = await scheme.approvalCovers(wire, settlement.amount, minedIn).catch(() => undefined);
   if (covers === undefined) return 'pending';
   return covers ? 'ready' : 'void';
 }

@@ -30,14 +30,21 @@ const TOKEN_ABI = parseAbi(['function balanceOf(address) view returns (uint256)'
  * taken only for a funded approval), and no node will ever mine it: the hostile payment holds the fee
  * payer's nonce for the full 2 minutes, then is voided, and the next fresh buyer nonce does it again.
  * A buyer (with any seller's key, or through any seller's paywall) stalls every seller's settlements.
+ *
+ * Fixed: an approval is sponsored only when a node would mine it now — a max fee at least the next
+ * block's highest possible base fee, a priority fee at least half the network's suggestion
+ * (erc20_approval_tx_fee_too_low), and at least the gas it uses (erc20_approval_tx_gas_too_low) — checked
+ * in verify and before the claim signs anything; and the allowance before the settlement is read at or
+ * after the approval's block, so a lagging node cannot void an honest buyer's settlement.
  */
-describe('review-session18: an approval that can never be mined holds the fee payer nonce of every settlement', () => {
+describe('review-session18: an approval that can never be mined would hold the fee payer nonce of every settlement', () => {
   let evm: TestEvm;
   let storage: TempStorage;
   let gw: TestGateway;
   let network: `eip155:${string}`;
   let usdc: Address;
   const chainClient = () => createPublicClient({ transport: http(evm.anvil.rpcUrl) });
+  const feePayer = () => gw.services.facilitator.schemeFor(network)?.signers()[0] as Address;
   const tokenBalance = (address: Address) =>
     chainClient().readContract({ address: usdc, abi: TOKEN_ABI, functionName: 'balanceOf', args: [address] });
 
@@ -108,12 +115,10 @@ describe('review-session18: an approval that can never be mined holds the fee pa
     evm?.dispose();
   });
 
-  it("a 0-fee sponsored approval (unfunded, so outside e99874c's caps) stalls another account's plain EIP-3009 settlement", {
-    todo: 'e99874c: a buyer approval bidding below the base fee (0 wei: no funding, no payer place, no daily cap) holds the single fee payer nonce 2 min, stalling every account’s settlements; refuse approvals under the base fee and sign/allocate the settlement nonce only once the approval is mined (or count unfunded approvals in the caps)',
-  }, async () => {
+  it('an approval no node would mine is refused before anything is signed; the fee payer nonce is not held, and other accounts settle', async () => {
     // An honest seller settling what its buyers send (as protect() does; it declares nothing: the
     // facilitator sponsors any payload carrying the extension). The hostile buyer is only a buyer: its
-    // stock payload, with the approval re-signed at 0 wei per gas.
+    // stock payload, with the approval re-signed so that no node mines it.
     const paywallSeller = await newSeller();
     const hostile = await newBuyer(paywallSeller);
     const paywallRequirements = requirementsFor(paywallSeller, true);
@@ -122,49 +127,113 @@ describe('review-session18: an approval that can never be mined holds the fee pa
       info: Record<string, unknown> & { signedTransaction: Hex };
     };
     const approval = parseTransaction(extension.info.signedTransaction);
-    const unminable = await hostile.signTransaction({
-      type: 'eip1559',
-      chainId: approval.chainId as number,
-      to: approval.to as Address,
-      data: approval.data as Hex,
-      gas: approval.gas as bigint,
-      nonce: approval.nonce as number,
-      maxFeePerGas: 0n,
-      maxPriorityFeePerGas: 0n,
-    });
-    const payload: PaymentPayload = {
-      ...stock,
-      extensions: {
-        ...stock.extensions,
-        erc20ApprovalGasSponsoring: {
-          ...extension,
-          info: { ...extension.info, signedTransaction: unminable },
+    const resigned = async (changes: {
+      maxFeePerGas: bigint;
+      maxPriorityFeePerGas: bigint;
+      gas?: bigint;
+    }) => {
+      const wire = await hostile.signTransaction({
+        type: 'eip1559',
+        chainId: approval.chainId as number,
+        to: approval.to as Address,
+        data: approval.data as Hex,
+        gas: changes.gas ?? (approval.gas as bigint),
+        nonce: approval.nonce as number,
+        maxFeePerGas: changes.maxFeePerGas,
+        maxPriorityFeePerGas: changes.maxPriorityFeePerGas,
+      });
+      return {
+        ...stock,
+        extensions: {
+          ...stock.extensions,
+          erc20ApprovalGasSponsoring: { ...extension, info: { ...extension.info, signedTransaction: wire } },
         },
-      },
+      } satisfies PaymentPayload;
     };
-    const held = await gw.services.facilitator.settle(payload, paywallRequirements, paywallSeller.accountId);
-    assert.deepEqual(
-      [held.success, held.errorReason],
-      [false, 'settlement_pending'],
-      `the hostile payment is accepted and waits for its approval: ${JSON.stringify(held)}`,
+    const client = chainClient();
+    const fees = await client.estimateFeesPerGas();
+    const baseFee = (await client.getBlock()).baseFeePerGas ?? 0n;
+    assert.ok(baseFee > 0n, 'anvil has a base fee');
+    const feePayerNonce = await client.getTransactionCount({ address: feePayer(), blockTag: 'pending' });
+
+    const cases: [string, PaymentPayload, string][] = [
+      // 0 wei per gas: no funding needed, so no funding cap would count it (e99874c).
+      [
+        '0 wei per gas',
+        await resigned({ maxFeePerGas: 0n, maxPriorityFeePerGas: 0n }),
+        'erc20_approval_tx_fee_too_low',
+      ],
+      [
+        'a max fee under the base fee',
+        await resigned({ maxFeePerGas: baseFee - 1n, maxPriorityFeePerGas: 0n }),
+        'erc20_approval_tx_fee_too_low',
+      ],
+      [
+        'no priority fee',
+        await resigned({ maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: 0n }),
+        'erc20_approval_tx_fee_too_low',
+      ],
+      // Under its intrinsic gas a node refuses it outright; it would never be mined either.
+      ['too little gas', await resigned({ ...fees, gas: 21_000n }), 'erc20_approval_tx_gas_too_low'],
+    ];
+    for (const [what, payload, reason] of cases) {
+      const verified = await gw.services.facilitator.verify(payload, paywallRequirements);
+      assert.deepEqual([verified.isValid, verified.invalidReason], [false, reason], `verify, ${what}`);
+      const settled = await gw.services.facilitator.settle(
+        payload,
+        paywallRequirements,
+        paywallSeller.accountId,
+      );
+      assert.deepEqual([settled.success, settled.errorReason], [false, reason], `settle, ${what}`);
+    }
+    // Nothing was signed with the fee payer's key or sent: no nonce of it is held, the buyer got no ETH.
+    assert.equal(
+      await client.getTransactionCount({ address: feePayer(), blockTag: 'pending' }),
+      feePayerNonce,
     );
+    assert.equal(await client.getBalance({ address: hostile.address }), 0n);
     assert.equal(
       await unsettledFundings(gw.store, paywallSeller.accountId, network, feeDayOf(Date.now())),
       0n,
-      'nothing was funded, so the seller’s daily cap of unsettled fundings does not count it',
     );
 
-    // Another seller (another account) settles an honest EIP-3009 payment needing no approval.
+    // Another seller (another account) settles an honest EIP-3009 payment needing no approval: it is
+    // not queued behind anything, its first settle call lands it.
     const seller = await newSeller();
     const buyer = await newBuyer(seller);
     const requirements = requirementsFor(seller, false);
-    const started = Date.now();
-    const answer = await settleToEnd(await stockPayload(buyer, requirements, false), requirements, seller);
-    assert.deepEqual(
-      [answer.success, answer.errorReason],
-      [true, undefined],
-      `the honest settlement lands (it waited ${Date.now() - started} ms behind the hostile one's nonce): ${JSON.stringify(answer)}`,
+    const answer = await gw.services.facilitator.settle(
+      await stockPayload(buyer, requirements, false),
+      requirements,
+      seller.accountId,
     );
+    assert.deepEqual([answer.success, answer.errorReason], [true, undefined], JSON.stringify(answer));
     assert.equal(await tokenBalance(seller.evm), 20_000n);
+    assert.equal(
+      await client.getTransactionCount({ address: feePayer(), blockTag: 'pending' }),
+      feePayerNonce + 1,
+    );
+
+    // The same buyer's stock approval (the network's fee estimate) is still sponsored and settles.
+    const honest = await settleToEnd(stock, paywallRequirements, paywallSeller);
+    assert.deepEqual([honest.success, honest.errorReason], [true, undefined], JSON.stringify(honest));
+    assert.equal(await tokenBalance(paywallSeller.evm), 20_000n);
+  });
+
+  it('the allowance before a sponsored settlement is read at or after the block the approval was mined in', async () => {
+    const scheme = gw.services.facilitator.schemeFor(network);
+    assert.ok(scheme?.approvalCovers !== undefined);
+    const seller = await newSeller();
+    const buyer = await newBuyer(seller);
+    const payload = await stockPayload(buyer, requirementsFor(seller, true), true);
+    const sponsoring = payload.extensions?.erc20ApprovalGasSponsoring as { info: { signedTransaction: Hex } };
+    const wire = sponsoring.info.signedTransaction;
+    const bytes = new Uint8Array(Buffer.from(wire.slice(2), 'hex'));
+    const head = await chainClient().getBlockNumber({ cacheTime: 0 });
+    // No approval yet: no allowance, read at the node's head.
+    assert.equal(await scheme.approvalCovers(bytes, 20_000n, head), false);
+    // A node whose head is behind the approval's block (as a lagging one behind a failover RPC is)
+    // decides nothing: the step stays pending rather than voiding an honest buyer's settlement.
+    await assert.rejects(scheme.approvalCovers(bytes, 20_000n, head + 5n), /behind the approval's block/);
   });
 });
