@@ -46,10 +46,17 @@ export interface UptoPayer extends ExactPayer {
     since: number,
   ): Promise<UptoSettlementFound | undefined>;
   /**
-   * Whether the permit's use is final: it is used, and the chain's finalized block (`finalizedSlot`) is
-   * past the permit's deadline, so no block it could have been used in can be reorganised away.
+   * How the permit ended, as the chain itself shows it — never this gateway's clock, and never a node's
+   * head alone (a node that lags, or a chain whose blocks stalled, still takes a permit the clock calls
+   * dead): once the chain's finalized block (`finalizedSlot`) is stamped past the permit's deadline, no
+   * later block can use it and no block it could have been used in can be reorganised away; its state
+   * there is final. `unused`: its nonce unspent at that block (nothing was ever paid with it); `used`:
+   * spent by then. undefined while the finalized block is not past the deadline (the chain may still take it).
    */
-  permitUseFinal(payload: Readonly<Record<string, unknown>>, finalizedSlot: bigint): Promise<boolean>;
+  permitEnded(
+    payload: Readonly<Record<string, unknown>>,
+    finalizedSlot: bigint,
+  ): Promise<'unused' | 'used' | undefined>;
   /**
    * The block where the permit was used (the first showing it used, at or after `since`, Unix ms);
    * undefined when it is unused or the node cannot say (no state that old).

@@ -241,21 +241,22 @@ export function uptoEvmPayer(chain: ChainAdapter): UptoPayer {
       const permit = signedPermitOf(payload);
       return permit !== undefined && (await nonceSpentAt(permit.from, permit.nonce, block ?? 'latest'));
     },
-    async permitUseFinal(payload, finalizedSlot) {
+    async permitEnded(payload, finalizedSlot) {
       const permit = signedPermitOf(payload);
-      if (permit === undefined) return false;
-      // Permit2 refuses the permit in any block stamped after its deadline, so every block it could have
-      // been spent in is at or before the finalized one once that one is stamped past the deadline: a
-      // spend seen now can no longer be reorganised away. Only block headers and today's state are read.
+      if (permit === undefined) return undefined;
+      // Permit2 refuses the permit in any block stamped after its deadline, and timestamps never go back
+      // along a chain: once the finalized block is stamped past the deadline, every block that could use
+      // the permit is at or before it, and none can be reorganised away. The nonce is read at that very
+      // block, never at whatever head a node answers with (a lagging node's head says "unspent" for a
+      // permit the chain can still take).
       let finalized: Awaited<ReturnType<typeof client.getBlock>>;
       try {
         finalized = await client.getBlock({ blockNumber: finalizedSlot });
       } catch (error) {
         throw new ChainError('unavailable', `could not read the finalized block: ${String(error)}`);
       }
-      return (
-        finalized.timestamp > permit.deadline && (await nonceSpentAt(permit.from, permit.nonce, 'latest'))
-      );
+      if (finalized.timestamp <= permit.deadline) return undefined;
+      return (await nonceSpentFrom(permit, finalizedSlot)) ? 'used' : 'unused';
     },
     async nonceSpentBlock(payload, since) {
       const permit = signedPermitOf(payload);
@@ -305,6 +306,37 @@ export function uptoEvmPayer(chain: ChainAdapter): UptoPayer {
         );
       }),
     );
+  }
+
+  /**
+   * Whether the permit's nonce is spent at `block`, or, from a node keeping no state that old (a pruned
+   * node asked for the finalized block of a chain whose finality trails by hundreds of blocks), at its
+   * latest block, provided that one is at or past `block`. A Permit2 nonce bit is only ever set, so
+   * unspent there means unspent at `block`; spent there is taken as spent (never less than may have been
+   * paid). A node whose head is behind `block` cannot say: unavailable.
+   */
+  async function nonceSpentFrom(permit: SignedPermit, block: bigint): Promise<boolean> {
+    try {
+      return await nonceBitAt(permit.from, permit.nonce, block, 'unspent');
+    } catch {
+      let head: bigint;
+      try {
+        head = await client.getBlockNumber();
+      } catch (error) {
+        throw new ChainError('unavailable', `could not read the latest block: ${String(error)}`);
+      }
+      if (head < block) {
+        throw new ChainError(
+          'unavailable',
+          `the node's latest block ${head} is behind the finalized ${block}`,
+        );
+      }
+      try {
+        return await nonceBitAt(permit.from, permit.nonce, head, 'unspent');
+      } catch (error) {
+        throw new ChainError('unavailable', `could not read the Permit2 nonce bitmap: ${String(error)}`);
+      }
+    }
   }
 
   /** Whether Permit2 holds `nonce` of `owner` spent at `block` (its unordered-nonce bitmap). */

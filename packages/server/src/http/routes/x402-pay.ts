@@ -59,7 +59,7 @@ const X402PayResult = Type.Object(
     paymentId: Type.String(),
     status: Type.String({
       description:
-        '`pending` until the chain shows the seller settled it (then `confirmed`; upto: at the amount settled), or `expired` once it can no longer be settled and was not. Through Permit2 (upto, or exact with assetTransferMethod permit2), a permit whose Permit2 nonce the chain shows spent is never `expired`: Permit2 spends it only in the call that moves the tokens. If no transfer of it is found, it ends `finalized` once that is final, at the amount recorded (exact: the price; upto: the signed maximum, an upper bound), with `signature` null.',
+        '`pending` until the chain shows the seller settled it (then `confirmed`; upto: at the amount settled), or `expired` once it can no longer be settled and was not. Through Permit2 (upto, or exact with assetTransferMethod permit2), a permit whose Permit2 nonce the chain shows spent is never `expired`: Permit2 spends it only in the call that moves the tokens; an unused one is `expired` only once the finalized block of the chain is stamped past the deadline of the permit, with its nonce unspent at that block (never on the clock of the gateway or the head of a lagging node: the chain may still take it until then). If no transfer of it is found, it ends `finalized` once that is final, at the amount recorded (exact: the price; upto: the signed maximum, an upper bound), with `signature` null.',
     }),
     x402Version: Type.Union([Type.Literal(1), Type.Literal(2)]),
     paymentHeaderName: Type.String({ description: '`PAYMENT-SIGNATURE` (v2) or `X-PAYMENT` (v1).' }),

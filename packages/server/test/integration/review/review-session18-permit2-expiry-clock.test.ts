@@ -5,6 +5,8 @@ import { decodePaymentSignatureHeader } from '@x402/core/http';
 import { type Address, createPublicClient, createWalletClient, type Hex, http, parseAbi } from 'viem';
 import { EXACT_PERMIT2_PROXY_ADDRESS } from '../../../src/chains/evm/permit2-addresses.ts';
 import { permit2AuthorizationOf, permit2SettleCall } from '../../../src/chains/evm/permit2-payment.ts';
+import { uptoPermitOf } from '../../../src/chains/evm/upto-evm-scheme.ts';
+import { UPTO_PERMIT2_PROXY_ADDRESS, uptoSettleCall } from '../../../src/chains/evm/upto-permit2-proxy.ts';
 import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
 import { callAs } from '../../support/api-caller.ts';
 import { DATABASE_URL, tempPostgres, tempSqlite } from '../../support/databases.ts';
@@ -14,6 +16,8 @@ import { startTestGateway, type TestGateway } from '../../support/test-gateway.t
 const TOKEN_ABI = parseAbi(['function balanceOf(address) view returns (uint256)']);
 const RESOURCE = 'https://shop.example/paid';
 const PRICE = 20_000n;
+const MAX = 50_000n;
+const SETTLED = 12_345n;
 
 /**
  * Review (session 18) of 999c232 (POST /payment/x402 through Permit2: "a spent nonce is never expired
@@ -24,8 +28,10 @@ const PRICE = 20_000n;
  * hold released, and an expired payment is never looked at again — then the seller settles it in a
  * block stamped before the deadline and the buyer's USDC moves with the gateway saying it did not.
  * Here the gateway's clock is moved ahead of the chain's (as 999c232's own test does to pass time).
+ * Fixed: such a payment is expired only once the chain's finalized block is stamped past the permit's
+ * deadline with its nonce unspent at that block (UptoPayer.permitEnded); until then it stays pending.
  */
-describe('review-session18: a Permit2 payment expired on the gateway clock while the chain can still take it', () => {
+describe('review-session18: a Permit2 payment is not expired on the gateway clock while the chain can still take it', () => {
   let evm: TestEvm;
   let gw: TestGateway;
   let offsetMs = 0;
@@ -61,9 +67,8 @@ describe('review-session18: a Permit2 payment expired on the gateway clock while
     evm?.dispose();
   });
 
-  it('expired as unpaid, then settled on chain before its deadline: the buyer paid and the gateway says nothing was', {
-    todo: '999c232: watch() judges `gone` by the gateway clock and the nonce at a lagging node’s latest block, so a permit still usable on chain is expired (spend hold released, never re-checked); expire only when a block the node returns is stamped past the deadline, and read nonceBitmap at that same block number',
-  }, async () => {
+  /** Pays `accept` from a new funded wallet; the answer, and the permit the payment header carries. */
+  async function payPermit2(accept: Record<string, unknown>) {
     const caller = await gw.newCaller('premium');
     const wallet = (await callAs(gw, caller.key, 'POST', '/wallets', { chain: 'evm' })).body
       .address as Address;
@@ -78,17 +83,7 @@ describe('review-session18: a Permit2 payment expired on the gateway clock while
       JSON.stringify({
         x402Version: 2,
         resource: { url: RESOURCE, description: 'paid', mimeType: 'application/json' },
-        accepts: [
-          {
-            scheme: 'exact',
-            network,
-            asset: usdc,
-            amount: PRICE.toString(),
-            payTo: seller.wallet,
-            maxTimeoutSeconds: 600,
-            extra: { name: 'USD Coin', version: '2', assetTransferMethod: 'permit2' },
-          },
-        ],
+        accepts: [accept],
       }),
     ).toString('base64');
     const paid = await callAs(gw, caller.key, 'POST', '/payment/x402', {
@@ -98,40 +93,82 @@ describe('review-session18: a Permit2 payment expired on the gateway clock while
       maxAmount: { USDC: 1 },
     });
     assert.equal(paid.status, 200, JSON.stringify(paid.body));
-    const paymentId = paid.body.paymentId as string;
-    const permit = permit2AuthorizationOf(
-      decodePaymentSignatureHeader(paid.body.paymentHeader).payload as Record<string, unknown>,
-    );
-    assert.ok(permit !== undefined);
-    const before = await balance(wallet);
+    const payload = decodePaymentSignatureHeader(paid.body.paymentHeader).payload as Record<string, unknown>;
+    return { key: caller.key, wallet, paymentId: paid.body.paymentId as string, payload };
+  }
 
-    // The gateway's clock is past the deadline + margin; the node's head is not (it lags, or stalled).
+  /**
+   * The gateway's clock is moved past the permit's deadline + margin while the chain's is not (its node
+   * lags, or its blocks stalled), and the payment is looked at; then the seller settles (`settle`) in a
+   * block stamped before the deadline, and it is looked at again.
+   */
+  async function judgedThenSettled(
+    paid: Awaited<ReturnType<typeof payPermit2>>,
+    deadline: bigint,
+    settle: { to: Address; data: Hex },
+    moved: bigint,
+  ) {
+    const before = await balance(paid.wallet);
     offsetMs = 30 * 60_000;
-    const first = await callAs(gw, caller.key, 'POST', `/payment/x402/${paymentId}/check`);
+    const first = await callAs(gw, paid.key, 'POST', `/payment/x402/${paid.paymentId}/check`);
     assert.equal(first.status, 200, JSON.stringify(first.body));
-    const judged = (await gw.store.payments.get(paymentId))?.status;
+    const judged = (await gw.store.payments.get(paid.paymentId))?.status;
 
-    // The seller settles the permit in a block stamped before its deadline: Permit2 takes it.
     const latest = await chainClient().getBlock();
-    assert.ok(latest.timestamp < permit.deadline, 'the chain is still before the permit deadline');
+    assert.ok(latest.timestamp < deadline, 'the chain is still before the permit deadline');
     const hash = await createWalletClient({
       account: evm.operator as Address,
       transport: http(evm.anvil.rpcUrl),
-    }).sendTransaction({
-      to: EXACT_PERMIT2_PROXY_ADDRESS,
-      data: permit2SettleCall(permit).data as Hex,
-      chain: null,
-    });
+    }).sendTransaction({ ...settle, chain: null });
     const receipt = await chainClient().waitForTransactionReceipt({ hash, pollingInterval: 20 });
     assert.equal(receipt.status, 'success');
-    assert.equal(before - (await balance(wallet)), PRICE, 'the buyer paid the seller');
+    assert.equal(before - (await balance(paid.wallet)), moved, 'the buyer paid the seller');
 
-    await callAs(gw, caller.key, 'POST', `/payment/x402/${paymentId}/check`);
-    const record = await gw.store.payments.get(paymentId);
+    await callAs(gw, paid.key, 'POST', `/payment/x402/${paid.paymentId}/check`);
+    const record = await gw.store.payments.get(paid.paymentId);
     assert.deepEqual(
-      [judged, record?.status],
-      ['pending', 'confirmed'],
-      `judged ${judged} while the permit was still usable on chain; now ${record?.status} (${record?.error ?? ''}) though ${PRICE} moved in ${hash}`,
+      [judged, record?.status, record?.amount, record?.signature],
+      ['pending', 'confirmed', moved, hash],
+      `judged ${judged} while the permit was still usable on chain; now ${record?.status} (${record?.error ?? ''}) though ${moved} moved in ${hash}`,
     );
+  }
+
+  it('exact through Permit2: not expired while the chain can still take the permit; settled before its deadline, it is confirmed', async () => {
+    offsetMs = 0;
+    const paid = await payPermit2({
+      scheme: 'exact',
+      network,
+      asset: usdc,
+      amount: PRICE.toString(),
+      payTo: seller.wallet,
+      maxTimeoutSeconds: 600,
+      extra: { name: 'USD Coin', version: '2', assetTransferMethod: 'permit2' },
+    });
+    const permit = permit2AuthorizationOf(paid.payload);
+    assert.ok(permit !== undefined && permit.spender === EXACT_PERMIT2_PROXY_ADDRESS);
+    const call = permit2SettleCall(permit);
+    await judgedThenSettled(paid, permit.deadline, { to: call.to as Address, data: call.data as Hex }, PRICE);
+  });
+
+  it('upto: not expired while the chain can still take the permit; settled before its deadline, it is confirmed at what moved', async () => {
+    offsetMs = 0;
+    const paid = await payPermit2({
+      scheme: 'upto',
+      network,
+      asset: usdc,
+      amount: MAX.toString(),
+      payTo: seller.wallet,
+      maxTimeoutSeconds: 600,
+      extra: {
+        name: 'USD Coin',
+        version: '2',
+        assetTransferMethod: 'permit2',
+        facilitatorAddress: evm.operator,
+      },
+    });
+    const permit = uptoPermitOf(paid.payload);
+    assert.ok(permit !== undefined);
+    const settle = { to: UPTO_PERMIT2_PROXY_ADDRESS, data: uptoSettleCall(permit, SETTLED).data as Hex };
+    await judgedThenSettled(paid, permit.deadline, settle, SETTLED);
   });
 });

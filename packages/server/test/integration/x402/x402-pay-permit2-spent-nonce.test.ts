@@ -321,7 +321,7 @@ describe('POST /payment/x402 through Permit2: a spent nonce is the proof of paym
   });
 
   // Last: it mines blocks past the permits' deadlines, moving the chain's clock ahead.
-  it('a nonce spent with no transfer is never expired: pending until that is final, then finalized at the signed amount (upto: its maximum) without a transaction id; an unused permit still expires', async () => {
+  it('a nonce spent with no transfer is never expired: pending until that is final, then finalized at the signed amount (upto: its maximum) without a transaction id; an unused permit expires once the chain finalizes past its deadline', async () => {
     offsetMs = 0;
     const buyer = await newBuyer();
     const usdcBefore = await balance(buyer.wallet);
@@ -356,21 +356,23 @@ describe('POST /payment/x402 through Permit2: a spent nonce is the proof of paym
       spentIn.push(receipt.blockNumber);
     }
 
-    // Before the deadline, and long after it while the chain has not finalized past it: pending.
+    // Before the deadline, and long after it by the gateway's clock while the chain has not finalized
+    // past it: pending, the unused permit too (the chain may still take it).
     for (const offset of [0, 30 * 60_000]) {
       offsetMs = offset;
-      for (const p of [exact, upto]) {
+      for (const p of [exact, upto, unused]) {
         assert.equal((await check(buyer.key, p.paymentId)).status, 'pending', `offset ${offset} ms`);
       }
     }
-    assert.equal((await check(buyer.key, unused.paymentId)).status, 'expired', 'an unused permit expires');
 
     // The chain finalizes past the deadlines: 70 blocks 3 s apart (anvil's finalized block is 64 behind
     // the latest, so it is stamped some 18 s after now, past the 2 s the permits were signed for).
-    const deadline = BigInt((exact.payload.permit2Authorization as { deadline: string }).deadline);
+    // The unused permit was signed last: its deadline is the latest.
+    const deadline = BigInt((unused.payload.permit2Authorization as { deadline: string }).deadline);
     await anvil('anvil_mine', ['0x46', '0x3']);
     const finalized = await chainClient().getBlock({ blockTag: 'finalized' });
     assert.ok(finalized.timestamp > deadline, `finalized at ${finalized.timestamp}, deadline ${deadline}`);
+    assert.equal((await check(buyer.key, unused.paymentId)).status, 'expired', 'an unused permit expires');
 
     for (const [p, amount, block] of [
       [exact, PRICE, spentIn[0]],

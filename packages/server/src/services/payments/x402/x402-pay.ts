@@ -258,7 +258,9 @@ export class X402PayService {
   /**
    * A pending x402 payment, looked at by the reconciler: confirmed (or failed) once the chain shows its
    * payload landed, whoever submitted it; expired once it can no longer land and did not. The expiry is
-   * read before the search, so a payment that landed just before its end is found, not expired.
+   * read before the search, so a payment that landed just before its end is found, not expired. A
+   * Permit2 payment (upto, exact through Permit2) is expired only on the chain's word (endUnseen): this
+   * gateway's clock past its deadline only says when to ask.
    */
   async watch(payment: PaymentRecord, chain: ChainAdapter): Promise<void> {
     if (payment.status !== 'pending' || payment.signedTransaction === null) return;
@@ -288,7 +290,8 @@ export class X402PayService {
         await this.confirmAt(payment, chain, settled);
       } else if (gone) {
         // A used permit was settled (the seller's facilitator may be a contract of its own calling the
-        // proxy internally): it stays pending, its spend hold kept, until its transfer is found or its use is final.
+        // proxy internally): it stays pending, its spend hold kept, until its transfer is found or its use
+        // is final; an unused one, until the chain's finalized block is past its deadline.
         await this.endUnseen(payment, chain, upto, payload, since);
       }
       return;
@@ -315,10 +318,13 @@ export class X402PayService {
     // exact through Permit2: findPaid knows the proxy's settle by its calldata (sent to the proxy, or
     // carried verbatim by a wrapper). A contract building the call at run time is not recognised, but
     // Permit2's nonce still shows the permit used, and the exact proxy moves all of the amount or nothing:
-    // such a payment is never expired ("nothing was paid") while its nonce is spent.
+    // such a payment is never expired ("nothing was paid") while its nonce is spent. Nor is an unused one
+    // before the chain's finalized block is past its deadline (endUnseen).
     const permit2 = permit2PayerOf(decoded.value, chain);
-    if (permit2 !== undefined && (await permit2.nonceSpent(payload))) {
-      const found = await permit2.findBySpentNonce(payload, since);
+    if (permit2 !== undefined) {
+      const found = (await permit2.nonceSpent(payload))
+        ? await permit2.findBySpentNonce(payload, since)
+        : undefined;
       if (found !== undefined) await this.confirmAt(payment, chain, { ...found, amount: payment.amount });
       else if (gone) await this.endUnseen(payment, chain, permit2, payload, since);
       return;
@@ -347,15 +353,20 @@ export class X402PayService {
   }
 
   /**
-   * A Permit2 payment (upto, or exact through Permit2) whose permit can no longer be used and whose
-   * settlement was not found. Unused: `expired`, nothing was paid. Used, although no transfer of it is
-   * seen (a token whose transfer logs nothing this search reads, a node missing them, a call that spent
-   * the nonce some other way): Permit2 spends a nonce only in the call that moves the tokens, so the money
-   * is taken to have moved. Once that use is final (the finalized block is past the permit's deadline), the
-   * payment is `finalized` at the amount it was recorded at — exact: the amount, all the proxy moves;
-   * upto: the signed MAXIMUM, an upper bound (never less than was taken, so the spend caps stay safe) —
-   * with no transaction id, the block where the nonce was spent when the node can say, and `error`
-   * stating so. Until then it stays `pending` (a transfer found meanwhile confirms it as usual).
+   * A Permit2 payment (upto, or exact through Permit2) past its deadline by this gateway's clock, whose
+   * settlement was not found. The clock only says when to ask: what it becomes is decided by the chain
+   * (UptoPayer.permitEnded), as the facilitator decides an EIP-3009 settlement — once the chain's
+   * finalized block is stamped past the permit's deadline, the permit's state at that block is final.
+   * Until then it stays `pending`, its spend hold kept: a node that lags, or a chain whose blocks
+   * stalled, can still take the permit (an expired payment is never looked at again).
+   *
+   * Unused there: `expired`, nothing was paid. Used, although no transfer of it is seen (a token whose
+   * transfer logs nothing this search reads, a node missing them, a call that spent the nonce some other
+   * way): Permit2 spends a nonce only in the call that moves the tokens, so the money is taken to have
+   * moved, and the payment is `finalized` at the amount it was recorded at — exact: the amount, all the
+   * proxy moves; upto: the signed MAXIMUM, an upper bound (never less than was taken, so the spend caps
+   * stay safe) — with no transaction id, the block where the nonce was spent when the node can say, and
+   * `error` stating so. A transfer found before then confirms it as usual.
    */
   private async endUnseen(
     payment: PaymentRecord,
@@ -364,13 +375,14 @@ export class X402PayService {
     payload: Readonly<Record<string, unknown>>,
     since: number,
   ): Promise<void> {
-    if (!(await payer.nonceSpent(payload))) {
+    const ended = await payer.permitEnded(payload, await chain.finalizedSlot());
+    if (ended === undefined) return;
+    if (ended === 'unused') {
       await this.deps.ledger.move(payment, 'expired', {
         error: 'the seller settled nothing on chain before the permit expired; nothing was paid',
       });
       return;
     }
-    if (!(await payer.permitUseFinal(payload, await chain.finalizedSlot()))) return;
     const slot = await payer.nonceSpentBlock(payload, since).catch(() => undefined);
     const blockHeight = slot === undefined ? null : await chain.blockHeightOf(slot).catch(() => null);
     await this.deps.ledger.move(payment, 'finalized', {
