@@ -163,6 +163,14 @@ export interface AccountNonces {
   /** Whether a transaction prepared with `lastValidBlockHeight` has waited long enough, at `height`, to be replaced. */
   replacementDue(lastValidBlockHeight: bigint, height: bigint): boolean;
   /**
+   * Whether the node holds the transaction `signature` of `address` with `nonce`, the next nonce to be
+   * mined, able to pay for it at the latest base fee, and yet does not count it pending: the node will
+   * never mine it, however many blocks go by, and only a new transaction with the nonce (a replacement)
+   * takes its place. anvil's pool strands a transaction this way when the one before it is mined while
+   * it is being added, and every later one of the sender waits behind it.
+   */
+  stranded(address: string, nonce: bigint, signature: string): Promise<boolean>;
+  /**
    * A replacement for the signed transaction `previous`: the same sender, nonce, recipient, value and
    * calldata, with fees raised by at least what nodes require of a replacement and at least to what the
    * network asks now. Whichever of the two lands, the other never can.

@@ -27,7 +27,8 @@ export const MAX_REPLACEMENTS = 10;
  * - any of its transactions (the current one or one it replaced) being mined settles the payment with
  *   that transaction; one payment can never pay twice;
  * - not mined: the current signed bytes are resent as they are; once they have waited the chain's
- *   replacement policy (`replacementDue`, counted in blocks), a replacement with the same nonce and
+ *   replacement policy (`replacementDue`, counted in blocks), or at once if the node holds them with
+ *   the next nonce but will never mine them (`stranded`), a replacement with the same nonce and
  *   higher fees is signed, stored with the old hash remembered, and only then broadcast;
  * - `expired` only once the nonce is used by a transaction that is none of the payment's: until then
  *   any of its transactions could still be mined, however late.
@@ -62,12 +63,16 @@ export class SequencedSendReconciler {
     }
 
     let current: PaymentRecord | undefined = payment;
-    const height = await chain.getBlockHeight();
     if (
       this.deps.wallets !== undefined &&
       payment.lastValidBlockHeight !== null &&
       replaced.length < MAX_REPLACEMENTS &&
-      nonces.replacementDue(payment.lastValidBlockHeight, height)
+      (nonces.replacementDue(payment.lastValidBlockHeight, await chain.getBlockHeight()) ||
+        // Resending cannot move a transaction the node holds but will never mine (the node refuses
+        // the same bytes as known), and waiting for the policy's blocks may be forever: a chain that
+        // mines only on demand (anvil without a block time) makes none while the sender's sends
+        // wait behind it. A replacement is the one way out, so it is due at once.
+        (mined === nonce && (await nonces.stranded(payment.sender, nonce, signature))))
     ) {
       current = await this.replace(payment, signature, chain, nonces, this.deps.wallets);
       // Another worker replaced or settled it first: its turn.

@@ -666,6 +666,7 @@ export class EvmAdapter implements ChainAdapter {
       // Counted from the block the transaction was prepared at (lastValidBlockHeight - expiryBlocks).
       replacementDue: (lastValidBlockHeight, height) =>
         height >= lastValidBlockHeight - this.expiryBlocks + replaceAfterBlocks,
+      stranded: (owner, nonce, signature) => this.stranded(owner, nonce, signature),
       prepareReplacement: (previous) => this.prepareReplacement(previous),
       signedBy: async (wire) => {
         const serialized = bytesToHex(wire);
@@ -681,6 +682,30 @@ export class EvmAdapter implements ChainAdapter {
         return { sender: getAddress(sender), nonce: BigInt(transaction.nonce) };
       },
     };
+  }
+
+  /**
+   * See AccountNonces.stranded. The node's pending count includes every transaction it would put in
+   * its next block, so a healthy node holding a mineable transaction with the next nonce counts it;
+   * one priced under the base fee or costing more than the sender holds is not counted either, and is
+   * left to the replacement policy. The reads run at once: if the transaction is mined meanwhile, either
+   * its block number or the mined count shows it, and if it is about to be, the pending count does.
+   */
+  private async stranded(owner: string, nonce: bigint, signature: string): Promise<boolean> {
+    const address = toAddress(owner, 'address');
+    const hash = toHash(signature);
+    const [held, mined, pending, block, balance] = await Promise.all([
+      this.call(() => this.client.getTransaction({ hash })).catch(notFound),
+      this.call(() => this.client.getTransactionCount({ address, blockTag: 'latest' })),
+      this.call(() => this.client.getTransactionCount({ address, blockTag: 'pending' })),
+      this.call(() => this.client.getBlock({ blockTag: 'latest' })),
+      this.call(() => this.client.getBalance({ address })),
+    ]);
+    if (held === undefined || held.blockNumber !== null || BigInt(held.nonce) !== nonce) return false;
+    if (BigInt(mined) !== nonce || pending !== mined) return false;
+    const feeCap = held.maxFeePerGas ?? held.gasPrice ?? 0n;
+    const payable = block.baseFeePerGas !== null && feeCap >= block.baseFeePerGas;
+    return payable && balance >= held.value + held.gas * feeCap;
   }
 
   /**

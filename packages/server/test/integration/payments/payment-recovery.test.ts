@@ -367,6 +367,79 @@ function evmOnly(suite: () => Suite<EvmPaymentFixture>): void {
     assert.equal(status.signature, stored.signature);
   });
 
+  it('replaces at once a send the node holds with the next nonce but will never mine; the sends behind it are mined too', async () => {
+    const { raw: f, seller } = suite();
+    const payer = await f.party(ETH);
+    const network = f.chain.info.id;
+    const send = () =>
+      f.post(payer.key, '/payment/send', {
+        walletAddress: payer.wallet,
+        recipientAddress: seller.wallet,
+        amount: 0.01,
+      });
+    const sellerBefore = await f.chain.getBalance(seller.wallet);
+    // The pool as anvil's race leaves it (seen in CI: 50 concurrent sends, 19 mined, 31 held for good):
+    // a send was added while the one before it was being mined, so it waits for a predecessor the pool
+    // will never see. Here nonce 0 is taken without a transaction, the send with nonce 1 waits behind it,
+    // and the account's nonce then moves past 0 without the pool seeing it.
+    await f.gw.store.transaction((tx) => tx.nonces.allocate(network, payer.wallet, 0n));
+    const stuck = (await send()).json();
+    assert.equal(stuck.status, 'submitted');
+    await f.anvil.setNonce({ address: payer.wallet as Hex, nonce: 1 });
+    const behind = (await send()).json();
+    assert.equal(behind.status, 'submitted');
+    assert.deepEqual(
+      await Promise.all(
+        [stuck, behind].map(async (s) => {
+          const tx = await f.anvil.getTransaction({ hash: s.signature as Hex });
+          return [tx.nonce, tx.blockNumber];
+        }),
+      ),
+      [
+        [1, null],
+        [2, null],
+      ],
+      'both held by the node, neither mined',
+    );
+    assert.equal(await f.anvil.getTransactionCount({ address: payer.wallet as Hex }), 1);
+    await assert.rejects(
+      f.anvil.sendRawTransaction({
+        serializedTransaction: `0x${Buffer.from((await f.gw.store.payments.get(stuck.paymentId))?.signedTransaction ?? '', 'base64').toString('hex')}`,
+      }),
+      'the node refuses the same bytes again: a resend cannot move it',
+    );
+
+    // No block comes (anvil mines on demand), so the block-counted policy would never replace it.
+    const reconciler = f.reconciler('worker-stranded');
+    await reconciler.runOnce();
+    const replaced = await f.gw.store.payments.get(stuck.paymentId);
+    assert.deepEqual(replaced?.replacedSignatures, [stuck.signature], 'replaced in the first pass');
+    const replacement = await f.anvil.getTransaction({ hash: replaced?.signature as Hex });
+    assert.equal(replacement.nonce, 1);
+    assert.deepEqual(
+      (await f.gw.store.payments.get(behind.paymentId))?.replacedSignatures ?? [],
+      [],
+      'the send waiting behind a lower nonce is not replaced: it is no gap of its own',
+    );
+    for (const s of [replaced, await f.gw.store.payments.get(behind.paymentId)]) {
+      const outcome = await f.chain.waitForConfirmation(
+        s?.signature ?? '',
+        s?.lastValidBlockHeight ?? 0n,
+        5_000,
+      );
+      assert.equal(outcome.status, 'confirmed', `${s?.id} mined within 5 s of the replacement`);
+    }
+    await reconciler.runOnce();
+    assert.deepEqual(
+      await Promise.all(
+        [stuck, behind].map(async (s) => (await f.gw.store.payments.get(s.paymentId))?.status),
+      ),
+      ['confirmed', 'confirmed'],
+    );
+    assert.equal(await f.anvil.getTransactionCount({ address: payer.wallet as Hex }), 3);
+    assert.equal(await f.chain.getBalance(seller.wallet), sellerBefore + (2n * ETH) / 100n, 'each paid once');
+  });
+
   it('replaces a stuck token send with the same nonce, token call and calldata; the tokens move once, the proof redeems in USDC', async () => {
     const { raw: f, buyer, seller } = suite();
     const usdc = f.chain.info.tokens.find((t) => t.symbol === 'USDC')?.address ?? '';
