@@ -180,12 +180,18 @@ export class ProtectedResource {
    */
   readonly #unanswered = new Map<string, string>();
   /**
-   * `exact` payments (and `upto` escrow deposits) whose settle got no answer, or `settlement_pending`: presented again, they are settled
+   * `exact` payments whose settle got no answer, or `settlement_pending`: presented again, they are settled
    * again without verifying first (a verify refuses any stored settlement, `settlement_pending` or
    * `duplicate_settlement`, and the buyer who paid would never be served), and `duplicate_settlement` is
    * then this paywall's own settlement. Used once and forgotten, so a replay after that is refused as before.
    */
   readonly #unsettled = new Map<string, true>();
+  /**
+   * `upto` escrow deposits whose settle got no answer, or `settlement_pending`, likewise (settled again,
+   * not verified again, when presented again), with when the first deposit was asked (Unix ms): the
+   * claim's deadline counts from it.
+   */
+  readonly #unsettledDeposits = new Map<string, number>();
   readonly #browser: BrowserPaywall;
 
   constructor(
@@ -449,7 +455,9 @@ export class ProtectedResource {
     // verify refuses a deposit under way or settled, and the buyer whose maximum is held would never be
     // served); `duplicate_settlement` is then this paywall's own deposit. Taken out while this request
     // uses it, so two requests presenting it are never both served.
-    const resumed = escrowed && this.#unsettled.delete(unsettledKey);
+    const firstAsked = escrowed ? this.#unsettledDeposits.get(unsettledKey) : undefined;
+    const resumed = firstAsked !== undefined && this.#unsettledDeposits.delete(unsettledKey);
+    const depositAsked = firstAsked ?? Date.now();
     let payment: UptoPayment;
     let depositing = false;
     try {
@@ -470,7 +478,7 @@ export class ProtectedResource {
         }
         payer = verdict.payer ?? '';
       }
-      let deposit: string | undefined;
+      let deposit: { transaction: string; askedAt: number } | undefined;
       if (escrowed) {
         // The deposit is no settlement to the seller (the money is held, not paid), so the settle hooks
         // run at the claim only. A replayed payment is refused here: its deposit is settled already.
@@ -485,13 +493,14 @@ export class ProtectedResource {
         if (!answer.success && !ours) {
           // settlement_pending: the open may still land; presented again, it is settled again, which
           // looks at that same transaction and never sends another.
-          if (answer.errorReason === 'settlement_pending') remember(this.#unsettled, unsettledKey, true);
+          if (answer.errorReason === 'settlement_pending')
+            remember(this.#unsettledDeposits, unsettledKey, depositAsked);
           return challenge(
             offer,
             `${answer.errorReason ?? 'deposit_failed'}: ${answer.errorMessage ?? ''}`.trim(),
           );
         }
-        deposit = answer.transaction;
+        deposit = { transaction: answer.transaction, askedAt: depositAsked };
         payer ||= answer.payer ?? '';
       }
       payment = await uptoPayment(
@@ -508,7 +517,7 @@ export class ProtectedResource {
       // The deposit may have been sent (or, resumed, found sent): it is settled again next time. Not
       // after a refusal by the gateway (4xx): then nothing was sent for this paywall.
       if (depositing && (resumed || !isGate402Error(error) || error.status >= 500)) {
-        remember(this.#unsettled, unsettledKey, true);
+        remember(this.#unsettledDeposits, unsettledKey, depositAsked);
       }
       return gatewayFailure(error);
     }

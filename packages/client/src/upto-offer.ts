@@ -51,7 +51,7 @@ const MIN_WITHDRAW_DELAY_SECONDS = 900;
  * is already in escrow (`depositTransaction`): `settle(0)` gives it all back at once, and a handler that
  * never settles (it threw, or the settle was refused) leaves it to the gateway's escrow sweep, which gives
  * it all back once the channel can no longer be claimed (about 66 minutes after the deposit). The claim
- * must come before the buyer's deadline (`maxTimeoutSeconds` after it signed).
+ * may come until `maxTimeoutSeconds` after the deposit, whatever expiry the buyer wrote.
  */
 export interface UptoPayment {
   readonly scheme: typeof UPTO_SCHEME;
@@ -197,6 +197,26 @@ export function escrowPhase(
 }
 
 /**
+ * The claim of an escrow deposit asked at `depositAskedAt` (Unix ms). Its `expiresAt` is the seller's to
+ * write (the buyer signed only the channel open; the facilitator holds a claim to the deadline its deposit
+ * was given), and the buyer's own one binds nothing: a buyer writing one a few seconds ahead would have its
+ * maximum held and the handler run, and every claim after it refused as expired — served for nothing. So
+ * the claim may come until `maxTimeoutSeconds` after the deposit was asked, the window the offer named
+ * (the facilitator allows up to its channel lifetime, 1 hour, which bounds `maxTimeoutSeconds`).
+ */
+function claimOf(
+  paymentPayload: Record<string, unknown>,
+  depositAskedAt: number,
+  maxTimeoutSeconds: number,
+): Record<string, unknown> {
+  const claim = escrowPhase(paymentPayload, 'claim');
+  const payload = claim.payload as Record<string, unknown>;
+  const buyers = typeof payload.expiresAt === 'number' ? payload.expiresAt : 0;
+  const window = Math.floor(depositAskedAt / 1000) + maxTimeoutSeconds;
+  return { ...claim, payload: { ...payload, expiresAt: Math.max(buyers, window) } };
+}
+
+/**
  * The payment the handler settles: `settle(amount)` asks the facilitator to settle the actual amount of
  * the verified payload, once (in an escrow flow, the claim of the deposit `depositTransaction` made).
  * `headersOf` makes the PAYMENT-RESPONSE header of a settlement.
@@ -208,13 +228,14 @@ export async function uptoPayment(
   payer: string,
   headersOf: (settlement: SettleResponse) => Record<string, string>,
   hooks?: PaywallHookRun,
-  depositTransaction?: string,
+  deposit?: { readonly transaction: string; readonly askedAt: number },
 ): Promise<UptoPayment> {
   const token = await gateway.tokenInfo(requirement.asset);
   const max = BigInt(requirement.amount);
   const settledPayload = escrowsBeforeHandler(requirement)
-    ? escrowPhase(paymentPayload, 'claim')
+    ? claimOf(paymentPayload, deposit?.askedAt ?? Date.now(), requirement.maxTimeoutSeconds)
     : paymentPayload;
+  const depositTransaction = deposit?.transaction;
   let settled: Promise<UptoSettlement> | undefined;
   return {
     scheme: UPTO_SCHEME,

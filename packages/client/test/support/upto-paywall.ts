@@ -171,7 +171,7 @@ export interface UptoAnswer {
 }
 
 export interface UptoSeller {
-  /** The protected resource; its query says what the request used (`used=0.0175`), or `throw=1`. */
+  /** The protected resource; its query says what the request used (`used=0.0175`), `wait=<ms>`, or `throw=1`. */
   readonly url: string;
   /** For each paid request that settled: whether a second settle answered the first one's settlement. */
   readonly settledTwice: boolean[];
@@ -180,7 +180,7 @@ export interface UptoSeller {
 
 /**
  * An Express seller with GET /llm behind protect({ upto }): the handler settles what `used` says, then
- * settles again to show that answers the first settlement; `throw=1` makes it throw before settling, and
+ * settles again to show that answers the first settlement; `wait=<ms>` delays the settle; `throw=1` makes it throw before settling, and
  * a refused settle is answered 402 with the refusal. `patient`: a settle answered `settlement_pending` is
  * asked again (every 200 ms, 10 s at most) until it ends, as a seller whose facilitator is slow would.
  */
@@ -195,6 +195,8 @@ export async function startUptoSeller(
   app.get('/llm', protect(options), async (req, res) => {
     const payment = res.locals.payment as UptoPayment;
     if (req.query.throw !== undefined) throw new Error('the model crashed');
+    // A slow handler: the settle comes `wait` ms after the paywall let the request through.
+    if (req.query.wait !== undefined) await sleep(Number(req.query.wait));
     try {
       const settle = async (): Promise<UptoSettlement> => {
         for (let i = 0; ; i++) {
