@@ -10,6 +10,7 @@ import {
   DEFAULT_FEE_BUDGET,
   DEFAULT_MAX_OPEN_UPTO_CHANNELS,
   DEFAULT_MAX_UNSETTLED_APPROVAL_FUNDINGS,
+  DEFAULT_MAX_UPTO_CHANNEL_RENT,
   DEFAULT_MIN_SETTLE_AMOUNT,
 } from './domain/sponsored-fees.ts';
 import { STORAGE_LIMIT_DEFAULTS } from './store/storage-limits.ts';
@@ -316,9 +317,16 @@ export const SETTINGS = {
   x402UptoMaxOpenChannels: setting({
     env: 'X402_UPTO_MAX_OPEN_CHANNELS',
     description:
-      "Escrow `upto` payment channels (Solana) one account may hold open per network on the built-in facilitator: each deposit's open has its fee payer pay ~0.0047 SOL of rent, held until the escrow sweep reclaims the channel (after its claim, or ~1 h for one nobody claims). A deposit beyond it is refused `upto_open_channels_exceeded` before anything is signed into storage or sent. 0: no upto deposits.",
+      "Escrow `upto` deposits (Solana payment channels) one account may hold unclaimed per network on the built-in facilitator: each holds the buyer's maximum and ~0.0047 SOL of its fee payer's rent until the seller claims it (or the escrow sweep refunds it, ~1 h after a deposit nobody claimed); a claim gives its place back at once (the rent the claimed channel still holds is bounded by X402_UPTO_MAX_CHANNEL_RENT). A deposit beyond it is refused `upto_open_channels_exceeded` before anything is signed into storage or sent. 0: no upto deposits.",
     fallback: () => DEFAULT_MAX_OPEN_UPTO_CHANNELS,
     parse: integerIn(0, 1_000_000),
+  }),
+  x402UptoMaxChannelRent: setting({
+    env: 'X402_UPTO_MAX_CHANNEL_RENT',
+    description:
+      "SOL of the built-in facilitator fee payer's rent that one account's escrow `upto` payment channels (Solana) may hold per network. A deposit's open makes the fee payer pay ~0.0047 SOL of rent: ~0.0020 SOL (the escrow token account) comes back with its claim, the rest (the channel account) once the escrow sweep reclaims the channel, which the program allows 1,500 slots after its open (~10 min on mainnet); a deposit nobody claims holds both for ~1 h. So it bounds a seller's upto requests per reclaim window: 1 SOL lets ~370 claimed ones through. A deposit beyond it is refused `upto_open_channels_exceeded` before anything is signed into storage or sent. 0: no upto deposits.",
+    fallback: () => DEFAULT_MAX_UPTO_CHANNEL_RENT,
+    parse: decimalAmount,
   }),
   x402MaxUnsettledApprovalFundings: setting({
     env: 'X402_MAX_UNSETTLED_APPROVAL_FUNDINGS',
@@ -698,6 +706,12 @@ function parseBoundsTable(raw: string): SendAmountBoundsTable {
     table[key] = [least, most];
   }
   return table;
+}
+
+/** A non-negative decimal amount such as "0.5". */
+function decimalAmount(raw: string): string {
+  if (!/^\d{1,30}(\.\d{1,18})?$/.test(raw)) throw new Error('must be a non-negative decimal such as "0.5"');
+  return raw;
 }
 
 /** A JSON object of key → non-negative decimal amount (text or number); `example` is shown when it is not JSON. */

@@ -241,6 +241,7 @@ export async function createGateway(config: Config, overrides: GatewayOverrides 
         budgets: config.x402FeeBudget,
         minimums: config.x402MinSettleAmount,
         maxOpenUptoChannels: config.x402UptoMaxOpenChannels,
+        maxUptoChannelRent: config.x402UptoMaxChannelRent,
         maxUnsettledApprovalFundings: config.x402MaxUnsettledApprovalFundings,
       },
       sendAmountBounds: config.sendAmountBounds,

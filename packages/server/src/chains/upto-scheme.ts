@@ -65,6 +65,17 @@ export interface UptoEscrow {
     now: number,
   ): { readonly reason: X402Reason; readonly message: string } | undefined;
   /**
+   * The rent (atomic units of the native currency) one escrow holds of the fee payer's from its deposit:
+   * `escrow` comes back when the escrow is claimed or refunded (its token account closed), `account` when
+   * its own account is closed — by the sweep's reclaim, once the chain lets it, or by the claim or refund
+   * itself when that comes late enough. Counted per account against X402_UPTO_MAX_CHANNEL_RENT.
+   */
+  rent(): Promise<EscrowRent>;
+  /** Whether a stored settlement is a claim (it closed the escrow: the actual amount out, the rest back). */
+  isClaim(settlementKey: string): boolean;
+  /** Whether the escrow a deposit or claim settlement key names still holds its account (and its rent). */
+  holdsAccount(settlementKey: string): Promise<boolean>;
+  /**
    * Closes this facilitator's escrows nobody can claim any more (their deposit settled longer ago than
    * a claim may come), the whole deposit back to the buyer, and takes back the rent of closed ones.
    * `depositOf`: a deposit's stored settlement by key (who it was for); `now`: Unix ms. What it did.
@@ -73,6 +84,12 @@ export interface UptoEscrow {
     depositOf: (settlementKey: string) => Promise<SettlementRecord | undefined>,
     now: number,
   ): Promise<SweptEscrow[]>;
+}
+
+/** What one escrow holds of the fee payer's in rent; see UptoEscrow.rent. */
+export interface EscrowRent {
+  readonly escrow: bigint;
+  readonly account: bigint;
 }
 
 /** One escrow the sweep closed (`refunded`: the buyer got the deposit back) or whose rent it took back. */

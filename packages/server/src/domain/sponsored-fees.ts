@@ -14,8 +14,17 @@
  */
 export const DEFAULT_FEE_BUDGET: Readonly<Record<string, string>> = { solana: '0.011', evm: '0.2' };
 
-/** Default X402_UPTO_MAX_OPEN_CHANNELS: at most about 0.47 SOL of the fee payer's rent held per account and network. */
+/** Default X402_UPTO_MAX_OPEN_CHANNELS: escrow deposits not yet claimed, per account and network. */
 export const DEFAULT_MAX_OPEN_UPTO_CHANNELS = 100;
+
+/**
+ * Default X402_UPTO_MAX_CHANNEL_RENT, whole SOL per account and network: the fee payer's rent one
+ * account's payment channels may hold. A claimed channel holds its account's ~0.0027 SOL until the sweep
+ * reclaims it (1,500 slots after its open, ~10 min on mainnet), so 1 SOL lets ~370 claimed upto requests
+ * through per reclaim window (~0.6 a second) — far more than the default daily fee budget pays for
+ * (~700 upto requests a day) — or ~210 deposits nobody claimed.
+ */
+export const DEFAULT_MAX_UPTO_CHANNEL_RENT = '1';
 
 /**
  * Default X402_MAX_UNSETTLED_APPROVAL_FUNDINGS: funded buyer approvals (erc20ApprovalGasSponsoring) per

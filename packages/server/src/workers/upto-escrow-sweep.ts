@@ -2,7 +2,7 @@ import type { NetworkRegistry } from '../chains/network-registry.ts';
 import type { SweptEscrow } from '../chains/upto-scheme.ts';
 import { PeriodicWorker } from '../scheduling/periodic-worker.ts';
 import type { FacilitatorService } from '../services/facilitator/facilitator-service.ts';
-import { releaseOpenChannel } from '../services/facilitator/upto-open-channels.ts';
+import { releaseChannelRent, releaseOpenChannel } from '../services/facilitator/upto-open-channels.ts';
 import type { Store } from '../store/store.ts';
 
 export interface UptoEscrowSweepDeps {
@@ -27,11 +27,11 @@ const JOB = 'x402-upto-escrow-sweep';
  * asked to settle after the deposit (it crashed, or was not a stock seller) leaves the buyer's maximum
  * in escrow and the facilitator's rent in the channel. Each pass, on the one instance holding the
  * job's lease, every network's escrowing `upto` scheme (UptoEscrow.sweep: Solana's payment channels)
- * closes its channels that can no longer be claimed — the whole deposit back to the buyer — and takes
- * back the rent of closed ones, giving their accounts back a place among their open channels
- * (X402_UPTO_MAX_OPEN_CHANNELS; a pass that dies between a reclaim and that leaves the place taken:
- * the safe side). The chain is the record: a pass that dies half-way is redone by the
- * next, and a channel already closed is skipped.
+ * closes its channels that can no longer be claimed — the whole deposit back to the buyer, giving the
+ * account its place among its open deposits (X402_UPTO_MAX_OPEN_CHANNELS) and the rent that came back
+ * off its X402_UPTO_MAX_CHANNEL_RENT — and takes back the rent of closed ones (off the budget too; a
+ * pass that dies between a transaction and that leaves them taken: the safe side). The chain is the
+ * record: a pass that dies half-way is redone by the next, and a channel already closed is skipped.
  */
 export class UptoEscrowSweep {
   private readonly now: () => number;
@@ -66,11 +66,25 @@ export class UptoEscrowSweep {
       try {
         const done = await escrow.sweep((key) => store.settlements.get(key), at);
         swept.push(...done);
-        // A reclaimed channel's rent is back with the fee payer: its account may open another.
+        // What came back to the fee payer is off the account's budgets: a refund frees its deposit's place
+        // and the escrow token account's rent (and the channel account's when the refund closed it too,
+        // coming past the reclaim window), a reclaim the channel account's rent.
+        const rent = done.length === 0 ? undefined : await escrow.rent();
         for (const { action, deposit } of done) {
-          if (action !== 'reclaimed') continue;
           const record = await store.settlements.get(deposit);
-          if (record?.status === 'settled') await releaseOpenChannel(store.sponsoredFees, record, this.now());
+          if (record?.status !== 'settled' || rent === undefined) continue;
+          if (action === 'reclaimed') {
+            await releaseChannelRent(store.sponsoredFees, record, rent.account, this.now());
+            continue;
+          }
+          const held = await escrow.holdsAccount(deposit).catch(() => true);
+          await releaseOpenChannel(store.sponsoredFees, record, this.now());
+          await releaseChannelRent(
+            store.sponsoredFees,
+            record,
+            rent.escrow + (held ? 0n : rent.account),
+            this.now(),
+          );
         }
       } catch (error) {
         this.deps.log?.(`could not sweep the upto escrows on ${chain.info.name}`, error);

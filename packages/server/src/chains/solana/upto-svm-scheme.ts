@@ -32,7 +32,7 @@ import {
   type SettlementDraft,
 } from '../exact-scheme.ts';
 import type { RpcEndpoints } from '../rpc-endpoints.ts';
-import type { SweptEscrow, UptoEscrow, UptoScheme } from '../upto-scheme.ts';
+import type { EscrowRent, SweptEscrow, UptoEscrow, UptoScheme } from '../upto-scheme.ts';
 import { type ChannelOpen, paysAllTo, readChannelOpen } from './channel-open.ts';
 import { ed25519Instruction, signVoucher, voucherMessage, voucherSignedBy } from './channel-voucher.ts';
 import type { SvmFeePayer } from './exact-svm-scheme.ts';
@@ -57,6 +57,15 @@ import { toChainError } from './solana-errors.ts';
 export const UPTO_SVM_MAX_CHANNEL_LIFETIME_SECONDS = 3_600;
 /** Clock skew allowed between buyer and facilitator for `expiresAt` (as the stock facilitator). */
 const EXPIRES_AT_SKEW_SECONDS = 60;
+/**
+ * How much of `maxTimeoutSeconds` a deposit's `expiresAt` may have used up when the deposit is verified.
+ * The stock @x402/svm upto client writes `expiresAt` = its own now + maxTimeoutSeconds, so this covers the
+ * payload's way to the seller and on to here, and a buyer's clock behind ours. It is at most half of
+ * maxTimeoutSeconds, so that a short offer (protect()'s default is 60 s) still leaves its seller half of
+ * it to claim: nothing signs `expiresAt`, and the claim after the handler is held to it, so a buyer
+ * writing one seconds ahead would have the handler served and every claim refused expired.
+ */
+const DEPOSIT_AGE_ALLOWANCE_SECONDS = 30;
 /** Past a channel's last claimable moment, what the sweep waits more: a claim signed before it has expired (150 blocks). */
 const SWEEP_MARGIN_SECONDS = 300;
 /** A blockhash is valid for 150 blocks: the latest a transaction signed now can land. */
@@ -110,6 +119,7 @@ export class UptoSvmScheme implements UptoScheme {
   private deployed = false;
   private signer: Promise<KeyPairSigner> | undefined;
   private voucherKey: Promise<webcrypto.CryptoKeyPair> | undefined;
+  private rentHeld: Promise<EscrowRent> | undefined;
 
   readonly escrow: UptoEscrow = {
     phaseOf: (payload) => parsePayload(payload)?.type,
@@ -118,6 +128,12 @@ export class UptoSvmScheme implements UptoScheme {
       return p === undefined ? undefined : this.keyOf('deposit', p.channelId);
     },
     isDeposit: (key) => key.startsWith(`${this.network}:upto:deposit:`),
+    isClaim: (key) => key.startsWith(`${this.network}:upto:claim:`),
+    rent: () => this.rent(),
+    holdsAccount: async (key) => {
+      const channel = key.slice(key.lastIndexOf(':') + 1);
+      return (await this.channel(channel)) !== undefined;
+    },
     claimRefusal: (payload, deposit, now) => {
       const p = parsePayload(payload);
       if (p === undefined) return undefined;
@@ -347,6 +363,14 @@ export class UptoSvmScheme implements UptoScheme {
         'expiresAt is later than maxTimeoutSeconds allows',
         p.from,
       );
+    // The claim is held to this expiresAt: it must leave the seller its maxTimeoutSeconds to claim.
+    const used = Math.min(DEPOSIT_AGE_ALLOWANCE_SECONDS, Math.floor(req.maxTimeoutSeconds / 2));
+    if (p.expiresAt < now + req.maxTimeoutSeconds - used)
+      return refuse(
+        'invalid_upto_svm_payload_expires_at_mismatch',
+        `expiresAt leaves ${p.expiresAt - now} s to claim; maxTimeoutSeconds asks for ${req.maxTimeoutSeconds} (at least ${req.maxTimeoutSeconds - used} left at the deposit)`,
+        p.from,
+      );
     // distribute pays payTo's token account: without it every claim would fail, and the deposit wait for the sweep.
     const recipient = await tokenAccountOf(req.payTo, req.asset, open.tokenProgram);
     if (!(await this.exists(recipient)))
@@ -392,10 +416,9 @@ export class UptoSvmScheme implements UptoScheme {
     const open = await readChannelOpen(p.openTransaction);
     if (typeof open === 'string') throw new Error('prepare() called on a payload that was not verified');
     const signed = await this.cosign(open.transaction);
-    const [height, channelRent, escrowRent] = await Promise.all([
+    const [height, rent] = await Promise.all([
       this.call(() => this.rpc.getBlockHeight({ commitment: 'confirmed' }).send()),
-      this.call(() => this.rpc.getMinimumBalanceForRentExemption(BigInt(CHANNEL_SIZE)).send()),
-      this.call(() => this.rpc.getMinimumBalanceForRentExemption(TOKEN_ACCOUNT_SIZE).send()),
+      this.rent(),
     ]);
     const prepared = {
       payer: p.from,
@@ -406,7 +429,7 @@ export class UptoSvmScheme implements UptoScheme {
     // The worst case the fee payer lays out: both signatures, the priority fee, and the rent of the
     // channel and its escrow token account (given back when the channel closes).
     const priority = (open.computeUnitPrice * BigInt(open.computeUnitLimit) + 999_999n) / 1_000_000n;
-    const maxFee = 2n * LAMPORTS_PER_SIGNATURE + priority + BigInt(channelRent) + BigInt(escrowRent);
+    const maxFee = 2n * LAMPORTS_PER_SIGNATURE + priority + rent.account + rent.escrow;
     return { maxFee, sign: async () => prepared };
   }
 
@@ -548,6 +571,21 @@ export class UptoSvmScheme implements UptoScheme {
         });
     }
     return swept;
+  }
+
+  /**
+   * UptoEscrow.rent: the rent-exempt minimums of the channel account and of its escrow token account,
+   * asked once (fixed by the runtime), so that what a deposit reserves is what its release gives back.
+   */
+  private rent(): Promise<EscrowRent> {
+    this.rentHeld ??= Promise.all([
+      this.call(() => this.rpc.getMinimumBalanceForRentExemption(BigInt(CHANNEL_SIZE)).send()),
+      this.call(() => this.rpc.getMinimumBalanceForRentExemption(TOKEN_ACCOUNT_SIZE).send()),
+    ]).then(([account, escrow]) => ({ account: BigInt(account), escrow: BigInt(escrow) }));
+    this.rentHeld.catch(() => {
+      this.rentHeld = undefined;
+    });
+    return this.rentHeld;
   }
 
   /** Signs `instructions` as the fee payer with the latest blockhash. */

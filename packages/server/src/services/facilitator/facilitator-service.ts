@@ -9,7 +9,7 @@ import type {
   PreparedSettlementTx,
 } from '../../chains/exact-scheme.ts';
 import type { NetworkRegistry } from '../../chains/network-registry.ts';
-import type { SchemeName, UptoScheme } from '../../chains/upto-scheme.ts';
+import type { EscrowRent, SchemeName, UptoScheme } from '../../chains/upto-scheme.ts';
 import { GatewayError } from '../../domain/gateway-error.ts';
 import { newId } from '../../domain/ids.ts';
 import { atomicToDecimalText } from '../../domain/money.ts';
@@ -39,7 +39,14 @@ import {
   runApprovalStep,
   sendVoid,
 } from './sponsored-approval-step.ts';
-import { OpenChannelsExceeded, releaseOpenChannel, takeOpenChannel } from './upto-open-channels.ts';
+import {
+  ChannelRentExceeded,
+  OpenChannelsExceeded,
+  releaseChannelRent,
+  releaseOpenChannel,
+  takeChannelRent,
+  takeOpenChannel,
+} from './upto-open-channels.ts';
 
 export interface FacilitatorDeps {
   readonly store: Store;
@@ -402,7 +409,7 @@ export class FacilitatorService {
         return fail('erc20_approval_in_use', error.message, { payer: error.payer });
       if (error instanceof SponsoringRefused)
         return fail('erc20_approval_sponsoring_refused', error.message, { payer: error.payer });
-      if (error instanceof OpenChannelsExceeded)
+      if (error instanceof OpenChannelsExceeded || error instanceof ChannelRentExceeded)
         return fail(
           'upto_open_channels_exceeded',
           error.message,
@@ -604,6 +611,7 @@ export class FacilitatorService {
     const startedAt = this.now();
     const day = feeDayOf(startedAt);
     const limit = this.budget.dailyLimit(route.chain.info);
+    const escrowRent = isEscrowDeposit(route, key) ? await this.escrowRent(route) : undefined;
     try {
       return await this.deps.store.transaction(async (repos) => {
         // The worst-case fee first, in the claim's own transaction: concurrent settles of one account
@@ -617,14 +625,30 @@ export class FacilitatorService {
           startedAt,
         );
         if (reserved === undefined) throw this.overBudget(route.chain.info, draft.maxFee, limit, startedAt);
-        // An escrow deposit holds the fee payer's rent until the sweep reclaims it: one of the account's
-        // open channels, taken here with the claim or refused before anything is stored or sent.
-        const cap = this.budget.maxOpenUptoChannels;
-        if (
-          isEscrowDeposit(route, key) &&
-          !(await takeOpenChannel(repos.sponsoredFees, asker.accountId, network, cap, startedAt))
-        )
-          throw new OpenChannelsExceeded(cap, route.chain.info.name);
+        // An escrow deposit holds the buyer's maximum until it is claimed, and the fee payer's rent until
+        // its accounts are closed: one of the account's open deposits and its share of the account's rent
+        // budget, taken here with the claim or refused before anything is stored or sent (upto-open-channels).
+        if (escrowRent !== undefined) {
+          const cap = this.budget.maxOpenUptoChannels;
+          if (!(await takeOpenChannel(repos.sponsoredFees, asker.accountId, network, cap, startedAt)))
+            throw new OpenChannelsExceeded(cap, route.chain.info.name);
+          const rentLimit = this.budget.uptoChannelRentLimit(route.chain.info);
+          const held = escrowRent.account + escrowRent.escrow;
+          if (
+            !(await takeChannelRent(
+              repos.sponsoredFees,
+              asker.accountId,
+              network,
+              held,
+              rentLimit,
+              startedAt,
+            ))
+          )
+            throw new ChannelRentExceeded(
+              `${this.budget.maxUptoChannelRent} ${route.chain.info.nativeCurrency.symbol}`,
+              route.chain.info.name,
+            );
+        }
         const { nonceFloor, sponsoredApproval } = draft;
         // erc20ApprovalGasSponsoring: its funding transfer is signed with the fee payer's nonce before the
         // settlement's, all stored with the claim before anything is sent.
@@ -971,6 +995,7 @@ export class FacilitatorService {
     const at = this.now();
     const key = holder !== null && recorder === holder.accountId ? holder.idempotencyKey : null;
     const fee = await this.withApprovalCost(route, settlement, carrier === undefined ? tx?.fee : undefined);
+    const rentBack = await this.rentBackOfClaim(route, settlement);
     const payment =
       recorder === null || movesNothingToSeller(route, settlement)
         ? undefined
@@ -1031,6 +1056,11 @@ export class FacilitatorService {
         if (row === undefined) throw lost;
         await this.chargeIn(repos, settlement, fee, at);
         await releaseFundingPlace(repos, settlement, at);
+        // An escrow claimed: its deposit's place is free, and the rent its close gave back is off the budget.
+        if (rentBack !== undefined) {
+          await releaseOpenChannel(repos.sponsoredFees, settlement, at);
+          await releaseChannelRent(repos.sponsoredFees, settlement, rentBack, at);
+        }
         if (record && keyed !== undefined) await this.deps.ledger.recordIn(repos, keyed, 'payment.received');
         return row;
       });
@@ -1054,6 +1084,8 @@ export class FacilitatorService {
   ): Promise<Outcome> {
     const at = this.now();
     const fee = await this.withApprovalCost(route, settlement, options.fee);
+    const deposit = isEscrowDeposit(route, settlement.key);
+    const rent = deposit ? await this.escrowRent(route).catch(() => undefined) : undefined;
     const moved = await this.deps.store.transaction(async (repos) => {
       const row = await repos.settlements.transition(
         settlement.key,
@@ -1063,9 +1095,13 @@ export class FacilitatorService {
         at,
       );
       if (row !== undefined) await this.chargeIn(repos, settlement, fee, at);
-      // A failed deposit opened no channel: its place among the account's open channels is free again.
-      if (row !== undefined && isEscrowDeposit(route, settlement.key))
+      // A failed deposit opened no channel: its place among the account's open deposits and the rent it
+      // reserved are free again.
+      if (row !== undefined && deposit) {
         await releaseOpenChannel(repos.sponsoredFees, settlement, at);
+        if (rent !== undefined)
+          await releaseChannelRent(repos.sponsoredFees, settlement, rent.account + rent.escrow, at);
+      }
       return row;
     });
     if (moved !== undefined) this.reportFee(route, moved);
@@ -1076,6 +1112,28 @@ export class FacilitatorService {
       neverSent: options.neverSent === true,
       ...(options.reason === undefined ? {} : { reason: options.reason }),
     };
+  }
+
+  /** The rent one escrow of this route holds of the fee payer's (UptoEscrow.rent). */
+  private escrowRent(route: Route): Promise<EscrowRent> {
+    const escrow = route.name === 'upto' ? route.scheme.escrow : undefined;
+    if (escrow === undefined) throw new Error(`${route.chain.info.name} has no escrow upto`);
+    return escrow.rent();
+  }
+
+  /**
+   * An escrow claim that landed: the rent its close gave back to the fee payer — the escrow token
+   * account's, and the channel account's when the claim came late enough for the program to close it
+   * too (otherwise the sweep's reclaim gives it back). Undefined for any other settlement. When the chain
+   * cannot be asked, the channel account is counted as still held (the safe side).
+   */
+  private async rentBackOfClaim(route: Route, settlement: SettlementRecord): Promise<bigint | undefined> {
+    const escrow = route.name === 'upto' ? route.scheme.escrow : undefined;
+    if (escrow === undefined || !escrow.isClaim(settlement.key)) return undefined;
+    const rent = await escrow.rent().catch(() => undefined);
+    if (rent === undefined) return 0n;
+    const held = await escrow.holdsAccount(settlement.key).catch(() => true);
+    return rent.escrow + (held ? 0n : rent.account);
   }
 
   /**

@@ -5,6 +5,7 @@ import {
   DEFAULT_FEE_BUDGET,
   DEFAULT_MAX_OPEN_UPTO_CHANNELS,
   DEFAULT_MAX_UNSETTLED_APPROVAL_FUNDINGS,
+  DEFAULT_MAX_UPTO_CHANNEL_RENT,
   DEFAULT_MIN_SETTLE_AMOUNT,
 } from '../../domain/sponsored-fees.ts';
 
@@ -16,6 +17,11 @@ export interface FeeBudgetSettings {
   readonly minimums?: Readonly<Record<string, string>>;
   /** X402_UPTO_MAX_OPEN_CHANNELS: escrow `upto` channels (Solana) one account may hold open per network. */
   readonly maxOpenUptoChannels?: number;
+  /**
+   * X402_UPTO_MAX_CHANNEL_RENT: the fee payer's rent one account's escrow `upto` channels may hold per
+   * network, whole units of its native currency (SOL).
+   */
+  readonly maxUptoChannelRent?: string;
   /**
    * X402_MAX_UNSETTLED_APPROVAL_FUNDINGS: buyer approvals whose gas one account's settlements had funded
    * (erc20ApprovalGasSponsoring) and that have not settled, per network and UTC day.
@@ -39,12 +45,12 @@ export class FeeBudget {
   private readonly budgets: Readonly<Record<string, string>>;
   private readonly minimums: Readonly<Record<string, string>>;
   /**
-   * How many escrow `upto` channels (Solana payment channels) one account may hold open on one network:
-   * each holds the fee payer's rent (~0.0047 SOL) from its deposit until the sweep reclaims it, which a
-   * daily fee budget does not bound (its fee is charged once; the rent comes back later). See
-   * UptoOpenChannels.
+   * How many escrow `upto` deposits (Solana payment channels) one account may hold unclaimed on one
+   * network. See upto-open-channels.
    */
   readonly maxOpenUptoChannels: number;
+  /** X402_UPTO_MAX_CHANNEL_RENT as configured (whole units); see uptoChannelRentLimit. */
+  readonly maxUptoChannelRent: string;
   /** See FeeBudgetSettings.maxUnsettledApprovalFundings and approval-funding-limits. */
   readonly maxUnsettledApprovalFundings: number;
 
@@ -52,6 +58,7 @@ export class FeeBudget {
     this.budgets = { ...DEFAULT_FEE_BUDGET, ...settings.budgets };
     this.minimums = settings.minimums ?? DEFAULT_MIN_SETTLE_AMOUNT;
     this.maxOpenUptoChannels = settings.maxOpenUptoChannels ?? DEFAULT_MAX_OPEN_UPTO_CHANNELS;
+    this.maxUptoChannelRent = settings.maxUptoChannelRent ?? DEFAULT_MAX_UPTO_CHANNEL_RENT;
     this.maxUnsettledApprovalFundings =
       settings.maxUnsettledApprovalFundings ?? DEFAULT_MAX_UNSETTLED_APPROVAL_FUNDINGS;
   }
@@ -60,6 +67,15 @@ export class FeeBudget {
   dailyLimit(network: NetworkInfo): bigint {
     const text = this.budgets[network.id] ?? this.budgets[network.family] ?? '0';
     return decimalTextToAtomic(text, network.nativeCurrency.decimals);
+  }
+
+  /**
+   * The rent of the fee payer's one account's escrow `upto` channels may hold on `network` (each holds it
+   * from its deposit until its accounts are closed, which a daily fee budget does not bound: its fee is
+   * charged once, the rent comes back later), atomic units of its native currency. See upto-open-channels.
+   */
+  uptoChannelRentLimit(network: NetworkInfo): bigint {
+    return decimalTextToAtomic(this.maxUptoChannelRent, network.nativeCurrency.decimals);
   }
 
   /**

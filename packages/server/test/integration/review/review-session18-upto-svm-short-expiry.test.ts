@@ -7,7 +7,7 @@ import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { UptoSvmScheme as UptoBuyer } from '@x402/svm/upto/client';
 import { UptoSvmScheme as UptoSeller } from '@x402/svm/upto/server';
 import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
-import { openChannels } from '../../../src/services/facilitator/upto-open-channels.ts';
+import { channelRentHeld, openChannels } from '../../../src/services/facilitator/upto-open-channels.ts';
 import { SOLANA_DEVNET_ID } from '../../../src/x402/network-names.ts';
 import { callAs } from '../../support/api-caller.ts';
 import { DATABASE_URL, type TempStorage, tempPostgres, tempSqlite } from '../../support/databases.ts';
@@ -17,7 +17,7 @@ import { stockPayload } from '../../support/x402-buyer.ts';
 
 const MAX = 50_000n;
 const BUYER_USDC = 1_000_000n;
-/** X402_UPTO_MAX_OPEN_CHANNELS here (default 100: a hostile buyer needs 100 requests instead of 1). */
+/** X402_UPTO_MAX_OPEN_CHANNELS here: one unclaimed deposit per account. */
 const CAP = 1;
 
 /**
@@ -31,6 +31,12 @@ const CAP = 1;
  * X402_UPTO_MAX_OPEN_CHANNELS places until then — 100 such requests (fees and rent paid by the fee
  * payer, the buyer's USDC back within the hour) refuse every honest buyer of the seller's upto offers.
  * What the paywall does is reproduced here at POST /facilitator/settle (deposit, then claim).
+ *
+ * Fixed: a deposit whose expiresAt leaves less than maxTimeoutSeconds (less an allowance for the
+ * payload's way here, at most half of it) is refused before anything is signed or sent, so the claim the
+ * paywall makes within maxTimeoutSeconds of the deposit is within what the deposit allows; and a claim
+ * gives its deposit's place among X402_UPTO_MAX_OPEN_CHANNELS back at once (the rent a claimed channel
+ * still holds until the sweep reclaims it counts against X402_UPTO_MAX_CHANNEL_RENT instead).
  */
 describe('review-session18: a Solana upto deposit whose expiresAt leaves no time to claim', () => {
   let chain: TestChain;
@@ -114,9 +120,7 @@ describe('review-session18: a Solana upto deposit whose expiresAt leaves no time
     await chain?.close();
   });
 
-  it('a deposit expiring seconds later is held, the claim after the handler is refused, and the seller’s open-channel places are taken', {
-    todo: '5e40341: the paywall claims with the buyer’s unsigned expiresAt; a buyer writing now+few s is served, never charged (claim refused expired, deposit swept back) and fills X402_UPTO_MAX_OPEN_CHANNELS; refuse deposits whose expiresAt is under now+maxTimeoutSeconds-skew, or have the claim carry the deposit’s own deadline',
-  }, async () => {
+  it('a deposit expiring seconds later is refused before anything moves; the stock buyer after it is held and its claim paid', async () => {
     const hostile = await newBuyer();
     const requirements = await requirementsFor(seller.solana);
     const stock = await stockPayload(new UptoBuyer(hostile, { rpcUrl: chain.localnet.rpcUrl }), requirements);
@@ -135,34 +139,53 @@ describe('review-session18: a Solana upto deposit whose expiresAt leaves no time
       'invalid_upto_svm_payload_expired',
       'the machine was too slow for the 20 s window; the test proves nothing',
     );
-    let claim: Awaited<ReturnType<typeof settle>> | undefined;
-    if (deposit.success) {
-      assert.equal(verified.body.isValid, true, JSON.stringify(verified.body));
-      assert.equal(await usdcOf(hostile.address), BUYER_USDC - MAX, 'the maximum is in escrow');
-      // The handler served the request; it settles what it cost once the buyer's expiresAt has passed.
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, (expiresAt + 1) * 1000 - Date.now())));
-      claim = await settle(phase(payload, 'claim'), { ...requirements, amount: '17500' });
-    }
+    // The paywall's verify refuses it, so the handler never runs; a seller settling it anyway is refused too.
+    assert.deepEqual(
+      [verified.body.isValid, verified.body.invalidReason],
+      [false, 'invalid_upto_svm_payload_expires_at_mismatch'],
+      JSON.stringify(verified.body),
+    );
+    assert.deepEqual(
+      [deposit.success, deposit.errorReason],
+      [false, 'invalid_upto_svm_payload_expires_at_mismatch'],
+      JSON.stringify(deposit),
+    );
+    assert.match(deposit.errorMessage ?? '', /maxTimeoutSeconds asks for 60/);
+    assert.equal(await usdcOf(hostile.address), BUYER_USDC, 'nothing went into escrow');
+    const open = () => openChannels(gw.store.sponsoredFees, seller.accountId, chain.adapter.info.id);
+    assert.equal(await open(), 0n, 'no place taken');
 
-    // An honest buyer of the same seller, right after.
+    // An honest stock buyer of the same seller, right after: held, served, and its claim paid.
     const honest = await newBuyer();
     const honestPayload = await stockPayload(
       new UptoBuyer(honest, { rpcUrl: chain.localnet.rpcUrl }),
       await requirementsFor(seller.solana),
     );
     const honestDeposit = await settle(phase(honestPayload, 'deposit'), requirements);
-    const open = await openChannels(gw.store.sponsoredFees, seller.accountId, chain.adapter.info.id);
-    // Whenever the buyer's maximum was held for the handler, the handler's claim is paid.
-    assert.equal(
-      !deposit.success || claim?.success === true,
-      true,
-      `deposit ${JSON.stringify(deposit)}; claim ${JSON.stringify(claim)}; seller USDC ${await usdcOf(seller.solana)}; then an honest buyer's deposit ${JSON.stringify(honestDeposit)} (open channels ${open} of ${CAP})`,
-    );
+    assert.equal(honestDeposit.success, true, JSON.stringify(honestDeposit));
+    assert.equal(await open(), 1n);
+    const claim = await settle(phase(honestPayload, 'claim'), { ...requirements, amount: '17500' });
+    assert.equal(claim.success, true, JSON.stringify(claim));
+    assert.equal(await usdcOf(honest.address), BUYER_USDC - 17_500n);
+    assert.equal(await usdcOf(seller.solana), 1n + 17_500n, 'the seller is paid');
+    assert.equal(await open(), 0n, 'the claim gave the place back');
   });
 
-  it('two honest requests in a row: the second is refused until the sweep reclaims the first channel, claimed or not', {
-    todo: '5e40341: every protect({ upto }) request on Solana is a deposit taking one X402_UPTO_MAX_OPEN_CHANNELS place until the sweep reclaims its channel (>= 1,500 slots, ~10 min on mainnet), also after its claim: a seller serves at most 100 upto requests per ~10 min, and a buyer making 100 cheap requests (settle(0) costs it nothing) locks the offer; give the place back when the claim settles and bound the rent otherwise (a rent budget), or have the paywall fall back to exact',
-  }, async () => {
+  it('a stock payload that took a while to arrive is still held: up to half of maxTimeoutSeconds (at most 30 s) may have passed', async () => {
+    const buyer = await newBuyer();
+    const requirements = await requirementsFor(seller.solana);
+    const stock = await stockPayload(new UptoBuyer(buyer, { rpcUrl: chain.localnet.rpcUrl }), requirements);
+    // As the stock client would have written it 20 s ago (its clock behind ours, or the request slow to arrive).
+    const expiresAt = Math.floor(Date.now() / 1000) + requirements.maxTimeoutSeconds - 20;
+    const late = { ...stock, payload: { ...stock.payload, expiresAt } };
+    const deposit = await settle(phase(late, 'deposit'), requirements);
+    assert.equal(deposit.success, true, JSON.stringify(deposit));
+    const claim = await settle(phase(late, 'claim'), { ...requirements, amount: '0' });
+    assert.equal(claim.success, true, JSON.stringify(claim));
+    assert.equal(await usdcOf(buyer.address), BUYER_USDC, 'a claim of 0 gives the whole deposit back');
+  });
+
+  it('two honest requests in a row: the second is held once the first is claimed, before the sweep reclaims its channel', async () => {
     // A seller account of its own (the cap is per account), with its token account open.
     const caller = await gw.newCaller('premium');
     const other = {
@@ -202,6 +225,20 @@ describe('review-session18: a Solana upto deposit whose expiresAt leaves no time
       secondDeposit.success,
       true,
       `the first channel is claimed and distributed; open channels counted ${await open()} of ${CAP}: ${JSON.stringify(secondDeposit)}`,
+    );
+    assert.equal(await open(), 1n);
+    // The first channel's account still holds its rent (its reclaim is 1,500 slots after its open): counted.
+    const rent = await gw.services.facilitator.uptoSchemeFor(chain.adapter.info.id)?.escrow?.rent();
+    assert.ok(rent !== undefined);
+    const { value: firstChannel } = await createSolanaRpc(chain.localnet.rpcUrl)
+      .getAccountInfo(address(String(firstPayload.payload.channelId)), {
+        encoding: 'base64',
+        commitment: 'confirmed',
+      })
+      .send();
+    assert.equal(
+      await channelRentHeld(gw.store.sponsoredFees, other.accountId, chain.adapter.info.id),
+      rent.account + rent.escrow + (firstChannel === null ? 0n : rent.account),
     );
   });
 });

@@ -10,7 +10,7 @@ import type { ChainAdapter } from '../../../src/chains/chain-adapter.ts';
 import { ChainError } from '../../../src/chains/chain-error.ts';
 import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
 import { OPEN_SLOT_WINDOW } from '../../../src/chains/solana/payment-channel-program.ts';
-import { openChannels } from '../../../src/services/facilitator/upto-open-channels.ts';
+import { channelRentHeld, openChannels } from '../../../src/services/facilitator/upto-open-channels.ts';
 import { UptoEscrowSweep } from '../../../src/workers/upto-escrow-sweep.ts';
 import { SOLANA_DEVNET_ID } from '../../../src/x402/network-names.ts';
 import { callAs } from '../../support/api-caller.ts';
@@ -25,13 +25,15 @@ const CAP = 2;
 const BUYER_USDC = 1_000_000n;
 
 /**
- * X402_UPTO_MAX_OPEN_CHANNELS on gate402's own Solana `upto` facilitator: every deposit's open has the fee
- * payer pay ~0.0047 SOL of rent until the sweep reclaims the channel, so one account (a seller with a
- * colluding buyer making tiny deposits) may hold only CAP channels open per network. Stock
- * `@x402/svm/upto` buyer payloads; a SQLite file (PostgreSQL when DATABASE_URL is set); the embedded
- * localnet (20 ms slots; the test moves it past a channel's 1,500-slot reclaim window at once).
+ * X402_UPTO_MAX_OPEN_CHANNELS and X402_UPTO_MAX_CHANNEL_RENT on gate402's own Solana `upto` facilitator:
+ * one account (a seller with a colluding buyer making tiny deposits) may hold only CAP deposits unclaimed
+ * per network, and its channels only so much of the fee payer's rent (a deposit's open makes the fee
+ * payer pay the channel account's and its escrow token account's; the claim gives the second back, the
+ * sweep's reclaim the first, 1,500 slots after the open). A claim gives the deposit's place back at once.
+ * Stock `@x402/svm/upto` buyer payloads; a SQLite file (PostgreSQL when DATABASE_URL is set); the
+ * embedded localnet (20 ms slots; the test moves it past a channel's 1,500-slot reclaim window at once).
  */
-describe('x402 upto on Solana: an account holds at most X402_UPTO_MAX_OPEN_CHANNELS open channels', () => {
+describe('x402 upto on Solana: an account holds at most X402_UPTO_MAX_OPEN_CHANNELS unclaimed deposits and X402_UPTO_MAX_CHANNEL_RENT of rent', () => {
   let chain: TestChain;
   let storage: TempStorage;
   let gw: TestGateway;
@@ -95,6 +97,34 @@ describe('x402 upto on Solana: an account holds at most X402_UPTO_MAX_OPEN_CHANN
     return { buyer, requirements, payload, deposit: () => settle(phase(payload, 'deposit'), requirements) };
   };
   const open = () => openChannels(gw.store.sponsoredFees, seller.accountId, chain.adapter.info.id);
+  const rentHeld = () => channelRentHeld(gw.store.sponsoredFees, seller.accountId, chain.adapter.info.id);
+  const rent = async () => {
+    const escrow = gw.services.facilitator.uptoSchemeFor(chain.adapter.info.id)?.escrow;
+    assert.ok(escrow !== undefined);
+    return escrow.rent();
+  };
+  /** The rent the chain says these channels hold of the fee payer's: an open one both, a distributed one its account's. */
+  const rentOnChain = async (channels: readonly PaymentPayload[]): Promise<bigint> => {
+    let total = 0n;
+    for (const p of channels) {
+      const { value } = await rpc()
+        .getAccountInfo(address(String(p.payload.channelId)), { encoding: 'base64', commitment: 'confirmed' })
+        .send();
+      total += value === null ? 0n : value.lamports;
+      const [escrow] = await findAssociatedTokenPda({
+        owner: address(String(p.payload.channelId)),
+        mint: address(usdc()),
+        tokenProgram: TOKEN_PROGRAM_ADDRESS,
+      });
+      const token = await rpc()
+        .getAccountInfo(escrow, { encoding: 'base64', commitment: 'confirmed' })
+        .send();
+      total += token.value === null ? 0n : token.value.lamports;
+    }
+    return total;
+  };
+  const sol = (lamports: bigint) =>
+    `${lamports / 1_000_000_000n}.${(lamports % 1_000_000_000n).toString().padStart(9, '0')}`;
   const sweep = () =>
     new UptoEscrowSweep({
       store: gw.store,
@@ -106,14 +136,14 @@ describe('x402 upto on Solana: an account holds at most X402_UPTO_MAX_OPEN_CHANN
 
   const held: { payload: PaymentPayload; requirements: PaymentRequirements }[] = [];
   const masterKey = new Uint8Array(randomBytes(32));
-  const start = async (adapter: ChainAdapter) => {
+  const start = async (adapter: ChainAdapter, maxUptoChannelRent = '1') => {
     const started = await startTestGateway({
       storage,
       masterKey,
       networks: new NetworkRegistry([adapter]),
       confirmTimeoutMs: 3_000,
-      // A daily fee budget with room for many deposits: the cap, not the budget, is what refuses.
-      feeBudget: { budgets: { solana: '1' }, maxOpenUptoChannels: CAP },
+      // A daily fee budget with room for many deposits: the caps, not the budget, are what refuse.
+      feeBudget: { budgets: { solana: '1' }, maxOpenUptoChannels: CAP, maxUptoChannelRent },
       // Removed by the suite's `after`, once.
       disposeStorage: false,
     });
@@ -161,6 +191,7 @@ describe('x402 upto on Solana: an account holds at most X402_UPTO_MAX_OPEN_CHANN
     assert.ok(key !== undefined);
     assert.equal((await gw.store.settlements.get(key))?.status, 'failed');
     assert.equal(await open(), 0n, 'the failed deposit holds no place');
+    assert.equal(await rentHeld(), 0n, 'nor any rent');
     assert.equal(await usdcOf(failing.buyer.address), BUYER_USDC);
     await gw.close();
     gw = await start(chain.adapter);
@@ -179,6 +210,9 @@ describe('x402 upto on Solana: an account holds at most X402_UPTO_MAX_OPEN_CHANN
     );
     assert.match(refused[0]?.errorMessage ?? '', /X402_UPTO_MAX_OPEN_CHANNELS/);
     assert.equal(await open(), BigInt(CAP));
+    const { account, escrow } = await rent();
+    assert.equal(await rentHeld(), BigInt(CAP) * (account + escrow));
+    assert.equal(await rentOnChain(won.map((s) => s.payload)), BigInt(CAP) * (account + escrow));
     for (const s of signed) {
       const deposited = won.includes(s);
       assert.equal(await usdcOf(s.buyer.address), deposited ? BUYER_USDC - MAX : BUYER_USDC);
@@ -197,31 +231,66 @@ describe('x402 upto on Solana: an account holds at most X402_UPTO_MAX_OPEN_CHANN
     // Refused again (not answered as a settlement of it: nothing was stored).
     const again = await next.deposit();
     assert.equal(again.errorReason, 'upto_open_channels_exceeded');
-    // A claim does not free a place by itself: the channel's rent is still the fee payer's until reclaimed.
+    // A claim gives its deposit's place back at once: the escrow is closed, only the channel account's
+    // rent is still the fee payer's until reclaimed, and that is X402_UPTO_MAX_CHANNEL_RENT's to bound.
     const first = held[0];
     assert.ok(first !== undefined);
     const claimed = await settle(phase(first.payload, 'claim'), { ...first.requirements, amount: '1000' });
     assert.equal(claimed.success, true, JSON.stringify(claimed));
+    assert.equal(await open(), BigInt(CAP - 1));
+    assert.equal(
+      await rentHeld(),
+      await rentOnChain(held.map((h) => h.payload)),
+      'what the chain still holds',
+    );
+    const deposit = await next.deposit();
+    assert.equal(deposit.success, true, JSON.stringify(deposit));
+    held.push({ payload: next.payload, requirements: next.requirements });
     assert.equal(await open(), BigInt(CAP));
-    assert.equal((await next.deposit()).errorReason, 'upto_open_channels_exceeded');
+    assert.equal(await rentHeld(), await rentOnChain(held.map((h) => h.payload)));
   });
 
-  it('once the sweep reclaims a claimed channel’s rent, the account may open one more', async () => {
-    // Within its open-slot window the claimed channel is not reclaimed: its place stays taken.
+  it('claimed channels the sweep has not reclaimed yet count against X402_UPTO_MAX_CHANNEL_RENT, not the open deposits', async () => {
+    const second = held[1];
+    assert.ok(second !== undefined);
+    const claimed = await settle(phase(second.payload, 'claim'), { ...second.requirements, amount: '1000' });
+    assert.equal(claimed.success, true, JSON.stringify(claimed));
+    assert.equal(await open(), BigInt(CAP - 1), 'room for one more deposit');
+    const heldNow = await rentHeld();
+    assert.equal(heldNow, await rentOnChain(held.map((h) => h.payload)));
+    const { account, escrow } = await rent();
+    // A rent budget one lamport short of one more deposit refuses it, though a place is free.
+    await gw.close();
+    gw = await start(chain.adapter, sol(heldNow + account + escrow - 1n));
+    const next = await signedDeposit();
+    const lamports = await lamportsOf(feePayer);
+    const refused = await next.deposit();
+    assert.deepEqual([refused.success, refused.errorReason], [false, 'upto_open_channels_exceeded']);
+    assert.match(refused.errorMessage ?? '', /X402_UPTO_MAX_CHANNEL_RENT/);
+    assert.equal(await lamportsOf(feePayer), lamports, 'no rent, no fee');
+    assert.equal(await usdcOf(next.buyer.address), BUYER_USDC);
+    assert.equal(await rentHeld(), heldNow);
+    // Within its open-slot window a claimed channel is not reclaimed: its rent stays counted.
     assert.deepEqual(
       (await sweep()).filter((s) => s.action === 'reclaimed'),
       [],
       'nothing reclaimed inside the window',
     );
-    assert.equal(await open(), BigInt(CAP));
+    assert.equal((await next.deposit()).errorReason, 'upto_open_channels_exceeded');
+  });
+
+  it('once the sweep reclaims the claimed channels’ rent, the account may open one more', async () => {
     // The chain passes the window at once (1,500 slots were 30 s of 20 ms slots, waited out in 2 s polls).
     chain.localnet.advanceSlots(Number(OPEN_SLOT_WINDOW) + 1);
-    let reclaimed = false;
-    await until('the sweep reclaimed the claimed channel past its 1,500 slots', async () => {
-      reclaimed = (await sweep()).some((s) => s.action === 'reclaimed');
-      return reclaimed;
+    const claimedChannels = held.slice(0, 2).map((h) => String(h.payload.payload.channelId));
+    const reclaimed = new Set<string>();
+    await until('the sweep reclaimed the claimed channels past their 1,500 slots', async () => {
+      for (const s of await sweep()) if (s.action === 'reclaimed') reclaimed.add(s.escrow);
+      return claimedChannels.every((c) => reclaimed.has(c));
     });
-    assert.ok(reclaimed);
+    const { account, escrow } = await rent();
+    assert.equal(await rentHeld(), account + escrow, 'the one unclaimed deposit');
+    assert.equal(await rentHeld(), await rentOnChain(held.map((h) => h.payload)));
     assert.equal(await open(), BigInt(CAP - 1));
     const next = await signedDeposit();
     const deposit = await next.deposit();
