@@ -83,7 +83,8 @@ export const X402_REASONS = [
   'erc20_approval_tx_fee_too_low',
   'erc20_approval_tx_gas_too_low',
   // gate402's own: a funding refused to a payer whose funded payment did not settle (or has one open), or
-  // to an account at X402_MAX_UNSETTLED_APPROVAL_FUNDINGS (see approval-funding-limits).
+  // to an account at X402_MAX_UNSETTLED_APPROVAL_FUNDINGS (see approval-funding-limits); any sponsoring
+  // refused to a payer carrying code (EIP-7702), whose balance can move without its nonce.
   'erc20_approval_sponsoring_refused',
   // upto on EVM (Permit2 through x402's upto proxy; names of @x402/evm 2.x): the witness names another
   // facilitator, and a settle asking more than the signed maximum.
@@ -112,8 +113,7 @@ export const X402_REASONS = [
   // gate402's own: an escrow claim whose deposit this account did not settle here (or not yet), and a
   // channel whose settled amount does not all go to payTo.
   'upto_deposit_not_settled',
-  // gate402's own: a deposit refused because the account holds X402_UPTO_MAX_OPEN_CHANNELS unclaimed
-  // deposits, or its channels X402_UPTO_MAX_CHANNEL_RENT of the fee payer's rent (the message says which).
+  // gate402's own: a deposit refused because the account holds X402_UPTO_MAX_OPEN_CHANNELS open channels.
   'upto_open_channels_exceeded',
   'invalid_upto_svm_payload_recipient_mismatch',
   // exact on Solana: an SPL transferChecked the facilitator co-signs as fee payer.

@@ -280,12 +280,13 @@ export async function approvalShortfallNow(
   client: PublicClient,
   approval: SponsorableApproval,
 ): Promise<ExactRefusal | { readonly shortfall: bigint }> {
-  const [latest, pending, balance, fees, block] = await Promise.all([
+  const [latest, pending, balance, fees, block, code] = await Promise.all([
     client.getTransactionCount({ address: approval.signer, blockTag: 'latest' }),
     client.getTransactionCount({ address: approval.signer, blockTag: 'pending' }),
     client.getBalance({ address: approval.signer }),
     client.estimateFeesPerGas(),
     client.getBlock({ blockTag: 'latest' }),
+    client.getCode({ address: approval.signer }),
   ]).catch((error: unknown) => {
     throw toChainError(error);
   });
@@ -293,6 +294,16 @@ export async function approvalShortfallNow(
     return refuse(
       'erc20_approval_tx_nonce_mismatch',
       `the approval transaction has nonce ${approval.nonce}, the payer's current one is ${pending}: used already, or another of its transactions is in the way`,
+      approval.signer,
+    );
+  }
+  // An account with code (an EIP-7702 delegation) can have its ETH moved by a call, without its nonce:
+  // the approval, once in the pool, could be left unable to pay for itself, never mined, and hold the
+  // settlement's fee-payer nonce. Such a payer approves Permit2 with its own gas.
+  if (code !== undefined && code !== '0x') {
+    return refuse(
+      'erc20_approval_sponsoring_refused',
+      `the payer ${approval.signer} carries code (an EIP-7702 delegation or a contract): its balance can move without its nonce, so its approval's gas is not sponsored; approve Permit2 with its own gas`,
       approval.signer,
     );
   }

@@ -34,7 +34,8 @@ const TOKEN_ABI = parseAbi(['function balanceOf(address) view returns (uint256)'
  * Fixed: an approval is sponsored only when a node would mine it now — a max fee at least the next
  * block's highest possible base fee, a priority fee at least half the network's suggestion
  * (erc20_approval_tx_fee_too_low), and at least the gas it uses (erc20_approval_tx_gas_too_low) — checked
- * in verify and before the claim signs anything; and the allowance before the settlement is read at or
+ * in verify and before the claim signs anything; a payer carrying code (EIP-7702: its ETH can move
+ * without its nonce, leaving the approval unable to pay) is not sponsored; and the allowance before the settlement is read at or
  * after the approval's block, so a lagging node cannot void an honest buyer's settlement.
  */
 describe('review-session18: an approval that can never be mined would hold the fee payer nonce of every settlement', () => {
@@ -218,6 +219,34 @@ describe('review-session18: an approval that can never be mined would hold the f
     const honest = await settleToEnd(stock, paywallRequirements, paywallSeller);
     assert.deepEqual([honest.success, honest.errorReason], [true, undefined], JSON.stringify(honest));
     assert.equal(await tokenBalance(paywallSeller.evm), 20_000n);
+  });
+
+  it('a payer carrying code (EIP-7702), whose ETH can move without its nonce, is not sponsored', async () => {
+    const seller = await newSeller();
+    const buyer = await newBuyer(seller);
+    const requirements = requirementsFor(seller, true);
+    const payload = await stockPayload(buyer, requirements, true);
+    // What a delegation leaves on the account (0xef0100 ‖ the delegate), as a type-4 transaction would.
+    await chainClient().request({
+      method: 'anvil_setCode',
+      params: [buyer.address, `0xef0100${'11'.repeat(20)}`],
+    } as never);
+    const feePayerNonce = await chainClient().getTransactionCount({
+      address: feePayer(),
+      blockTag: 'pending',
+    });
+    const verified = await gw.services.facilitator.verify(payload, requirements);
+    assert.deepEqual(
+      [verified.isValid, verified.invalidReason],
+      [false, 'erc20_approval_sponsoring_refused'],
+    );
+    const settled = await gw.services.facilitator.settle(payload, requirements, seller.accountId);
+    assert.deepEqual([settled.success, settled.errorReason], [false, 'erc20_approval_sponsoring_refused']);
+    assert.equal(
+      await chainClient().getTransactionCount({ address: feePayer(), blockTag: 'pending' }),
+      feePayerNonce,
+    );
+    assert.equal(await tokenBalance(seller.evm), 0n);
   });
 
   it('the allowance before a sponsored settlement is read at or after the block the approval was mined in', async () => {
