@@ -113,7 +113,8 @@ export const X402_REASONS = [
   // gate402's own: an escrow claim whose deposit this account did not settle here (or not yet), and a
   // channel whose settled amount does not all go to payTo.
   'upto_deposit_not_settled',
-  // gate402's own: a deposit refused because the account holds X402_UPTO_MAX_OPEN_CHANNELS open channels.
+  // gate402's own: a deposit refused because the account holds X402_UPTO_MAX_OPEN_CHANNELS unclaimed
+  // deposits, or its channels X402_UPTO_MAX_CHANNEL_RENT of the fee payer's rent (the message says which).
   'upto_open_channels_exceeded',
   'invalid_upto_svm_payload_recipient_mismatch',
   // exact on Solana: an SPL transferChecked the facilitator co-signs as fee payer.
