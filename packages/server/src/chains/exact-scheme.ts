@@ -95,6 +95,21 @@ export interface ExactScheme {
     since: number,
   ): Promise<(LandedPayment & { readonly payer: string }) | undefined>;
   /**
+   * EVM, an EIP-3009 payload (`requirements.asset` its token): how its authorization ended, as the chain
+   * itself shows it — never this gateway's clock, and never a node's head alone (a node that lags, or a
+   * chain whose blocks stalled, still takes an authorization the clock calls dead). Once the chain's
+   * finalized block (`finalizedSlot`) is stamped at or after validBefore, no later block can use it and
+   * no block it could have been used in can be reorganised away: its state there is final. `unused`:
+   * authorizationState(from, nonce) false at that block (nothing was ever paid with it); `used`: true.
+   * Undefined while the finalized block is stamped before validBefore (the chain may still take it), and
+   * for a payload that is not EIP-3009 (Permit2 has UptoPayer.permitEnded).
+   */
+  authorizationEnded?(
+    payload: Readonly<Record<string, unknown>>,
+    requirements: ExactRequirements,
+    finalizedSlot: bigint,
+  ): Promise<'unused' | 'used' | undefined>;
+  /**
    * EVM, x402's erc20ApprovalGasSponsoring: whether the buyer's approval (`wire`, its signed bytes), not
    * mined, can never be now — the buyer's nonce moved past it.
    */

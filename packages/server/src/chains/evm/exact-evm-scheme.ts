@@ -10,6 +10,7 @@ import {
   parseAbi,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import { ChainError } from '../chain-error.ts';
 import {
   type ExactRefusal,
   type ExactRequirements,
@@ -429,6 +430,51 @@ export class ExactEvmScheme implements ExactScheme {
     if (paid === undefined) return undefined;
     const found = await this.findCarrier(paid, () => this.firstBlockSince(since));
     return found === 'never' || found === undefined ? undefined : { ...found, payer: getAddress(paid.payer) };
+  }
+
+  /**
+   * How an EIP-3009 payload's authorization ended, as the chain itself shows it (ExactScheme.authorizationEnded).
+   * The token refuses it in any block stamped at or after validBefore, and timestamps never go back along
+   * a chain: once the finalized block is stamped at or after validBefore, no later block can use it and
+   * no block that could have can be reorganised away. The authorization's state is read at that very
+   * block, never at whatever head a node answers with (a lagging node's head says "unused" for an
+   * authorization the chain can still take). A node keeping no state that old (a pruned node on a chain
+   * whose finality trails by hundreds of blocks) is asked at its own latest block instead, provided that
+   * one is at or past the finalized one: an authorization once used stays used, so unused there means
+   * unused at the finalized block.
+   */
+  async authorizationEnded(
+    payload: Readonly<Record<string, unknown>>,
+    req: ExactRequirements,
+    finalizedSlot: bigint,
+  ): Promise<'unused' | 'used' | undefined> {
+    if (isPermit2Payload(payload) || !isAddress(req.asset)) return undefined;
+    const auth = authorizationOf(payload);
+    if (auth === undefined) return undefined;
+    const finalized = await this.call(() => this.client.getBlock({ blockNumber: finalizedSlot }));
+    if (finalized.timestamp < auth.validBefore) return undefined;
+    const usedAt = (blockNumber: bigint) =>
+      this.client.readContract({
+        address: getAddress(req.asset),
+        abi: EIP3009_ABI,
+        functionName: 'authorizationState',
+        args: [auth.from, auth.nonce],
+        blockNumber,
+      });
+    let used: boolean;
+    try {
+      used = await usedAt(finalizedSlot);
+    } catch {
+      const head = await this.call(() => this.client.getBlockNumber());
+      if (head < finalizedSlot) {
+        throw new ChainError(
+          'unavailable',
+          `the node's latest block ${head} is behind the finalized ${finalizedSlot}`,
+        );
+      }
+      used = await this.call(() => usedAt(head));
+    }
+    return used ? 'used' : 'unused';
   }
 
   /**

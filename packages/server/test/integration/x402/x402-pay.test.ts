@@ -10,6 +10,7 @@ import {
 } from '@x402/hono';
 import { ExactSvmScheme as SvmSellerScheme } from '@x402/svm/exact/server';
 import { Hono } from 'hono';
+import { createPublicClient, http } from 'viem';
 import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
 import { X402PayService } from '../../../src/services/payments/x402/x402-pay.ts';
 import { SpendGuard } from '../../../src/services/spending/spend-guard.ts';
@@ -626,7 +627,8 @@ describe('POST /payment/x402: custodial wallets pay stock x402 sellers', () => {
     assert.equal((await nativeOnly(`${shop.url}/solana-report`)).status, 402);
   });
 
-  it('EVM: a payment the seller never settles expires once its validBefore has passed, not before', async () => {
+  // Second to last: it mines EVM blocks past validBefore, moving that chain's clock ahead.
+  it('EVM: a payment the seller never settles expires once the chain finalizes a block at its validBefore, not before', async () => {
     const url = `${shop.url}/evm-report`;
     const required = decoded((await challenge(url)).header);
     const shortLived = { ...required, accepts: [{ ...required.accepts[0], maxTimeoutSeconds: 2 }] };
@@ -658,6 +660,15 @@ describe('POST /payment/x402: custodial wallets pay stock x402 sellers', () => {
     await watcher.watch(await record(), evm.adapter);
     assert.equal((await record()).status, 'pending');
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, validBefore - Date.now() + 50)));
+    // Past validBefore by the clock, but the chain's finalized block is stamped before it: the chain could
+    // still take the authorization, so it is not judged yet.
+    await watcher.watch(await record(), evm.adapter);
+    assert.equal((await record()).status, 'pending');
+    // anvil's finalized block is 64 behind the latest: 70 blocks 1 s apart stamp it past validBefore.
+    const node = createPublicClient({ transport: http(evm.anvil.rpcUrl) });
+    await node.request({ method: 'anvil_mine' as never, params: ['0x46', '0x1'] as never });
+    const finalized = await node.getBlock({ blockTag: 'finalized' });
+    assert.ok(finalized.timestamp * 1000n >= BigInt(validBefore), `finalized at ${finalized.timestamp}`);
     await watcher.watch(await record(), evm.adapter);
     assert.equal((await record()).status, 'expired');
     const late = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': paid.body.paymentHeader } });

@@ -258,9 +258,9 @@ export class X402PayService {
   /**
    * A pending x402 payment, looked at by the reconciler: confirmed (or failed) once the chain shows its
    * payload landed, whoever submitted it; expired once it can no longer land and did not. The expiry is
-   * read before the search, so a payment that landed just before its end is found, not expired. A
-   * Permit2 payment (upto, exact through Permit2) is expired only on the chain's word (endUnseen): this
-   * gateway's clock past its deadline only says when to ask.
+   * read before the search, so a payment that landed just before its end is found, not expired. An EVM
+   * payment is expired only on the chain's word — EIP-3009: ExactScheme.authorizationEnded; Permit2 (upto,
+   * exact through Permit2): endUnseen — this gateway's clock past its deadline only says when to ask.
    */
   async watch(payment: PaymentRecord, chain: ChainAdapter): Promise<void> {
     if (payment.status !== 'pending' || payment.signedTransaction === null) return;
@@ -329,11 +329,20 @@ export class X402PayService {
       else if (gone) await this.endUnseen(payment, chain, permit2, payload, since);
       return;
     }
-    if (gone) {
-      await this.deps.ledger.move(payment, 'expired', {
-        error: 'the seller did not settle the payment before it could no longer land; nothing was paid',
-      });
+    if (!gone) return;
+    // EVM, EIP-3009: this gateway's clock past validBefore only says when to ask; the chain decides. It is
+    // expired only once the chain's finalized block is stamped at or after validBefore with the
+    // authorization unused at that very block: a node that lags, or a chain whose blocks stalled, still
+    // takes it until then, and an expired payment is never looked at again. Used there, it was paid: it
+    // stays pending, its spend hold kept, until findPaid finds its transfer. (Solana: `gone` is already the
+    // chain's own word, its block height past the blockhash's lastValidBlockHeight.)
+    if (scheme.authorizationEnded !== undefined) {
+      const ended = await scheme.authorizationEnded(payload, requirements, await chain.finalizedSlot());
+      if (ended !== 'unused') return;
     }
+    await this.deps.ledger.move(payment, 'expired', {
+      error: 'the seller did not settle the payment before it could no longer land; nothing was paid',
+    });
   }
 
   /** Confirmed at what the chain shows the settlement moved, on its transaction. */
