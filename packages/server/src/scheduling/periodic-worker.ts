@@ -61,7 +61,9 @@ export class PeriodicWorker {
   }
 
   private tick(): void {
-    this.running = this.pass()
+    // Started inside a promise: a pass that throws before it returns one is a failed pass too.
+    const running = Promise.resolve()
+      .then(() => this.pass())
       .then(
         () => {
           this.failures = 0;
@@ -75,5 +77,9 @@ export class PeriodicWorker {
         // Cleared by stop(): nothing more is scheduled.
         if (this.timer !== undefined) this.schedule();
       });
+    // A failure that onError itself could not take (a log that throws) must not end the process as an
+    // unhandled rejection: the worker goes on, and stop() still rejects with it if it was the last pass.
+    running.catch(() => {});
+    this.running = running;
   }
 }

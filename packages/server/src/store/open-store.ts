@@ -4,7 +4,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import type pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Database } from './database-schema.ts';
-import { DurableSqliteDialect } from './kysely/durable-sqlite-dialect.ts';
+import { BEGIN_IMMEDIATE_SQL, DurableSqliteDialect } from './kysely/durable-sqlite-dialect.ts';
 import { guardedPool } from './kysely/guarded-pg-pool.ts';
 import { KyselyStore } from './kysely/kysely-store.ts';
 import { migrateToLatest } from './migrate.ts';
@@ -248,7 +248,9 @@ function withStatementCache(sqlite: import('better-sqlite3').Database) {
       let statement = cache.get(text);
       if (statement === undefined) {
         const prepared = sqlite.prepare(text);
-        statement = fastRowStatement(prepared, prepared.readonly ? undefined : countWrite);
+        // BEGIN IMMEDIATE takes the write lock but writes nothing (SQLite calls it not read-only).
+        const writes = !prepared.readonly && text !== BEGIN_IMMEDIATE_SQL;
+        statement = fastRowStatement(prepared, writes ? countWrite : undefined);
         if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value ?? '');
         cache.set(text, statement);
       }

@@ -1,11 +1,15 @@
 import {
+  CompiledQuery,
   type DatabaseConnection,
   type Driver,
   type QueryCompiler,
   SqliteDialect,
   type SqliteDialectConfig,
-  type TransactionSettings,
 } from 'kysely';
+
+/** Writes nothing itself: the connection's write count (CommitDurability.writes) leaves it out. */
+export const BEGIN_IMMEDIATE_SQL = 'begin immediate';
+const BEGIN_IMMEDIATE = CompiledQuery.raw(BEGIN_IMMEDIATE_SQL);
 
 /** What the dialect needs to know of the connection's writes and of the log's flushing. */
 export interface CommitDurability {
@@ -65,8 +69,14 @@ class DurableDriver implements Driver {
     if (wrote) await this.durability.durable();
   }
 
-  beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    return this.driver.beginTransaction(connection, settings);
+  /**
+   * BEGIN IMMEDIATE, not Kysely's deferred BEGIN: the write lock is taken at the start, where SQLite
+   * waits busy_timeout for it. A deferred transaction that read first and then writes meets a lock held
+   * elsewhere (another process, the checkpoint worker's RESTART) with SQLITE_BUSY at once, busy_timeout
+   * or not. On this one connection, which transactions take one at a time, it costs nothing more.
+   */
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(BEGIN_IMMEDIATE);
   }
 
   commitTransaction(connection: DatabaseConnection): Promise<void> {
