@@ -1,27 +1,14 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { decodePaymentSignatureHeader } from '@x402/core/http';
-import {
-  type Address,
-  createPublicClient,
-  createWalletClient,
-  encodeFunctionData,
-  type Hex,
-  http,
-  parseAbi,
-} from 'viem';
-import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
+import { type Address, createWalletClient, encodeFunctionData, type Hex, http, parseAbi } from 'viem';
 import { callAs } from '../../support/api-caller.ts';
-import { DATABASE_URL, tempPostgres, tempSqlite } from '../../support/databases.ts';
-import { startTestEvm, type TestEvm } from '../../support/test-anvil.ts';
-import { startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
+import { type SkewedClockBuyer, startSkewedClockBuyer } from '../../support/skewed-clock-buyer.ts';
+import type { TestEvm } from '../../support/test-anvil.ts';
+import type { TestGateway } from '../../support/test-gateway.ts';
 
 const TOKEN_ABI = parseAbi([
-  'function balanceOf(address) view returns (uint256)',
   'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)',
 ]);
-const RESOURCE = 'https://shop.example/paid';
 const PRICE = 20_000n;
 
 interface SignedAuthorization {
@@ -47,81 +34,36 @@ interface SignedAuthorization {
  * validBefore with authorizationState(from, nonce) unused at that block (ExactScheme.authorizationEnded).
  */
 describe('review-session18: an EIP-3009 payment is not expired on the gateway clock while the chain can still take it', () => {
+  let fixture: SkewedClockBuyer;
   let evm: TestEvm;
   let gw: TestGateway;
-  let offsetMs = 0;
   let usdc: Address;
   let network: string;
   let seller: { key: string; wallet: Address };
-  const chainClient = () => createPublicClient({ transport: http(evm.anvil.rpcUrl) });
-  const balance = (a: Address) =>
-    chainClient().readContract({ address: usdc, abi: TOKEN_ABI, functionName: 'balanceOf', args: [a] });
+  const chainClient = () => fixture.chainClient();
+  const balance = (a: Address) => fixture.balance(a);
 
   before(async () => {
-    evm = await startTestEvm();
-    network = evm.adapter.info.id;
-    usdc = evm.usdc.address as Address;
-    gw = await startTestGateway({
-      storage: DATABASE_URL === undefined ? tempSqlite() : await tempPostgres(),
-      masterKey: new Uint8Array(randomBytes(32)),
-      networks: new NetworkRegistry([evm.adapter]),
-      now: () => Date.now() + offsetMs,
-    });
-    await gw.services.facilitator.start();
-    const caller = await gw.newCaller('premium');
-    seller = {
-      key: caller.key,
-      wallet: (await callAs(gw, caller.key, 'POST', '/wallets', { chain: 'evm' })).body.address,
-    };
+    fixture = await startSkewedClockBuyer();
+    ({ evm, gw, usdc, network, seller } = fixture);
   });
 
-  after(async () => {
-    // The test gateway disposes of the storage it was given.
-    await gw?.close();
-    await evm?.close();
-    evm?.dispose();
-  });
+  after(() => fixture?.close());
 
   /** Pays an EIP-3009 `exact` option valid `seconds` from a new funded wallet. */
   async function pay(seconds: number) {
-    const caller = await gw.newCaller('premium');
-    const wallet = (await callAs(gw, caller.key, 'POST', '/wallets', { chain: 'evm' })).body
-      .address as Address;
-    for (const body of [
-      { address: wallet, amount: 1, token: 'USDC' },
-      { address: wallet, amount: 1 },
-    ]) {
-      const funded = await callAs(gw, seller.key, 'POST', '/faucet', body);
-      assert.equal(funded.status, 200, JSON.stringify(funded.body));
-    }
-    const paymentRequired = Buffer.from(
-      JSON.stringify({
-        x402Version: 2,
-        resource: { url: RESOURCE, description: 'paid', mimeType: 'application/json' },
-        accepts: [
-          {
-            scheme: 'exact',
-            network,
-            asset: usdc,
-            amount: PRICE.toString(),
-            payTo: seller.wallet,
-            maxTimeoutSeconds: seconds,
-            extra: { name: 'USD Coin', version: '2' },
-          },
-        ],
-      }),
-    ).toString('base64');
-    const paid = await callAs(gw, caller.key, 'POST', '/payment/x402', {
-      walletAddress: wallet,
-      paymentRequired,
-      resource: RESOURCE,
-      maxAmount: { USDC: 1 },
+    const paid = await fixture.payFromNewWallet({
+      scheme: 'exact',
+      network,
+      asset: usdc,
+      amount: PRICE.toString(),
+      payTo: seller.wallet,
+      maxTimeoutSeconds: seconds,
+      extra: { name: 'USD Coin', version: '2' },
     });
-    assert.equal(paid.status, 200, JSON.stringify(paid.body));
-    const payload = decodePaymentSignatureHeader(paid.body.paymentHeader)
-      .payload as unknown as SignedAuthorization;
+    const payload = paid.payload as unknown as SignedAuthorization;
     assert.ok(payload.authorization !== undefined, 'an EIP-3009 authorization');
-    return { key: caller.key, wallet, paymentId: paid.body.paymentId as string, payload };
+    return { ...paid, payload };
   }
 
   const check = async (p: Awaited<ReturnType<typeof pay>>) => {
@@ -133,13 +75,13 @@ describe('review-session18: an EIP-3009 payment is not expired on the gateway cl
   };
 
   it('not expired while the chain can still take the authorization; settled before validBefore, it is confirmed', async () => {
-    offsetMs = 0;
+    fixture.skew(0);
     const paid = await pay(600);
     const { authorization: a, signature } = paid.payload;
     const before = await balance(paid.wallet);
 
     // The gateway's clock is past validBefore + margin; the chain's is not (its node lags, or it stalled).
-    offsetMs = 30 * 60_000;
+    fixture.skew(30 * 60_000);
     const judged = (await check(paid)).status;
 
     // The seller submits the authorization in a block stamped before validBefore: the token takes it.
@@ -179,10 +121,10 @@ describe('review-session18: an EIP-3009 payment is not expired on the gateway cl
 
   // Last: it mines blocks past validBefore, moving the chain's clock ahead.
   it('an unused authorization stays pending on the gateway clock, and expires once the chain finalizes a block at or after validBefore', async () => {
-    offsetMs = 0;
+    fixture.skew(0);
     const paid = await pay(2);
     const validBefore = BigInt(paid.payload.authorization.validBefore);
-    offsetMs = 30 * 60_000;
+    fixture.skew(30 * 60_000);
     assert.equal((await check(paid)).status, 'pending', 'the chain has no finalized block at validBefore');
 
     // anvil's finalized block is 64 behind the latest: 70 blocks 3 s apart put it some 18 s past now.

@@ -1,20 +1,15 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { decodePaymentSignatureHeader } from '@x402/core/http';
-import { type Address, createPublicClient, createWalletClient, type Hex, http, parseAbi } from 'viem';
+import { type Address, createWalletClient, type Hex, http } from 'viem';
 import { EXACT_PERMIT2_PROXY_ADDRESS } from '../../../src/chains/evm/permit2-addresses.ts';
 import { permit2AuthorizationOf, permit2SettleCall } from '../../../src/chains/evm/permit2-payment.ts';
 import { uptoPermitOf } from '../../../src/chains/evm/upto-evm-scheme.ts';
 import { UPTO_PERMIT2_PROXY_ADDRESS, uptoSettleCall } from '../../../src/chains/evm/upto-permit2-proxy.ts';
-import { NetworkRegistry } from '../../../src/chains/network-registry.ts';
 import { callAs } from '../../support/api-caller.ts';
-import { DATABASE_URL, tempPostgres, tempSqlite } from '../../support/databases.ts';
-import { startTestEvm, type TestEvm } from '../../support/test-anvil.ts';
-import { startTestGateway, type TestGateway } from '../../support/test-gateway.ts';
+import { type SkewedClockBuyer, startSkewedClockBuyer } from '../../support/skewed-clock-buyer.ts';
+import type { TestEvm } from '../../support/test-anvil.ts';
+import type { TestGateway } from '../../support/test-gateway.ts';
 
-const TOKEN_ABI = parseAbi(['function balanceOf(address) view returns (uint256)']);
-const RESOURCE = 'https://shop.example/paid';
 const PRICE = 20_000n;
 const MAX = 50_000n;
 const SETTLED = 12_345n;
@@ -32,70 +27,24 @@ const SETTLED = 12_345n;
  * deadline with its nonce unspent at that block (UptoPayer.permitEnded); until then it stays pending.
  */
 describe('review-session18: a Permit2 payment is not expired on the gateway clock while the chain can still take it', () => {
+  let fixture: SkewedClockBuyer;
   let evm: TestEvm;
   let gw: TestGateway;
-  let offsetMs = 0;
   let usdc: Address;
   let network: string;
   let seller: { key: string; wallet: Address };
-  const chainClient = () => createPublicClient({ transport: http(evm.anvil.rpcUrl) });
-  const balance = (a: Address) =>
-    chainClient().readContract({ address: usdc, abi: TOKEN_ABI, functionName: 'balanceOf', args: [a] });
+  const chainClient = () => fixture.chainClient();
+  const balance = (a: Address) => fixture.balance(a);
 
   before(async () => {
-    evm = await startTestEvm();
-    network = evm.adapter.info.id;
-    usdc = evm.usdc.address as Address;
-    gw = await startTestGateway({
-      storage: DATABASE_URL === undefined ? tempSqlite() : await tempPostgres(),
-      masterKey: new Uint8Array(randomBytes(32)),
-      networks: new NetworkRegistry([evm.adapter]),
-      now: () => Date.now() + offsetMs,
-    });
-    await gw.services.facilitator.start();
-    const caller = await gw.newCaller('premium');
-    seller = {
-      key: caller.key,
-      wallet: (await callAs(gw, caller.key, 'POST', '/wallets', { chain: 'evm' })).body.address,
-    };
+    fixture = await startSkewedClockBuyer();
+    ({ evm, gw, usdc, network, seller } = fixture);
   });
 
-  after(async () => {
-    // The test gateway disposes of the storage it was given.
-    await gw?.close();
-    await evm?.close();
-    evm?.dispose();
-  });
+  after(() => fixture?.close());
 
   /** Pays `accept` from a new funded wallet; the answer, and the permit the payment header carries. */
-  async function payPermit2(accept: Record<string, unknown>) {
-    const caller = await gw.newCaller('premium');
-    const wallet = (await callAs(gw, caller.key, 'POST', '/wallets', { chain: 'evm' })).body
-      .address as Address;
-    for (const body of [
-      { address: wallet, amount: 1, token: 'USDC' },
-      { address: wallet, amount: 1 },
-    ]) {
-      const funded = await callAs(gw, seller.key, 'POST', '/faucet', body);
-      assert.equal(funded.status, 200, JSON.stringify(funded.body));
-    }
-    const paymentRequired = Buffer.from(
-      JSON.stringify({
-        x402Version: 2,
-        resource: { url: RESOURCE, description: 'paid', mimeType: 'application/json' },
-        accepts: [accept],
-      }),
-    ).toString('base64');
-    const paid = await callAs(gw, caller.key, 'POST', '/payment/x402', {
-      walletAddress: wallet,
-      paymentRequired,
-      resource: RESOURCE,
-      maxAmount: { USDC: 1 },
-    });
-    assert.equal(paid.status, 200, JSON.stringify(paid.body));
-    const payload = decodePaymentSignatureHeader(paid.body.paymentHeader).payload as Record<string, unknown>;
-    return { key: caller.key, wallet, paymentId: paid.body.paymentId as string, payload };
-  }
+  const payPermit2 = (accept: Record<string, unknown>) => fixture.payFromNewWallet(accept);
 
   /**
    * The gateway's clock is moved past the permit's deadline + margin while the chain's is not (its node
@@ -109,7 +58,7 @@ describe('review-session18: a Permit2 payment is not expired on the gateway cloc
     moved: bigint,
   ) {
     const before = await balance(paid.wallet);
-    offsetMs = 30 * 60_000;
+    fixture.skew(30 * 60_000);
     const first = await callAs(gw, paid.key, 'POST', `/payment/x402/${paid.paymentId}/check`);
     assert.equal(first.status, 200, JSON.stringify(first.body));
     const judged = (await gw.store.payments.get(paid.paymentId))?.status;
@@ -134,7 +83,7 @@ describe('review-session18: a Permit2 payment is not expired on the gateway cloc
   }
 
   it('exact through Permit2: not expired while the chain can still take the permit; settled before its deadline, it is confirmed', async () => {
-    offsetMs = 0;
+    fixture.skew(0);
     const paid = await payPermit2({
       scheme: 'exact',
       network,
@@ -151,7 +100,7 @@ describe('review-session18: a Permit2 payment is not expired on the gateway cloc
   });
 
   it('upto: not expired while the chain can still take the permit; settled before its deadline, it is confirmed at what moved', async () => {
-    offsetMs = 0;
+    fixture.skew(0);
     const paid = await payPermit2({
       scheme: 'upto',
       network,
